@@ -1,0 +1,157 @@
+// cuscope/report.hpp — the in-memory report: a snapshot of the range tree.
+//
+// A Report is a plain value: taking one copies what was aggregated so far, and
+// nothing in it points back into the live session. Every time is in
+// nanoseconds (`_ns`), every size in bytes (`_bytes`).
+//
+// Example:
+//   cuscope::Report r = cuscope::snapshot();
+//   if (const cuscope::RangeStats* mlp = r.find("step/mlp")) {
+//     double share = double(mlp->host.total_ns) / double(r.find("step")->host.total_ns);
+//     std::printf("MLP: %.1f%% of the step, %zu kernels\n", 100 * share, mlp->kernels.size());
+//   }
+//   std::fputs(r.table().c_str(), stdout);
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cuscope {
+inline namespace v0 {
+
+/// Count, total, min and max of a set of durations. `min_ns`/`max_ns` are 0 when count is 0.
+struct DurationStats {
+  std::uint64_t count = 0;
+  std::uint64_t total_ns = 0;
+  std::uint64_t min_ns = 0;
+  std::uint64_t max_ns = 0;
+  [[nodiscard]] double mean_ns() const { return count ? double(total_ns) / double(count) : 0.0; }
+};
+
+/// One kernel (by demangled name and launch shape) as launched inside one range.
+struct KernelStats {
+  std::string name;  ///< demangled
+  DurationStats duration;
+  std::array<std::uint32_t, 3> grid{};
+  std::array<std::uint32_t, 3> block{};
+  std::uint32_t registers_per_thread = 0;
+  std::uint32_t static_shared_bytes = 0;
+  std::uint32_t dynamic_shared_bytes = 0;
+  std::uint32_t device = 0;
+};
+
+/// Direction of a memory copy, as CUPTI names it (host = pageable or pinned host memory).
+enum class CopyKind : std::uint8_t { HtoD, DtoH, DtoD, HtoH, PtoP, Other };
+inline constexpr std::size_t kCopyKinds = 6;
+[[nodiscard]] std::string_view to_string(CopyKind k);
+
+struct CopyStats {
+  std::uint64_t count = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t total_ns = 0;
+  /// Achieved bandwidth in bytes per second of copy time (0 when no time was measured).
+  [[nodiscard]] double bytes_per_s() const { return total_ns ? double(bytes) * 1e9 / double(total_ns) : 0.0; }
+};
+
+/// Everything the GPU did on behalf of a range (its own work, or its subtree's for `total`).
+struct ActivityStats {
+  std::uint64_t kernel_calls = 0;
+  std::uint64_t kernel_ns = 0;    ///< sum of kernel durations (overlapping kernels count twice)
+  std::uint64_t gpu_busy_ns = 0;  ///< union of kernel intervals: time at least one kernel ran
+  std::uint64_t gpu_span_ns = 0;  ///< per instance, first kernel start to last kernel end, summed
+  std::array<CopyStats, kCopyKinds> memcpy{};
+  std::uint64_t memset_count = 0;
+  std::uint64_t memset_bytes = 0;
+  std::uint64_t memset_ns = 0;
+  std::uint64_t sync_count = 0;
+  std::uint64_t sync_ns = 0;
+  std::uint64_t alloc_count = 0;
+  std::uint64_t alloc_bytes = 0;
+  std::uint64_t free_count = 0;
+  std::uint64_t free_bytes = 0;
+  std::uint64_t peak_bytes = 0;  ///< highest live bytes allocated by the range (self only, see docs)
+  /// GPU active share of the range's GPU span (the seeds' "GPU active %"), in [0, 1].
+  [[nodiscard]] double busy_share() const { return gpu_span_ns ? double(gpu_busy_ns) / double(gpu_span_ns) : 0.0; }
+};
+
+/// One node of the range tree: a scope name under a given parent path.
+struct RangeStats {
+  std::string name;        ///< the scope's name; "" for the root
+  std::string path;        ///< "step/forward/attention"; "" for the root
+  std::size_t parent = 0;  ///< index into Report::ranges (the root is its own parent)
+  std::vector<std::size_t> children;  ///< indices into Report::ranges, in order of first entry
+  int depth = 0;                      ///< root 0, top-level ranges 1
+
+  std::uint64_t calls = 0;            ///< completed entries, direct recursion included
+  std::uint64_t recursive_calls = 0;  ///< entries that re-entered an open range of the same name
+  std::uint32_t threads = 0;          ///< threads that entered this range
+  DurationStats host;                 ///< inclusive host time per completed (outermost) entry
+  std::uint64_t host_self_ns = 0;     ///< host time minus the time of child ranges
+  DurationStats gpu;                  ///< CUDA-event time between the scope's start and stop events
+
+  ActivityStats self;                 ///< work launched directly in this range
+  ActivityStats total;                ///< self plus every descendant (inclusive roll-up)
+  std::vector<KernelStats> kernels;   ///< own kernels, by total duration, longest first
+};
+
+/// Counters of everything that was off, dropped or misused. Shown in the table header when non-zero.
+struct Diagnostics {
+  std::uint64_t dropped_records = 0;       ///< CUPTI activity records it could not store
+  std::uint64_t zero_timestamp_records = 0;
+  std::uint64_t unresolved_records = 0;    ///< correlation to a scope never resolved
+  std::uint64_t unknown_records = 0;       ///< record kinds cuscope does not decode
+  std::uint64_t outside_window_records = 0;///< GPU work of warm-up or waiting steps, left out
+  std::uint64_t open_scopes = 0;           ///< scopes still open when the snapshot was taken
+  std::uint64_t unbalanced_ends = 0;       ///< ends that did not match the innermost open range
+  std::uint64_t cross_thread_ends = 0;     ///< scopes ended on another thread than they began
+  std::uint64_t depth_overflows = 0;       ///< entries past the maximum depth (timed to the parent)
+  std::uint64_t adjusted_names = 0;        ///< names that were empty, too long or held '/' or control bytes
+  std::uint64_t name_table_full = 0;       ///< entries whose name did not fit in the name table
+  std::uint64_t gpu_event_failures = 0;    ///< scopes whose CUDA events could not be recorded or read
+  std::uint64_t overhead_records = 0;      ///< CUPTI overhead records (their time is in overhead_ns)
+  std::uint64_t overhead_ns = 0;
+};
+
+/// A snapshot of everything cuscope knows. `ranges[0]` is the root; `(unscoped)` holds
+/// GPU work launched outside every scope.
+struct Report {
+  std::vector<RangeStats> ranges;
+  Diagnostics diagnostics;
+
+  std::string device;          ///< e.g. "NVIDIA H100 80GB HBM3 (sm_90)", or "no GPU"
+  std::string gpu_timing;      ///< "on", or one line saying why CUDA-event timing is off
+  std::string activity_status; ///< "on", or one line saying why CUPTI tracing is off
+  std::vector<std::string> notes;  ///< other things a reader must know (bad options, ...)
+
+  std::uint64_t steps = 0;         ///< steps marked with cuscope::step()
+  std::uint64_t recorded_steps = 0;///< of those, steps inside the active window
+  std::uint64_t wall_ns = 0;       ///< session start to snapshot
+
+  /// The range at `path` ("a/b/c"; "" is the root), or nullptr.
+  [[nodiscard]] const RangeStats* find(std::string_view path) const;
+  /// The root's children: the top-level ranges.
+  [[nodiscard]] const RangeStats& root() const { return ranges.front(); }
+};
+
+/// Which column orders the table's siblings.
+enum class SortKey : std::uint8_t { host_total, host_self, gpu_total, kernel_total, gpu_busy, calls, name };
+[[nodiscard]] std::string_view to_string(SortKey k);
+
+struct TableOptions {
+  SortKey sort = SortKey::host_total;
+  std::size_t max_rows = 50;      ///< ranges shown (the rest are counted in a last line); 0 = all
+  std::size_t top_kernels = 3;    ///< kernels listed under each range; 0 = none
+  bool show_zero_calls = false;   ///< also list ranges with no completed entry
+};
+
+/// The report as a human-readable table (tree-indented, units scaled for people).
+[[nodiscard]] std::string format_table(const Report& report, const TableOptions& options = {});
+/// The report as JSON (schema in README.md, "JSON schema").
+[[nodiscard]] std::string format_json(const Report& report);
+
+}  // namespace v0
+}  // namespace cuscope

@@ -1,0 +1,85 @@
+// cuscope/session.hpp — the process-wide session: options, step window, flush, shutdown.
+//
+// The session starts by itself on the first scope, configured from the CUSCOPE_*
+// environment variables, or explicitly with start(). It prints the summary table
+// at exit (before CUDA's own teardown), unless told not to.
+//
+// Example:
+//   cuscope::Options o = cuscope::options_from_env();  // defaults, then CUSCOPE_* on top
+//   o.warmup_steps = 2;                                 // keep first launches out
+//   cuscope::start(o);
+//   for (int i = 0; i < 10; ++i) { CUSCOPE_SCOPE("step"); train_step(); cuscope::step(); }
+//   // the table prints at exit; cuscope::snapshot() reads the same numbers at any time
+//
+// None of these functions throws; all are safe to call from any thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <cuscope/report.hpp>
+
+namespace cuscope {
+inline namespace v0 {
+
+/// Session configuration. Every field has an environment variable (README, "Options").
+struct Options {
+  bool enabled = true;            ///< CUSCOPE_ENABLE: false makes every scope cost one branch
+  bool gpu_events = true;         ///< CUSCOPE_GPU_EVENTS: time scopes with CUDA events too
+  bool activities = true;         ///< CUSCOPE_ACTIVITIES: trace GPU work with CUPTI
+  std::uint32_t wait_steps = 0;   ///< CUSCOPE_WAIT: steps recorded nothing at all
+  std::uint32_t warmup_steps = 0; ///< CUSCOPE_WARMUP: then steps run traced but left out
+  std::uint32_t active_steps = 0; ///< CUSCOPE_ACTIVE: then steps recorded; 0 = every step after
+  bool print_at_exit = true;      ///< CUSCOPE_PRINT: print the table at exit
+  std::string output_path;        ///< CUSCOPE_OUTPUT: write the exit table here ("" = stderr)
+  std::string json_path;          ///< CUSCOPE_JSON: also write the exit report as JSON here
+  TableOptions table;             ///< CUSCOPE_SORT, CUSCOPE_ROWS, CUSCOPE_TOP_KERNELS
+  std::uint32_t max_depth = 64;   ///< CUSCOPE_MAX_DEPTH: deeper scopes time into their parent
+};
+
+/// One problem found while reading options: `variable` names the setting, `value` what was given.
+struct OptionError {
+  std::string variable;
+  std::string value;
+  std::string message;  ///< full sentence, e.g. "CUSCOPE_ROWS='ten' is not a number; keeping 50"
+};
+
+/// `base` with every CUSCOPE_* variable that is set applied on top. A bad value keeps the
+/// value of `base`, and is reported once (to `errors` when given, and in the report's notes).
+[[nodiscard]] Options options_from_env(Options base = {}, std::vector<OptionError>* errors = nullptr);
+
+/// Same, from an explicit lookup (used by tests; `getenv` is the real one).
+using EnvLookup = const char* (*)(const char* name);
+[[nodiscard]] Options options_from(EnvLookup lookup, Options base, std::vector<OptionError>* errors);
+
+/// Starts the session with `options` (if it has not started yet; otherwise changes nothing and
+/// returns false). Scopes start it implicitly with options_from_env().
+bool start(const Options& options);
+bool start();
+
+/// Marks the end of a step (an iteration of the program's main loop). Drives the
+/// wait / warm-up / active window.
+void step();
+
+/// Turns recording on or off at run time; a scope costs about one branch while off.
+void set_enabled(bool enabled);
+[[nodiscard]] bool enabled();
+
+/// Makes every finished piece of GPU work visible to the next snapshot (resolves CUDA events,
+/// flushes CUPTI buffers). Never synchronizes the device; work still running stays pending.
+void flush();
+
+/// A consistent copy of everything aggregated so far; collection goes on.
+[[nodiscard]] Report snapshot();
+
+/// Flushes, prints the exit summary if configured, and stops collection; idempotent.
+/// Runs by itself at exit, before CUDA tears down. Scopes after it record nothing.
+void shutdown();
+
+/// The options the session runs with (defaults before it starts).
+[[nodiscard]] Options current_options();
+
+}  // namespace v0
+}  // namespace cuscope

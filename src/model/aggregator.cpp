@@ -1,0 +1,471 @@
+// model/aggregator.cpp — attribution of GPU activities to ranges, and the merge into a Report.
+#include "model/aggregator.hpp"
+
+#include <cxxabi.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+namespace cuscope::model {
+namespace {
+
+template <class Map, class Value>
+void insert_generational(Map (&maps)[2], std::uint64_t key, const Value& value, std::size_t limit) {
+  if (maps[0].size() >= limit) {
+    maps[1] = std::move(maps[0]);
+    maps[0].clear();
+  }
+  maps[0].insert_or_assign(key, value);
+}
+
+template <class Map>
+auto* find_generational(Map (&maps)[2], std::uint64_t key) {
+  if (auto it = maps[0].find(key); it != maps[0].end()) return &it->second;
+  if (auto it = maps[1].find(key); it != maps[1].end()) return &it->second;
+  return static_cast<typename Map::mapped_type*>(nullptr);
+}
+
+// Grows [start, end) to cover [s, e) and returns by how much its length grew.
+std::uint64_t extend_hull(std::uint64_t& start, std::uint64_t& end, std::uint64_t s, std::uint64_t e) {
+  if (start == 0 && end == 0) {
+    start = s;
+    end = e;
+    return e - s;
+  }
+  const std::uint64_t before = end - start;
+  start = std::min(start, s);
+  end = std::max(end, e);
+  return (end - start) - before;
+}
+
+void add_duration(DurationStats& d, std::uint64_t count, std::uint64_t total, std::uint64_t min, std::uint64_t max) {
+  if (count == 0) return;
+  d.min_ns = d.count == 0 ? min : std::min(d.min_ns, min);
+  d.max_ns = std::max(d.max_ns, max);
+  d.count += count;
+  d.total_ns += total;
+}
+
+void add_solo(DurationStats& d, const SoloDurations& s) {
+  add_duration(d, s.count.get(), s.total_ns.get(), s.min_ns.get(), s.max_ns.get());
+}
+
+void add_activity(ActivityStats& into, const ActivityStats& a) {
+  into.kernel_calls += a.kernel_calls;
+  into.kernel_ns += a.kernel_ns;
+  for (std::size_t i = 0; i < kCopyKinds; ++i) {
+    into.memcpy[i].count += a.memcpy[i].count;
+    into.memcpy[i].bytes += a.memcpy[i].bytes;
+    into.memcpy[i].total_ns += a.memcpy[i].total_ns;
+  }
+  into.memset_count += a.memset_count;
+  into.memset_bytes += a.memset_bytes;
+  into.memset_ns += a.memset_ns;
+  into.sync_count += a.sync_count;
+  into.sync_ns += a.sync_ns;
+  into.alloc_count += a.alloc_count;
+  into.alloc_bytes += a.alloc_bytes;
+  into.free_count += a.free_count;
+  into.free_bytes += a.free_bytes;
+}
+
+std::uint64_t duration(std::uint64_t start, std::uint64_t end) { return end > start ? end - start : 0; }
+
+}  // namespace
+
+std::string demangle(const char* name) {
+  if (name == nullptr) return "(unknown kernel)";
+  int status = 0;
+  char* out = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  if (status != 0 || out == nullptr) return name;
+  std::string result(out);
+  std::free(out);
+  return result;
+}
+
+Aggregator::Aggregator(const Forest& forest) : forest_(forest) {}
+Aggregator::~Aggregator() = default;
+
+void Aggregator::set_recording(bool recording, std::uint64_t now_ns) {
+  if (!windowed_) {
+    windowed_ = true;
+    if (recording_) windows_.emplace_back(0, UINT64_MAX);
+  }
+  if (recording == recording_) return;
+  recording_ = recording;
+  if (recording) {
+    windows_.emplace_back(now_ns, UINT64_MAX);
+  } else if (!windows_.empty()) {
+    windows_.back().second = now_ns;
+  }
+}
+
+bool Aggregator::in_window(std::uint64_t t) const {
+  if (!windowed_) return true;
+  auto it = std::upper_bound(windows_.begin(), windows_.end(), t,
+                             [](std::uint64_t v, const auto& w) { return v < w.first; });
+  if (it == windows_.begin()) return false;
+  --it;
+  return t < it->second;
+}
+
+void Aggregator::on(const ApiCall& a) {
+  if (find_generational(correlations_, a.correlation) != nullptr) return;  // scoped: already known
+  insert_generational(correlations_, a.correlation, Correlation{kNoInstance, a.start_ns}, kCorrelationGeneration);
+}
+
+void Aggregator::on(const ExternalCorrelation& e) {
+  insert_generational(correlations_, e.correlation, Correlation{e.instance, 0}, kCorrelationGeneration);
+  if (e.instance > kOutsideWindow) instance(e.instance);  // resolve while its slot is fresh
+}
+
+Aggregator::Instance* Aggregator::instance(std::uint64_t id) {
+  if (Instance* found = find_generational(instances_, id)) return found;
+  Instance fresh;
+  if (!forest_.resolve_instance(id, &fresh.node, &fresh.parent)) return nullptr;
+  insert_generational(instances_, id, fresh, kInstanceGeneration);
+  return &instances_[0].find(id)->second;
+}
+
+Aggregator::Target Aggregator::locate(std::uint64_t correlation) {
+  const Correlation* c = find_generational(correlations_, correlation);
+  if (c == nullptr) return {Where::Unknown, 0};
+  if (c->instance == kOutsideWindow) return {Where::Outside, 0};
+  if (c->instance == kNoInstance) return {in_window(c->api_start_ns) ? Where::Unscoped : Where::Outside, 0};
+  if (instance(c->instance) == nullptr) return {Where::Unresolved, 0};
+  return {Where::Range, c->instance};
+}
+
+Aggregator::RangeActivity& Aggregator::activity(Node* node) {
+  if (node == nullptr) return unscoped_;
+  if (node->id >= by_node_.size()) by_node_.resize(node->id + 1);
+  auto& slot = by_node_[node->id];
+  if (!slot) slot = std::make_unique<RangeActivity>();
+  return *slot;
+}
+
+std::uint32_t Aggregator::kernel_name(const char* name) {
+  if (auto it = kernel_name_by_ptr_.find(name); it != kernel_name_by_ptr_.end()) return it->second;
+  std::string text = demangle(name);
+  auto [it, inserted] = kernel_name_by_text_.try_emplace(text, static_cast<std::uint32_t>(kernel_names_.size()));
+  if (inserted) kernel_names_.push_back(std::move(text));
+  kernel_name_by_ptr_.emplace(name, it->second);
+  return it->second;
+}
+
+void Aggregator::spread_interval(const Target& t, std::uint64_t start, std::uint64_t end, bool kernel) {
+  if (!kernel) return;
+  if (t.where == Where::Unscoped) {
+    unscoped_.self_busy.add(start, end);
+    unscoped_.total_busy.add(start, end);
+    return;
+  }
+  bool innermost = true;
+  for (std::uint64_t id = t.instance; id != kNoInstance;) {
+    Instance* inst = instance(id);
+    if (inst == nullptr) break;  // an ancestor aged out: its span stays as it was
+    RangeActivity& a = activity(inst->node);
+    if (innermost) {
+      a.self_busy.add(start, end);
+      a.self.gpu_span_ns += extend_hull(inst->self_start, inst->self_end, start, end);
+      innermost = false;
+    }
+    a.total_busy.add(start, end);
+    a.total_span_ns += extend_hull(inst->total_start, inst->total_end, start, end);
+    id = inst->parent;
+  }
+}
+
+void Aggregator::apply_kernel(const Kernel& k, const Target& t) {
+  Node* node = t.where == Where::Range ? instance(t.instance)->node : nullptr;
+  RangeActivity& a = activity(node);
+  const std::uint64_t ns = duration(k.start_ns, k.end_ns);
+  a.self.kernel_calls += 1;
+  a.self.kernel_ns += ns;
+  KernelAgg& agg = a.kernels[KernelKey{k.name, k.grid, k.block, k.device}];
+  agg.calls += 1;
+  agg.total_ns += ns;
+  agg.min_ns = std::min(agg.min_ns, ns);
+  agg.max_ns = std::max(agg.max_ns, ns);
+  agg.registers = k.registers;
+  agg.static_shared = k.static_shared;
+  agg.dynamic_shared = k.dynamic_shared;
+  spread_interval(t, k.start_ns, k.end_ns, true);
+}
+
+void Aggregator::apply_memory(const MemoryActivity& m, const Target& t) {
+  Node* node = t.where == Where::Range ? instance(t.instance)->node : nullptr;
+  RangeActivity& a = activity(node);
+  if (m.is_alloc) {
+    a.self.alloc_count += 1;
+    a.self.alloc_bytes += m.bytes;
+    if (live_.size() < kMaxLiveAllocations) live_.insert_or_assign(m.address, Allocation{node, m.bytes});
+    a.self_live += static_cast<std::int64_t>(m.bytes);
+    a.self.peak_bytes = std::max<std::uint64_t>(a.self.peak_bytes, static_cast<std::uint64_t>(std::max<std::int64_t>(a.self_live, 0)));
+    for (Node* n = node; n != nullptr && n->id != 0; n = n->parent) {
+      RangeActivity& up = activity(n);
+      up.total_live += static_cast<std::int64_t>(m.bytes);
+      up.total_peak = std::max<std::uint64_t>(up.total_peak, static_cast<std::uint64_t>(std::max<std::int64_t>(up.total_live, 0)));
+    }
+    if (node == nullptr) unscoped_.total_peak = unscoped_.self.peak_bytes;
+    return;
+  }
+  a.self.free_count += 1;
+  a.self.free_bytes += m.bytes;
+  auto it = live_.find(m.address);
+  if (it == live_.end()) return;  // allocated before tracing, or past the bound
+  const Allocation alloc = it->second;
+  live_.erase(it);
+  RangeActivity& owner = activity(alloc.node);
+  owner.self_live -= static_cast<std::int64_t>(alloc.bytes);
+  for (Node* n = alloc.node; n != nullptr && n->id != 0; n = n->parent) {
+    activity(n).total_live -= static_cast<std::int64_t>(alloc.bytes);
+  }
+}
+
+bool Aggregator::apply(const Record& r) {
+  const std::uint64_t correlation = std::visit([](const auto& x) { return x.correlation; }, r);
+  const Target t = locate(correlation);
+  switch (t.where) {
+    case Where::Unknown:
+      return false;
+    case Where::Outside:
+      diag_.outside_window_records += 1;
+      return true;
+    case Where::Unresolved:
+      diag_.unresolved_records += 1;
+      return true;
+    case Where::Range:
+    case Where::Unscoped:
+      break;
+  }
+  auto range_of = [&]() -> RangeActivity& {
+    return activity(t.where == Where::Range ? instance(t.instance)->node : nullptr);
+  };
+  if (const auto* k = std::get_if<Kernel>(&r)) {
+    apply_kernel(*k, t);
+  } else if (const auto* c = std::get_if<MemcpyActivity>(&r)) {
+    CopyStats& s = range_of().self.memcpy[static_cast<std::size_t>(c->kind)];
+    s.count += 1;
+    s.bytes += c->bytes;
+    s.total_ns += duration(c->start_ns, c->end_ns);
+  } else if (const auto* m = std::get_if<MemsetActivity>(&r)) {
+    ActivityStats& s = range_of().self;
+    s.memset_count += 1;
+    s.memset_bytes += m->bytes;
+    s.memset_ns += duration(m->start_ns, m->end_ns);
+  } else if (const auto* y = std::get_if<SyncActivity>(&r)) {
+    ActivityStats& s = range_of().self;
+    s.sync_count += 1;
+    s.sync_ns += duration(y->start_ns, y->end_ns);
+  } else if (const auto* a = std::get_if<MemoryActivity>(&r)) {
+    apply_memory(*a, t);
+  }
+  return true;
+}
+
+template <class R>
+void Aggregator::handle(const R& r) {
+  if (apply(Record{r})) return;
+  if (pending_.size() >= kMaxPending) {
+    diag_.unresolved_records += 1;
+    return;
+  }
+  pending_.push_back(Pending{Record{r}, 0});
+}
+
+void Aggregator::on(const KernelActivity& k) {
+  if (k.start_ns == 0 || k.end_ns == 0) {
+    diag_.zero_timestamp_records += 1;
+    return;
+  }
+  handle(Kernel{k.correlation, k.start_ns, k.end_ns, kernel_name(k.name), k.grid, k.block,
+                k.registers_per_thread, k.static_shared_bytes, k.dynamic_shared_bytes, k.device});
+}
+
+void Aggregator::on(const MemcpyActivity& m) {
+  if (m.start_ns == 0 || m.end_ns == 0) {
+    diag_.zero_timestamp_records += 1;
+    return;
+  }
+  handle(m);
+}
+
+void Aggregator::on(const MemsetActivity& m) {
+  if (m.start_ns == 0 || m.end_ns == 0) {
+    diag_.zero_timestamp_records += 1;
+    return;
+  }
+  handle(m);
+}
+
+void Aggregator::on(const SyncActivity& s) {
+  if (s.start_ns == 0 || s.end_ns == 0) {
+    diag_.zero_timestamp_records += 1;
+    return;
+  }
+  handle(s);
+}
+
+void Aggregator::on(const MemoryActivity& m) {
+  if (m.timestamp_ns == 0) {
+    diag_.zero_timestamp_records += 1;
+    return;
+  }
+  handle(m);
+}
+
+void Aggregator::on(const OverheadActivity& o) {
+  diag_.overhead_records += 1;
+  diag_.overhead_ns += duration(o.start_ns, o.end_ns);
+}
+
+void Aggregator::settle(unsigned max_age) {
+  const std::size_t n = pending_.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    Pending p = std::move(pending_.front());
+    pending_.pop_front();
+    if (apply(p.record)) continue;
+    if (++p.age >= max_age) {
+      diag_.unresolved_records += 1;
+    } else {
+      pending_.push_back(std::move(p));
+    }
+  }
+}
+
+void Aggregator::build(Report& report) const {
+  report.ranges.clear();
+  report.ranges.emplace_back();  // the root
+  absl::flat_hash_map<std::pair<std::size_t, std::uint32_t>, std::size_t> index;
+  std::vector<std::uint64_t> host_children(1, 0);
+  std::vector<std::uint64_t> total_busy(1, 0), total_span(1, 0), total_peak(1, 0);
+
+  auto range_for = [&](std::size_t parent, std::uint32_t name_id) {
+    auto [it, inserted] = index.try_emplace(std::pair{parent, name_id}, report.ranges.size());
+    if (inserted) {
+      RangeStats r;
+      r.name = forest_.names.name(name_id);
+      r.path = parent == 0 ? r.name : report.ranges[parent].path + "/" + r.name;
+      r.parent = parent;
+      r.depth = report.ranges[parent].depth + 1;
+      report.ranges.push_back(std::move(r));
+      report.ranges[parent].children.push_back(it->second);
+      host_children.push_back(0);
+      total_busy.push_back(0);
+      total_span.push_back(0);
+      total_peak.push_back(0);
+    }
+    return it->second;
+  };
+  std::vector<absl::flat_hash_map<KernelKey, KernelAgg>> kernels(1);
+  auto merge_activity = [&](std::size_t idx, const RangeActivity& a) {
+    RangeStats& r = report.ranges[idx];
+    add_activity(r.self, a.self);
+    r.self.gpu_busy_ns += a.self_busy.measure();
+    r.self.gpu_span_ns += a.self.gpu_span_ns;
+    r.self.peak_bytes = std::max(r.self.peak_bytes, a.self.peak_bytes);
+    total_busy[idx] += a.total_busy.measure();
+    total_span[idx] += a.total_span_ns;
+    total_peak[idx] = std::max(total_peak[idx], a.total_peak);
+    if (kernels.size() < report.ranges.size()) kernels.resize(report.ranges.size());
+    for (const auto& [key, agg] : a.kernels) {
+      KernelAgg& into = kernels[idx][key];
+      into.calls += agg.calls;
+      into.total_ns += agg.total_ns;
+      into.min_ns = std::min(into.min_ns, agg.min_ns);
+      into.max_ns = std::max(into.max_ns, agg.max_ns);
+      into.registers = agg.registers;
+      into.static_shared = agg.static_shared;
+      into.dynamic_shared = agg.dynamic_shared;
+    }
+  };
+
+  forest_.for_each_tree([&](const ThreadTree& tree) {
+    report.diagnostics.open_scopes += tree.open_depth();
+    report.diagnostics.depth_overflows += tree.depth_overflows.get();
+    report.diagnostics.unbalanced_ends += tree.unbalanced_ends.get();
+    std::vector<std::pair<const Node*, std::size_t>> stack;
+    for (const Node* c = tree.root().first_child.load(std::memory_order_acquire); c != nullptr;
+         c = c->next_sibling.load(std::memory_order_acquire)) {
+      stack.emplace_back(c, 0);
+    }
+    std::reverse(stack.begin(), stack.end());
+    while (!stack.empty()) {
+      auto [node, parent] = stack.back();
+      stack.pop_back();
+      const std::size_t idx = range_for(parent, node->name_id);
+      RangeStats& r = report.ranges[idx];
+      const std::uint64_t calls = node->calls.get();
+      r.calls += calls;
+      r.recursive_calls += node->recursive_calls.get();
+      if (calls > 0) r.threads += 1;
+      add_solo(r.host, node->host);
+      host_children[idx] += node->host_children_ns.get();
+      add_solo(r.gpu, node->gpu);
+      if (node->id < by_node_.size() && by_node_[node->id]) merge_activity(idx, *by_node_[node->id]);
+      const std::size_t mark = stack.size();
+      for (const Node* c = node->first_child.load(std::memory_order_acquire); c != nullptr;
+           c = c->next_sibling.load(std::memory_order_acquire)) {
+        stack.emplace_back(c, idx);
+      }
+      std::reverse(stack.begin() + static_cast<std::ptrdiff_t>(mark), stack.end());
+    }
+  });
+
+  const bool unscoped_used = unscoped_.self.kernel_calls || unscoped_.self.memset_count || unscoped_.self.sync_count ||
+                             unscoped_.self.alloc_count || unscoped_.self.free_count ||
+                             std::any_of(unscoped_.self.memcpy.begin(), unscoped_.self.memcpy.end(),
+                                         [](const CopyStats& c) { return c.count > 0; });
+  if (unscoped_used) merge_activity(range_for(0, NameTable::kUnscopedId), unscoped_);
+  kernels.resize(report.ranges.size());
+
+  // Post-order (children have larger indices than parents): inclusive roll-ups.
+  for (std::size_t i = report.ranges.size(); i-- > 0;) {
+    RangeStats& r = report.ranges[i];
+    r.host_self_ns = r.host.total_ns - std::min(r.host.total_ns, host_children[i]);
+    ActivityStats total = r.self;
+    for (std::size_t c : r.children) add_activity(total, report.ranges[c].total);
+    total.gpu_busy_ns = total_busy[i];
+    total.gpu_span_ns = total_span[i];
+    total.peak_bytes = std::max(total_peak[i], r.self.peak_bytes);
+    r.total = total;
+    for (const auto& [key, agg] : kernels[i]) {
+      KernelStats k;
+      k.name = kernel_names_[key.name];
+      k.duration = {agg.calls, agg.total_ns, agg.min_ns, agg.max_ns};
+      k.grid = key.grid;
+      k.block = key.block;
+      k.registers_per_thread = agg.registers;
+      k.static_shared_bytes = agg.static_shared;
+      k.dynamic_shared_bytes = agg.dynamic_shared;
+      k.device = key.device;
+      r.kernels.push_back(std::move(k));
+    }
+    std::sort(r.kernels.begin(), r.kernels.end(), [](const KernelStats& a, const KernelStats& b) {
+      if (a.duration.total_ns != b.duration.total_ns) return a.duration.total_ns > b.duration.total_ns;
+      if (a.name != b.name) return a.name < b.name;
+      return a.grid < b.grid || (a.grid == b.grid && a.block < b.block);
+    });
+  }
+  // The root's own totals are the sums over its children.
+  RangeStats& root = report.ranges[0];
+  root.total = {};
+  for (std::size_t c : root.children) add_activity(root.total, report.ranges[c].total);
+
+  const Diagnostics& d = diag_;
+  Diagnostics& out = report.diagnostics;
+  out.dropped_records += d.dropped_records;
+  out.zero_timestamp_records += d.zero_timestamp_records;
+  out.unresolved_records += d.unresolved_records;
+  out.unknown_records += d.unknown_records;
+  out.outside_window_records += d.outside_window_records;
+  out.overhead_records += d.overhead_records;
+  out.overhead_ns += d.overhead_ns;
+  out.adjusted_names += forest_.names.adjusted();
+  out.name_table_full += forest_.names.overflowed();
+}
+
+}  // namespace cuscope::model

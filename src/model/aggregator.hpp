@@ -1,0 +1,159 @@
+// model/aggregator.hpp — folds GPU activities into per-range statistics, and builds Reports.
+//
+// Attribution is by correlation, not by time: an activity carries the correlation id of the API
+// call that launched it; an ExternalCorrelation record ties that call to the scope instance that
+// was innermost on the launching thread. Records whose correlation is not known yet wait (bounded)
+// until it is; an API call seen without an external correlation means work launched outside
+// every scope, which goes to "(unscoped)". Records that never resolve are counted.
+//
+// Memory is bounded by what is distinct: per range, one row per distinct kernel launch shape;
+// the correlation and instance maps are bounded and age out old entries.
+//
+// Not thread-safe: one consumer at a time (the session serializes producers and snapshots).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <absl/container/flat_hash_map.h>
+
+#include <cuscope/report.hpp>
+
+#include "model/events.hpp"
+#include "model/interval_union.hpp"
+#include "model/range_tree.hpp"
+
+namespace cuscope::model {
+
+class Aggregator {
+ public:
+  static constexpr std::size_t kMaxPending = 1u << 16;
+  static constexpr std::size_t kCorrelationGeneration = 1u << 18;
+  static constexpr std::size_t kInstanceGeneration = 1u << 16;
+  static constexpr std::size_t kMaxLiveAllocations = 1u << 18;
+
+  explicit Aggregator(const Forest& forest);
+  ~Aggregator();
+  Aggregator(const Aggregator&) = delete;
+  Aggregator& operator=(const Aggregator&) = delete;
+
+  void on(const ApiCall& a);
+  void on(const ExternalCorrelation& e);
+  void on(const KernelActivity& k);
+  void on(const MemcpyActivity& m);
+  void on(const MemsetActivity& m);
+  void on(const SyncActivity& s);
+  void on(const MemoryActivity& m);
+  void on(const OverheadActivity& o);
+  void add_dropped(std::uint64_t n) { diag_.dropped_records += n; }
+  void add_unknown(std::uint64_t n) { diag_.unknown_records += n; }
+  void add_zero_timestamp(std::uint64_t n) { diag_.zero_timestamp_records += n; }
+
+  /// Retries waiting records; those still unresolved after `max_age` settles are counted as
+  /// unresolved and dropped. Producers call it after each batch (max_age 2) and at flush.
+  void settle(unsigned max_age = 2);
+
+  /// The step window: work launched outside every scope counts only while recording. Before the
+  /// first call, everything records.
+  void set_recording(bool recording, std::uint64_t now_ns);
+
+  /// Fills `report.ranges` (the merged range tree with host, CUDA-event and activity statistics)
+  /// and the activity counters of `report.diagnostics`.
+  void build(Report& report) const;
+
+  [[nodiscard]] const Diagnostics& diagnostics() const { return diag_; }
+  [[nodiscard]] std::size_t pending() const { return pending_.size(); }
+
+ private:
+  struct KernelKey {
+    std::uint32_t name;
+    std::array<std::uint32_t, 3> grid, block;
+    std::uint32_t device;
+    bool operator==(const KernelKey&) const = default;
+    template <typename H>
+    friend H AbslHashValue(H h, const KernelKey& k) {
+      return H::combine(std::move(h), k.name, k.grid, k.block, k.device);
+    }
+  };
+  struct KernelAgg {
+    std::uint64_t calls = 0, total_ns = 0, min_ns = UINT64_MAX, max_ns = 0;
+    std::uint32_t registers = 0, static_shared = 0, dynamic_shared = 0;
+  };
+  struct RangeActivity {
+    ActivityStats self;
+    IntervalUnion self_busy, total_busy;
+    std::uint64_t total_span_ns = 0;
+    std::int64_t self_live = 0, total_live = 0;
+    std::uint64_t total_peak = 0;
+    absl::flat_hash_map<KernelKey, KernelAgg> kernels;
+  };
+  struct Instance {
+    Node* node = nullptr;
+    std::uint64_t parent = 0;
+    std::uint64_t self_start = 0, self_end = 0;
+    std::uint64_t total_start = 0, total_end = 0;
+  };
+  enum class Where : std::uint8_t { Range, Unscoped, Outside, Unknown, Unresolved };
+  struct Target {
+    Where where;
+    std::uint64_t instance;
+  };
+  struct Correlation {
+    std::uint64_t instance = 0;  // kNoInstance: an API call outside every scope
+    std::uint64_t api_start_ns = 0;
+  };
+  struct Kernel {
+    std::uint64_t correlation, start_ns, end_ns;
+    std::uint32_t name;
+    std::array<std::uint32_t, 3> grid, block;
+    std::uint32_t registers, static_shared, dynamic_shared, device;
+  };
+  using Record = std::variant<Kernel, MemcpyActivity, MemsetActivity, SyncActivity, MemoryActivity>;
+  struct Pending {
+    Record record;
+    unsigned age;
+  };
+  struct Allocation {
+    Node* node;  // nullptr: unscoped
+    std::uint64_t bytes;
+  };
+
+  Target locate(std::uint64_t correlation);
+  Instance* instance(std::uint64_t id);
+  RangeActivity& activity(Node* node);  // nullptr: unscoped
+  std::uint32_t kernel_name(const char* name);
+  bool in_window(std::uint64_t t) const;
+
+  // Returns false when the record must wait for its correlation.
+  bool apply(const Record& r);
+  void apply_kernel(const Kernel& k, const Target& t);
+  void apply_memory(const MemoryActivity& m, const Target& t);
+  void spread_interval(const Target& t, std::uint64_t start, std::uint64_t end, bool kernel);
+  template <class R>
+  void handle(const R& r);
+
+  const Forest& forest_;
+  Diagnostics diag_;
+  // Two generations each: lookups read both, inserts go to `new`, a full `new` becomes `old`.
+  absl::flat_hash_map<std::uint64_t, Correlation> correlations_[2];
+  absl::flat_hash_map<std::uint64_t, Instance> instances_[2];
+  std::deque<Pending> pending_;
+  std::vector<std::unique_ptr<RangeActivity>> by_node_;  // index = Node::id
+  RangeActivity unscoped_;
+  absl::flat_hash_map<std::uint64_t, Allocation> live_;
+  absl::flat_hash_map<const char*, std::uint32_t> kernel_name_by_ptr_;
+  absl::flat_hash_map<std::string, std::uint32_t> kernel_name_by_text_;
+  std::vector<std::string> kernel_names_;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> windows_;  // recording intervals
+  bool windowed_ = false;
+  bool recording_ = true;
+};
+
+/// Demangles a C++ symbol ("_Z6kernelPf" -> "kernel(float*)"); returns it unchanged otherwise.
+std::string demangle(const char* name);
+
+}  // namespace cuscope::model

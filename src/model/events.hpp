@@ -1,0 +1,83 @@
+// model/events.hpp — the plain structs producers hand to the model.
+//
+// Range begin/end events go straight into the thread's ThreadTree (range_tree.hpp). GPU
+// activities arrive here, decoded by a producer (CUPTI adapter, tests): nothing in this file
+// knows CUDA or CUPTI. Times are nanoseconds on the session clock; `correlation` is the id that
+// ties a record to the API call that launched it; ExternalCorrelation ties that call to the
+// scope instance open on the launching thread.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include <cuscope/report.hpp>
+
+namespace cuscope::model {
+
+/// An API call (runtime or driver) that was traced: it launched work with this correlation.
+struct ApiCall {
+  std::uint64_t correlation = 0;
+  std::uint64_t start_ns = 0;
+  std::uint64_t end_ns = 0;
+};
+
+/// The scope instance that was innermost when the API call with `correlation` was made.
+struct ExternalCorrelation {
+  std::uint64_t correlation = 0;
+  std::uint64_t instance = 0;  ///< as pushed by the scope (range_tree.hpp: instance ids)
+};
+
+struct KernelActivity {
+  std::uint64_t correlation = 0;
+  std::uint64_t start_ns = 0;
+  std::uint64_t end_ns = 0;
+  const char* name = nullptr;  ///< as the producer got it (may be mangled); must outlive the call
+  std::array<std::uint32_t, 3> grid{};
+  std::array<std::uint32_t, 3> block{};
+  std::uint32_t registers_per_thread = 0;
+  std::uint32_t static_shared_bytes = 0;
+  std::uint32_t dynamic_shared_bytes = 0;
+  std::uint32_t device = 0;
+  std::uint32_t stream = 0;
+};
+
+struct MemcpyActivity {
+  std::uint64_t correlation = 0;
+  std::uint64_t start_ns = 0;
+  std::uint64_t end_ns = 0;
+  std::uint64_t bytes = 0;
+  CopyKind kind = CopyKind::Other;
+  std::uint32_t device = 0;
+};
+
+struct MemsetActivity {
+  std::uint64_t correlation = 0;
+  std::uint64_t start_ns = 0;
+  std::uint64_t end_ns = 0;
+  std::uint64_t bytes = 0;
+  std::uint32_t device = 0;
+};
+
+struct SyncActivity {
+  std::uint64_t correlation = 0;
+  std::uint64_t start_ns = 0;
+  std::uint64_t end_ns = 0;
+};
+
+/// A device allocation or release, as the memory API saw it.
+struct MemoryActivity {
+  std::uint64_t correlation = 0;
+  std::uint64_t timestamp_ns = 0;
+  std::uint64_t address = 0;
+  std::uint64_t bytes = 0;
+  bool is_alloc = true;
+  std::uint32_t device = 0;
+};
+
+/// Time the tracer itself spent (CUPTI buffer flushes, instrumentation, ...).
+struct OverheadActivity {
+  std::uint64_t start_ns = 0;
+  std::uint64_t end_ns = 0;
+};
+
+}  // namespace cuscope::model

@@ -1,0 +1,38 @@
+// model/interval_union.hpp — the measure of a union of time intervals, built as they arrive.
+//
+// GPU records arrive roughly in time order but interleaved across streams. The union keeps a
+// sorted window of the most recent disjoint intervals (exact for any order inside the window)
+// and folds the oldest into a running total once the window is full. An interval that starts
+// before the folded frontier is clipped there and counted in late(): then the union can miss
+// at most the clipped part, never count anything twice. Memory: at most kWindow intervals.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace cuscope::model {
+
+class IntervalUnion {
+ public:
+  static constexpr std::size_t kWindow = 64;
+
+  /// Adds [start, end); empty or reversed intervals are ignored.
+  void add(std::uint64_t start, std::uint64_t end);
+  /// Total length covered by at least one interval added so far.
+  [[nodiscard]] std::uint64_t measure() const;
+  /// Intervals that arrived after the window had moved past their start.
+  [[nodiscard]] std::uint64_t late() const { return late_; }
+
+ private:
+  struct Span {
+    std::uint64_t start, end;
+  };
+  void fold_oldest();
+
+  std::vector<Span> window_;  // sorted by start, pairwise disjoint and non-adjacent
+  std::uint64_t folded_ns_ = 0;
+  std::uint64_t frontier_ = 0;  // everything before it is folded
+  std::uint64_t late_ = 0;
+};
+
+}  // namespace cuscope::model

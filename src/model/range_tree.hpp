@@ -1,0 +1,184 @@
+// model/range_tree.hpp — the range tree, one per thread, built from range begin/end events.
+//
+// Each thread that opens scopes owns a ThreadTree. Only the owner writes it (begin/end), with
+// relaxed atomic stores, so the hot path takes no lock; snapshots read it concurrently from any
+// thread (children lists are append-only and published with release stores). Memory grows with
+// the number of distinct paths, never with the number of entries.
+//
+// Recursion: a range entered while the innermost open range has the same name re-enters that
+// node (counted in recursive_calls; only the outermost entry adds host time). Indirect
+// recursion makes deeper paths, up to the tree's max depth; deeper entries are counted and
+// their time stays in the deepest recorded range.
+//
+// Instances: every recorded entry gets an instance id (thread slot << 48 | per-thread sequence)
+// and an InstanceSlot that GPU records, which carry the id as external correlation, resolve to
+// (node, parent instance) later on another thread. Slots are a ring; a stale slot is detected.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "model/names.hpp"
+
+namespace cuscope::model {
+
+/// A counter with a single writer and any number of readers (a plain add on x86).
+struct SoloCounter {
+  std::atomic<std::uint64_t> value{0};
+  void add(std::uint64_t x) { value.store(value.load(std::memory_order_relaxed) + x, std::memory_order_relaxed); }
+  void set(std::uint64_t x) { value.store(x, std::memory_order_relaxed); }
+  [[nodiscard]] std::uint64_t get() const { return value.load(std::memory_order_relaxed); }
+};
+
+/// Duration statistics with a single writer (see SoloCounter).
+struct SoloDurations {
+  SoloCounter count, total_ns, max_ns;
+  SoloCounter min_ns{UINT64_MAX};
+  void add(std::uint64_t ns) {
+    count.add(1);
+    total_ns.add(ns);
+    if (ns < min_ns.get()) min_ns.set(ns);
+    if (ns > max_ns.get()) max_ns.set(ns);
+  }
+};
+
+struct Node {
+  Node(std::uint32_t name_id_, std::uint32_t id_, Node* parent_, std::uint32_t depth_)
+      : name_id(name_id_), id(id_), depth(depth_), parent(parent_) {}
+
+  const std::uint32_t name_id;
+  const std::uint32_t id;  ///< unique across threads; 0 for thread roots
+  const std::uint32_t depth;
+  Node* const parent;
+  std::atomic<Node*> first_child{nullptr};
+  std::atomic<Node*> next_sibling{nullptr};
+  Node* last_child = nullptr;  // owner thread only
+
+  // Written by the owner thread only.
+  SoloCounter calls;
+  SoloCounter recursive_calls;
+  SoloDurations host;
+  SoloCounter host_children_ns;  // time of child ranges inside completed outermost entries
+  // Written by whoever resolves CUDA events (serialized by the session).
+  SoloDurations gpu;
+};
+
+inline constexpr std::uint32_t kHardMaxDepth = 256;
+
+/// External correlation ids with a meaning of their own (instance ids have a thread slot >= 1).
+inline constexpr std::uint64_t kNoInstance = 0;
+inline constexpr std::uint64_t kOutsideWindow = 1;  ///< a scope open during wait/warm-up steps
+inline constexpr unsigned kInstanceSeqBits = 48;
+inline constexpr std::uint64_t kInstanceSeqMask = (std::uint64_t{1} << kInstanceSeqBits) - 1;
+
+struct InstanceSlot {
+  std::atomic<std::uint64_t> seq{0};
+  std::atomic<std::uint64_t> parent_seq{0};  ///< 0: a top-level range
+  std::atomic<Node*> node{nullptr};
+};
+
+class Forest;
+
+class ThreadTree {
+ public:
+  /// Result of begin(): what end() needs back. `depth` is 1 for a top-level range.
+  struct Token {
+    std::uint32_t depth;
+    std::uint64_t instance;  ///< external correlation id of this entry, kNoInstance if none
+  };
+  static constexpr std::uint32_t kOverflowDepth = UINT32_MAX;
+  static constexpr std::uint32_t kInstanceRing = 1u << 14;
+
+  ThreadTree(Forest& forest, std::uint32_t slot);
+  ~ThreadTree();
+  ThreadTree(const ThreadTree&) = delete;
+  ThreadTree& operator=(const ThreadTree&) = delete;
+
+  /// Opens the range `name_id` at `now_ns` under the innermost open range.
+  Token begin(std::uint32_t name_id, std::uint64_t now_ns);
+  /// Closes the range opened by the begin() that returned `depth`. Ranges opened after it and
+  /// still open are closed as unbalanced (counted, not timed).
+  void end(std::uint32_t depth, std::uint64_t now_ns);
+  /// Closes the innermost open range (the push/pop API); counted as unbalanced when none is open.
+  void end_innermost(std::uint64_t now_ns);
+
+  /// Forgets open ranges (when a thread exits with ranges open); they count as unbalanced.
+  void abandon_open();
+
+  [[nodiscard]] const Node& root() const { return root_; }
+  [[nodiscard]] std::uint32_t slot() const { return slot_; }
+  [[nodiscard]] std::uint32_t open_depth() const { return depth_.load(std::memory_order_relaxed); }
+  [[nodiscard]] Node* innermost() const { return depth_.load(std::memory_order_relaxed) ? frames_[depth_.load(std::memory_order_relaxed) - 1].node : nullptr; }
+
+  /// The node and parent instance of `instance` if its slot still holds it (any thread).
+  bool resolve(std::uint64_t seq, Node** node, std::uint64_t* parent_seq) const;
+
+  SoloCounter depth_overflows;
+  SoloCounter unbalanced_ends;
+
+ private:
+  struct Frame {
+    Node* node;
+    std::uint64_t start_ns;
+    std::uint64_t children_ns;
+    std::uint64_t seq;
+    bool recursive;
+  };
+  Node* child(Node* parent, std::uint32_t name_id);
+  void close_top(std::uint64_t now_ns, bool timed);
+
+  Forest& forest_;
+  const std::uint32_t slot_;
+  Node root_;
+  Frame frames_[kHardMaxDepth];
+  std::atomic<std::uint32_t> depth_{0};
+  std::uint32_t overflow_open_ = 0;
+  std::uint64_t next_seq_ = 1;
+  std::atomic<InstanceSlot*> instances_{nullptr};  // allocated on first need, never freed early
+};
+
+/// All thread trees, the name table and the node registry of one session.
+class Forest {
+ public:
+  Forest();
+  Forest(const Forest&) = delete;
+  Forest& operator=(const Forest&) = delete;
+
+  NameTable names;
+
+  /// A new tree, for a thread that opens its first scope; it lives as long as the forest.
+  /// Nullptr past 65535 trees (threads reuse the trees of exited threads).
+  ThreadTree* make_tree();
+
+  /// Visits every tree (live or released), under the registry lock.
+  template <class F>
+  void for_each_tree(F&& f) const {
+    std::lock_guard lock(mutex_);
+    for (const auto& t : trees_) f(*t);
+  }
+
+  /// Resolves an external correlation id to its node and its parent instance id (0 if none).
+  bool resolve_instance(std::uint64_t instance, Node** node, std::uint64_t* parent_instance) const;
+
+  /// Makes a node with a fresh id (owner threads call it on first visits).
+  Node* make_node(std::uint32_t name_id, Node* parent, std::uint32_t depth);
+
+  std::atomic<std::uint32_t> max_depth{64};
+  std::atomic<bool> record_instances{false};
+
+ private:
+  static constexpr std::uint32_t kMaxSlots = 1u << 16;
+
+  mutable std::mutex mutex_;
+  std::vector<std::unique_ptr<ThreadTree>> trees_;  // index = slot - 1
+  std::atomic<ThreadTree*> by_slot_[kMaxSlots] = {};
+
+  std::mutex node_mutex_;
+  std::vector<std::unique_ptr<Node>> nodes_;  // owns every node; guarded by node_mutex_
+  std::uint32_t next_node_id_ = 1;  // guarded by node_mutex_
+};
+
+}  // namespace cuscope::model

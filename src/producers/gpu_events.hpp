@@ -1,0 +1,67 @@
+// producers/gpu_events.hpp — CUDA-event timing of scopes, without synchronizing.
+//
+// The owner thread records a start event when a scope opens and a stop event when it closes,
+// using event pairs from its own pool (created once, reused forever), and queues the pair.
+// The resolver (collector thread or flush) reads finished pairs with cudaEventQuery and
+// cudaEventElapsedTime, adds the time to the scope's node, and returns the pair to the pool.
+// Hot path: no lock, no allocation once the pool has warmed up; two cudaEventRecord calls.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+#include "model/range_tree.hpp"
+#include "producers/spsc_ring.hpp"
+
+namespace cuscope::detail {
+
+class GpuEvents {
+ public:
+  static constexpr std::size_t kRing = 4096;      // pairs in flight per thread
+  static constexpr std::size_t kMaxPairs = 4096;  // pairs created per thread, ever
+
+  GpuEvents();
+  GpuEvents(const GpuEvents&) = delete;
+  GpuEvents& operator=(const GpuEvents&) = delete;
+
+  /// Records the start event of the frame at `depth` on `stream`. False when it could not
+  /// (stream capturing, pool exhausted, CUDA error): the scope then has no GPU time.
+  bool begin(std::uint32_t depth, cudaStream_t stream) noexcept;
+  /// Records the stop event of the frame at `depth` and queues the pair for `node`.
+  void end(std::uint32_t depth, model::Node* node) noexcept;
+  /// Forgets the frame at `depth` (its scope ended out of order).
+  void abandon(std::uint32_t depth) noexcept;
+
+  /// Resolver side (one resolver at a time): folds every finished pair into its node, in order,
+  /// stopping at the first pair still running. Returns true when nothing is left pending.
+  bool resolve() noexcept;
+
+  /// Scopes whose events could not be recorded or read.
+  std::atomic<std::uint64_t> failures{0};
+
+ private:
+  struct Pair {
+    cudaEvent_t start = nullptr;
+    cudaEvent_t stop = nullptr;
+    int device = -1;
+    model::Node* node = nullptr;
+    Pair* next = nullptr;  // owner's spare list
+  };
+  Pair* acquire() noexcept;
+  void fail() noexcept { failures.fetch_add(1, std::memory_order_relaxed); }
+  void spare(Pair* p) noexcept {
+    p->next = spare_;
+    spare_ = p;
+  }
+
+  Pair* open_[model::kHardMaxDepth] = {};
+  cudaStream_t streams_[model::kHardMaxDepth] = {};
+  Pair* spare_ = nullptr;  // owner only: pairs the owner got back without a round trip
+  SpscRing<Pair*> pending_{kRing};  // owner -> resolver
+  SpscRing<Pair*> free_{kRing};     // resolver -> owner
+  std::size_t created_ = 0;
+};
+
+}  // namespace cuscope::detail

@@ -1,0 +1,15 @@
+// producers/nvtx_domain.cpp — the "cuscope" NVTX domain, created once and never destroyed.
+#include "producers/nvtx_domain.hpp"
+
+namespace cuscope::detail {
+
+nvtxDomainHandle_t nvtx_domain() noexcept {
+  static const nvtxDomainHandle_t domain = nvtxDomainCreateA("cuscope");
+  return domain;
+}
+
+nvtxStringHandle_t nvtx_register(const std::string& name) noexcept {
+  return nvtxDomainRegisterStringA(nvtx_domain(), name.c_str());
+}
+
+}  // namespace cuscope::detail

@@ -1,0 +1,141 @@
+// session/options.cpp — CUSCOPE_* environment variables onto Options. A bad value keeps the
+// base value and yields one OptionError naming the variable and the value; unknown CUSCOPE_*
+// variables (typos) are reported too.
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include <cuscope/scope.hpp>
+#include <cuscope/session.hpp>
+
+#include "session/log.hpp"
+
+extern char** environ;  // NOLINT: POSIX
+
+namespace cuscope {
+inline namespace v0 {
+namespace {
+
+struct Reader {
+  EnvLookup lookup;
+  std::vector<OptionError>* errors;
+
+  const char* get(const char* name) const { return lookup(name); }
+
+  void error(const char* name, std::string_view value, std::string message) const {
+    if (errors != nullptr) errors->push_back({name, std::string(value), std::move(message)});
+  }
+
+  static std::string trimmed_lower(std::string_view v) {
+    while (!v.empty() && std::isspace(static_cast<unsigned char>(v.front()))) v.remove_prefix(1);
+    while (!v.empty() && std::isspace(static_cast<unsigned char>(v.back()))) v.remove_suffix(1);
+    std::string out(v);
+    std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+    return out;
+  }
+
+  void boolean(const char* name, bool& field) const {
+    const char* raw = get(name);
+    if (raw == nullptr) return;
+    const std::string v = trimmed_lower(raw);
+    if (v == "1" || v == "true" || v == "yes" || v == "on") {
+      field = true;
+    } else if (v == "0" || v == "false" || v == "no" || v == "off") {
+      field = false;
+    } else {
+      error(name, raw,
+            fmt::format("{}='{}' is not a boolean (use 1/0, true/false, yes/no, on/off); keeping {}", name, raw,
+                        field ? 1 : 0));
+    }
+  }
+
+  template <class T>
+  void number(const char* name, T& field, std::uint64_t min, std::uint64_t max) const {
+    const char* raw = get(name);
+    if (raw == nullptr) return;
+    const std::string v = trimmed_lower(raw);
+    std::uint64_t parsed = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), parsed);
+    if (v.empty() || ec == std::errc::invalid_argument || end != v.data() + v.size()) {
+      error(name, raw, fmt::format("{}='{}' is not a whole number; keeping {}", name, raw, field));
+    } else if (ec == std::errc::result_out_of_range || parsed < min || parsed > max) {
+      error(name, raw, fmt::format("{}='{}' is out of range [{}, {}]; keeping {}", name, raw, min, max, field));
+    } else {
+      field = static_cast<T>(parsed);
+    }
+  }
+
+  void path(const char* name, std::string& field) const {
+    const char* raw = get(name);
+    if (raw != nullptr) field = raw;
+  }
+
+  void sort_key(const char* name, SortKey& field) const {
+    const char* raw = get(name);
+    if (raw == nullptr) return;
+    const std::string v = trimmed_lower(raw);
+    constexpr SortKey keys[] = {SortKey::host_total, SortKey::host_self,  SortKey::gpu_total, SortKey::kernel_total,
+                                SortKey::gpu_busy,   SortKey::calls,      SortKey::name};
+    for (SortKey k : keys) {
+      if (v == to_string(k)) {
+        field = k;
+        return;
+      }
+    }
+    std::string all;
+    for (SortKey k : keys) all += fmt::format("{}{}", all.empty() ? "" : ", ", to_string(k));
+    error(name, raw, fmt::format("{}='{}' is not a sort key (one of: {}); keeping {}", name, raw, all, to_string(field)));
+  }
+};
+
+constexpr const char* kKnown[] = {"CUSCOPE_ENABLE", "CUSCOPE_GPU_EVENTS", "CUSCOPE_ACTIVITIES", "CUSCOPE_WAIT",
+                                  "CUSCOPE_WARMUP", "CUSCOPE_ACTIVE",     "CUSCOPE_PRINT",      "CUSCOPE_OUTPUT",
+                                  "CUSCOPE_JSON",   "CUSCOPE_SORT",       "CUSCOPE_ROWS",       "CUSCOPE_TOP_KERNELS",
+                                  "CUSCOPE_MAX_DEPTH"};
+
+}  // namespace
+
+Options options_from(EnvLookup lookup, Options base, std::vector<OptionError>* errors) {
+  const Reader r{lookup, errors};
+  r.boolean("CUSCOPE_ENABLE", base.enabled);
+  r.boolean("CUSCOPE_GPU_EVENTS", base.gpu_events);
+  r.boolean("CUSCOPE_ACTIVITIES", base.activities);
+  r.number("CUSCOPE_WAIT", base.wait_steps, 0, 1'000'000'000);
+  r.number("CUSCOPE_WARMUP", base.warmup_steps, 0, 1'000'000'000);
+  r.number("CUSCOPE_ACTIVE", base.active_steps, 0, 1'000'000'000);
+  r.boolean("CUSCOPE_PRINT", base.print_at_exit);
+  r.path("CUSCOPE_OUTPUT", base.output_path);
+  r.path("CUSCOPE_JSON", base.json_path);
+  r.sort_key("CUSCOPE_SORT", base.table.sort);
+  r.number("CUSCOPE_ROWS", base.table.max_rows, 0, 1'000'000);
+  r.number("CUSCOPE_TOP_KERNELS", base.table.top_kernels, 0, 1000);
+  r.number("CUSCOPE_MAX_DEPTH", base.max_depth, 1, 256);
+  return base;
+}
+
+Options options_from_env(Options base, std::vector<OptionError>* errors) {
+  std::vector<OptionError> found;
+  Options o = options_from([](const char* name) -> const char* { return std::getenv(name); }, std::move(base), &found);
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string_view entry(*e);
+    if (entry.substr(0, 8) != "CUSCOPE_") continue;
+    const std::string_view name = entry.substr(0, entry.find('='));
+    const bool known = std::any_of(std::begin(kKnown), std::end(kKnown), [&](const char* k) { return name == k; });
+    if (!known) {
+      found.push_back({std::string(name), std::string(entry.substr(std::min(entry.size(), name.size() + 1))),
+                       fmt::format("{} is not a cuscope option; ignored (see README, Options)", name)});
+    }
+  }
+  for (const OptionError& e : found) detail::warn_once(e.message);
+  if (errors != nullptr) errors->insert(errors->end(), found.begin(), found.end());
+  return o;
+}
+
+}  // namespace v0
+}  // namespace cuscope

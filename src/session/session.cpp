@@ -1,0 +1,334 @@
+// session/session.cpp — the session's life: start (explicit or from the first scope), the step
+// window, the collector thread that resolves CUDA events, flush, snapshot, and the exit summary.
+//
+// Exit: start() probes CUDA first (which initializes the runtime), then registers its atexit
+// handler, so the handler runs before CUDA's own teardown. Nothing here may throw into the
+// program: every public entry point catches.
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <fstream>
+#include <set>
+
+#include <fmt/format.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "session/session.hpp"
+
+#include "producers/clock.hpp"
+#include "producers/cuda_probe.hpp"
+#include "producers/nvtx_domain.hpp"
+#include "session/log.hpp"
+
+namespace cuscope {
+inline namespace v0 {
+namespace detail {
+namespace {
+
+spdlog::logger& logger() {
+  static spdlog::logger* l = [] {
+    auto* made = new spdlog::logger("cuscope", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+    made->set_pattern("cuscope: %v");
+    return made;
+  }();
+  return *l;
+}
+
+std::mutex g_notes_mutex;
+std::set<std::string>* g_warned = new std::set<std::string>;  // leaked: used until the very end
+
+enum class Phase { Wait, Warmup, Record, Done };
+
+Phase phase_of(const Options& o, std::uint64_t step) {
+  if (step < o.wait_steps) return Phase::Wait;
+  if (step < std::uint64_t{o.wait_steps} + o.warmup_steps) return Phase::Warmup;
+  if (o.active_steps == 0 || step < std::uint64_t{o.wait_steps} + o.warmup_steps + o.active_steps) return Phase::Record;
+  return Phase::Done;
+}
+
+std::uint32_t flags_for(const Session& s, Phase p) {
+  const bool tracing = s.tracing.load(std::memory_order_relaxed);
+  std::uint32_t f = 0;
+  if (p == Phase::Record) {
+    f |= kRecording;
+    if (s.gpu_timing == "on") f |= kGpuEvents;
+  }
+  if (tracing && (p == Phase::Record || p == Phase::Warmup)) f |= kCorrelation;
+  return f;
+}
+
+void collector_loop(Session* s) {
+  std::unique_lock lock(s->collector_mutex);
+  while (!s->collector_stop) {
+    s->collector_cv.wait_for(lock, std::chrono::milliseconds(10));
+    lock.unlock();
+    resolve_gpu_events();
+    lock.lock();
+  }
+}
+
+void at_exit() { cuscope::shutdown(); }
+
+void write_text(const std::string& path, const std::string& text, const char* what) {
+  if (path.empty()) {
+    std::fputs(text.c_str(), stderr);
+    std::fflush(stderr);
+    return;
+  }
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) {
+    warn_once(fmt::format("could not write the {} to '{}'; printing it to stderr instead", what, path));
+    std::fputs(text.c_str(), stderr);
+  }
+}
+
+thread_local struct ThreadRelease {
+  ThreadState* state = nullptr;
+  ~ThreadRelease() {
+    if (state == nullptr) return;
+    state->live.store(false, std::memory_order_relaxed);
+    Session& s = session();
+    std::lock_guard lock(s.threads_mutex);
+    s.released_threads.push_back(state);
+  }
+} t_release;
+
+}  // namespace
+
+void warn_once(const std::string& message) noexcept {
+  try {
+    std::lock_guard lock(g_notes_mutex);
+    if (!g_warned->insert(message).second) return;
+    logger().warn("{}", message);
+  } catch (...) {  // a warning must never take the program down
+  }
+}
+
+void info(const std::string& message) noexcept {
+  try {
+    logger().info("{}", message);
+  } catch (...) {
+  }
+}
+
+Session::Session() = default;
+
+Session& session() {
+  static Session* s = new Session();  // leaked on purpose (see file comment)
+  return *s;
+}
+
+bool start_from_scope() noexcept {
+  if (g_state.load(std::memory_order_acquire) == kNotStarted) cuscope::start();
+  return g_state.load(std::memory_order_relaxed) == kOn;
+}
+
+ThreadState* attach_thread() noexcept {
+  try {
+    Session& s = session();
+    std::lock_guard lock(s.threads_mutex);
+    ThreadState* ts = nullptr;
+    if (!s.released_threads.empty()) {
+      ts = s.released_threads.back();
+      s.released_threads.pop_back();
+      for (std::uint32_t d = ts->tree->open_depth(); d > 0 && ts->gpu; --d) ts->gpu->abandon(d);
+      ts->tree->abandon_open();  // the exited thread left them open
+      ts->live.store(true, std::memory_order_relaxed);
+    } else {
+      model::ThreadTree* tree = s.forest.make_tree();
+      if (tree == nullptr) return nullptr;
+      auto fresh = std::make_unique<ThreadState>();
+      fresh->tree = tree;
+      if (s.gpu_timing == "on") fresh->gpu = std::make_unique<GpuEvents>();
+      ts = fresh.get();
+      s.threads.push_back(std::move(fresh));
+    }
+    t_release.state = ts;
+    return ts;
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+bool resolve_gpu_events() noexcept {
+  Session& s = session();
+  std::lock_guard resolve(s.resolve_mutex);
+  std::lock_guard threads(s.threads_mutex);
+  bool done = true;
+  for (const auto& ts : s.threads) {
+    if (ts->gpu && !ts->gpu->resolve()) done = false;
+  }
+  return done;
+}
+
+}  // namespace detail
+
+bool start() { return start(options_from_env()); }
+
+bool start(const Options& options) {
+  using namespace detail;
+  try {
+    Session& s = session();
+    std::lock_guard lock(s.lifecycle_mutex);
+    if (s.started) return false;
+    s.started = true;
+    s.options = options;
+    s.start_ns = now_ns();
+    s.forest.max_depth.store(options.max_depth, std::memory_order_relaxed);
+    nvtx_domain();
+
+    GpuProbe probe;
+    const bool wants_cuda = options.gpu_events || options.activities;
+    if (wants_cuda) {
+      probe = probe_gpu();
+      s.device = probe.device;
+    } else {
+      s.device = "not queried (GPU timing and tracing are off)";
+    }
+    s.gpu_available = probe.available;
+    if (!options.gpu_events) {
+      s.gpu_timing = "off: disabled by option (CUSCOPE_GPU_EVENTS=0)";
+    } else {
+      s.gpu_timing = probe.available ? "on" : "off: " + probe.reason;
+    }
+    if (!options.activities) {
+      s.activity_status = "off: disabled by option (CUSCOPE_ACTIVITIES=0)";
+    } else if (!probe.available) {
+      s.activity_status = "off: " + probe.reason;
+    } else {
+      s.activity_status = "off: CUPTI tracing is not part of this build";
+    }
+    if (!probe.available && wants_cuda) info("GPU timing and tracing off: " + probe.reason);
+
+    g_flags.store(flags_for(s, phase_of(options, 0)), std::memory_order_relaxed);
+    if (phase_of(options, 0) != Phase::Record) {
+      std::lock_guard agg(s.aggregator_mutex);
+      s.aggregator.set_recording(false, s.start_ns);
+    }
+    if (s.gpu_timing == "on") s.collector = std::thread(collector_loop, &s);
+    std::atexit(at_exit);
+    g_state.store(options.enabled ? kOn : kOff, std::memory_order_release);
+    return true;
+  } catch (const std::exception& e) {
+    warn_once(fmt::format("could not start: {}; scopes record nothing", e.what()));
+    g_state.store(kOff, std::memory_order_release);
+    return false;
+  }
+}
+
+void step() {
+  using namespace detail;
+  Session& s = session();
+  if (g_state.load(std::memory_order_acquire) == kNotStarted) start();
+  const Options& o = s.options;
+  const std::uint64_t finished = s.steps.fetch_add(1, std::memory_order_relaxed);
+  const Phase was = phase_of(o, finished);
+  const Phase next = phase_of(o, finished + 1);
+  if (was == Phase::Record) s.recorded_steps.fetch_add(1, std::memory_order_relaxed);
+  if (was == next) return;
+  g_flags.store(flags_for(s, next), std::memory_order_relaxed);
+  if ((was == Phase::Record) != (next == Phase::Record)) {
+    std::lock_guard agg(s.aggregator_mutex);
+    s.aggregator.set_recording(next == Phase::Record, now_ns());
+  }
+}
+
+void set_enabled(bool on) {
+  using namespace detail;
+  if (g_state.load(std::memory_order_acquire) == kNotStarted) start();
+  Session& s = session();
+  std::lock_guard lock(s.lifecycle_mutex);
+  if (s.shut_down) return;
+  g_state.store(on ? kOn : kOff, std::memory_order_release);
+}
+
+bool enabled() { return detail::g_state.load(std::memory_order_relaxed) == detail::kOn; }
+
+void flush() {
+  using namespace detail;
+  resolve_gpu_events();
+  Session& s = session();
+  std::lock_guard agg(s.aggregator_mutex);
+  s.aggregator.settle();
+}
+
+Report snapshot() {
+  using namespace detail;
+  Report r;
+  try {
+    Session& s = session();
+    resolve_gpu_events();
+    {
+      std::lock_guard agg(s.aggregator_mutex);
+      s.aggregator.build(r);
+    }
+    {
+      std::lock_guard lock(s.lifecycle_mutex);
+      r.device = s.device;
+      r.gpu_timing = s.gpu_timing;
+      r.activity_status = s.activity_status;
+      r.wall_ns = s.started ? now_ns() - s.start_ns : 0;
+    }
+    {
+      std::lock_guard lock(g_notes_mutex);
+      r.notes.assign(g_warned->begin(), g_warned->end());
+    }
+    r.steps = s.steps.load(std::memory_order_relaxed);
+    r.recorded_steps = s.recorded_steps.load(std::memory_order_relaxed);
+    r.diagnostics.cross_thread_ends = s.cross_thread_ends.load(std::memory_order_relaxed);
+    r.diagnostics.unbalanced_ends += s.stray_pops.load(std::memory_order_relaxed);
+    std::lock_guard threads(s.threads_mutex);
+    for (const auto& ts : s.threads) {
+      if (ts->gpu) r.diagnostics.gpu_event_failures += ts->gpu->failures.load(std::memory_order_relaxed);
+    }
+  } catch (const std::exception& e) {
+    warn_once(fmt::format("snapshot failed: {}", e.what()));
+  }
+  return r;
+}
+
+void shutdown() {
+  using namespace detail;
+  try {
+    Session& s = session();
+    {
+      std::lock_guard lock(s.lifecycle_mutex);
+      if (!s.started || s.shut_down) {
+        s.shut_down = true;
+        return;
+      }
+      s.shut_down = true;
+      g_state.store(kOff, std::memory_order_release);
+      g_flags.store(0, std::memory_order_relaxed);
+    }
+    if (s.collector.joinable()) {
+      {
+        std::lock_guard lock(s.collector_mutex);
+        s.collector_stop = true;
+      }
+      s.collector_cv.notify_all();
+      s.collector.join();
+    }
+    // GPU work may still be running: wait for its events a bounded time, never forever.
+    for (int i = 0; i < 1000 && !resolve_gpu_events(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    flush();
+    if (!s.options.print_at_exit && s.options.json_path.empty()) return;
+    const Report r = snapshot();
+    if (s.options.print_at_exit) write_text(s.options.output_path, format_table(r, s.options.table), "table");
+    if (!s.options.json_path.empty()) write_text(s.options.json_path, format_json(r), "JSON report");
+  } catch (const std::exception& e) {
+    warn_once(fmt::format("shutdown failed: {}", e.what()));
+  }
+}
+
+Options current_options() {
+  detail::Session& s = detail::session();
+  std::lock_guard lock(s.lifecycle_mutex);
+  return s.options;
+}
+
+}  // namespace v0
+}  // namespace cuscope

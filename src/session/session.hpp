@@ -1,0 +1,95 @@
+// session/session.hpp — the process-wide session (private): what the hot path reads, and the
+// state that ties producers, the model and the views together.
+//
+// The session object is created once and intentionally never destroyed: scopes on other threads
+// and CUDA's own teardown can outlive any static destructor order we could pick.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <cuscope/scope.hpp>  // first: detail:: below extends cuscope::v0::detail
+#include <cuscope/session.hpp>
+
+#include "model/aggregator.hpp"
+#include "model/range_tree.hpp"
+#include "producers/gpu_events.hpp"
+
+namespace cuscope::detail {
+
+/// What a scope does, read once per scope entry (one relaxed load).
+enum Flags : std::uint32_t {
+  kRecording = 1u << 0,    ///< inside the active window: scopes build the range tree
+  kGpuEvents = 1u << 1,    ///< record CUDA events around recorded scopes
+  kCorrelation = 1u << 2,  ///< push external correlation ids for CUPTI
+};
+extern std::atomic<std::uint32_t> g_flags;
+
+/// Hooks the CUPTI adapter installs while it traces (null otherwise).
+using CorrelationHook = void (*)(std::uint64_t instance) noexcept;
+using CorrelationPopHook = void (*)() noexcept;
+extern std::atomic<CorrelationHook> g_push_correlation;
+extern std::atomic<CorrelationPopHook> g_pop_correlation;
+
+/// A thread's producer state: its range tree and its CUDA-event pool.
+struct ThreadState {
+  model::ThreadTree* tree = nullptr;
+  std::unique_ptr<GpuEvents> gpu;
+  std::atomic<bool> live{true};
+};
+
+class Session {
+ public:
+  Session();
+  Options options;
+  model::Forest forest;
+
+  std::mutex aggregator_mutex;
+  model::Aggregator aggregator{forest};  // guarded by aggregator_mutex
+
+  std::mutex resolve_mutex;  // one CUDA-event resolver at a time
+
+  std::mutex threads_mutex;
+  std::vector<std::unique_ptr<ThreadState>> threads;  // guarded by threads_mutex; never shrinks
+  std::vector<ThreadState*> released_threads;
+
+  // Fixed at start.
+  std::string device = "no GPU";
+  std::string gpu_timing = "off: session not started";
+  std::string activity_status = "off: session not started";
+  std::vector<std::string> notes;  // guarded by lifecycle_mutex
+  std::uint64_t start_ns = 0;
+
+  std::atomic<std::uint64_t> steps{0};
+  std::atomic<std::uint64_t> recorded_steps{0};
+  std::atomic<std::uint64_t> cross_thread_ends{0};
+  std::atomic<std::uint64_t> stray_pops{0};  // pop() on a thread that never opened a scope
+
+  std::mutex lifecycle_mutex;
+  bool started = false;
+  bool shut_down = false;
+  bool gpu_available = false;
+  std::atomic<bool> tracing{false};  // CUPTI traces: scopes push correlation ids
+
+  std::thread collector;
+  std::mutex collector_mutex;
+  std::condition_variable collector_cv;
+  bool collector_stop = false;  // guarded by collector_mutex
+};
+
+Session& session();
+
+/// Starts the session from a scope (options from the environment); true if scopes record.
+bool start_from_scope() noexcept;
+/// A state for the calling thread (first scope on the thread), or nullptr past the thread limit.
+ThreadState* attach_thread() noexcept;
+/// Resolves finished CUDA events of every thread; true when none is left pending.
+bool resolve_gpu_events() noexcept;
+
+}  // namespace cuscope::detail
