@@ -6,11 +6,13 @@
 //
 // Example:
 //   cuscope::Report r = cuscope::snapshot();
-//   if (const cuscope::RangeStats* mlp = r.find("step/mlp")) {
-//     double share = double(mlp->host.total_ns) / double(r.find("step")->host.total_ns);
+//   const cuscope::RangeStats* step = r.find("step");
+//   const cuscope::RangeStats* mlp = r.find("step/mlp");
+//   if (step && mlp && step->host.total_ns > 0) {
+//     double share = double(mlp->host.total_ns) / double(step->host.total_ns);
 //     std::printf("MLP: %.1f%% of the step, %zu kernels\n", 100 * share, mlp->kernels.size());
 //   }
-//   std::fputs(r.table().c_str(), stdout);
+//   std::fputs(cuscope::format_table(r).c_str(), stdout);
 #pragma once
 
 #include <array>
@@ -73,7 +75,9 @@ struct ActivityStats {
   std::uint64_t alloc_bytes = 0;
   std::uint64_t free_count = 0;
   std::uint64_t free_bytes = 0;
-  std::uint64_t peak_bytes = 0;  ///< highest live bytes allocated by the range (self only, see docs)
+  /// Highest live bytes allocated by the range (in `self`) or by the range and its subtree (in
+  /// `total`): an allocation is live from its alloc to its free, wherever the free happens.
+  std::uint64_t peak_bytes = 0;
   /// GPU active share of the range's GPU span (the seeds' "GPU active %"), in [0, 1].
   [[nodiscard]] double busy_share() const { return gpu_span_ns ? double(gpu_busy_ns) / double(gpu_span_ns) : 0.0; }
 };
@@ -87,6 +91,7 @@ struct RangeStats {
   int depth = 0;                      ///< root 0, top-level ranges 1
 
   std::uint64_t calls = 0;            ///< completed entries, direct recursion included
+  std::uint64_t open = 0;             ///< entries still open when the snapshot was taken
   std::uint64_t recursive_calls = 0;  ///< entries that re-entered an open range of the same name
   std::uint32_t threads = 0;          ///< threads that entered this range
   DurationStats host;                 ///< inclusive host time per completed (outermost) entry
@@ -116,15 +121,20 @@ struct Diagnostics {
   std::uint64_t overhead_ns = 0;
 };
 
-/// A snapshot of everything cuscope knows. `ranges[0]` is the root; `(unscoped)` holds
-/// GPU work launched outside every scope.
+/// The name of the top-level range that holds GPU work launched outside every scope.
+inline constexpr std::string_view kUnscopedName = "(unscoped)";
+
+/// A snapshot of everything cuscope knows. `ranges[0]` is the root (always present); a top-level
+/// range named kUnscopedName holds GPU work launched outside every scope. The root's `total`
+/// sums its children's; its busy time sums theirs too (top-level ranges rarely overlap).
 struct Report {
-  std::vector<RangeStats> ranges;
+  std::vector<RangeStats> ranges = std::vector<RangeStats>(1);
   Diagnostics diagnostics;
 
   std::string device;          ///< e.g. "NVIDIA H100 80GB HBM3 (sm_90)", or "no GPU"
   std::string gpu_timing;      ///< "on", or one line saying why CUDA-event timing is off
   std::string activity_status; ///< "on", or one line saying why CUPTI tracing is off
+                               ///< (the table prints "off — <reason>")
   std::vector<std::string> notes;  ///< other things a reader must know (bad options, ...)
 
   std::uint64_t steps = 0;         ///< steps marked with cuscope::step()
@@ -137,7 +147,7 @@ struct Report {
   [[nodiscard]] const RangeStats& root() const { return ranges.front(); }
 };
 
-/// Which column orders the table's siblings.
+/// Which column orders the table's siblings (gpu_busy: by busy nanoseconds, not by share).
 enum class SortKey : std::uint8_t { host_total, host_self, gpu_total, kernel_total, gpu_busy, calls, name };
 [[nodiscard]] std::string_view to_string(SortKey k);
 
@@ -150,7 +160,7 @@ struct TableOptions {
 
 /// The report as a human-readable table (tree-indented, units scaled for people).
 [[nodiscard]] std::string format_table(const Report& report, const TableOptions& options = {});
-/// The report as JSON (schema in README.md, "JSON schema").
+/// The report as JSON (schema: README.md, "JSON schema").
 [[nodiscard]] std::string format_json(const Report& report);
 
 }  // namespace v0

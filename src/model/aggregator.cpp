@@ -383,8 +383,10 @@ void Aggregator::build(Report& report) const {
     }
   };
 
+  absl::flat_hash_map<const Node*, std::size_t> node_index;
   forest_.for_each_tree([&](const ThreadTree& tree) {
-    report.diagnostics.open_scopes += tree.open_depth();
+    const std::uint32_t open_depth = tree.open_depth();
+    report.diagnostics.open_scopes += open_depth;
     report.diagnostics.depth_overflows += tree.depth_overflows.get();
     report.diagnostics.unbalanced_ends += tree.unbalanced_ends.get();
     std::vector<std::pair<const Node*, std::size_t>> stack;
@@ -397,6 +399,7 @@ void Aggregator::build(Report& report) const {
       auto [node, parent] = stack.back();
       stack.pop_back();
       const std::size_t idx = range_for(parent, node->name_id);
+      node_index[node] = idx;
       RangeStats& r = report.ranges[idx];
       const std::uint64_t calls = node->calls.get();
       r.calls += calls;
@@ -412,6 +415,10 @@ void Aggregator::build(Report& report) const {
         stack.emplace_back(c, idx);
       }
       std::reverse(stack.begin() + static_cast<std::ptrdiff_t>(mark), stack.end());
+    }
+    for (std::uint32_t d = 1; d <= open_depth; ++d) {
+      // A node created after the walk above (racing owner) is not in the index: skip it.
+      if (auto it = node_index.find(tree.open_node(d)); it != node_index.end()) report.ranges[it->second].open += 1;
     }
   });
 

@@ -1,6 +1,8 @@
 // model/names.cpp — sanitizing and interning range names (off the hot path).
 #include "model/names.hpp"
 
+#include <cuscope/report.hpp>
+
 namespace cuscope::model {
 namespace {
 
@@ -67,7 +69,7 @@ std::string sanitize_name(const char* raw, std::size_t size, bool* adjusted) {
 
 NameTable::NameTable() {
   std::lock_guard lock(mutex_);
-  add_locked("(unscoped)");
+  add_locked(std::string(kUnscopedName));
   add_locked("(name table full)");
 }
 

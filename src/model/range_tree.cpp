@@ -53,7 +53,8 @@ ThreadTree::Token ThreadTree::begin(std::uint32_t name_id, std::uint64_t now_ns)
       s.seq.store(f.seq, std::memory_order_release);
     }
   }
-  depth_.store(d + 1, std::memory_order_relaxed);
+  open_[d].store(f.node, std::memory_order_relaxed);
+  depth_.store(d + 1, std::memory_order_release);
   return {d + 1, slot_bits | f.seq};
 }
 
@@ -129,7 +130,8 @@ bool ThreadTree::resolve(std::uint64_t seq, Node** node, std::uint64_t* parent_s
   return true;
 }
 
-Forest::Forest() = default;
+Forest::Forest(NameTable* shared)
+    : owned_names_(shared ? nullptr : std::make_unique<NameTable>()), names(shared ? *shared : *owned_names_) {}
 
 ThreadTree* Forest::make_tree() {
   std::lock_guard lock(mutex_);

@@ -109,8 +109,12 @@ class ThreadTree {
   void abandon_open();
 
   [[nodiscard]] const Node& root() const { return root_; }
+  /// The node open at `depth` (1-based, up to open_depth()); readable from any thread.
+  [[nodiscard]] const Node* open_node(std::uint32_t depth) const {
+    return open_[depth - 1].load(std::memory_order_relaxed);
+  }
   [[nodiscard]] std::uint32_t slot() const { return slot_; }
-  [[nodiscard]] std::uint32_t open_depth() const { return depth_.load(std::memory_order_relaxed); }
+  [[nodiscard]] std::uint32_t open_depth() const { return depth_.load(std::memory_order_acquire); }
   [[nodiscard]] Node* innermost() const { return depth_.load(std::memory_order_relaxed) ? frames_[depth_.load(std::memory_order_relaxed) - 1].node : nullptr; }
 
   /// The node and parent instance of `instance` if its slot still holds it (any thread).
@@ -134,6 +138,7 @@ class ThreadTree {
   const std::uint32_t slot_;
   Node root_;
   Frame frames_[kHardMaxDepth];
+  std::atomic<Node*> open_[kHardMaxDepth] = {};  // frames_[i].node, for readers on other threads
   std::atomic<std::uint32_t> depth_{0};
   std::uint32_t overflow_open_ = 0;
   std::uint64_t next_seq_ = 1;
@@ -143,11 +148,17 @@ class ThreadTree {
 /// All thread trees, the name table and the node registry of one session.
 class Forest {
  public:
-  Forest();
+  /// A forest with its own name table, or sharing `shared` (which must outlive it). Call sites
+  /// cache name ids, so a process's sessions share one table.
+  explicit Forest(NameTable* shared = nullptr);
   Forest(const Forest&) = delete;
   Forest& operator=(const Forest&) = delete;
 
-  NameTable names;
+ private:
+  std::unique_ptr<NameTable> owned_names_;
+
+ public:
+  NameTable& names;
 
   /// A new tree, for a thread that opens its first scope; it lives as long as the forest.
   /// Nullptr past 65535 trees (threads reuse the trees of exited threads).

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <ctime>
 
-namespace cuscope::detail {
+namespace cuscope::inline v0::detail {
 
 inline std::uint64_t now_ns() noexcept {
   timespec ts{};
@@ -14,4 +14,4 @@ inline std::uint64_t now_ns() noexcept {
   return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
-}  // namespace cuscope::detail
+}  // namespace cuscope::inline v0::detail

@@ -4,7 +4,7 @@
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
-namespace cuscope::detail {
+namespace cuscope::inline v0::detail {
 
 GpuProbe probe_gpu() noexcept {
   GpuProbe p;
@@ -39,4 +39,4 @@ GpuProbe probe_gpu() noexcept {
   return p;
 }
 
-}  // namespace cuscope::detail
+}  // namespace cuscope::inline v0::detail

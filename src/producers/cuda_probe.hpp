@@ -3,7 +3,7 @@
 
 #include <string>
 
-namespace cuscope::detail {
+namespace cuscope::inline v0::detail {
 
 struct GpuProbe {
   bool available = false;
@@ -15,4 +15,4 @@ struct GpuProbe {
 /// Queries the CUDA runtime without leaving an error behind for the program to find.
 GpuProbe probe_gpu() noexcept;
 
-}  // namespace cuscope::detail
+}  // namespace cuscope::inline v0::detail

@@ -2,7 +2,7 @@
 // cudaEventQuery says its stop event has completed.
 #include "producers/gpu_events.hpp"
 
-namespace cuscope::detail {
+namespace cuscope::inline v0::detail {
 
 GpuEvents::GpuEvents() = default;
 
@@ -109,4 +109,4 @@ bool GpuEvents::resolve() noexcept {
   return true;
 }
 
-}  // namespace cuscope::detail
+}  // namespace cuscope::inline v0::detail

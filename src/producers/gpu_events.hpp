@@ -15,7 +15,7 @@
 #include "model/range_tree.hpp"
 #include "producers/spsc_ring.hpp"
 
-namespace cuscope::detail {
+namespace cuscope::inline v0::detail {
 
 class GpuEvents {
  public:
@@ -64,4 +64,4 @@ class GpuEvents {
   std::size_t created_ = 0;
 };
 
-}  // namespace cuscope::detail
+}  // namespace cuscope::inline v0::detail

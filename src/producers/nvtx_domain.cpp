@@ -1,7 +1,7 @@
 // producers/nvtx_domain.cpp — the "cuscope" NVTX domain, created once and never destroyed.
 #include "producers/nvtx_domain.hpp"
 
-namespace cuscope::detail {
+namespace cuscope::inline v0::detail {
 
 nvtxDomainHandle_t nvtx_domain() noexcept {
   static const nvtxDomainHandle_t domain = nvtxDomainCreateA("cuscope");
@@ -12,4 +12,4 @@ nvtxStringHandle_t nvtx_register(const std::string& name) noexcept {
   return nvtxDomainRegisterStringA(nvtx_domain(), name.c_str());
 }
 
-}  // namespace cuscope::detail
+}  // namespace cuscope::inline v0::detail

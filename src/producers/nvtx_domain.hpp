@@ -7,7 +7,7 @@
 
 #include <nvtx3/nvToolsExt.h>
 
-namespace cuscope::detail {
+namespace cuscope::inline v0::detail {
 
 nvtxDomainHandle_t nvtx_domain() noexcept;
 /// Registers `name` in the domain (once per distinct name, off the hot path).
@@ -23,4 +23,4 @@ inline void nvtx_push(nvtxStringHandle_t name) noexcept {
 }
 inline void nvtx_pop() noexcept { nvtxDomainRangePop(nvtx_domain()); }
 
-}  // namespace cuscope::detail
+}  // namespace cuscope::inline v0::detail

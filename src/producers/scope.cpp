@@ -93,6 +93,11 @@ bool started() noexcept {
 
 }  // namespace
 
+void forget_this_thread() noexcept {
+  t_state = nullptr;
+  t_pushes.depth = 0;
+}
+
 ThreadState* enter(Site& site, cudaStream_t stream, std::uint32_t& depth) noexcept {
   if (!started()) return nullptr;
   std::uint32_t id = site.id.load(std::memory_order_acquire);

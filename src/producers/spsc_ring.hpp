@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <memory>
 
-namespace cuscope::detail {
+namespace cuscope::inline v0::detail {
 
 template <class T>
 class SpscRing {
@@ -42,4 +42,4 @@ class SpscRing {
   alignas(64) std::atomic<std::size_t> tail_{0};
 };
 
-}  // namespace cuscope::detail
+}  // namespace cuscope::inline v0::detail

@@ -4,9 +4,8 @@
 
 #include <string>
 
-namespace cuscope::detail {
+namespace cuscope::inline v0::detail {
 
 void warn_once(const std::string& message) noexcept;
-void info(const std::string& message) noexcept;
 
-}  // namespace cuscope::detail
+}  // namespace cuscope::inline v0::detail

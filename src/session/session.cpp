@@ -90,11 +90,24 @@ thread_local struct ThreadRelease {
   ~ThreadRelease() {
     if (state == nullptr) return;
     state->live.store(false, std::memory_order_relaxed);
-    Session& s = session();
+    Session& s = *state->owner;
     std::lock_guard lock(s.threads_mutex);
     s.released_threads.push_back(state);
   }
 } t_release;
+
+Session* g_session = nullptr;
+std::once_flag g_atexit_once;
+
+void stop_collector(Session& s) {
+  if (!s.collector.joinable()) return;
+  {
+    std::lock_guard lock(s.collector_mutex);
+    s.collector_stop = true;
+  }
+  s.collector_cv.notify_all();
+  s.collector.join();
+}
 
 }  // namespace
 
@@ -107,18 +120,36 @@ void warn_once(const std::string& message) noexcept {
   }
 }
 
-void info(const std::string& message) noexcept {
-  try {
-    logger().info("{}", message);
-  } catch (...) {
-  }
-}
-
 Session::Session() = default;
 
+model::NameTable& process_names() {
+  static model::NameTable* names = new model::NameTable();  // leaked, like the session
+  return *names;
+}
+
 Session& session() {
-  static Session* s = new Session();  // leaked on purpose (see file comment)
-  return *s;
+  static const bool made = [] {
+    g_session = new Session();  // leaked on purpose (see file comment)
+    return true;
+  }();
+  (void)made;
+  return *g_session;
+}
+
+void reset_for_testing() noexcept {
+  Session& old = session();
+  {
+    std::lock_guard lock(old.lifecycle_mutex);
+    old.shut_down = true;
+  }
+  stop_collector(old);
+  g_state.store(kNotStarted, std::memory_order_release);
+  g_flags.store(0, std::memory_order_relaxed);
+  g_session = new Session();
+  forget_this_thread();
+  t_release.state = nullptr;
+  std::lock_guard lock(g_notes_mutex);
+  g_warned->clear();
 }
 
 bool start_from_scope() noexcept {
@@ -141,6 +172,7 @@ ThreadState* attach_thread() noexcept {
       model::ThreadTree* tree = s.forest.make_tree();
       if (tree == nullptr) return nullptr;
       auto fresh = std::make_unique<ThreadState>();
+      fresh->owner = &s;
       fresh->tree = tree;
       if (s.gpu_timing == "on") fresh->gpu = std::make_unique<GpuEvents>();
       ts = fresh.get();
@@ -190,18 +222,17 @@ bool start(const Options& options) {
     }
     s.gpu_available = probe.available;
     if (!options.gpu_events) {
-      s.gpu_timing = "off: disabled by option (CUSCOPE_GPU_EVENTS=0)";
+      s.gpu_timing = "disabled by option (CUSCOPE_GPU_EVENTS=0)";
     } else {
-      s.gpu_timing = probe.available ? "on" : "off: " + probe.reason;
+      s.gpu_timing = probe.available ? "on" : probe.reason;
     }
     if (!options.activities) {
-      s.activity_status = "off: disabled by option (CUSCOPE_ACTIVITIES=0)";
+      s.activity_status = "disabled by option (CUSCOPE_ACTIVITIES=0)";
     } else if (!probe.available) {
-      s.activity_status = "off: " + probe.reason;
+      s.activity_status = probe.reason;
     } else {
-      s.activity_status = "off: CUPTI tracing is not part of this build";
+      s.activity_status = "CUPTI tracing is not part of this build";
     }
-    if (!probe.available && wants_cuda) info("GPU timing and tracing off: " + probe.reason);
 
     g_flags.store(flags_for(s, phase_of(options, 0)), std::memory_order_relaxed);
     if (phase_of(options, 0) != Phase::Record) {
@@ -209,7 +240,7 @@ bool start(const Options& options) {
       s.aggregator.set_recording(false, s.start_ns);
     }
     if (s.gpu_timing == "on") s.collector = std::thread(collector_loop, &s);
-    std::atexit(at_exit);
+    std::call_once(g_atexit_once, [] { std::atexit(at_exit); });
     g_state.store(options.enabled ? kOn : kOff, std::memory_order_release);
     return true;
   } catch (const std::exception& e) {
@@ -304,14 +335,7 @@ void shutdown() {
       g_state.store(kOff, std::memory_order_release);
       g_flags.store(0, std::memory_order_relaxed);
     }
-    if (s.collector.joinable()) {
-      {
-        std::lock_guard lock(s.collector_mutex);
-        s.collector_stop = true;
-      }
-      s.collector_cv.notify_all();
-      s.collector.join();
-    }
+    stop_collector(s);
     // GPU work may still be running: wait for its events a bounded time, never forever.
     for (int i = 0; i < 1000 && !resolve_gpu_events(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     flush();

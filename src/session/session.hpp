@@ -21,7 +21,7 @@
 #include "model/range_tree.hpp"
 #include "producers/gpu_events.hpp"
 
-namespace cuscope::detail {
+namespace cuscope::inline v0::detail {
 
 /// What a scope does, read once per scope entry (one relaxed load).
 enum Flags : std::uint32_t {
@@ -38,17 +38,22 @@ extern std::atomic<CorrelationHook> g_push_correlation;
 extern std::atomic<CorrelationPopHook> g_pop_correlation;
 
 /// A thread's producer state: its range tree and its CUDA-event pool.
+class Session;
 struct ThreadState {
+  Session* owner = nullptr;
   model::ThreadTree* tree = nullptr;
   std::unique_ptr<GpuEvents> gpu;
   std::atomic<bool> live{true};
 };
 
+/// The process's name table: outlives sessions, since call sites cache its ids.
+model::NameTable& process_names();
+
 class Session {
  public:
   Session();
   Options options;
-  model::Forest forest;
+  model::Forest forest{&process_names()};
 
   std::mutex aggregator_mutex;
   model::Aggregator aggregator{forest};  // guarded by aggregator_mutex
@@ -61,8 +66,8 @@ class Session {
 
   // Fixed at start.
   std::string device = "no GPU";
-  std::string gpu_timing = "off: session not started";
-  std::string activity_status = "off: session not started";
+  std::string gpu_timing = "session not started";  // "on", or why not
+  std::string activity_status = "session not started";
   std::vector<std::string> notes;  // guarded by lifecycle_mutex
   std::uint64_t start_ns = 0;
 
@@ -89,7 +94,13 @@ Session& session();
 bool start_from_scope() noexcept;
 /// A state for the calling thread (first scope on the thread), or nullptr past the thread limit.
 ThreadState* attach_thread() noexcept;
+/// Tests only: ends the session (without printing) and starts afresh with a new one, as if the
+/// process had just begun. No other thread may be inside a scope. The old session is leaked.
+void reset_for_testing() noexcept;
+/// Forgets the calling thread's state (scope.cpp), used by reset_for_testing().
+void forget_this_thread() noexcept;
+
 /// Resolves finished CUDA events of every thread; true when none is left pending.
 bool resolve_gpu_events() noexcept;
 
-}  // namespace cuscope::detail
+}  // namespace cuscope::inline v0::detail

@@ -1,0 +1,287 @@
+// views/json.cpp — the Report as JSON (schema "cuscope.report/1", documented in docs/json-schema.md).
+//
+// A small hand-written writer, so the library needs no JSON dependency. Field names are the C++
+// names; integers are written whole (uint64 exact), doubles in their shortest round-trip form.
+#include <fmt/format.h>
+
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "cuscope/report.hpp"
+#include "cuscope/version.hpp"
+
+namespace cuscope {
+inline namespace v0 {
+namespace {
+
+/// Appends JSON text, two-space indented, placing commas and newlines itself.
+class JsonWriter {
+ public:
+  [[nodiscard]] std::string take() && { return std::move(out_); }
+
+  void begin_object() { open('{', false); }
+  void end_object() { close('}'); }
+  void begin_array() { open('[', false); }
+  /// An array kept on one line: `[1, 2, 3]`. Meant for short lists of numbers.
+  void begin_inline_array() { open('[', true); }
+  void end_array() { close(']'); }
+
+  void key(std::string_view name) {
+    separate();
+    quoted(name);
+    out_ += ": ";
+    after_key_ = true;
+  }
+
+  void put(std::string_view s) {
+    separate();
+    quoted(s);
+  }
+  void put(std::uint64_t v) {
+    separate();
+    fmt::format_to(std::back_inserter(out_), "{}", v);
+  }
+  void put(std::uint32_t v) { put(std::uint64_t{v}); }
+  void put(int v) {
+    separate();
+    fmt::format_to(std::back_inserter(out_), "{}", v);
+  }
+  // Shortest text that reads back as the same double, always with a '.' or an exponent so that
+  // readers see a floating-point number; JSON has no inf or NaN, so those are null.
+  void put(double v) {
+    separate();
+    if (!std::isfinite(v)) {
+      out_ += "null";
+      return;
+    }
+    const std::string text = fmt::format("{}", v);
+    out_ += text;
+    if (text.find_first_of(".e") == std::string::npos) out_ += ".0";
+  }
+  void null() {
+    separate();
+    out_ += "null";
+  }
+
+  template <class T>
+  void field(std::string_view name, const T& value) {
+    key(name);
+    put(value);
+  }
+
+ private:
+  void separate() {
+    if (after_key_) {
+      after_key_ = false;
+      return;
+    }
+    if (open_.empty()) return;
+    Container& c = open_.back();
+    if (!c.empty) out_ += c.one_line ? ", " : ",";
+    if (!c.one_line) newline();
+    c.empty = false;
+  }
+
+  void open(char bracket, bool one_line) {
+    separate();
+    out_ += bracket;
+    open_.push_back({true, one_line});
+  }
+
+  void close(char bracket) {
+    const Container c = open_.back();
+    open_.pop_back();
+    if (!c.empty && !c.one_line) newline();
+    out_ += bracket;
+  }
+
+  void newline() {
+    out_ += '\n';
+    out_.append(2 * open_.size(), ' ');
+  }
+
+  // Bytes from 0x80 up are copied as they are: names reach the report as UTF-8.
+  void quoted(std::string_view s) {
+    out_ += '"';
+    for (char c : s) {
+      const auto byte = static_cast<unsigned char>(c);
+      if (c == '"' || c == '\\') {
+        out_ += '\\';
+        out_ += c;
+      } else if (byte < 0x20) {
+        fmt::format_to(std::back_inserter(out_), "\\u{:04x}", byte);
+      } else {
+        out_ += c;
+      }
+    }
+    out_ += '"';
+  }
+
+  struct Container {
+    bool empty;     ///< nothing written in it yet
+    bool one_line;  ///< elements on one line
+  };
+
+  std::string out_;
+  std::vector<Container> open_;
+  bool after_key_ = false;
+};
+
+void write_duration(JsonWriter& w, const DurationStats& d) {
+  w.begin_object();
+  w.field("count", d.count);
+  w.field("total_ns", d.total_ns);
+  w.field("min_ns", d.min_ns);
+  w.field("max_ns", d.max_ns);
+  w.field("mean_ns", d.mean_ns());
+  w.end_object();
+}
+
+void write_triple(JsonWriter& w, const std::array<std::uint32_t, 3>& v) {
+  w.begin_inline_array();
+  for (std::uint32_t x : v) w.put(x);
+  w.end_array();
+}
+
+void write_activity(JsonWriter& w, const ActivityStats& a) {
+  w.begin_object();
+  w.field("kernel_calls", a.kernel_calls);
+  w.field("kernel_ns", a.kernel_ns);
+  w.field("gpu_busy_ns", a.gpu_busy_ns);
+  w.field("gpu_span_ns", a.gpu_span_ns);
+  w.field("busy_share", a.busy_share());
+  w.key("memcpy");
+  w.begin_object();
+  for (std::size_t i = 0; i < kCopyKinds; ++i) {
+    const CopyStats& c = a.memcpy[i];
+    w.key(to_string(static_cast<CopyKind>(i)));
+    w.begin_object();
+    w.field("count", c.count);
+    w.field("bytes", c.bytes);
+    w.field("total_ns", c.total_ns);
+    w.field("bytes_per_s", c.bytes_per_s());
+    w.end_object();
+  }
+  w.end_object();
+  w.field("memset_count", a.memset_count);
+  w.field("memset_bytes", a.memset_bytes);
+  w.field("memset_ns", a.memset_ns);
+  w.field("sync_count", a.sync_count);
+  w.field("sync_ns", a.sync_ns);
+  w.field("alloc_count", a.alloc_count);
+  w.field("alloc_bytes", a.alloc_bytes);
+  w.field("free_count", a.free_count);
+  w.field("free_bytes", a.free_bytes);
+  w.field("peak_bytes", a.peak_bytes);
+  w.end_object();
+}
+
+void write_kernel(JsonWriter& w, const KernelStats& k) {
+  w.begin_object();
+  w.field("name", k.name);
+  w.key("duration");
+  write_duration(w, k.duration);
+  w.key("grid");
+  write_triple(w, k.grid);
+  w.key("block");
+  write_triple(w, k.block);
+  w.field("registers_per_thread", k.registers_per_thread);
+  w.field("static_shared_bytes", k.static_shared_bytes);
+  w.field("dynamic_shared_bytes", k.dynamic_shared_bytes);
+  w.field("device", k.device);
+  w.end_object();
+}
+
+void write_range(JsonWriter& w, const RangeStats& r, std::size_t id) {
+  w.begin_object();
+  w.field("id", std::uint64_t{id});
+  w.field("name", r.name);
+  w.field("path", r.path);
+  w.key("parent");
+  if (id == 0) {
+    w.null();
+  } else {
+    w.put(std::uint64_t{r.parent});
+  }
+  w.field("depth", r.depth);
+  w.key("children");
+  w.begin_inline_array();
+  for (std::size_t child : r.children) w.put(std::uint64_t{child});
+  w.end_array();
+  w.field("calls", r.calls);
+  w.field("open", r.open);
+  w.field("recursive_calls", r.recursive_calls);
+  w.field("threads", r.threads);
+  w.key("host");
+  write_duration(w, r.host);
+  w.field("host_self_ns", r.host_self_ns);
+  w.key("gpu");
+  write_duration(w, r.gpu);
+  w.key("self");
+  write_activity(w, r.self);
+  w.key("total");
+  write_activity(w, r.total);
+  w.key("kernels");
+  w.begin_array();
+  for (const KernelStats& k : r.kernels) write_kernel(w, k);
+  w.end_array();
+  w.end_object();
+}
+
+void write_diagnostics(JsonWriter& w, const Diagnostics& d) {
+  w.begin_object();
+  w.field("dropped_records", d.dropped_records);
+  w.field("zero_timestamp_records", d.zero_timestamp_records);
+  w.field("unresolved_records", d.unresolved_records);
+  w.field("unknown_records", d.unknown_records);
+  w.field("outside_window_records", d.outside_window_records);
+  w.field("open_scopes", d.open_scopes);
+  w.field("unbalanced_ends", d.unbalanced_ends);
+  w.field("cross_thread_ends", d.cross_thread_ends);
+  w.field("depth_overflows", d.depth_overflows);
+  w.field("adjusted_names", d.adjusted_names);
+  w.field("name_table_full", d.name_table_full);
+  w.field("gpu_event_failures", d.gpu_event_failures);
+  w.field("overhead_records", d.overhead_records);
+  w.field("overhead_ns", d.overhead_ns);
+  w.end_object();
+}
+
+}  // namespace
+
+std::string format_json(const Report& report) {
+  JsonWriter w;
+  w.begin_object();
+  w.field("schema", std::string_view{"cuscope.report/1"});
+  w.field("version", std::string_view{version()});
+  w.field("device", report.device);
+  w.field("gpu_timing", report.gpu_timing);
+  w.field("activity_status", report.activity_status);
+  w.key("notes");
+  w.begin_array();
+  for (const std::string& note : report.notes) w.put(note);
+  w.end_array();
+  w.field("steps", report.steps);
+  w.field("recorded_steps", report.recorded_steps);
+  w.field("wall_ns", report.wall_ns);
+  w.key("diagnostics");
+  write_diagnostics(w, report.diagnostics);
+  w.key("ranges");
+  w.begin_array();
+  for (std::size_t id = 0; id < report.ranges.size(); ++id) write_range(w, report.ranges[id], id);
+  w.end_array();
+  w.end_object();
+  std::string out = std::move(w).take();
+  out += '\n';
+  return out;
+}
+
+}  // namespace v0
+}  // namespace cuscope

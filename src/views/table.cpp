@@ -1,0 +1,342 @@
+// views/table.cpp — the Report as a table for people: a header saying what was measured and what
+// was off, then one row per range, tree-indented, with its top kernels listed under it.
+//
+// Columns (all but `calls` and `kernels` in scaled units; `-` where nothing was measured):
+//   range        the scope's name, indented 2 spaces per level below the top
+//   calls        completed entries
+//   host total   inclusive host time           host mean   per completed entry
+//   host self    host time minus child ranges  GPU total   CUDA-event time between start and stop
+//   kernels      kernels launched in the range or below it (inclusive `total` activity)
+//   kernel time  sum of their durations        GPU busy    busy share of the GPU span
+//   memcpy       bytes copied, every direction summed
+//
+// Siblings follow TableOptions::sort (`gpu_busy` orders by busy time, not by share). A range with
+// no completed call is hidden unless `show_zero_calls`, except `(unscoped)` while it holds GPU work
+// and ranges still open (a scope left open at exit is shown, with 0 calls)
+// and a range some listed range lies under (a scope still open around completed children).
+//
+// The output depends only on the Report, so it can be compared against golden text.
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "cuscope/report.hpp"
+#include "cuscope/version.hpp"
+#include "views/format.hpp"
+
+namespace cuscope {
+inline namespace v0 {
+namespace {
+
+using views::format_bytes;
+using views::format_duration;
+using views::format_percent;
+
+constexpr std::string_view kUnscoped = kUnscopedName;
+constexpr std::size_t kRangeNameWidth = 40;
+constexpr std::size_t kKernelNameWidth = 60;
+
+constexpr std::size_t kColumns = 10;
+using Cells = std::array<std::string, kColumns>;
+constexpr std::array<std::string_view, kColumns> kTitles{
+    "range",     "calls",   "host total",  "host mean", "host self",
+    "GPU total", "kernels", "kernel time", "GPU busy",  "memcpy"};
+
+std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b) {
+  return b > std::numeric_limits<std::uint64_t>::max() - a ? std::numeric_limits<std::uint64_t>::max()
+                                                           : a + b;
+}
+
+/// total / count rounded to the nearest nanosecond, without the overflow of (total + count/2).
+std::uint64_t mean_ns(const DurationStats& d) {
+  if (d.count == 0) return 0;
+  const std::uint64_t quotient = d.total_ns / d.count;
+  const std::uint64_t remainder = d.total_ns % d.count;
+  return remainder >= d.count - remainder ? quotient + 1 : quotient;
+}
+
+std::uint64_t copied_bytes(const ActivityStats& a) {
+  std::uint64_t bytes = 0;
+  for (const CopyStats& c : a.memcpy) bytes = saturating_add(bytes, c.bytes);
+  return bytes;
+}
+
+std::uint64_t copy_count(const ActivityStats& a) {
+  std::uint64_t count = 0;
+  for (const CopyStats& c : a.memcpy) count = saturating_add(count, c.count);
+  return count;
+}
+
+bool has_activity(const ActivityStats& a) {
+  return a.kernel_calls != 0 || copy_count(a) != 0 || a.memset_count != 0 || a.sync_count != 0 ||
+         a.alloc_count != 0 || a.free_count != 0;
+}
+
+// --- header -------------------------------------------------------------------------------------
+
+struct Counter {
+  std::uint64_t Diagnostics::*field;
+  std::string_view one;
+  std::string_view many;
+};
+
+constexpr std::array<Counter, 13> kCounters{{
+    {&Diagnostics::dropped_records, "dropped record", "dropped records"},
+    {&Diagnostics::zero_timestamp_records, "record with a zero timestamp", "records with a zero timestamp"},
+    {&Diagnostics::unresolved_records, "record not matched to a scope", "records not matched to a scope"},
+    {&Diagnostics::unknown_records, "record of an unknown kind", "records of an unknown kind"},
+    {&Diagnostics::outside_window_records, "record outside the window", "records outside the window"},
+    {&Diagnostics::open_scopes, "scope still open", "scopes still open"},
+    {&Diagnostics::unbalanced_ends, "unbalanced end", "unbalanced ends"},
+    {&Diagnostics::cross_thread_ends, "scope ended on another thread", "scopes ended on another thread"},
+    {&Diagnostics::depth_overflows, "entry past the maximum depth", "entries past the maximum depth"},
+    {&Diagnostics::adjusted_names, "adjusted name", "adjusted names"},
+    {&Diagnostics::name_table_full, "entry past a full name table", "entries past a full name table"},
+    {&Diagnostics::gpu_event_failures, "CUDA event failure", "CUDA event failures"},
+    {&Diagnostics::overhead_records, "CUPTI overhead record", "CUPTI overhead records"},
+}};
+
+std::string diagnostics_line(const Diagnostics& d) {
+  std::vector<std::string> parts;
+  for (const Counter& c : kCounters) {
+    const std::uint64_t n = d.*c.field;
+    if (n != 0) parts.push_back(fmt::format("{} {}", n, n == 1 ? c.one : c.many));
+  }
+  if (d.overhead_ns != 0) parts.push_back(format_duration(d.overhead_ns) + " of CUPTI overhead");
+  if (parts.empty()) return {};
+  std::string line = "lost or off: " + parts.front();
+  for (std::size_t i = 1; i < parts.size(); ++i) line += ", " + parts[i];
+  return line + "\n";
+}
+
+std::string status_line(std::string_view what, std::string_view status) {
+  if (status == "on") return {};
+  if (status.empty()) return fmt::format("{}: off\n", what);
+  return fmt::format("{}: off — {}\n", what, status);
+}
+
+std::string header(const Report& report) {
+  std::string out = fmt::format("cuscope {} — device: {} — wall {} — steps {}/{}\n", version(), report.device,
+                                format_duration(report.wall_ns), report.recorded_steps, report.steps);
+  if (report.gpu_timing != "on" && report.gpu_timing == report.activity_status) {
+    out += status_line("GPU timing and activity", report.gpu_timing);  // one reason, said once
+  } else {
+    out += status_line("GPU timing", report.gpu_timing);
+    out += status_line("GPU activity", report.activity_status);
+  }
+  // A reason is printed once: notes repeating a status reason or an earlier note are left out.
+  std::vector<std::string_view> said;
+  for (const std::string* status : {&report.gpu_timing, &report.activity_status}) {
+    if (*status != "on") said.push_back(*status);
+  }
+  for (const std::string& note : report.notes) {
+    if (std::find(said.begin(), said.end(), note) != said.end()) continue;
+    said.push_back(note);
+    out += fmt::format("note: {}\n", note);
+  }
+  out += diagnostics_line(report.diagnostics);
+
+  std::uint64_t host_ns = 0;
+  std::uint64_t kernel_ns = 0;
+  std::uint64_t busy_ns = 0;
+  if (!report.ranges.empty()) {
+    for (std::size_t child : report.root().children) {
+      if (child < report.ranges.size()) host_ns = saturating_add(host_ns, report.ranges[child].host.total_ns);
+    }
+    kernel_ns = report.root().total.kernel_ns;
+    busy_ns = report.root().total.gpu_busy_ns;
+  }
+  out += fmt::format("total: host {} in top-level ranges — kernel time {} — GPU busy {}\n",
+                     format_duration(host_ns), format_duration(kernel_ns), format_duration(busy_ns));
+  return out;
+}
+
+// --- which ranges, in which order ---------------------------------------------------------------
+
+struct Shown {
+  const RangeStats* range;
+  std::size_t level;  ///< 0 for top-level ranges
+};
+
+std::uint64_t sort_value(const RangeStats& r, SortKey key) {
+  switch (key) {
+    case SortKey::host_total:
+      return r.host.total_ns;
+    case SortKey::host_self:
+      return r.host_self_ns;
+    case SortKey::gpu_total:
+      return r.gpu.total_ns;
+    case SortKey::kernel_total:
+      return r.total.kernel_ns;
+    case SortKey::gpu_busy:
+      return r.total.gpu_busy_ns;
+    case SortKey::calls:
+      return r.calls;
+    case SortKey::name:
+      return 0;
+  }
+  return 0;
+}
+
+bool listed_for_itself(const RangeStats& r, std::size_t level, const TableOptions& options) {
+  if (r.calls != 0 || r.open != 0 || options.show_zero_calls) return true;
+  return level == 0 && r.name == kUnscoped && has_activity(r.total);
+}
+
+class RowCollector {
+ public:
+  RowCollector(const Report& report, const TableOptions& options)
+      : report_(report), options_(options), seen_(report.ranges.size(), false) {}
+
+  std::vector<Shown> collect() {
+    if (report_.ranges.empty()) return {};
+    seen_[0] = true;
+    for (std::size_t child : children_in_order(report_.ranges[0])) visit(child, 0);
+    return std::move(rows_);
+  }
+
+ private:
+  // Children sorted by the key (times and calls descending, names ascending); the stable sort
+  // keeps first-entry order among equals. Indices out of range or already shown are skipped.
+  std::vector<std::size_t> children_in_order(const RangeStats& parent) {
+    std::vector<std::size_t> children;
+    for (std::size_t child : parent.children) {
+      if (child < report_.ranges.size() && !seen_[child]) {
+        seen_[child] = true;
+        children.push_back(child);
+      }
+    }
+    const SortKey key = options_.sort;
+    std::stable_sort(children.begin(), children.end(), [&](std::size_t a, std::size_t b) {
+      const RangeStats& ra = report_.ranges[a];
+      const RangeStats& rb = report_.ranges[b];
+      const std::uint64_t va = sort_value(ra, key);
+      const std::uint64_t vb = sort_value(rb, key);
+      if (va != vb) return va > vb;
+      return ra.name < rb.name;
+    });
+    return children;
+  }
+
+  // A range that is not listed for itself stays when a descendant is listed, so the tree holds.
+  void visit(std::size_t index, std::size_t level) {
+    const RangeStats& range = report_.ranges[index];
+    const std::size_t mark = rows_.size();
+    rows_.push_back({&range, level});
+    for (std::size_t child : children_in_order(range)) visit(child, level + 1);
+    if (rows_.size() == mark + 1 && !listed_for_itself(range, level, options_)) rows_.pop_back();
+  }
+
+  const Report& report_;
+  const TableOptions& options_;
+  std::vector<bool> seen_;
+  std::vector<Shown> rows_;
+};
+
+// --- rendering ----------------------------------------------------------------------------------
+
+std::string indent(std::size_t level) { return std::string(2 * level, ' '); }
+
+Cells cells(const Shown& row) {
+  const RangeStats& r = *row.range;
+  const ActivityStats& a = r.total;
+  const bool timed = r.host.count != 0;
+  return {
+      indent(row.level) + views::truncate(r.name, kRangeNameWidth),
+      fmt::format("{}", r.calls),
+      timed ? format_duration(r.host.total_ns) : "-",
+      timed ? format_duration(mean_ns(r.host)) : "-",
+      timed ? format_duration(r.host_self_ns) : "-",
+      r.gpu.count != 0 ? format_duration(r.gpu.total_ns) : "-",
+      fmt::format("{}", a.kernel_calls),
+      a.kernel_calls != 0 ? format_duration(a.kernel_ns) : "-",
+      a.gpu_span_ns != 0 ? format_percent(a.busy_share()) : "-",
+      copy_count(a) != 0 ? format_bytes(copied_bytes(a)) : "-",
+  };
+}
+
+std::string render_row(const Cells& row, const std::array<std::size_t, kColumns>& widths) {
+  std::string line = views::pad_right(row[0], widths[0]);
+  for (std::size_t i = 1; i < kColumns; ++i) line += "  " + views::pad_left(row[i], widths[i]);
+  return line + "\n";
+}
+
+std::string shape(const std::array<std::uint32_t, 3>& d) { return fmt::format("{}x{}x{}", d[0], d[1], d[2]); }
+
+std::string kernel_lines(const RangeStats& range, std::size_t level, std::size_t top) {
+  if (top == 0 || range.kernels.empty()) return {};
+  std::vector<const KernelStats*> kernels;
+  for (const KernelStats& k : range.kernels) kernels.push_back(&k);
+  std::stable_sort(kernels.begin(), kernels.end(), [](const KernelStats* a, const KernelStats* b) {
+    if (a->duration.total_ns != b->duration.total_ns) return a->duration.total_ns > b->duration.total_ns;
+    return a->name < b->name;
+  });
+  const std::size_t shown = std::min(top, kernels.size());
+
+  std::vector<std::array<std::string, 4>> fields;  // name, calls, total, mean
+  std::array<std::size_t, 4> widths{};
+  for (std::size_t i = 0; i < shown; ++i) {
+    const KernelStats& k = *kernels[i];
+    fields.push_back({views::truncate(k.name, kKernelNameWidth), fmt::format("{}", k.duration.count),
+                      format_duration(k.duration.total_ns), format_duration(mean_ns(k.duration))});
+    for (std::size_t f = 0; f < widths.size(); ++f) {
+      widths[f] = std::max(widths[f], views::display_width(fields.back()[f]));
+    }
+  }
+
+  const std::string prefix = indent(level + 1) + "· ";
+  std::string out;
+  for (std::size_t i = 0; i < shown; ++i) {
+    const std::array<std::string, 4>& f = fields[i];
+    out += fmt::format("{}{}  calls {}  total {}  mean {}  grid {} block {}\n", prefix,
+                       views::pad_right(f[0], widths[0]), views::pad_left(f[1], widths[1]),
+                       views::pad_left(f[2], widths[2]), views::pad_left(f[3], widths[3]),
+                       shape(kernels[i]->grid), shape(kernels[i]->block));
+  }
+  const std::size_t more = kernels.size() - shown;
+  if (more != 0) out += fmt::format("{}… {} more kernel{}\n", prefix, more, more == 1 ? "" : "s");
+  return out;
+}
+
+}  // namespace
+
+std::string format_table(const Report& report, const TableOptions& options) {
+  std::string out = header(report);
+  out += "\n";
+
+  const std::vector<Shown> rows = RowCollector(report, options).collect();
+  if (rows.empty()) return out + "(no ranges recorded)\n";
+  const std::size_t listed = options.max_rows == 0 ? rows.size() : std::min(options.max_rows, rows.size());
+
+  std::vector<Cells> table;
+  std::array<std::size_t, kColumns> widths{};
+  for (std::size_t i = 0; i < kColumns; ++i) widths[i] = views::display_width(kTitles[i]);
+  for (std::size_t r = 0; r < listed; ++r) {
+    table.push_back(cells(rows[r]));
+    for (std::size_t i = 0; i < kColumns; ++i) {
+      widths[i] = std::max(widths[i], views::display_width(table.back()[i]));
+    }
+  }
+
+  Cells titles;
+  for (std::size_t i = 0; i < kColumns; ++i) titles[i] = kTitles[i];
+  out += render_row(titles, widths);
+  for (std::size_t r = 0; r < listed; ++r) {
+    out += render_row(table[r], widths);
+    out += kernel_lines(*rows[r].range, rows[r].level, options.top_kernels);
+  }
+  const std::size_t more = rows.size() - listed;
+  if (more != 0) {
+    out += fmt::format("… {} more range{} (max_rows={})\n", more, more == 1 ? "" : "s", options.max_rows);
+  }
+  return out;
+}
+
+}  // namespace v0
+}  // namespace cuscope

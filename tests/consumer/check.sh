@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Builds and runs tests/consumer against cuscope, as another project would.
+#   check.sh find_package <work-dir> <cuscope-build-dir> <cuda-compiler> <cuda-archs>
+#   check.sh add_subdirectory <work-dir> <cuscope-source-dir> <cuda-compiler> <cuda-archs>
+set -euo pipefail
+mode=$1 work=$2 cuscope=$3 nvcc=$4 archs=$5
+here=$(cd "$(dirname "$0")" && pwd)
+rm -rf "$work"
+mkdir -p "$work"
+common=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES="$archs")
+if [[ $mode == find_package ]]; then
+  cmake --install "$cuscope" --prefix "$work/prefix" >/dev/null
+  cmake -S "$here" -B "$work/build" "${common[@]}" -DCMAKE_PREFIX_PATH="$work/prefix;${CMAKE_PREFIX_PATH:-}" >/dev/null
+else
+  cmake -S "$here" -B "$work/build" "${common[@]}" -DCUSCOPE_SOURCE_DIR="$cuscope" >/dev/null
+fi
+cmake --build "$work/build" -j2 >/dev/null
+CUSCOPE_PRINT=0 "$work/build/consumer"

@@ -1,0 +1,31 @@
+// A program that ends in the ways real programs do, for the at-exit tests (tests/CMakeLists.txt):
+//   normal     returns from main
+//   exit       calls std::exit from inside an open scope
+//   thread     leaves a worker thread running in a scope when main returns
+// The summary must print before CUDA's teardown, say what was left open, and never crash.
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include <cuscope/cuscope.hpp>
+
+int main(int argc, char** argv) {
+  const char* mode = argc > 1 ? argv[1] : "normal";
+  for (int i = 0; i < 4; ++i) {
+    CUSCOPE_SCOPE("exit_step");
+    { CUSCOPE_SCOPE("exit_work"); }
+    cuscope::step();
+  }
+  if (std::strcmp(mode, "exit") == 0) {
+    CUSCOPE_SCOPE("open_at_exit");
+    std::exit(0);
+  }
+  if (std::strcmp(mode, "thread") == 0) {
+    std::thread([] {
+      CUSCOPE_SCOPE("detached_worker");
+      for (;;) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }).detach();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return 0;
+}

@@ -1,0 +1,368 @@
+// The aggregator on synthetic activity streams: attribution by correlation to the innermost
+// range, inclusive roll-ups, kernel statistics, busy time, unscoped and unresolved work.
+#include <catch2/catch.hpp>
+
+#include <memory>
+
+#include "model/aggregator.hpp"
+#include "model/range_tree.hpp"
+
+using cuscope::CopyKind;
+using cuscope::Report;
+using namespace cuscope::model;
+
+namespace {
+
+struct Fixture {
+  std::unique_ptr<Forest> forest = std::make_unique<Forest>();
+  Aggregator agg{*forest};
+  ThreadTree* tree = nullptr;
+  std::uint64_t next_correlation = 1;
+
+  Fixture() {
+    forest->record_instances = true;
+    tree = forest->make_tree();
+  }
+  ThreadTree::Token begin(const char* name, std::uint64_t t = 0) { return tree->begin(forest->names.intern(name), t); }
+  void end(const ThreadTree::Token& tok, std::uint64_t t = 1'000'000) { tree->end(tok.depth, t); }
+
+  // An API call made inside `instance` (kNoInstance: outside every scope); returns its correlation.
+  std::uint64_t launch(std::uint64_t instance, std::uint64_t api_start = 1) {
+    const std::uint64_t c = next_correlation++;
+    if (instance != kNoInstance) agg.on(ExternalCorrelation{c, instance});
+    agg.on(ApiCall{c, api_start, api_start + 1});
+    return c;
+  }
+  void kernel(std::uint64_t correlation, std::uint64_t start, std::uint64_t end, const char* name = "_Z6kernelPfi",
+              std::uint32_t grid_x = 128) {
+    KernelActivity k;
+    k.correlation = correlation;
+    k.start_ns = start;
+    k.end_ns = end;
+    k.name = name;
+    k.grid = {grid_x, 1, 1};
+    k.block = {256, 1, 1};
+    k.registers_per_thread = 32;
+    k.static_shared_bytes = 1024;
+    k.dynamic_shared_bytes = 2048;
+    agg.on(k);
+  }
+  Report report() {
+    Report r;
+    agg.build(r);
+    return r;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a kernel belongs to the innermost range open at launch, and rolls up to parents", "[aggregator]") {
+  Fixture f;
+  auto step = f.begin("step");
+  auto fwd = f.begin("forward");
+  const auto c1 = f.launch(fwd.instance);
+  f.end(fwd);
+  const auto c2 = f.launch(step.instance);
+  f.end(step);
+  // Kernels complete after their scopes closed, in another order.
+  f.kernel(c2, 500, 600);
+  f.kernel(c1, 100, 300);
+
+  const Report r = f.report();
+  const auto* s = r.find("step");
+  const auto* w = r.find("step/forward");
+  REQUIRE(s != nullptr);
+  REQUIRE(w != nullptr);
+  CHECK(w->self.kernel_calls == 1);
+  CHECK(w->self.kernel_ns == 200);
+  CHECK(w->total.kernel_calls == 1);
+  CHECK(s->self.kernel_calls == 1);
+  CHECK(s->self.kernel_ns == 100);
+  CHECK(s->total.kernel_calls == 2);
+  CHECK(s->total.kernel_ns == 300);
+  CHECK(r.find("(unscoped)") == nullptr);
+  CHECK(r.diagnostics.unresolved_records == 0);
+}
+
+TEST_CASE("kernel statistics per range: demangled name, calls, min, max, mean, launch shape", "[aggregator]") {
+  Fixture f;
+  auto a = f.begin("a");
+  for (std::uint64_t d : {10, 20, 60}) f.kernel(f.launch(a.instance), 1000 * d, 1000 * d + d);
+  f.kernel(f.launch(a.instance), 5000, 5001, "_Z6kernelPfi", 64);  // another grid: its own row
+  f.end(a);
+  const Report report = f.report();
+  const auto* r = report.find("a");
+  REQUIRE(r != nullptr);
+  REQUIRE(r->kernels.size() == 2);
+  const auto& k = r->kernels[0];
+  CHECK(k.name == "kernel(float*, int)");
+  CHECK(k.duration.count == 3);
+  CHECK(k.duration.total_ns == 90);
+  CHECK(k.duration.min_ns == 10);
+  CHECK(k.duration.max_ns == 60);
+  CHECK(k.duration.mean_ns() == Approx(30.0));
+  CHECK(k.grid == std::array<std::uint32_t, 3>{128, 1, 1});
+  CHECK(k.block == std::array<std::uint32_t, 3>{256, 1, 1});
+  CHECK(k.registers_per_thread == 32);
+  CHECK(k.static_shared_bytes == 1024);
+  CHECK(k.dynamic_shared_bytes == 2048);
+  CHECK(r->kernels[1].grid[0] == 64);
+  CHECK(r->self.kernel_calls == 4);
+}
+
+TEST_CASE("GPU busy is the union of kernel intervals across two streams; span per instance", "[aggregator]") {
+  Fixture f;
+  auto a = f.begin("a");
+  f.kernel(f.launch(a.instance), 0 + 1000, 100 + 1000);   // stream 1
+  f.kernel(f.launch(a.instance), 50 + 1000, 150 + 1000);  // stream 2, overlapping
+  f.kernel(f.launch(a.instance), 300 + 1000, 350 + 1000);
+  f.end(a);
+  const Report report = f.report();
+  const auto* r = report.find("a");
+  CHECK(r->self.kernel_ns == 250);
+  CHECK(r->self.gpu_busy_ns == 200);
+  CHECK(r->self.gpu_span_ns == 350);
+  CHECK(r->self.busy_share() == Approx(200.0 / 350.0));
+  CHECK(r->total.gpu_busy_ns == 200);
+  CHECK(r->total.gpu_span_ns == 350);
+}
+
+TEST_CASE("a parent's span covers the gaps between its children's kernels", "[aggregator]") {
+  Fixture f;
+  auto step = f.begin("step");
+  auto x = f.begin("x");
+  f.kernel(f.launch(x.instance), 1000, 1010);
+  f.end(x);
+  auto y = f.begin("y");
+  f.kernel(f.launch(y.instance), 1100, 1110);
+  f.end(y);
+  f.end(step);
+  const Report r = f.report();
+  const auto* s = r.find("step");
+  CHECK(s->self.gpu_span_ns == 0);
+  CHECK(s->total.gpu_span_ns == 110);
+  CHECK(s->total.gpu_busy_ns == 20);
+  CHECK(s->total.busy_share() == Approx(20.0 / 110.0));
+  CHECK(r.find("step/x")->total.gpu_span_ns == 10);
+}
+
+TEST_CASE("spans add up over instances of a range", "[aggregator]") {
+  Fixture f;
+  for (std::uint64_t i = 0; i < 3; ++i) {
+    auto a = f.begin("a");
+    f.kernel(f.launch(a.instance), 10'000 * (i + 1), 10'000 * (i + 1) + 40);
+    f.kernel(f.launch(a.instance), 10'000 * (i + 1) + 60, 10'000 * (i + 1) + 100);
+    f.end(a);
+  }
+  const Report report = f.report();
+  const auto* r = report.find("a");
+  CHECK(r->self.gpu_span_ns == 300);
+  CHECK(r->self.gpu_busy_ns == 240);
+}
+
+TEST_CASE("work launched outside every scope goes to (unscoped)", "[aggregator]") {
+  Fixture f;
+  f.kernel(f.launch(kNoInstance), 100, 150);
+  MemcpyActivity m;
+  m.correlation = f.launch(kNoInstance);
+  m.start_ns = 200;
+  m.end_ns = 300;
+  m.bytes = 4096;
+  m.kind = CopyKind::HtoD;
+  f.agg.on(m);
+  const Report r = f.report();
+  const auto* u = r.find("(unscoped)");
+  REQUIRE(u != nullptr);
+  CHECK(u->calls == 0);
+  CHECK(u->self.kernel_calls == 1);
+  CHECK(u->self.gpu_busy_ns == 50);
+  CHECK(u->total.memcpy[0].bytes == 4096);
+  CHECK(r.root().children.size() == 1);
+}
+
+TEST_CASE("a kernel whose correlation arrives in a later batch waits and then resolves", "[aggregator]") {
+  Fixture f;
+  auto a = f.begin("a");
+  f.end(a);
+  f.kernel(77, 100, 200);  // correlation 77 not known yet
+  CHECK(f.agg.pending() == 1);
+  f.agg.settle();
+  CHECK(f.agg.pending() == 1);
+  f.agg.on(ExternalCorrelation{77, a.instance});
+  f.agg.settle();
+  CHECK(f.agg.pending() == 0);
+  const Report r = f.report();
+  CHECK(r.find("a")->self.kernel_calls == 1);
+  CHECK(r.diagnostics.unresolved_records == 0);
+}
+
+TEST_CASE("records whose correlation never arrives are counted as unresolved", "[aggregator]") {
+  Fixture f;
+  f.kernel(99, 100, 200);
+  f.agg.settle(2);
+  CHECK(f.agg.pending() == 1);
+  f.agg.settle(2);
+  CHECK(f.agg.pending() == 0);
+  const Report r = f.report();
+  CHECK(r.diagnostics.unresolved_records == 1);
+  CHECK(r.find("(unscoped)") == nullptr);
+}
+
+TEST_CASE("all kernels of one graph launch go to the scope of the launch", "[aggregator]") {
+  Fixture f;
+  auto g = f.begin("graph");
+  const auto c = f.launch(g.instance);
+  f.end(g);
+  for (std::uint64_t i = 0; i < 12; ++i) f.kernel(c, 1000 + i * 10, 1005 + i * 10, i % 2 ? "_Z4evenv" : "_Z3oddv");
+  const Report report = f.report();
+  const auto* r = report.find("graph");
+  CHECK(r->self.kernel_calls == 12);
+  REQUIRE(r->kernels.size() == 2);
+  CHECK(r->kernels[0].duration.count == 6);
+  CHECK(r->self.gpu_busy_ns == 60);
+}
+
+TEST_CASE("GPU work of scopes outside the step window is counted and left out", "[aggregator]") {
+  Fixture f;
+  const auto c = f.launch(kOutsideWindow);
+  f.kernel(c, 100, 200);
+  f.agg.set_recording(false, 1000);
+  f.kernel(f.launch(kNoInstance, 2000), 2100, 2200);  // unscoped, launched while not recording
+  f.agg.set_recording(true, 3000);
+  f.kernel(f.launch(kNoInstance, 3500), 3600, 3700);  // unscoped, recording
+  const Report r = f.report();
+  CHECK(r.diagnostics.outside_window_records == 2);
+  REQUIRE(r.find("(unscoped)") != nullptr);
+  CHECK(r.find("(unscoped)")->self.kernel_calls == 1);
+}
+
+TEST_CASE("copies, sets and synchronizations are summed per range and direction", "[aggregator]") {
+  Fixture f;
+  auto outer = f.begin("outer");
+  auto inner = f.begin("inner");
+  auto copy = [&](std::uint64_t instance, CopyKind kind, std::uint64_t bytes, std::uint64_t ns) {
+    MemcpyActivity m;
+    m.correlation = f.launch(instance);
+    m.start_ns = 1000;
+    m.end_ns = 1000 + ns;
+    m.bytes = bytes;
+    m.kind = kind;
+    f.agg.on(m);
+  };
+  copy(inner.instance, CopyKind::HtoD, 1 << 20, 100);
+  copy(inner.instance, CopyKind::HtoD, 1 << 20, 300);
+  copy(outer.instance, CopyKind::DtoH, 512, 7);
+  MemsetActivity ms;
+  ms.correlation = f.launch(inner.instance);
+  ms.start_ns = 10;
+  ms.end_ns = 15;
+  ms.bytes = 64;
+  f.agg.on(ms);
+  SyncActivity sy;
+  sy.correlation = f.launch(outer.instance);
+  sy.start_ns = 10;
+  sy.end_ns = 1010;
+  f.agg.on(sy);
+  f.end(inner);
+  f.end(outer);
+  const Report r = f.report();
+  const auto& in = r.find("outer/inner")->self;
+  const auto h2d = static_cast<std::size_t>(CopyKind::HtoD);
+  const auto d2h = static_cast<std::size_t>(CopyKind::DtoH);
+  CHECK(in.memcpy[h2d].count == 2);
+  CHECK(in.memcpy[h2d].bytes == 2u << 20);
+  CHECK(in.memcpy[h2d].total_ns == 400);
+  CHECK(in.memcpy[h2d].bytes_per_s() == Approx(double(2u << 20) * 1e9 / 400.0));
+  CHECK(in.memset_count == 1);
+  CHECK(in.memset_bytes == 64);
+  const auto& out = r.find("outer")->total;
+  CHECK(out.memcpy[h2d].bytes == 2u << 20);
+  CHECK(out.memcpy[d2h].bytes == 512);
+  CHECK(out.memset_bytes == 64);
+  CHECK(out.sync_count == 1);
+  CHECK(out.sync_ns == 1000);
+  CHECK(r.find("outer")->self.memcpy[h2d].count == 0);
+}
+
+TEST_CASE("allocations give bytes and the peak of live bytes, inclusively", "[aggregator]") {
+  Fixture f;
+  auto outer = f.begin("outer");
+  auto a = f.begin("a");
+  auto mem = [&](std::uint64_t instance, bool alloc, std::uint64_t address, std::uint64_t bytes) {
+    MemoryActivity m;
+    m.correlation = f.launch(instance);
+    m.timestamp_ns = 5;
+    m.address = address;
+    m.bytes = bytes;
+    m.is_alloc = alloc;
+    f.agg.on(m);
+  };
+  mem(a.instance, true, 0x1000, 100);
+  mem(a.instance, true, 0x2000, 50);
+  mem(a.instance, false, 0x1000, 100);
+  mem(a.instance, true, 0x3000, 30);
+  f.end(a);
+  mem(outer.instance, true, 0x4000, 500);
+  f.end(outer);
+  const Report r = f.report();
+  const auto* ra = r.find("outer/a");
+  CHECK(ra->self.alloc_count == 3);
+  CHECK(ra->self.alloc_bytes == 180);
+  CHECK(ra->self.free_count == 1);
+  CHECK(ra->self.free_bytes == 100);
+  CHECK(ra->self.peak_bytes == 150);
+  const auto* ro = r.find("outer");
+  CHECK(ro->self.peak_bytes == 500);
+  CHECK(ro->total.peak_bytes == 580);  // 80 live in a, then 500 more
+  CHECK(ro->total.alloc_bytes == 680);
+}
+
+TEST_CASE("records with a zero timestamp are counted and dropped", "[aggregator]") {
+  Fixture f;
+  auto a = f.begin("a");
+  f.kernel(f.launch(a.instance), 0, 100);
+  f.kernel(f.launch(a.instance), 100, 0);
+  f.end(a);
+  const Report r = f.report();
+  CHECK(r.diagnostics.zero_timestamp_records == 2);
+  CHECK(r.find("a")->self.kernel_calls == 0);
+}
+
+TEST_CASE("dropped, unknown and overhead records are carried into the report", "[aggregator]") {
+  Fixture f;
+  f.agg.add_dropped(5);
+  f.agg.add_unknown(2);
+  f.agg.on(OverheadActivity{100, 350});
+  f.agg.on(OverheadActivity{400, 410});
+  const Report r = f.report();
+  CHECK(r.diagnostics.dropped_records == 5);
+  CHECK(r.diagnostics.unknown_records == 2);
+  CHECK(r.diagnostics.overhead_records == 2);
+  CHECK(r.diagnostics.overhead_ns == 260);
+}
+
+TEST_CASE("a correlation to an instance long overwritten is unresolved, not misattributed", "[aggregator]") {
+  Fixture f;
+  auto first = f.begin("first");
+  f.end(first);
+  for (std::uint32_t i = 0; i < ThreadTree::kInstanceRing; ++i) f.end(f.begin("churn"));
+  const auto c = f.launch(first.instance);  // its ring slot now holds another instance
+  f.kernel(c, 10, 20);
+  const Report r = f.report();
+  CHECK(r.diagnostics.unresolved_records == 1);
+  CHECK(r.find("first")->self.kernel_calls == 0);
+  CHECK(r.find("churn")->self.kernel_calls == 0);
+}
+
+TEST_CASE("a million launches of one kernel cost one row", "[aggregator]") {
+  Fixture f;
+  auto a = f.begin("a");
+  const auto c = f.launch(a.instance);
+  for (std::uint64_t i = 0; i < 1'000'000; ++i) f.kernel(c, 100 + i * 10, 105 + i * 10);
+  f.end(a);
+  const Report report = f.report();
+  const auto* r = report.find("a");
+  REQUIRE(r->kernels.size() == 1);
+  CHECK(r->kernels[0].duration.count == 1'000'000);
+  CHECK(r->self.gpu_busy_ns == 5'000'000);
+}

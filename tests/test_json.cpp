@@ -1,0 +1,293 @@
+// Tests of the JSON view (parsed back with nlohmann::json) and of the Report's lookups and names.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "cuscope/report.hpp"
+#include "cuscope/version.hpp"
+
+using cuscope::CopyKind;
+using cuscope::format_json;
+using cuscope::KernelStats;
+using cuscope::RangeStats;
+using cuscope::Report;
+using cuscope::SortKey;
+using nlohmann::json;
+
+namespace {
+
+constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
+
+RangeStats make_range(std::string name, std::string path, std::size_t parent, int depth) {
+  RangeStats r;
+  r.name = std::move(name);
+  r.path = std::move(path);
+  r.parent = parent;
+  r.depth = depth;
+  return r;
+}
+
+// root ─┬─ step ─┬─ forward
+//       │        └─ mlp
+//       └─ (unscoped)
+Report make_report() {
+  Report r;
+  r.device = "NVIDIA H100 80GB HBM3 (sm_90)";
+  r.gpu_timing = "no CUDA driver (cudaGetDeviceCount: error 35)";
+  r.activity_status = "on";
+  r.notes = {"first note", "second note"};
+  r.steps = 12;
+  r.recorded_steps = 10;
+  r.wall_ns = 2'500'000'000;
+
+  RangeStats root = make_range("", "", 0, 0);
+  root.children = {1, 4};
+  RangeStats step = make_range("step", "step", 0, 1);
+  step.children = {2, 3};
+  step.calls = 10;
+  step.recursive_calls = 2;
+  step.threads = 3;
+  step.host = {10, 10, 1, 2};
+  step.host_self_ns = 4;
+  RangeStats forward = make_range("forward", "step/forward", 1, 2);
+  forward.calls = 10;
+  forward.self.kernel_calls = 2;
+  forward.self.gpu_busy_ns = 750;
+  forward.self.gpu_span_ns = 1'000;
+  KernelStats gemm;
+  gemm.name = "gemm_kernel<float>";
+  gemm.duration = {20, 1'500, 50, 100};
+  gemm.grid = {128, 2, 1};
+  gemm.block = {256, 1, 1};
+  gemm.registers_per_thread = 64;
+  gemm.static_shared_bytes = 4'096;
+  gemm.dynamic_shared_bytes = 49'152;
+  gemm.device = 1;
+  KernelStats softmax;
+  softmax.name = "softmax_kernel";
+  softmax.duration = {10, 300, 30, 30};
+  forward.kernels = {gemm, softmax};
+  RangeStats mlp = make_range("mlp", "step/mlp", 1, 2);
+  mlp.calls = 20;
+  RangeStats unscoped = make_range("(unscoped)", "(unscoped)", 0, 1);
+  unscoped.self.kernel_calls = 5;
+  r.ranges = {root, step, forward, mlp, unscoped};
+  return r;
+}
+
+json parsed(const Report& r) { return json::parse(format_json(r)); }
+
+}  // namespace
+
+TEST_CASE("json carries the schema, version and report header", "[json]") {
+  const json j = parsed(make_report());
+  REQUIRE(j.at("schema") == "cuscope.report/1");
+  REQUIRE(j.at("version") == "0.1.0");
+  REQUIRE(j.at("device") == "NVIDIA H100 80GB HBM3 (sm_90)");
+  REQUIRE(j.at("gpu_timing") == "no CUDA driver (cudaGetDeviceCount: error 35)");
+  REQUIRE(j.at("activity_status") == "on");
+  REQUIRE(j.at("notes") == json::array({"first note", "second note"}));
+  REQUIRE(j.at("steps").get<std::uint64_t>() == 12);
+  REQUIRE(j.at("recorded_steps").get<std::uint64_t>() == 10);
+  REQUIRE(j.at("wall_ns").get<std::uint64_t>() == 2'500'000'000);
+  REQUIRE(j.at("ranges").size() == 5);
+}
+
+TEST_CASE("json keeps uint64 values near 2^64-1 exact", "[json]") {
+  Report r = make_report();
+  r.wall_ns = kMax;
+  r.diagnostics.overhead_ns = kMax - 1;
+  r.ranges[1].host = {kMax - 2, kMax, 1, kMax};
+  r.ranges[2].kernels[0].duration.total_ns = kMax - 3;
+  r.ranges[2].total.memcpy[0].bytes = kMax - 4;
+  const json j = parsed(r);
+  REQUIRE(j.at("wall_ns").is_number_unsigned());
+  REQUIRE(j.at("wall_ns").get<std::uint64_t>() == kMax);
+  REQUIRE(j.at("diagnostics").at("overhead_ns").get<std::uint64_t>() == kMax - 1);
+  const json& host = j.at("ranges").at(1).at("host");
+  REQUIRE(host.at("count").get<std::uint64_t>() == kMax - 2);
+  REQUIRE(host.at("total_ns").get<std::uint64_t>() == kMax);
+  REQUIRE(host.at("max_ns").get<std::uint64_t>() == kMax);
+  const json& forward = j.at("ranges").at(2);
+  REQUIRE(forward.at("kernels").at(0).at("duration").at("total_ns").get<std::uint64_t>() == kMax - 3);
+  REQUIRE(forward.at("total").at("memcpy").at("HtoD").at("bytes").get<std::uint64_t>() == kMax - 4);
+}
+
+TEST_CASE("json escapes quotes, backslashes and control bytes so names round-trip", "[json]") {
+  const std::string nasty = "say \"hi\" C:\\dir\nnext\ttab\x01\x1f\x7f end µs —";
+  Report r = make_report();
+  r.ranges[3].name = nasty;
+  r.ranges[2].kernels[0].name = nasty;
+  r.device = nasty;
+  r.notes = {nasty};
+  const std::string text = format_json(r);
+  REQUIRE(text.find(R"("say \"hi\" C:\\dir\u000anext\u0009tab\u0001\u001f)") != std::string::npos);
+  const json j = json::parse(text);
+  REQUIRE(j.at("ranges").at(3).at("name") == nasty);
+  REQUIRE(j.at("ranges").at(2).at("kernels").at(0).at("name") == nasty);
+  REQUIRE(j.at("device") == nasty);
+  REQUIRE(j.at("notes").at(0) == nasty);
+}
+
+TEST_CASE("json links parents and children by range id", "[json]") {
+  const json ranges = parsed(make_report()).at("ranges");
+  REQUIRE(ranges.at(0).at("parent").is_null());
+  REQUIRE(ranges.at(0).at("children") == json::array({1, 4}));
+  REQUIRE(ranges.at(1).at("children") == json::array({2, 3}));
+  for (std::size_t id = 0; id < ranges.size(); ++id) {
+    const json& range = ranges.at(id);
+    REQUIRE(range.at("id").get<std::size_t>() == id);
+    for (const json& child : range.at("children")) {
+      REQUIRE(ranges.at(child.get<std::size_t>()).at("parent").get<std::size_t>() == id);
+    }
+    if (id == 0) continue;
+    const json& siblings = ranges.at(range.at("parent").get<std::size_t>()).at("children");
+    REQUIRE(std::count(siblings.begin(), siblings.end(), json(id)) == 1);
+  }
+}
+
+TEST_CASE("json writes name, path and depth of each range", "[json]") {
+  const json ranges = parsed(make_report()).at("ranges");
+  REQUIRE(ranges.at(0).at("name") == "");
+  REQUIRE(ranges.at(0).at("path") == "");
+  REQUIRE(ranges.at(0).at("depth") == 0);
+  REQUIRE(ranges.at(2).at("name") == "forward");
+  REQUIRE(ranges.at(2).at("path") == "step/forward");
+  REQUIRE(ranges.at(2).at("depth") == 2);
+  REQUIRE(ranges.at(4).at("name") == "(unscoped)");
+  REQUIRE(ranges.at(4).at("calls") == 0);
+  REQUIRE(ranges.at(4).at("self").at("kernel_calls") == 5);
+}
+
+TEST_CASE("json writes calls, threads and host and CUDA-event durations", "[json]") {
+  const json step = parsed(make_report()).at("ranges").at(1);
+  REQUIRE(step.at("calls") == 10);
+  REQUIRE(step.at("recursive_calls") == 2);
+  REQUIRE(step.at("threads") == 3);
+  REQUIRE(step.at("host") ==
+          json{{"count", 10}, {"total_ns", 10}, {"min_ns", 1}, {"max_ns", 2}, {"mean_ns", 1.0}});
+  REQUIRE(step.at("host_self_ns") == 4);
+  REQUIRE(step.at("gpu") ==
+          json{{"count", 0}, {"total_ns", 0}, {"min_ns", 0}, {"max_ns", 0}, {"mean_ns", 0.0}});
+}
+
+TEST_CASE("json writes means as doubles that read back exactly", "[json]") {
+  Report r = make_report();
+  r.ranges[1].host = {3, 10, 3, 4};
+  const json j = parsed(r);
+  REQUIRE(j.at("ranges").at(1).at("host").at("mean_ns").get<double>() == 10.0 / 3.0);
+  REQUIRE(j.at("ranges").at(2).at("kernels").at(0).at("duration").at("mean_ns").is_number_float());
+  REQUIRE(j.at("ranges").at(0).at("host").at("mean_ns").is_number_float());
+  REQUIRE(format_json(make_report()).find("\"mean_ns\": 75.0\n") != std::string::npos);
+}
+
+TEST_CASE("json lists every Diagnostics field by its C++ name", "[json]") {
+  Report r = make_report();
+  r.diagnostics = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14};
+  const json expected{
+      {"dropped_records", 1},   {"zero_timestamp_records", 2}, {"unresolved_records", 3},
+      {"unknown_records", 4},   {"outside_window_records", 5}, {"open_scopes", 6},
+      {"unbalanced_ends", 7},   {"cross_thread_ends", 8},      {"depth_overflows", 9},
+      {"adjusted_names", 10},   {"name_table_full", 11},       {"gpu_event_failures", 12},
+      {"overhead_records", 13}, {"overhead_ns", 14},
+  };
+  REQUIRE(parsed(r).at("diagnostics") == expected);
+}
+
+TEST_CASE("json writes every ActivityStats field and busy_share", "[json]") {
+  const json self = parsed(make_report()).at("ranges").at(2).at("self");
+  std::set<std::string> keys;
+  for (const auto& item : self.items()) keys.insert(item.key());
+  const std::set<std::string> expected{"kernel_calls", "kernel_ns",  "gpu_busy_ns",  "gpu_span_ns",
+                                       "busy_share",   "memcpy",     "memset_count", "memset_bytes",
+                                       "memset_ns",    "sync_count", "sync_ns",      "alloc_count",
+                                       "alloc_bytes",  "free_count", "free_bytes",   "peak_bytes"};
+  REQUIRE(keys == expected);
+  REQUIRE(self.at("busy_share").get<double>() == 0.75);
+  REQUIRE(self.at("gpu_busy_ns") == 750);
+  REQUIRE(self.at("gpu_span_ns") == 1'000);
+}
+
+TEST_CASE("json writes a busy_share of 0 when there is no GPU span", "[json]") {
+  const json mlp = parsed(make_report()).at("ranges").at(3);
+  REQUIRE(mlp.at("total").at("busy_share").get<double>() == 0.0);
+}
+
+TEST_CASE("json keys memcpy by copy direction", "[json]") {
+  Report r = make_report();
+  r.ranges[1].total.memcpy[static_cast<std::size_t>(CopyKind::DtoH)] = {4, 2'000'000, 1'000'000};
+  const json memcpy = parsed(r).at("ranges").at(1).at("total").at("memcpy");
+  std::set<std::string> keys;
+  for (const auto& item : memcpy.items()) keys.insert(item.key());
+  REQUIRE(keys == std::set<std::string>{"HtoD", "DtoH", "DtoD", "HtoH", "PtoP", "other"});
+  REQUIRE(memcpy.at("DtoH") ==
+          json{{"count", 4}, {"bytes", 2'000'000}, {"total_ns", 1'000'000}, {"bytes_per_s", 2e9}});
+  REQUIRE(memcpy.at("HtoD") == json{{"count", 0}, {"bytes", 0}, {"total_ns", 0}, {"bytes_per_s", 0.0}});
+}
+
+TEST_CASE("json writes kernels in report order with duration, shape and resources", "[json]") {
+  const json kernels = parsed(make_report()).at("ranges").at(2).at("kernels");
+  REQUIRE(kernels.size() == 2);
+  const json expected{
+      {"name", "gemm_kernel<float>"},
+      {"duration", {{"count", 20}, {"total_ns", 1'500}, {"min_ns", 50}, {"max_ns", 100}, {"mean_ns", 75.0}}},
+      {"grid", {128, 2, 1}},
+      {"block", {256, 1, 1}},
+      {"registers_per_thread", 64},
+      {"static_shared_bytes", 4'096},
+      {"dynamic_shared_bytes", 49'152},
+      {"device", 1},
+  };
+  REQUIRE(kernels.at(0) == expected);
+  REQUIRE(kernels.at(1).at("name") == "softmax_kernel");
+}
+
+TEST_CASE("json of an empty report holds the root range alone", "[json]") {
+  const json j = parsed(Report{});
+  REQUIRE(j.at("ranges").size() == 1);
+  REQUIRE(j.at("ranges")[0].at("path") == "");
+  REQUIRE(j.at("ranges")[0].at("parent").is_null());
+  REQUIRE(j.at("notes") == json::array());
+  REQUIRE(j.at("device") == "");
+}
+
+TEST_CASE("find walks the range tree by path", "[report]") {
+  const Report r = make_report();
+  REQUIRE(r.find("") == &r.ranges[0]);
+  REQUIRE(r.find("step") == &r.ranges[1]);
+  REQUIRE(r.find("step/mlp") == &r.ranges[3]);
+  REQUIRE(r.find("(unscoped)") == &r.ranges[4]);
+  REQUIRE(r.find("mlp") == nullptr);
+  REQUIRE(r.find("step/nope") == nullptr);
+  REQUIRE(r.find("step/mlp/deeper") == nullptr);
+  REQUIRE(r.find("step/") == nullptr);
+  REQUIRE(r.find("/step") == nullptr);
+  const Report empty;
+  REQUIRE(empty.find("") == &empty.ranges[0]);
+}
+
+TEST_CASE("copy kinds and sort keys have stable names", "[report]") {
+  REQUIRE(to_string(CopyKind::HtoD) == "HtoD");
+  REQUIRE(to_string(CopyKind::DtoH) == "DtoH");
+  REQUIRE(to_string(CopyKind::DtoD) == "DtoD");
+  REQUIRE(to_string(CopyKind::HtoH) == "HtoH");
+  REQUIRE(to_string(CopyKind::PtoP) == "PtoP");
+  REQUIRE(to_string(CopyKind::Other) == "other");
+  REQUIRE(to_string(SortKey::host_total) == "host_total");
+  REQUIRE(to_string(SortKey::host_self) == "host_self");
+  REQUIRE(to_string(SortKey::gpu_total) == "gpu_total");
+  REQUIRE(to_string(SortKey::kernel_total) == "kernel_total");
+  REQUIRE(to_string(SortKey::gpu_busy) == "gpu_busy");
+  REQUIRE(to_string(SortKey::calls) == "calls");
+  REQUIRE(to_string(SortKey::name) == "name");
+}
+
+TEST_CASE("version is built from the version macros", "[report]") {
+  REQUIRE(std::string(cuscope::version()) == "0.1.0");
+}

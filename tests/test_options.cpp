@@ -1,0 +1,131 @@
+// Options from CUSCOPE_* variables: every variable, and bad values with one clear error each.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <map>
+#include <string>
+
+#include "session_fixture.hpp"
+
+namespace {
+
+std::map<std::string, std::string> g_env;
+
+const char* lookup(const char* name) {
+  auto it = g_env.find(name);
+  return it == g_env.end() ? nullptr : it->second.c_str();
+}
+
+cuscope::Options parse(std::map<std::string, std::string> env, std::vector<cuscope::OptionError>& errors) {
+  g_env = std::move(env);
+  return cuscope::options_from(lookup, cuscope::Options{}, &errors);
+}
+
+}  // namespace
+
+TEST_CASE("no variables keep every default", "[options]") {
+  std::vector<cuscope::OptionError> errors;
+  const cuscope::Options o = parse({}, errors);
+  const cuscope::Options d;
+  CHECK(errors.empty());
+  CHECK(o.enabled == d.enabled);
+  CHECK(o.gpu_events == d.gpu_events);
+  CHECK(o.warmup_steps == 0);
+  CHECK(o.table.max_rows == 50);
+  CHECK(o.max_depth == 64);
+  CHECK(o.output_path.empty());
+}
+
+TEST_CASE("every variable sets its option", "[options]") {
+  std::vector<cuscope::OptionError> errors;
+  const cuscope::Options o = parse({{"CUSCOPE_ENABLE", "off"},
+                                    {"CUSCOPE_GPU_EVENTS", "No"},
+                                    {"CUSCOPE_ACTIVITIES", "false"},
+                                    {"CUSCOPE_WAIT", "1"},
+                                    {"CUSCOPE_WARMUP", " 3 "},
+                                    {"CUSCOPE_ACTIVE", "10"},
+                                    {"CUSCOPE_PRINT", "0"},
+                                    {"CUSCOPE_OUTPUT", "/tmp/table.txt"},
+                                    {"CUSCOPE_JSON", "/tmp/report.json"},
+                                    {"CUSCOPE_SORT", "GPU_BUSY"},
+                                    {"CUSCOPE_ROWS", "0"},
+                                    {"CUSCOPE_TOP_KERNELS", "7"},
+                                    {"CUSCOPE_MAX_DEPTH", "256"}},
+                                   errors);
+  CHECK(errors.empty());
+  CHECK_FALSE(o.enabled);
+  CHECK_FALSE(o.gpu_events);
+  CHECK_FALSE(o.activities);
+  CHECK(o.wait_steps == 1);
+  CHECK(o.warmup_steps == 3);
+  CHECK(o.active_steps == 10);
+  CHECK_FALSE(o.print_at_exit);
+  CHECK(o.output_path == "/tmp/table.txt");
+  CHECK(o.json_path == "/tmp/report.json");
+  CHECK(o.table.sort == cuscope::SortKey::gpu_busy);
+  CHECK(o.table.max_rows == 0);
+  CHECK(o.table.top_kernels == 7);
+  CHECK(o.max_depth == 256);
+}
+
+TEST_CASE("a bad value names the variable and the value and keeps the default", "[options]") {
+  std::vector<cuscope::OptionError> errors;
+  const cuscope::Options o = parse({{"CUSCOPE_ROWS", "ten"},
+                                    {"CUSCOPE_MAX_DEPTH", "0"},
+                                    {"CUSCOPE_PRINT", "maybe"},
+                                    {"CUSCOPE_SORT", "fastest"},
+                                    {"CUSCOPE_WARMUP", "-2"},
+                                    {"CUSCOPE_ACTIVE", "99999999999999999999999"}},
+                                   errors);
+  CHECK(o.table.max_rows == 50);
+  CHECK(o.max_depth == 64);
+  CHECK(o.print_at_exit);
+  CHECK(o.table.sort == cuscope::SortKey::host_total);
+  CHECK(o.warmup_steps == 0);
+  CHECK(o.active_steps == 0);
+  REQUIRE(errors.size() == 6);
+  // In the order the variables are read.
+  CHECK(errors[0].variable == "CUSCOPE_WARMUP");
+  CHECK(errors[0].value == "-2");
+  CHECK(errors[0].message == "CUSCOPE_WARMUP='-2' is not a whole number; keeping 0");
+  CHECK(errors[1].message == "CUSCOPE_ACTIVE='99999999999999999999999' is out of range [0, 1000000000]; keeping 0");
+  CHECK(errors[2].message ==
+        "CUSCOPE_PRINT='maybe' is not a boolean (use 1/0, true/false, yes/no, on/off); keeping 1");
+  CHECK(errors[3].message ==
+        "CUSCOPE_SORT='fastest' is not a sort key (one of: host_total, host_self, gpu_total, kernel_total, gpu_busy, "
+        "calls, name); keeping host_total");
+  CHECK(errors[4].variable == "CUSCOPE_ROWS");
+  CHECK(errors[4].message == "CUSCOPE_ROWS='ten' is not a whole number; keeping 50");
+  CHECK(errors[5].message == "CUSCOPE_MAX_DEPTH='0' is out of range [1, 256]; keeping 64");
+}
+
+TEST_CASE("a bad value keeps the base given, not the built-in default", "[options]") {
+  g_env = {{"CUSCOPE_ROWS", "lots"}};
+  cuscope::Options base;
+  base.table.max_rows = 12;
+  std::vector<cuscope::OptionError> errors;
+  const cuscope::Options o = cuscope::options_from(lookup, base, &errors);
+  CHECK(o.table.max_rows == 12);
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0].message == "CUSCOPE_ROWS='lots' is not a whole number; keeping 12");
+}
+
+TEST_CASE("environment problems are warned once and shown in the report's notes", "[options]") {
+  cuscope_test::Session session(cuscope_test::quiet_options(), false);
+  ::setenv("CUSCOPE_ROWS", "ten", 1);
+  ::setenv("CUSCOPE_WARMPU", "2", 1);
+  std::vector<cuscope::OptionError> errors;
+  cuscope::Options o = cuscope::options_from_env(cuscope_test::quiet_options(), &errors);
+  (void)cuscope::options_from_env(cuscope_test::quiet_options());  // the same problems again
+  ::unsetenv("CUSCOPE_ROWS");
+  ::unsetenv("CUSCOPE_WARMPU");
+  REQUIRE(errors.size() == 2);
+  CHECK(errors[0].variable == "CUSCOPE_ROWS");
+  CHECK(errors[1].variable == "CUSCOPE_WARMPU");
+  CHECK(errors[1].message == "CUSCOPE_WARMPU is not a cuscope option; ignored (see README, Options)");
+  cuscope::start(o);
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(r.notes.size() == 2);
+  CHECK(std::count(r.notes.begin(), r.notes.end(), "CUSCOPE_ROWS='ten' is not a whole number; keeping 50") == 1);
+  CHECK(cuscope::format_table(r).find("note: CUSCOPE_WARMPU is not a cuscope option") != std::string::npos);
+}

@@ -1,0 +1,189 @@
+// Scopes through the public API: nesting, exact counts, exceptions, names, misuse, switches.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "session_fixture.hpp"
+
+namespace {
+
+void named_after_me() { CUSCOPE_FUNCTION(); }
+
+int fib(int n) {
+  CUSCOPE_FUNCTION();
+  return n < 2 ? n : fib(n - 1) + fib(n - 2);
+}
+
+}  // namespace
+
+TEST_CASE("scopes nest per thread and time the host", "[scopes]") {
+  cuscope_test::Session session;
+  {
+    CUSCOPE_SCOPE("outer");
+    {
+      CUSCOPE_SCOPE("inner");
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+  const cuscope::Report r = cuscope::snapshot();
+  const auto* outer = r.find("outer");
+  const auto* inner = r.find("outer/inner");
+  REQUIRE(outer != nullptr);
+  REQUIRE(inner != nullptr);
+  CHECK(outer->calls == 1);
+  CHECK(inner->calls == 1);
+  CHECK(inner->host.total_ns >= 2'000'000);
+  CHECK(outer->host.total_ns >= inner->host.total_ns);
+  CHECK(outer->host_self_ns == outer->host.total_ns - inner->host.total_ns);
+  CHECK(r.diagnostics.open_scopes == 0);
+}
+
+TEST_CASE("every entry of a scope in a loop is counted exactly", "[scopes]") {
+  cuscope_test::Session session;
+  for (int i = 0; i < 10'000; ++i) {
+    CUSCOPE_SCOPE("loop");
+    if (i % 10 == 0) {
+      CUSCOPE_SCOPE("tenth");
+    }
+  }
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(r.find("loop")->calls == 10'000);
+  CHECK(r.find("loop")->host.count == 10'000);
+  CHECK(r.find("loop/tenth")->calls == 1'000);
+}
+
+TEST_CASE("an exception unwinding through scopes closes each of them once", "[scopes]") {
+  cuscope_test::Session session;
+  try {
+    CUSCOPE_SCOPE("throws");
+    CUSCOPE_SCOPE("deeper");
+    throw std::runtime_error("boom");
+  } catch (const std::runtime_error&) {
+  }
+  { CUSCOPE_SCOPE("after"); }
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(r.find("throws")->calls == 1);
+  CHECK(r.find("throws/deeper")->calls == 1);
+  CHECK(r.find("after") != nullptr);
+  CHECK(r.find("throws/after") == nullptr);
+  CHECK(r.diagnostics.open_scopes == 0);
+  CHECK(r.diagnostics.unbalanced_ends == 0);
+}
+
+TEST_CASE("CUSCOPE_FUNCTION names the scope after the enclosing function", "[scopes]") {
+  cuscope_test::Session session;
+  named_after_me();
+  named_after_me();
+  CHECK(cuscope::snapshot().find("named_after_me")->calls == 2);
+}
+
+TEST_CASE("a recursive function is one range with all its calls", "[scopes]") {
+  cuscope_test::Session session;
+  CHECK(fib(6) == 8);
+  const cuscope::Report report = cuscope::snapshot();
+  const auto* f = report.find("fib");
+  REQUIRE(f != nullptr);
+  CHECK(f->calls == 25);  // fib(6) makes 25 calls
+  CHECK(f->recursive_calls == 24);
+  CHECK(f->host.count == 1);
+  CHECK(f->children.empty());
+}
+
+TEST_CASE("scopes named at run time share a range with the same literal name", "[scopes]") {
+  cuscope_test::Session session;
+  const std::string name = std::string("layer_") + std::to_string(3);
+  { cuscope::Scope s{std::string_view(name)}; }
+  { CUSCOPE_SCOPE("layer_3"); }
+  CHECK(cuscope::snapshot().find("layer_3")->calls == 2);
+}
+
+TEST_CASE("odd scope names are adjusted, counted, and still recorded", "[scopes]") {
+  cuscope_test::Session session;
+  const auto before = cuscope::snapshot().diagnostics.adjusted_names;  // counted once per process
+  { cuscope::Scope s{std::string_view("")}; }
+  { cuscope::Scope s{std::string_view("read/write")}; }
+  { cuscope::Scope s{std::string_view("line\nbreak")}; }
+  { cuscope::Scope s{std::string_view("line\nbreak")}; }
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(r.find("(unnamed)") != nullptr);
+  CHECK(r.find("read\u2215write") != nullptr);
+  CHECK(r.find("line?break")->calls == 2);
+  CHECK(r.diagnostics.adjusted_names - before == 3);
+}
+
+TEST_CASE("push and pop pair up; a pop with nothing open is counted", "[scopes]") {
+  cuscope_test::Session session;
+  cuscope::push("pushed");
+  cuscope::push("child");
+  cuscope::pop();
+  cuscope::pop();
+  cuscope::pop();
+  cuscope::push("left_open");
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(r.find("pushed")->calls == 1);
+  CHECK(r.find("pushed/child")->calls == 1);
+  CHECK(r.diagnostics.unbalanced_ends == 1);
+  CHECK(r.diagnostics.open_scopes == 1);
+  cuscope::pop();
+}
+
+TEST_CASE("a pop on a thread that never opened a scope is counted", "[scopes]") {
+  cuscope_test::Session session;
+  std::thread([] { cuscope::pop(); }).join();
+  CHECK(cuscope::snapshot().diagnostics.unbalanced_ends == 1);
+}
+
+TEST_CASE("a scope ended on another thread is counted, and does not corrupt that thread", "[scopes][threads]") {
+  cuscope_test::Session session;
+  static cuscope::detail::Site site{"wanderer", __FILE__, __LINE__};
+  std::optional<cuscope::Scope> scope;
+  scope.emplace(site);
+  std::thread([&] {
+    { CUSCOPE_SCOPE("other_thread_work"); }
+    scope.reset();
+    { CUSCOPE_SCOPE("other_thread_work"); }
+  }).join();
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(r.diagnostics.cross_thread_ends == 1);
+  CHECK(r.find("other_thread_work")->calls == 2);
+  CHECK(r.diagnostics.open_scopes == 1);  // still open on the thread that began it
+  CHECK(r.find("wanderer")->calls == 0);
+}
+
+TEST_CASE("the run-time switch turns recording off and on", "[scopes]") {
+  cuscope_test::Session session;
+  cuscope::set_enabled(false);
+  CHECK_FALSE(cuscope::enabled());
+  { CUSCOPE_SCOPE("while_off"); }
+  cuscope::set_enabled(true);
+  CHECK(cuscope::enabled());
+  { CUSCOPE_SCOPE("while_on"); }
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(r.find("while_off") == nullptr);
+  CHECK(r.find("while_on")->calls == 1);
+}
+
+TEST_CASE("a scope open while recording is switched off still closes cleanly", "[scopes]") {
+  cuscope_test::Session session;
+  {
+    CUSCOPE_SCOPE("spanning");
+    cuscope::set_enabled(false);
+  }
+  cuscope::set_enabled(true);
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(r.find("spanning")->calls == 1);
+  CHECK(r.diagnostics.open_scopes == 0);
+}
+
+TEST_CASE("options with enabled = false make scopes record nothing", "[scopes]") {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.enabled = false;
+  cuscope_test::Session session(o);
+  { CUSCOPE_SCOPE("disabled_by_option"); }
+  CHECK(cuscope::snapshot().find("disabled_by_option") == nullptr);
+  CHECK_FALSE(cuscope::enabled());
+}
