@@ -145,6 +145,8 @@ void reset_for_testing() noexcept {
   stop_collector(old);
   g_state.store(kNotStarted, std::memory_order_release);
   g_flags.store(0, std::memory_order_relaxed);
+  static auto* retired = new std::vector<Session*>;  // kept reachable: threads may still point into them
+  retired->push_back(g_session);
   g_session = new Session();
   forget_this_thread();
   t_release.state = nullptr;

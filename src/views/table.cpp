@@ -152,9 +152,11 @@ std::string header(const Report& report) {
     kernel_ns = report.root().total.kernel_ns;
     busy_ns = report.root().total.gpu_busy_ns;
   }
-  out += fmt::format("total: host {} in top-level ranges — kernel time {} — GPU busy {}\n",
-                     format_duration(host_ns), format_duration(kernel_ns), format_duration(busy_ns));
-  return out;
+  out += fmt::format("total: host {} in top-level ranges", format_duration(host_ns));
+  if (report.activity_status == "on") {
+    out += fmt::format(" — kernel time {} — GPU busy {}", format_duration(kernel_ns), format_duration(busy_ns));
+  }
+  return out + "\n";
 }
 
 // --- which ranges, in which order ---------------------------------------------------------------
@@ -243,7 +245,8 @@ class RowCollector {
 
 std::string indent(std::size_t level) { return std::string(2 * level, ' '); }
 
-Cells cells(const Shown& row) {
+// `traced`: GPU activity was collected, so a count of 0 kernels is a measurement, not a blank.
+Cells cells(const Shown& row, bool traced) {
   const RangeStats& r = *row.range;
   const ActivityStats& a = r.total;
   const bool timed = r.host.count != 0;
@@ -254,7 +257,7 @@ Cells cells(const Shown& row) {
       timed ? format_duration(mean_ns(r.host)) : "-",
       timed ? format_duration(r.host_self_ns) : "-",
       r.gpu.count != 0 ? format_duration(r.gpu.total_ns) : "-",
-      fmt::format("{}", a.kernel_calls),
+      traced || a.kernel_calls != 0 ? fmt::format("{}", a.kernel_calls) : "-",
       a.kernel_calls != 0 ? format_duration(a.kernel_ns) : "-",
       a.gpu_span_ns != 0 ? format_percent(a.busy_share()) : "-",
       copy_count(a) != 0 ? format_bytes(copied_bytes(a)) : "-",
@@ -318,7 +321,7 @@ std::string format_table(const Report& report, const TableOptions& options) {
   std::array<std::size_t, kColumns> widths{};
   for (std::size_t i = 0; i < kColumns; ++i) widths[i] = views::display_width(kTitles[i]);
   for (std::size_t r = 0; r < listed; ++r) {
-    table.push_back(cells(rows[r]));
+    table.push_back(cells(rows[r], report.activity_status == "on"));
     for (std::size_t i = 0; i < kColumns; ++i) {
       widths[i] = std::max(widths[i], views::display_width(table.back()[i]));
     }

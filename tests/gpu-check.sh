@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# tests/gpu-check.sh: builds cuscope in Release on a machine with a GPU and runs everything that
+# needs one (GPU tests, all CTest tests, the demo, GPU benchmarks), writing a single log.
+#
+# The GPU machine has CUDA, CMake and Ninja but no Debian -dev packages and no network, so
+# `--fetch-deps`, run on the Debian development machine, unpacks the packages the build needs into
+# .gpu-deps/ (git-ignored), which travels with the working tree and is used when present.
+set -uo pipefail
+
+readonly DEPS=(libabsl-dev libabsl20220623 libspdlog-dev libspdlog1.10 libfmt-dev libfmt9 catch2
+  nlohmann-json3-dev libbenchmark-dev libbenchmark1debian)
+readonly DEPS_DIR=.gpu-deps
+readonly BUILD_DIR=build/gpu-check
+
+usage() {
+  cat <<'EOF'
+usage: tests/gpu-check.sh [--fetch-deps | --help]
+
+  (no option)   Configure a Release build in build/gpu-check with Ninja, build everything, then
+                run the GPU tests, ctest (all tests), the demo and the GPU benchmarks. Writes one
+                log to $OUT/gpu-check.log (or build/gpu-check/gpu-check.log): date, commit, GPU,
+                driver and nvcc first, then one "=== <name> (exit <code>) ===" section per step.
+                Goes on after failures; exits non-zero if any section failed.
+                CUDAARCHS sets the CUDA architectures (default 90); GPU_CHECK_TIMEOUT the
+                seconds each section may run (default 300). Uses .gpu-deps/ when it exists.
+  --fetch-deps  On the Debian development machine: apt-get download the packages the build needs
+                and unpack them into .gpu-deps/ (which must be git-ignored), then print its size.
+  --help        This text.
+EOF
+}
+
+fetch_deps() {
+  local tmp
+  tmp=$(mktemp -d) || return 1
+  # shellcheck disable=SC2064  # expand $tmp now: it is local to this function
+  trap "rm -rf '$tmp'" EXIT
+  echo "downloading ${#DEPS[@]} packages into $tmp"
+  if ! (cd "$tmp" && apt-get download "${DEPS[@]}"); then
+    echo "gpu-check: apt-get download failed" >&2
+    return 1
+  fi
+  rm -rf "$DEPS_DIR"
+  mkdir -p "$DEPS_DIR"
+  local deb
+  for deb in "$tmp"/*.deb; do
+    dpkg -x "$deb" "$DEPS_DIR" || {
+      echo "gpu-check: dpkg -x $deb failed" >&2
+      return 1
+    }
+  done
+  echo "unpacked into $DEPS_DIR: $(du -sh "$DEPS_DIR" | cut -f1)"
+  echo "make sure $DEPS_DIR/ is in .gitignore, and carry it to the GPU machine"
+}
+
+use_deps() {
+  [[ -d $DEPS_DIR ]] || return 0
+  export CMAKE_PREFIX_PATH="$PWD/$DEPS_DIR/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
+  export LD_LIBRARY_PATH="$PWD/$DEPS_DIR/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+}
+
+log_header() {
+  local commit dirty=""
+  commit=$(git rev-parse HEAD 2>/dev/null) || commit="unknown (no git commit)"
+  if [[ -n $(git status --porcelain 2>/dev/null) ]]; then dirty=" dirty"; fi
+  echo "date:   $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+  echo "commit: $commit$dirty"
+  echo "gpu:    $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1)"
+  echo "nvcc:   $(nvcc --version 2>&1 | tail -n 1)"
+  if [[ -d $DEPS_DIR ]]; then echo "deps:   $PWD/$DEPS_DIR/usr"; else echo "deps:   system"; fi
+}
+
+failed=0
+log=""
+section_timeout=300
+
+# section NAME COMMAND...: runs COMMAND, appends its output to the log under a header with its
+# exit code, and shows the header (and the output's tail when it failed) on stdout.
+section() {
+  local name=$1 out code
+  shift
+  out=$(mktemp) || return 1
+  timeout --kill-after=10 "$section_timeout" "$@" >"$out" 2>&1
+  code=$?
+  {
+    echo
+    echo "=== $name (exit $code) ==="
+    cat "$out"
+  } >>"$log"
+  echo "=== $name (exit $code) ==="
+  if ((code != 0)); then
+    tail -n 40 "$out"
+    failed=1
+  fi
+  rm -f "$out"
+}
+
+# run_if_built NAME EXECUTABLE: a section for EXECUTABLE, or a note in the log when it was not built.
+run_if_built() {
+  local name=$1 exe=$2
+  if [[ -x $exe ]]; then
+    section "$name" "$exe"
+  else
+    echo "=== $name (skipped: $exe not built) ===" | tee -a "$log"
+  fi
+}
+
+check() {
+  use_deps
+  if ! command -v nvcc >/dev/null && [[ -x /usr/local/cuda/bin/nvcc ]]; then
+    export PATH="/usr/local/cuda/bin:$PATH"
+  fi
+  section_timeout=${GPU_CHECK_TIMEOUT:-300}
+  mkdir -p "$BUILD_DIR" || return 1
+  log="${OUT:-$BUILD_DIR}/gpu-check.log"
+  log_header >"$log"
+  cat "$log"
+
+  section configure cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    "-DCMAKE_CUDA_ARCHITECTURES=${CUDAARCHS:-90}"
+  section build cmake --build "$BUILD_DIR"
+  run_if_built "gpu tests" "$BUILD_DIR/tests/gpu/cuscope_gpu_tests"
+  section ctest ctest --test-dir "$BUILD_DIR" --output-on-failure
+  section demo "$BUILD_DIR/cuda/cuscope_demo"
+  run_if_built "gpu bench" "$BUILD_DIR/bench/cuscope_gpu_bench"
+
+  echo "log: $log"
+  return "$failed"
+}
+
+main() {
+  cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+  case "${1:-}" in
+    --help | -h) usage ;;
+    --fetch-deps) fetch_deps ;;
+    "") check ;;
+    *)
+      usage >&2
+      exit 2
+      ;;
+  esac
+}
+
+main "$@"
