@@ -322,13 +322,13 @@ void Aggregator::on(const OverheadActivity& o) {
   diag_.overhead_ns += duration(o.start_ns, o.end_ns);
 }
 
-void Aggregator::settle(unsigned max_age) {
+void Aggregator::settle(unsigned max_age, bool age) {
   const std::size_t n = pending_.size();
   for (std::size_t i = 0; i < n; ++i) {
     Pending p = std::move(pending_.front());
     pending_.pop_front();
     if (apply(p.record)) continue;
-    if (++p.age >= max_age) {
+    if (age && ++p.age >= max_age) {
       diag_.unresolved_records += 1;
     } else {
       pending_.push_back(std::move(p));

@@ -53,9 +53,10 @@ class Aggregator {
   void add_unknown(std::uint64_t n) { diag_.unknown_records += n; }
   void add_zero_timestamp(std::uint64_t n) { diag_.zero_timestamp_records += n; }
 
-  /// Retries waiting records; those still unresolved after `max_age` settles are counted as
-  /// unresolved and dropped. Producers call it after each batch (max_age 2) and at flush.
-  void settle(unsigned max_age = 2);
+  /// Retries waiting records. With `age`, each one still waiting grows one older, and those
+  /// `max_age` old are counted as unresolved and dropped. Producers retry after each batch of
+  /// records without aging, and age at each full flush (correlations can come batches later).
+  void settle(unsigned max_age = 2, bool age = true);
 
   /// The step window: work launched outside every scope counts only while recording. Before the
   /// first call, everything records.

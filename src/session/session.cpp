@@ -18,6 +18,7 @@
 
 #include "producers/clock.hpp"
 #include "producers/cuda_probe.hpp"
+#include "producers/cupti/adapter.hpp"
 #include "producers/nvtx_domain.hpp"
 #include "session/log.hpp"
 
@@ -58,12 +59,15 @@ std::uint32_t flags_for(const Session& s, Phase p) {
   return f;
 }
 
+// Resolves CUDA events every 10 ms and asks CUPTI for its completed buffers every 100 ms, so a
+// snapshot sees recent work without a flush and CUPTI's buffers stay few.
 void collector_loop(Session* s) {
   std::unique_lock lock(s->collector_mutex);
-  while (!s->collector_stop) {
+  for (unsigned tick = 1; !s->collector_stop; ++tick) {
     s->collector_cv.wait_for(lock, std::chrono::milliseconds(10));
     lock.unlock();
     resolve_gpu_events();
+    if (tick % 10 == 0 && s->tracing.load(std::memory_order_acquire)) poll_activity();
     lock.lock();
   }
 }
@@ -145,6 +149,7 @@ void reset_for_testing() noexcept {
   stop_collector(old);
   g_state.store(kNotStarted, std::memory_order_release);
   g_flags.store(0, std::memory_order_relaxed);
+  stop_activity_tracing();
   static auto* retired = new std::vector<Session*>;  // kept reachable: threads may still point into them
   retired->push_back(g_session);
   g_session = new Session();
@@ -233,7 +238,7 @@ bool start(const Options& options) {
     } else if (!probe.available) {
       s.activity_status = probe.reason;
     } else {
-      s.activity_status = "CUPTI tracing is not part of this build";
+      s.activity_status = start_activity_tracing(s);
     }
 
     g_flags.store(flags_for(s, phase_of(options, 0)), std::memory_order_relaxed);
@@ -241,7 +246,7 @@ bool start(const Options& options) {
       std::lock_guard agg(s.aggregator_mutex);
       s.aggregator.set_recording(false, s.start_ns);
     }
-    if (s.gpu_timing == "on") s.collector = std::thread(collector_loop, &s);
+    if (s.gpu_timing == "on" || s.tracing.load()) s.collector = std::thread(collector_loop, &s);
     std::call_once(g_atexit_once, [] { std::atexit(at_exit); });
     g_state.store(options.enabled ? kOn : kOff, std::memory_order_release);
     return true;
@@ -282,8 +287,9 @@ bool enabled() { return detail::g_state.load(std::memory_order_relaxed) == detai
 
 void flush() {
   using namespace detail;
-  resolve_gpu_events();
   Session& s = session();
+  if (s.tracing.load(std::memory_order_acquire)) flush_activity();  // takes the aggregator lock itself
+  resolve_gpu_events();
   std::lock_guard agg(s.aggregator_mutex);
   s.aggregator.settle();
 }
@@ -341,6 +347,11 @@ void shutdown() {
     // GPU work may still be running: wait for its events a bounded time, never forever.
     for (int i = 0; i < 1000 && !resolve_gpu_events(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     flush();
+    stop_activity_tracing();  // flushes what is left, then finalizes CUPTI before CUDA's teardown
+    {
+      std::lock_guard agg(s.aggregator_mutex);
+      s.aggregator.settle(1);
+    }
     if (!s.options.print_at_exit && s.options.json_path.empty()) return;
     const Report r = snapshot();
     if (s.options.print_at_exit) write_text(s.options.output_path, format_table(r, s.options.table), "table");

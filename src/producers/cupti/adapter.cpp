@@ -1,0 +1,232 @@
+// producers/cupti/adapter.cpp — see adapter.hpp.
+#include "producers/cupti/adapter.hpp"
+
+#include <cupti.h>
+#include <fmt/format.h>
+
+#include <array>
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <string_view>
+#include <vector>
+
+#include "producers/clock.hpp"
+#include "producers/cupti/decode.hpp"
+#include "session/session.hpp"
+
+namespace cuscope::inline v0::detail {
+namespace {
+
+constexpr std::size_t kBufferBytes = 4u << 20;
+constexpr std::size_t kMaxBuffers = 64;  // 256 MiB at most in CUPTI's hands
+
+constexpr std::array kKinds = {
+    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,  // not KERNEL, which serializes kernels
+    CUPTI_ACTIVITY_KIND_MEMCPY,
+    CUPTI_ACTIVITY_KIND_MEMSET,
+    CUPTI_ACTIVITY_KIND_MEMORY2,
+    CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+    CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
+    CUPTI_ACTIVITY_KIND_OVERHEAD,
+};
+
+// API calls whose records cuscope needs: those that launch, copy, set, allocate, free or wait.
+constexpr std::array<std::string_view, 6> kTracedCalls = {"Launch", "Memcpy", "Memset", "Malloc", "Free",
+                                                          "Synchronize"};
+constexpr std::array<std::string_view, 1> kTracedDriverCalls = {"MemAlloc"};
+
+struct State {
+  std::atomic<Session*> target{nullptr};
+  std::mutex pool_mutex;
+  std::vector<std::uint8_t*> free_buffers;  // guarded by pool_mutex
+  std::size_t buffers_out = 0;              // guarded by pool_mutex
+  std::vector<CUpti_ActivityKind> enabled;  // kinds to disable at stop
+  std::vector<std::pair<CUpti_CallbackDomain, CUpti_CallbackId>> traced_calls;
+};
+
+State& state() {
+  static State* s = new State();  // leaked: CUPTI may call back until the process ends
+  return *s;
+}
+
+std::string error_name(CUptiResult r) {
+  const char* text = nullptr;
+  if (cuptiGetResultString(r, &text) != CUPTI_SUCCESS || text == nullptr) return fmt::format("CUPTI error {}", int(r));
+  return text;
+}
+
+std::string refusal(const char* what, CUptiResult r) {
+  if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+    return fmt::format("CUPTI is already in use by another tool (Nsight Systems, Nsight Compute or "
+                       "compute-sanitizer): {} returned {}",
+                       what, error_name(r));
+  }
+  if (r == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES) {
+    return fmt::format("CUPTI needs more privileges: {} returned {}", what, error_name(r));
+  }
+  return fmt::format("CUPTI refused tracing: {} returned {}", what, error_name(r));
+}
+
+std::uint64_t CUPTIAPI timestamp() { return now_ns(); }
+
+void CUPTIAPI buffer_requested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records) {
+  State& s = state();
+  *max_records = 0;
+  std::lock_guard lock(s.pool_mutex);
+  if (!s.free_buffers.empty()) {
+    *buffer = s.free_buffers.back();
+    s.free_buffers.pop_back();
+  } else if (s.buffers_out < kMaxBuffers) {
+    *buffer = static_cast<std::uint8_t*>(std::aligned_alloc(8, kBufferBytes));
+  } else {
+    *buffer = nullptr;  // CUPTI drops records and counts them (dropped records, in the report)
+  }
+  *size = *buffer != nullptr ? kBufferBytes : 0;
+  if (*buffer != nullptr) ++s.buffers_out;
+}
+
+void CUPTIAPI buffer_completed(CUcontext context, std::uint32_t stream, std::uint8_t* buffer, std::size_t,
+                               std::size_t valid) {
+  State& s = state();
+  std::size_t dropped = 0;
+  if (cuptiActivityGetNumDroppedRecords(context, stream, &dropped) != CUPTI_SUCCESS) dropped = 0;  // no lock held
+  if (Session* target = s.target.load(std::memory_order_acquire)) {
+    std::lock_guard lock(target->aggregator_mutex);
+    consume_buffer(buffer, valid, dropped, target->aggregator);
+  }
+  if (buffer == nullptr) return;
+  std::lock_guard lock(s.pool_mutex);
+  --s.buffers_out;
+  s.free_buffers.push_back(buffer);
+}
+
+void push_correlation(std::uint64_t instance) noexcept {
+  cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, instance);
+}
+
+void pop_correlation() noexcept {
+  std::uint64_t last = 0;
+  cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
+}
+
+bool wanted(std::string_view name, CUpti_CallbackDomain domain) {
+  for (std::string_view part : kTracedCalls) {
+    if (name.find(part) != std::string_view::npos) return true;
+  }
+  if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return false;
+  for (std::string_view part : kTracedDriverCalls) {
+    if (name.find(part) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+// Enables API records for the calls that launch work; returns the first refusal, if any.
+CUptiResult trace_calls(State& s) {
+  const std::pair<CUpti_CallbackDomain, CUpti_CallbackId> domains[] = {
+      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE},
+      {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE}};
+  for (auto [domain, size] : domains) {
+    for (CUpti_CallbackId cbid = 1; cbid < size; ++cbid) {
+      const char* name = nullptr;
+      if (cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || name == nullptr) continue;
+      if (!wanted(name, domain)) continue;
+      const CUptiResult r = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? cuptiActivityEnableRuntimeApi(cbid, 1)
+                                                                  : cuptiActivityEnableDriverApi(cbid, 1);
+      if (r != CUPTI_SUCCESS) return r;
+      s.traced_calls.emplace_back(domain, cbid);
+    }
+  }
+  return CUPTI_SUCCESS;
+}
+
+void disable_all(State& s) {
+  for (auto [domain, cbid] : s.traced_calls) {
+    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+      cuptiActivityEnableRuntimeApi(cbid, 0);
+    } else {
+      cuptiActivityEnableDriverApi(cbid, 0);
+    }
+  }
+  s.traced_calls.clear();
+  for (CUpti_ActivityKind kind : s.enabled) cuptiActivityDisable(kind);
+  s.enabled.clear();
+}
+
+const char* kind_name(CUpti_ActivityKind kind) {
+  switch (kind) {
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      return "cuptiActivityEnable(CONCURRENT_KERNEL)";
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+      return "cuptiActivityEnable(MEMCPY)";
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+      return "cuptiActivityEnable(MEMSET)";
+    case CUPTI_ACTIVITY_KIND_MEMORY2:
+      return "cuptiActivityEnable(MEMORY2)";
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
+      return "cuptiActivityEnable(SYNCHRONIZATION)";
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
+      return "cuptiActivityEnable(EXTERNAL_CORRELATION)";
+    case CUPTI_ACTIVITY_KIND_OVERHEAD:
+      return "cuptiActivityEnable(OVERHEAD)";
+    default:
+      return "cuptiActivityEnable";
+  }
+}
+
+}  // namespace
+
+std::string start_activity_tracing(Session& session) noexcept {
+  try {
+    State& s = state();
+    // The timestamp callback must come before any kind is enabled: every record is then on the
+    // clock of the host scopes.
+    CUptiResult r = cuptiActivityRegisterTimestampCallback(&timestamp);
+    if (r != CUPTI_SUCCESS) return refusal("cuptiActivityRegisterTimestampCallback", r);
+    r = cuptiActivityRegisterCallbacks(&buffer_requested, &buffer_completed);
+    if (r != CUPTI_SUCCESS) return refusal("cuptiActivityRegisterCallbacks", r);
+    s.target.store(&session, std::memory_order_release);
+    for (CUpti_ActivityKind kind : kKinds) {
+      r = cuptiActivityEnable(kind);
+      if (r != CUPTI_SUCCESS) {
+        disable_all(s);
+        s.target.store(nullptr, std::memory_order_release);
+        return refusal(kind_name(kind), r);
+      }
+      s.enabled.push_back(kind);
+    }
+    r = trace_calls(s);
+    if (r != CUPTI_SUCCESS) {
+      disable_all(s);
+      s.target.store(nullptr, std::memory_order_release);
+      return refusal("cuptiActivityEnableRuntimeApi", r);
+    }
+    session.forest.record_instances.store(true, std::memory_order_relaxed);
+    g_pop_correlation.store(&pop_correlation, std::memory_order_release);
+    g_push_correlation.store(&push_correlation, std::memory_order_release);
+    session.tracing.store(true, std::memory_order_release);
+    return "on";
+  } catch (const std::exception& e) {
+    return fmt::format("CUPTI tracing could not start: {}", e.what());
+  }
+}
+
+void flush_activity() noexcept { cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); }
+
+void poll_activity() noexcept { cuptiActivityFlushAll(0); }
+
+void stop_activity_tracing() noexcept {
+  State& s = state();
+  Session* target = s.target.load(std::memory_order_acquire);
+  if (target == nullptr) return;
+  target->tracing.store(false, std::memory_order_release);
+  g_push_correlation.store(nullptr, std::memory_order_release);
+  g_pop_correlation.store(nullptr, std::memory_order_release);
+  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  disable_all(s);
+  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  s.target.store(nullptr, std::memory_order_release);
+  cuptiFinalize();
+}
+
+}  // namespace cuscope::inline v0::detail

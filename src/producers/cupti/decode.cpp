@@ -1,0 +1,157 @@
+// producers/cupti/decode.cpp — see decode.hpp. Only this folder includes CUPTI headers.
+#include "producers/cupti/decode.hpp"
+
+#include <cupti.h>
+
+namespace cuscope::inline v0::detail {
+namespace {
+
+CopyKind copy_kind(std::uint8_t k) {
+  switch (k) {
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
+      return CopyKind::HtoD;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
+      return CopyKind::DtoH;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
+      return CopyKind::DtoD;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH:
+      return CopyKind::HtoH;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP:
+      return CopyKind::PtoP;
+    default:
+      return CopyKind::Other;
+  }
+}
+
+constexpr std::size_t aligned(std::size_t n) { return (n + 7) & ~std::size_t{7}; }
+
+// The size a decoded record takes in the buffer, or 0 for kinds cuscope does not decode.
+std::size_t record_size(CUpti_ActivityKind kind) {
+  switch (kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      return aligned(sizeof(CUpti_ActivityKernel10));
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+      return aligned(sizeof(CUpti_ActivityMemcpy6));
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+      return aligned(sizeof(CUpti_ActivityMemset4));
+    case CUPTI_ACTIVITY_KIND_MEMORY2:
+      return aligned(sizeof(CUpti_ActivityMemory4));
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
+      return aligned(sizeof(CUpti_ActivitySynchronization2));
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
+      return aligned(sizeof(CUpti_ActivityExternalCorrelation));
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER:
+      return aligned(sizeof(CUpti_ActivityAPI));
+    case CUPTI_ACTIVITY_KIND_OVERHEAD:
+      return aligned(sizeof(CUpti_ActivityOverhead3));
+    default:
+      return 0;
+  }
+}
+
+// Returns false for a kind cuscope does not decode. Records of a decoded kind that carry nothing
+// cuscope reports (host allocations, other tools' correlation ids) return true and are dropped here.
+bool decode(const CUpti_Activity* record, model::Aggregator& sink) {
+  switch (record->kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+      const auto* r = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
+      model::KernelActivity k;
+      k.correlation = r->correlationId;
+      k.start_ns = r->start;
+      k.end_ns = r->end;
+      k.name = r->name;
+      k.grid = {static_cast<std::uint32_t>(r->gridX), static_cast<std::uint32_t>(r->gridY),
+                static_cast<std::uint32_t>(r->gridZ)};
+      k.block = {static_cast<std::uint32_t>(r->blockX), static_cast<std::uint32_t>(r->blockY),
+                 static_cast<std::uint32_t>(r->blockZ)};
+      k.registers_per_thread = r->registersPerThread;
+      k.static_shared_bytes = static_cast<std::uint32_t>(r->staticSharedMemory);
+      k.dynamic_shared_bytes = static_cast<std::uint32_t>(r->dynamicSharedMemory);
+      k.device = r->deviceId;
+      k.stream = r->streamId;
+      sink.on(k);
+      return true;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY: {
+      const auto* r = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
+      sink.on(model::MemcpyActivity{r->correlationId, r->start, r->end, r->bytes, copy_kind(r->copyKind), r->deviceId});
+      return true;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMSET: {
+      const auto* r = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
+      sink.on(model::MemsetActivity{r->correlationId, r->start, r->end, r->bytes, r->deviceId});
+      return true;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMORY2: {
+      const auto* r = reinterpret_cast<const CUpti_ActivityMemory4*>(record);
+      const bool device_memory =
+          r->memoryKind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE || r->memoryKind == CUPTI_ACTIVITY_MEMORY_KIND_MANAGED;
+      const bool alloc = r->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+      const bool release = r->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
+      if (!device_memory || (!alloc && !release)) return true;
+      sink.on(model::MemoryActivity{r->correlationId, r->timestamp, r->address, r->bytes, alloc, r->deviceId});
+      return true;
+    }
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
+      const auto* r = reinterpret_cast<const CUpti_ActivitySynchronization2*>(record);
+      sink.on(model::SyncActivity{r->correlationId, r->start, r->end});
+      return true;
+    }
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
+      const auto* r = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(record);
+      if (r->externalKind != CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0) return true;  // another tool's ids
+      sink.on(model::ExternalCorrelation{r->correlationId, r->externalId});
+      return true;
+    }
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER: {
+      const auto* r = reinterpret_cast<const CUpti_ActivityAPI*>(record);
+      sink.on(model::ApiCall{r->correlationId, r->start, r->end});
+      return true;
+    }
+    case CUPTI_ACTIVITY_KIND_OVERHEAD: {
+      const auto* r = reinterpret_cast<const CUpti_ActivityOverhead3*>(record);
+      sink.on(model::OverheadActivity{r->start, r->end});
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+DecodeCounts decode_buffer(std::uint8_t* buffer, std::size_t valid_bytes, model::Aggregator& sink) {
+  DecodeCounts counts;
+  CUpti_Activity* record = nullptr;
+  std::size_t end_of_last = 0;  // known only while every record so far was of a decoded kind
+  bool end_known = true;
+  CUptiResult status = CUPTI_SUCCESS;
+  while ((status = cuptiActivityGetNextRecord(buffer, valid_bytes, &record)) == CUPTI_SUCCESS) {
+    ++counts.records;
+    if (!decode(record, sink)) ++counts.unknown;
+    const std::size_t size = record_size(record->kind);
+    end_known = size != 0;
+    end_of_last = static_cast<std::size_t>(reinterpret_cast<std::uint8_t*>(record) - buffer) + size;
+  }
+  if (status == CUPTI_ERROR_INVALID_KIND) {
+    ++counts.unknown;  // a kind CUPTI cannot size: the rest of the buffer cannot be read
+  } else if (end_known && end_of_last < valid_bytes) {
+    ++counts.unknown;  // a record cut off at the end of the buffer
+  }
+  sink.add_unknown(counts.unknown);
+  return counts;
+}
+
+DecodeCounts consume_buffer(std::uint8_t* buffer, std::size_t valid_bytes, std::uint64_t dropped,
+                            model::Aggregator& sink) {
+  const DecodeCounts counts = valid_bytes > 0 ? decode_buffer(buffer, valid_bytes, sink) : DecodeCounts{};
+  sink.add_dropped(dropped);
+  sink.settle(2, false);
+  return counts;
+}
+
+}  // namespace cuscope::inline v0::detail

@@ -1,0 +1,239 @@
+// The CUPTI decoding path without a GPU: buffers of real CUPTI 13.0 record layouts, built in
+// memory, through the same code that handles CUPTI's completed buffers.
+#include <catch2/catch.hpp>
+
+#include <memory>
+
+#include "cupti_buffer.hpp"
+#include "model/aggregator.hpp"
+#include "model/range_tree.hpp"
+#include "producers/cupti/decode.hpp"
+
+using cuscope::CopyKind;
+using cuscope::Report;
+using cuscope::detail::consume_buffer;
+using cuscope_test::CuptiBuffer;
+using namespace cuscope::model;
+
+namespace {
+
+struct Fixture {
+  std::unique_ptr<Forest> forest = std::make_unique<Forest>();
+  Aggregator agg{*forest};
+  ThreadTree* tree = nullptr;
+  CuptiBuffer buffer;
+
+  Fixture() {
+    forest->record_instances = true;
+    tree = forest->make_tree();
+  }
+  ThreadTree::Token begin(const char* name) { return tree->begin(forest->names.intern(name), 0); }
+  void end(const ThreadTree::Token& t) { tree->end(t.depth, 1); }
+  cuscope::detail::DecodeCounts consume(std::uint64_t dropped = 0) {
+    const auto counts = consume_buffer(buffer.data(), buffer.size(), dropped, agg);
+    buffer.clear();
+    return counts;
+  }
+  Report report() {
+    Report r;
+    agg.build(r);
+    return r;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("kernel records are attributed through external correlation records", "[cupti]") {
+  Fixture f;
+  auto step = f.begin("step");
+  auto attn = f.begin("attention");
+  f.end(attn);
+  f.end(step);
+  f.buffer.external(10, attn.instance).api(10, 100).external(11, step.instance).api(11, 150);
+  f.buffer.kernel(10, 1000, 1400, "_Z9attentionPKfPf", 64, 256).kernel(11, 1500, 1600, "_Z4normPf");
+  const auto counts = f.consume();
+  CHECK(counts.records == 6);
+  CHECK(counts.unknown == 0);
+  const Report r = f.report();
+  const auto* a = r.find("step/attention");
+  REQUIRE(a != nullptr);
+  REQUIRE(a->kernels.size() == 1);
+  CHECK(a->kernels[0].name == "attention(float const*, float*)");
+  CHECK(a->kernels[0].grid == std::array<std::uint32_t, 3>{64, 1, 1});
+  CHECK(a->kernels[0].block == std::array<std::uint32_t, 3>{256, 1, 1});
+  CHECK(a->kernels[0].registers_per_thread == 40);
+  CHECK(a->kernels[0].static_shared_bytes == 512);
+  CHECK(a->kernels[0].dynamic_shared_bytes == 4096);
+  CHECK(a->self.kernel_ns == 400);
+  CHECK(r.find("step")->self.kernel_calls == 1);
+  CHECK(r.find("step")->total.kernel_calls == 2);
+  CHECK(r.find("step")->total.gpu_span_ns == 600);
+}
+
+TEST_CASE("a correlation record in a later buffer than its kernels still resolves", "[cupti]") {
+  Fixture f;
+  auto a = f.begin("late");
+  f.end(a);
+  f.buffer.kernel(20, 500, 700, "_Z1kv");
+  f.consume();
+  CHECK(f.agg.pending() == 1);
+  f.buffer.external(20, a.instance).api(20, 400);
+  f.consume();
+  CHECK(f.agg.pending() == 0);
+  const Report r = f.report();
+  CHECK(r.find("late")->self.kernel_calls == 1);
+  CHECK(r.diagnostics.unresolved_records == 0);
+}
+
+TEST_CASE("waiting records age only at flushes, not per buffer", "[cupti]") {
+  Fixture f;
+  auto a = f.begin("patient");
+  f.end(a);
+  f.buffer.kernel(30, 500, 700, "_Z1kv");
+  f.consume();
+  for (int i = 0; i < 10; ++i) f.consume();  // ten empty buffers later
+  f.agg.settle();                           // one flush
+  f.buffer.external(30, a.instance);
+  f.consume();
+  CHECK(f.report().find("patient")->self.kernel_calls == 1);
+}
+
+TEST_CASE("every kernel of a graph launch goes to the scope that launched the graph", "[cupti]") {
+  Fixture f;
+  auto g = f.begin("graph_step");
+  f.end(g);
+  f.buffer.external(40, g.instance).api(40, 10);  // one cudaGraphLaunch
+  for (std::uint64_t i = 0; i < 50; ++i) f.buffer.kernel(40, 1000 + i * 100, 1050 + i * 100, "_Z4nodev");
+  f.consume();
+  const Report r = f.report();
+  CHECK(r.find("graph_step")->self.kernel_calls == 50);
+  CHECK(r.find("graph_step")->self.gpu_busy_ns == 2500);
+  CHECK(r.find("graph_step")->self.gpu_span_ns == 4950);
+}
+
+TEST_CASE("a driver-API launch (cuLaunchKernel) is attributed like a runtime one", "[cupti]") {
+  Fixture f;
+  auto t = f.begin("triton");
+  f.end(t);
+  f.buffer.external(50, t.instance).api(50, 10, /*driver=*/true).kernel(50, 100, 180, "triton_fused_add");
+  f.consume();
+  const Report r = f.report();
+  REQUIRE(r.find("triton")->kernels.size() == 1);
+  CHECK(r.find("triton")->kernels[0].name == "triton_fused_add");
+}
+
+TEST_CASE("launches outside every scope go to (unscoped), other tools' ids are ignored", "[cupti]") {
+  Fixture f;
+  auto a = f.begin("scoped");
+  f.end(a);
+  f.buffer.external(60, 12345, CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1).api(60, 10).kernel(60, 100, 200, "_Z1uv");
+  const auto counts = f.consume();
+  CHECK(counts.unknown == 0);
+  const Report r = f.report();
+  REQUIRE(r.find("(unscoped)") != nullptr);
+  CHECK(r.find("(unscoped)")->self.kernel_calls == 1);
+  CHECK(r.find("scoped")->self.kernel_calls == 0);
+}
+
+TEST_CASE("copies, sets, syncs and device allocations are decoded per direction and kind", "[cupti]") {
+  Fixture f;
+  auto io = f.begin("io");
+  f.end(io);
+  for (std::uint32_t c = 70; c < 78; ++c) f.buffer.external(c, io.instance);
+  f.buffer.memcpy(70, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 1000, 10, 20)
+      .memcpy(71, CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, 300, 30, 33)
+      .memcpy(72, CUPTI_ACTIVITY_MEMCPY_KIND_DTOD, 50, 40, 41)
+      .memcpy(73, CUPTI_ACTIVITY_MEMCPY_KIND_ATOA, 7, 40, 41)
+      .memset(74, 4096, 50, 60)
+      .sync(75, 100, 900)
+      .memory(76, true, 0xA000, 1 << 20, 5)
+      .memory(77, true, 0xB000, 256, 6, CUPTI_ACTIVITY_MEMORY_KIND_PINNED);  // host memory: not counted
+  const auto counts = f.consume();
+  CHECK(counts.unknown == 0);
+  const auto& s = f.report().find("io")->self;
+  CHECK(s.memcpy[static_cast<std::size_t>(CopyKind::HtoD)].bytes == 1000);
+  CHECK(s.memcpy[static_cast<std::size_t>(CopyKind::HtoD)].total_ns == 10);
+  CHECK(s.memcpy[static_cast<std::size_t>(CopyKind::DtoH)].bytes == 300);
+  CHECK(s.memcpy[static_cast<std::size_t>(CopyKind::DtoD)].bytes == 50);
+  CHECK(s.memcpy[static_cast<std::size_t>(CopyKind::Other)].bytes == 7);
+  CHECK(s.memset_bytes == 4096);
+  CHECK(s.memset_ns == 10);
+  CHECK(s.sync_count == 1);
+  CHECK(s.sync_ns == 800);
+  CHECK(s.alloc_count == 1);
+  CHECK(s.alloc_bytes == 1u << 20);
+  CHECK(s.peak_bytes == 1u << 20);
+}
+
+TEST_CASE("records with a zero timestamp are counted, not used", "[cupti]") {
+  Fixture f;
+  auto a = f.begin("z");
+  f.end(a);
+  f.buffer.external(80, a.instance).kernel(80, 0, 100, "_Z1kv").kernel(80, 100, 0, "_Z1kv").kernel(80, 5, 9, "_Z1kv");
+  f.consume();
+  const Report r = f.report();
+  CHECK(r.diagnostics.zero_timestamp_records == 2);
+  CHECK(r.find("z")->self.kernel_calls == 1);
+}
+
+TEST_CASE("dropped record counts from CUPTI add up in the report", "[cupti]") {
+  Fixture f;
+  f.consume(3);
+  f.consume(0);
+  f.consume(4);
+  CHECK(f.report().diagnostics.dropped_records == 7);
+}
+
+TEST_CASE("overhead records are summed", "[cupti]") {
+  Fixture f;
+  f.buffer.overhead(100, 400).overhead(1000, 1100);
+  f.consume();
+  const Report r = f.report();
+  CHECK(r.diagnostics.overhead_records == 2);
+  CHECK(r.diagnostics.overhead_ns == 400);
+}
+
+TEST_CASE("a record kind cuscope does not decode is skipped and counted, the rest still read", "[cupti]") {
+  Fixture f;
+  auto a = f.begin("k");
+  f.end(a);
+  f.buffer.external(90, a.instance).context_record().kernel(90, 10, 20, "_Z1kv");
+  const auto counts = f.consume();
+  CHECK(counts.records == 3);
+  CHECK(counts.unknown == 1);
+  const Report r = f.report();
+  CHECK(r.diagnostics.unknown_records == 1);
+  CHECK(r.find("k")->self.kernel_calls == 1);
+}
+
+TEST_CASE("a kind no CUPTI knows ends the buffer, counted, without crashing", "[cupti]") {
+  Fixture f;
+  auto a = f.begin("k");
+  f.end(a);
+  f.buffer.external(91, a.instance).kernel(91, 10, 20, "_Z1kv").garbage().kernel(91, 30, 40, "_Z1kv");
+  const auto counts = f.consume();
+  CHECK(counts.records == 2);
+  CHECK(counts.unknown == 1);
+  CHECK(f.report().find("k")->self.kernel_calls == 1);
+}
+
+TEST_CASE("a record cut off at the end of the buffer is counted", "[cupti]") {
+  Fixture f;
+  auto a = f.begin("k");
+  f.end(a);
+  f.buffer.external(92, a.instance).kernel(92, 10, 20, "_Z1kv").kernel(92, 30, 40, "_Z1kv");
+  const std::size_t cut = f.buffer.size() - 100;
+  const auto counts = consume_buffer(f.buffer.data(), cut, 0, f.agg);
+  CHECK(counts.records == 2);
+  CHECK(counts.unknown == 1);
+  const Report r = f.report();
+  CHECK(r.find("k")->self.kernel_calls == 1);
+  CHECK(r.diagnostics.unknown_records == 1);
+}
+
+TEST_CASE("an empty buffer is fine", "[cupti]") {
+  Fixture f;
+  const auto counts = f.consume();
+  CHECK(counts.records == 0);
+  CHECK(counts.unknown == 0);
+}
