@@ -16,7 +16,7 @@ usage() {
   cat <<'EOF'
 usage: tests/gpu-check.sh [--fetch-deps | --help]
 
-  (no option)   Configure a Release build in build/gpu-check with Ninja, build everything, then
+  (no option)   Configure a Release build in build/gpu-check (Ninja, preset "gpu"), build it all, then
                 run the GPU tests, ctest (all tests), the demo and the GPU benchmarks. Writes one
                 log to $OUT/gpu-check.log (or build/gpu-check/gpu-check.log): date, commit, GPU,
                 driver and nvcc first, then one "=== <name> (exit <code>) ===" section per step.
@@ -64,8 +64,16 @@ log_header() {
   if [[ -n $(git status --porcelain 2>/dev/null) ]]; then dirty=" dirty"; fi
   echo "date:   $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
   echo "commit: $commit$dirty"
-  echo "gpu:    $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1)"
-  echo "nvcc:   $(nvcc --version 2>&1 | tail -n 1)"
+  if command -v nvidia-smi >/dev/null; then
+    echo "gpu:    $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1)"
+  else
+    echo "gpu:    none found (no nvidia-smi)"
+  fi
+  if command -v nvcc >/dev/null; then
+    echo "nvcc:   $(nvcc --version 2>&1 | tail -n 1)"
+  else
+    echo "nvcc:   not found"
+  fi
   if [[ -d $DEPS_DIR ]]; then echo "deps:   $PWD/$DEPS_DIR/usr"; else echo "deps:   system"; fi
 }
 
@@ -115,8 +123,7 @@ check() {
   log_header >"$log"
   cat "$log"
 
-  section configure cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    "-DCMAKE_CUDA_ARCHITECTURES=${CUDAARCHS:-90}"
+  section configure cmake --preset gpu -B "$BUILD_DIR" "-DCMAKE_CUDA_ARCHITECTURES=${CUDAARCHS:-90}"
   section build cmake --build "$BUILD_DIR"
   run_if_built "gpu tests" "$BUILD_DIR/tests/gpu/cuscope_gpu_tests"
   section ctest ctest --test-dir "$BUILD_DIR" --output-on-failure

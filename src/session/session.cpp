@@ -149,7 +149,7 @@ void reset_for_testing() noexcept {
   stop_collector(old);
   g_state.store(kNotStarted, std::memory_order_release);
   g_flags.store(0, std::memory_order_relaxed);
-  stop_activity_tracing();
+  stop_activity_tracing(/*finalize=*/false);  // the next session starts tracing again
   static auto* retired = new std::vector<Session*>;  // kept reachable: threads may still point into them
   retired->push_back(g_session);
   g_session = new Session();

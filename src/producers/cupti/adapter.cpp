@@ -215,7 +215,7 @@ void flush_activity() noexcept { cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH
 
 void poll_activity() noexcept { cuptiActivityFlushAll(0); }
 
-void stop_activity_tracing() noexcept {
+void stop_activity_tracing(bool finalize) noexcept {
   State& s = state();
   Session* target = s.target.load(std::memory_order_acquire);
   if (target == nullptr) return;
@@ -226,7 +226,7 @@ void stop_activity_tracing() noexcept {
   disable_all(s);
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   s.target.store(nullptr, std::memory_order_release);
-  cuptiFinalize();
+  if (finalize) cuptiFinalize();
 }
 
 }  // namespace cuscope::inline v0::detail

@@ -21,7 +21,8 @@ std::string start_activity_tracing(Session& session) noexcept;
 void flush_activity() noexcept;
 /// Delivers the buffers CUPTI has completed (the collector thread's periodic call).
 void poll_activity() noexcept;
-/// Flushes, disables every kind and finalizes CUPTI; the session stops receiving records.
-void stop_activity_tracing() noexcept;
+/// Flushes and disables every kind; the session stops receiving records. With `finalize` (at
+/// shutdown) CUPTI is finalized too, before CUDA's teardown.
+void stop_activity_tracing(bool finalize = true) noexcept;
 
 }  // namespace cuscope::inline v0::detail

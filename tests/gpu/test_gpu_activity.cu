@@ -1,0 +1,254 @@
+// GPU tests of the CUPTI subscriber: exact kernel counts and bytes per range, attribution across
+// streams, threads, graphs and driver-API launches, roll-ups, the step window, and no drops.
+#include <catch2/catch.hpp>
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <cuda_runtime.h>
+
+#include <thread>
+#include <vector>
+
+#include "session_fixture.hpp"
+
+#define CHECK_CUDA(call) REQUIRE((call) == cudaSuccess)
+
+namespace {
+
+__global__ void empty_kernel() {}
+
+__global__ void spin_kernel(long long cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+}
+
+long long cycles_for_ms(double ms) {
+  int khz = 0;
+  cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0);
+  return static_cast<long long>(ms * khz);
+}
+
+const cuscope::RangeStats& range(const cuscope::Report& r, const char* path) {
+  const cuscope::RangeStats* found = r.find(path);
+  REQUIRE(found != nullptr);
+  return *found;
+}
+
+cuscope::Report settled() {
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  cuscope::flush();
+  return cuscope::snapshot();
+}
+
+void warm_up() {
+  empty_kernel<<<1, 1>>>();  // module loading and CUPTI's instrumentation happen here
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+}
+
+}  // namespace
+
+TEST_CASE("CUPTI tracing is on with a GPU", "[gpu][cupti]") {
+  cuscope_test::Session session;
+  CHECK(cuscope::snapshot().activity_status == "on");
+}
+
+TEST_CASE("kernel counts per range are exact", "[gpu][cupti]") {
+  cuscope_test::Session session;
+  warm_up();
+  for (int step = 0; step < 4; ++step) {
+    CUSCOPE_SCOPE("counted");
+    { CUSCOPE_SCOPE("three"); for (int i = 0; i < 3; ++i) empty_kernel<<<1, 32>>>(); }
+    { CUSCOPE_SCOPE("five"); for (int i = 0; i < 5; ++i) empty_kernel<<<2, 64>>>(); }
+  }
+  const cuscope::Report r = settled();
+  CHECK(range(r, "counted/three").self.kernel_calls == 12);
+  CHECK(range(r, "counted/five").self.kernel_calls == 20);
+  CHECK(range(r, "counted").self.kernel_calls == 0);
+  CHECK(range(r, "counted").total.kernel_calls == 32);
+  REQUIRE(range(r, "counted/five").kernels.size() == 1);
+  CHECK(range(r, "counted/five").kernels[0].grid[0] == 2);
+  CHECK(range(r, "counted/five").kernels[0].block[0] == 64);
+  CHECK(r.diagnostics.dropped_records == 0);
+  CHECK(r.diagnostics.unresolved_records == 0);
+}
+
+TEST_CASE("a one-kernel scope: CUPTI kernel time and CUDA-event time agree", "[gpu][cupti]") {
+  cuscope_test::Session session;
+  warm_up();
+  cudaStream_t stream = nullptr;
+  CHECK_CUDA(cudaStreamCreate(&stream));
+  for (int i = 0; i < 5; ++i) {
+    CUSCOPE_SCOPE("single", stream);
+    spin_kernel<<<1, 1, 0, stream>>>(cycles_for_ms(2.0));
+  }
+  const cuscope::Report r = settled();
+  const auto& s = range(r, "single");
+  REQUIRE(s.gpu.count == 5);
+  REQUIRE(s.self.kernel_calls == 5);
+  const double event_ns = double(s.gpu.total_ns);
+  const double kernel_ns = double(s.self.kernel_ns);
+  // Events bracket the kernel: a few microseconds of launch gap per scope, nothing more.
+  CHECK(event_ns >= kernel_ns * 0.97);
+  CHECK(event_ns - kernel_ns <= 0.05 * kernel_ns + 5 * 20'000.0);
+  CHECK(s.self.busy_share() > 0.99);
+  cudaStreamDestroy(stream);
+}
+
+TEST_CASE("copy and set bytes are exact per direction", "[gpu][cupti]") {
+  cuscope_test::Session session;
+  constexpr std::size_t kBytes = 1 << 20;
+  std::vector<char> host(kBytes, 1);
+  char* pinned = nullptr;
+  char* a = nullptr;
+  char* b = nullptr;
+  CHECK_CUDA(cudaMallocHost(&pinned, kBytes));
+  {
+    CUSCOPE_SCOPE("alloc");
+    CHECK_CUDA(cudaMalloc(&a, kBytes));
+    CHECK_CUDA(cudaMalloc(&b, kBytes));
+  }
+  {
+    CUSCOPE_SCOPE("copies");
+    CHECK_CUDA(cudaMemcpy(a, host.data(), kBytes, cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMemcpy(pinned, a, kBytes / 4, cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaMemcpy(b, a, kBytes / 16, cudaMemcpyDeviceToDevice));
+    CHECK_CUDA(cudaMemset(b, 0, 4096));
+    CHECK_CUDA(cudaDeviceSynchronize());
+  }
+  {
+    CUSCOPE_SCOPE("release");
+    CHECK_CUDA(cudaFree(a));
+    CHECK_CUDA(cudaFree(b));
+  }
+  const cuscope::Report r = settled();
+  const auto& c = range(r, "copies").self;
+  CHECK(c.memcpy[size_t(cuscope::CopyKind::HtoD)].bytes == kBytes);
+  CHECK(c.memcpy[size_t(cuscope::CopyKind::DtoH)].bytes == kBytes / 4);
+  CHECK(c.memcpy[size_t(cuscope::CopyKind::DtoD)].bytes == kBytes / 16);
+  CHECK(c.memset_bytes == 4096);
+  CHECK(c.sync_count >= 1);
+  CHECK(range(r, "alloc").self.alloc_bytes == 2 * kBytes);
+  CHECK(range(r, "alloc").self.peak_bytes == 2 * kBytes);
+  CHECK(range(r, "release").self.free_count == 2);
+  cudaFreeHost(pinned);
+}
+
+TEST_CASE("kernels on two streams from two threads go to their own scopes", "[gpu][cupti]") {
+  cuscope_test::Session session;
+  warm_up();
+  auto worker = [](const char* name, int kernels) {
+    cudaStream_t s = nullptr;
+    REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
+    {
+      cuscope::Scope scope{std::string_view(name), s};
+      for (int i = 0; i < kernels; ++i) spin_kernel<<<1, 1, 0, s>>>(1000);
+    }
+    REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+    cudaStreamDestroy(s);
+  };
+  std::thread a(worker, "thread_a", 7);
+  std::thread b(worker, "thread_b", 11);
+  a.join();
+  b.join();
+  const cuscope::Report r = settled();
+  CHECK(range(r, "thread_a").self.kernel_calls == 7);
+  CHECK(range(r, "thread_b").self.kernel_calls == 11);
+}
+
+TEST_CASE("a CUDA graph's kernels belong to the scope of its launch", "[gpu][cupti]") {
+  cuscope_test::Session session;
+  warm_up();
+  cudaStream_t stream = nullptr;
+  CHECK_CUDA(cudaStreamCreate(&stream));
+  cudaGraph_t graph = nullptr;
+  CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  for (int i = 0; i < 4; ++i) empty_kernel<<<1, 1, 0, stream>>>();
+  CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
+  cudaGraphExec_t exec = nullptr;
+  CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  for (int i = 0; i < 3; ++i) {
+    CUSCOPE_SCOPE("replay", stream);
+    CHECK_CUDA(cudaGraphLaunch(exec, stream));
+  }
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  const cuscope::Report r = settled();
+  CHECK(range(r, "replay").self.kernel_calls == 12);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
+TEST_CASE("a kernel launched with cuLaunchKernel is attributed", "[gpu][cupti]") {
+  cuscope_test::Session session;
+  warm_up();
+  cudaFunction_t fn = nullptr;
+  CHECK_CUDA(cudaGetFuncBySymbol(&fn, reinterpret_cast<const void*>(&empty_kernel)));
+  // The driver entry point through the runtime, so the suite loads without libcuda (and skips).
+  void* entry = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  CHECK_CUDA(cudaGetDriverEntryPointByVersion("cuLaunchKernel", &entry, 4000, cudaEnableDefault, &found));
+  REQUIRE(found == cudaDriverEntryPointSuccess);
+  const auto launch = reinterpret_cast<PFN_cuLaunchKernel_v4000>(entry);
+  {
+    CUSCOPE_SCOPE("driver_launch");
+    REQUIRE(launch(reinterpret_cast<CUfunction>(fn), 3, 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr) == CUDA_SUCCESS);
+  }
+  const cuscope::Report r = settled();
+  CHECK(range(r, "driver_launch").self.kernel_calls == 1);
+  CHECK(range(r, "driver_launch").kernels[0].grid[0] == 3);
+}
+
+TEST_CASE("work outside every scope is (unscoped); nested scopes roll up", "[gpu][cupti]") {
+  cuscope_test::Session session;
+  warm_up();
+  empty_kernel<<<1, 1>>>();
+  {
+    CUSCOPE_SCOPE("outer");
+    empty_kernel<<<1, 1>>>();
+    {
+      CUSCOPE_SCOPE("inner");
+      empty_kernel<<<1, 1>>>();
+      empty_kernel<<<1, 1>>>();
+    }
+  }
+  const cuscope::Report r = settled();
+  CHECK(range(r, "(unscoped)").self.kernel_calls == 2);  // the warm-up launch and the one above
+  CHECK(range(r, "outer").self.kernel_calls == 1);
+  CHECK(range(r, "outer").total.kernel_calls == 3);
+  CHECK(range(r, "outer/inner").total.kernel_calls == 2);
+  CHECK(range(r, "outer").total.gpu_busy_ns >= range(r, "outer/inner").total.gpu_busy_ns);
+}
+
+TEST_CASE("warm-up steps' GPU work is left out and counted", "[gpu][cupti]") {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.warmup_steps = 2;
+  o.active_steps = 3;
+  cuscope_test::Session session(o);
+  for (int i = 0; i < 6; ++i) {
+    {
+      CUSCOPE_SCOPE("windowed_step");
+      empty_kernel<<<1, 1>>>();
+      empty_kernel<<<1, 1>>>();
+    }
+    cuscope::step();
+  }
+  const cuscope::Report r = settled();
+  CHECK(range(r, "windowed_step").self.kernel_calls == 6);
+  CHECK(r.diagnostics.outside_window_records >= 4);
+}
+
+TEST_CASE("a million kernel launches: none dropped, all counted", "[gpu][cupti][.slow]") {
+  cuscope_test::Session session;
+  warm_up();
+  constexpr int kLaunches = 1'000'000;
+  {
+    CUSCOPE_SCOPE("million");
+    for (int i = 0; i < kLaunches; ++i) empty_kernel<<<1, 1>>>();
+  }
+  const cuscope::Report r = settled();
+  CHECK(r.diagnostics.dropped_records == 0);
+  CHECK(r.diagnostics.unresolved_records == 0);
+  CHECK(range(r, "million").self.kernel_calls == kLaunches);
+  CHECK(range(r, "million").kernels.size() == 1);
+}
