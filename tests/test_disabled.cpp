@@ -25,10 +25,13 @@ TEST_CASE("with CUSCOPE_DISABLE, scopes compile to nothing and record nothing", 
     cuscope::Scope named{std::string_view("compiled_out_named")};
     cuscope::push("compiled_out_pushed");
     cuscope::pop();
+    CUSCOPE_COUNT("compiled_out_count", 1);
+    cuscope::count("compiled_out_count", 2);
     CHECK(compiled_out_function(i) == i + 1);
   }
   const cuscope::Report r = cuscope::snapshot();
   CHECK(r.ranges.size() == 1);  // the root alone
+  CHECK(r.root().counts.empty());
   CHECK(r.find("compiled_out") == nullptr);
   CHECK(r.diagnostics.unbalanced_ends == 0);
 }

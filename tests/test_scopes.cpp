@@ -187,3 +187,47 @@ TEST_CASE("options with enabled = false make scopes record nothing", "[scopes]")
   CHECK(cuscope::snapshot().find("disabled_by_option") == nullptr);
   CHECK_FALSE(cuscope::enabled());
 }
+
+TEST_CASE("user counters add to the innermost open scope and roll up with rates", "[scopes][counts]") {
+  cuscope_test::Session session;
+  {
+    CUSCOPE_SCOPE("generate");
+    cuscope::count("tokens", 100);
+    {
+      CUSCOPE_SCOPE("decode");
+      CUSCOPE_COUNT("tokens", 50);
+      CUSCOPE_COUNT("batches", 1);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  const cuscope::Report r = cuscope::snapshot();
+  const auto* gen = r.find("generate");
+  const auto* dec = r.find("generate/decode");
+  REQUIRE(gen->counts.size() == 2);  // by name: batches, tokens
+  CHECK(gen->counts[0].name == "batches");
+  CHECK(gen->counts[0].self == 0);
+  CHECK(gen->counts[0].total == 1);
+  CHECK(gen->counts[1].name == "tokens");
+  CHECK(gen->counts[1].self == 100);
+  CHECK(gen->counts[1].total == 150);
+  REQUIRE(dec->counts.size() == 2);
+  CHECK(dec->counts[1].total == 50);
+  CHECK(gen->counts[1].per_host_second == Approx(150.0 / (double(gen->host.total_ns) / 1e9)));
+  CHECK(r.root().counts[1].total == 150);
+  if (gen->gpu.count == 0 && gen->total.gpu_busy_ns == 0) CHECK(gen->counts[1].per_gpu_second == 0);
+  CHECK(cuscope::format_table(r).find("# tokens 150  ") != std::string::npos);
+}
+
+TEST_CASE("counts outside every scope go to the root; warm-up counts are left out", "[scopes][counts]") {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.warmup_steps = 1;
+  cuscope_test::Session session(o);
+  CUSCOPE_COUNT("requests", 5);  // warm-up step: not recorded
+  cuscope::step();
+  CUSCOPE_COUNT("requests", 7);
+  cuscope::count("requests", 0.5);
+  const cuscope::Report r = cuscope::snapshot();
+  REQUIRE(r.root().counts.size() == 1);
+  CHECK(r.root().counts[0].self == 7.5);
+  CHECK(r.root().counts[0].total == 7.5);
+}

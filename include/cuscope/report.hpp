@@ -82,6 +82,15 @@ struct ActivityStats {
   [[nodiscard]] double busy_share() const { return gpu_span_ns ? double(gpu_busy_ns) / double(gpu_span_ns) : 0.0; }
 };
 
+/// A user counter (cuscope::count / CUSCOPE_COUNT) of a range, with its rates.
+struct CountStats {
+  std::string name;
+  double self = 0;             ///< counted while this range was the innermost open scope
+  double total = 0;            ///< self plus every descendant's
+  double per_host_second = 0;  ///< total per second of the range's host time
+  double per_gpu_second = 0;   ///< total per second of its GPU time (CUDA events, else GPU busy); 0 if none
+};
+
 /// One node of the range tree: a scope name under a given parent path.
 struct RangeStats {
   std::string name;        ///< the scope's name; "" for the root
@@ -101,6 +110,7 @@ struct RangeStats {
   ActivityStats self;                 ///< work launched directly in this range
   ActivityStats total;                ///< self plus every descendant (inclusive roll-up)
   std::vector<KernelStats> kernels;   ///< own kernels, by total duration, longest first
+  std::vector<CountStats> counts;     ///< user counters, by name
 };
 
 /// Counters of everything that was off, dropped or misused. Shown in the table header when non-zero.

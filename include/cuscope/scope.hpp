@@ -44,6 +44,7 @@ extern std::atomic<int> g_state;
 ThreadState* enter(Site& site, cudaStream_t stream, std::uint32_t& depth) noexcept;
 ThreadState* enter_named(std::string_view name, cudaStream_t stream, std::uint32_t& depth) noexcept;
 void exit(ThreadState* ts, std::uint32_t depth) noexcept;
+void count(Site& site, double amount) noexcept;
 
 }  // namespace detail
 
@@ -80,6 +81,15 @@ class Scope {
   std::uint32_t depth_ = 0;
 };
 
+/// Adds `amount` to the user counter `name` of the innermost open scope on this thread (of the
+/// thread's root when none is open); the report shows it per range with its rates per second of
+/// host and GPU time. Looks the name up on each call: CUSCOPE_COUNT is the cheap form.
+///
+/// Example:
+///   CUSCOPE_SCOPE("decode");
+///   CUSCOPE_COUNT("tokens", batch * new_tokens);  // report: tokens, tokens/s per range
+void count(std::string_view name, double amount = 1.0) noexcept;
+
 /// Opens a range that a later pop() on the same thread closes, for code where a block cannot
 /// hold a Scope (callbacks, C interfaces). A pop() with no open push() is counted, not fatal.
 void push(std::string_view name, cudaStream_t stream = nullptr) noexcept;
@@ -97,6 +107,13 @@ void pop() noexcept;
 /// CUSCOPE_FUNCTION() or CUSCOPE_FUNCTION(stream): a scope named after the enclosing function.
 #define CUSCOPE_FUNCTION(...) CUSCOPE_SCOPE_IMPL_(CUSCOPE_CONCAT_(cuscope_scope_, __LINE__), __func__, __VA_ARGS__)
 
+/// CUSCOPE_COUNT("tokens", n): cuscope::count with the name interned once per call site.
+#define CUSCOPE_COUNT(name, amount)                                                                        \
+  do {                                                                                                     \
+    static ::cuscope::detail::Site cuscope_count_site_{"" name, __FILE__, __LINE__};                     \
+    ::cuscope::detail::count(cuscope_count_site_, static_cast<double>(amount));                           \
+  } while (false)
+
 #else  // CUSCOPE_DISABLE: the same API, compiled to nothing (its own namespace keeps the ODR).
 
 inline namespace disabled {
@@ -113,10 +130,12 @@ class Scope {
 };
 inline void push(std::string_view, cudaStream_t = nullptr) noexcept {}
 inline void pop() noexcept {}
+inline void count(std::string_view, double = 1.0) noexcept {}
 }  // namespace disabled
 
 #define CUSCOPE_SCOPE(...) static_cast<void>(0)
 #define CUSCOPE_FUNCTION(...) static_cast<void>(0)
+#define CUSCOPE_COUNT(name, amount) static_cast<void>(0)
 
 #endif  // CUSCOPE_DISABLE
 

@@ -73,6 +73,36 @@ void add_activity(ActivityStats& into, const ActivityStats& a) {
 
 std::uint64_t duration(std::uint64_t start, std::uint64_t end) { return end > start ? end - start : 0; }
 
+CountStats& count_named(std::vector<CountStats>& counts, const std::string& name) {
+  for (CountStats& c : counts) {
+    if (c.name == name) return c;
+  }
+  counts.push_back(CountStats{name});
+  return counts.back();
+}
+
+void add_counts(std::vector<CountStats>& into, const Node& node, const NameTable& names) {
+  for (const NodeCount* c = node.first_count.load(std::memory_order_acquire); c != nullptr;
+       c = c->next.load(std::memory_order_acquire)) {
+    count_named(into, names.name(c->name_id)).self += c->value.load(std::memory_order_relaxed);
+  }
+}
+
+// Totals over the subtree and rates, children before parents.
+void roll_up_counts(RangeStats& r, const std::vector<RangeStats>& ranges) {
+  for (CountStats& c : r.counts) c.total = c.self;
+  for (std::size_t child : r.children) {
+    for (const CountStats& c : ranges[child].counts) count_named(r.counts, c.name).total += c.total;
+  }
+  const double host_s = double(r.host.total_ns) / 1e9;
+  const std::uint64_t gpu_ns = r.gpu.count ? r.gpu.total_ns : r.total.gpu_busy_ns;
+  for (CountStats& c : r.counts) {
+    c.per_host_second = host_s > 0 ? c.total / host_s : 0;
+    c.per_gpu_second = gpu_ns > 0 ? c.total / (double(gpu_ns) / 1e9) : 0;
+  }
+  std::sort(r.counts.begin(), r.counts.end(), [](const CountStats& a, const CountStats& b) { return a.name < b.name; });
+}
+
 }  // namespace
 
 std::string demangle(const char* name) {
@@ -385,6 +415,7 @@ void Aggregator::build(Report& report) const {
 
   absl::flat_hash_map<const Node*, std::size_t> node_index;
   forest_.for_each_tree([&](const ThreadTree& tree) {
+    add_counts(report.ranges[0].counts, tree.root(), forest_.names);
     const std::uint32_t open_depth = tree.open_depth();
     report.diagnostics.open_scopes += open_depth;
     report.diagnostics.depth_overflows += tree.depth_overflows.get();
@@ -408,6 +439,7 @@ void Aggregator::build(Report& report) const {
       add_solo(r.host, node->host);
       host_children[idx] += node->host_children_ns.get();
       add_solo(r.gpu, node->gpu);
+      add_counts(r.counts, *node, forest_.names);
       if (node->id < by_node_.size() && by_node_[node->id]) merge_activity(idx, *by_node_[node->id]);
       const std::size_t mark = stack.size();
       for (const Node* c = node->first_child.load(std::memory_order_acquire); c != nullptr;
@@ -456,11 +488,13 @@ void Aggregator::build(Report& report) const {
       if (a.name != b.name) return a.name < b.name;
       return a.grid < b.grid || (a.grid == b.grid && a.block < b.block);
     });
+    if (i != 0) roll_up_counts(r, report.ranges);
   }
   // The root's own totals are the sums over its children.
   RangeStats& root = report.ranges[0];
   root.total = {};
   for (std::size_t c : root.children) add_activity(root.total, report.ranges[c].total);
+  roll_up_counts(root, report.ranges);
 
   const Diagnostics& d = diag_;
   Diagnostics& out = report.diagnostics;

@@ -116,6 +116,23 @@ void ThreadTree::abandon_open() {
   depth_.store(0, std::memory_order_relaxed);
 }
 
+void ThreadTree::count(std::uint32_t name_id, double amount) {
+  const std::uint32_t d = depth_.load(std::memory_order_relaxed);
+  Node* node = d ? frames_[d - 1].node : &root_;
+  NodeCount* c = node->first_count.load(std::memory_order_relaxed);
+  while (c != nullptr && c->name_id != name_id) c = c->next.load(std::memory_order_relaxed);
+  if (c == nullptr) {
+    c = forest_.make_count(name_id);
+    if (node->last_count != nullptr) {
+      node->last_count->next.store(c, std::memory_order_release);
+    } else {
+      node->first_count.store(c, std::memory_order_release);
+    }
+    node->last_count = c;
+  }
+  c->value.store(c->value.load(std::memory_order_relaxed) + amount, std::memory_order_relaxed);
+}
+
 bool ThreadTree::resolve(std::uint64_t seq, Node** node, std::uint64_t* parent_seq) const {
   const InstanceSlot* ring = instances_.load(std::memory_order_acquire);
   if (ring == nullptr) return false;
@@ -150,6 +167,12 @@ bool Forest::resolve_instance(std::uint64_t instance, Node** node, std::uint64_t
   if (tree == nullptr || !tree->resolve(instance & kInstanceSeqMask, node, &parent_seq)) return false;
   *parent_instance = parent_seq ? ((slot << kInstanceSeqBits) | parent_seq) : kNoInstance;
   return true;
+}
+
+NodeCount* Forest::make_count(std::uint32_t name_id) {
+  std::lock_guard lock(node_mutex_);
+  counts_.push_back(std::make_unique<NodeCount>(name_id));
+  return counts_.back().get();
 }
 
 Node* Forest::make_node(std::uint32_t name_id, Node* parent, std::uint32_t depth) {

@@ -45,6 +45,14 @@ struct SoloDurations {
   }
 };
 
+/// A user counter of a node: written by the owner thread only, listed append-only.
+struct NodeCount {
+  explicit NodeCount(std::uint32_t name) : name_id(name) {}
+  const std::uint32_t name_id;
+  std::atomic<double> value{0};
+  std::atomic<NodeCount*> next{nullptr};
+};
+
 struct Node {
   Node(std::uint32_t name_id_, std::uint32_t id_, Node* parent_, std::uint32_t depth_)
       : name_id(name_id_), id(id_), depth(depth_), parent(parent_) {}
@@ -64,6 +72,8 @@ struct Node {
   SoloCounter host_children_ns;  // time of child ranges inside completed outermost entries
   // Written by whoever resolves CUDA events (serialized by the session).
   SoloDurations gpu;
+  std::atomic<NodeCount*> first_count{nullptr};  // user counters (owner thread appends)
+  NodeCount* last_count = nullptr;               // owner thread only
 };
 
 inline constexpr std::uint32_t kHardMaxDepth = 256;
@@ -107,6 +117,10 @@ class ThreadTree {
 
   /// Forgets open ranges (when a thread exits with ranges open); they count as unbalanced.
   void abandon_open();
+
+  /// Adds `amount` to counter `name_id` of the innermost open range (the root when none).
+  /// Allocates once per (range, counter), on its first count.
+  void count(std::uint32_t name_id, double amount);
 
   [[nodiscard]] const Node& root() const { return root_; }
   /// The node open at `depth` (1-based, up to open_depth()); readable from any thread.
@@ -176,6 +190,7 @@ class Forest {
 
   /// Makes a node with a fresh id (owner threads call it on first visits).
   Node* make_node(std::uint32_t name_id, Node* parent, std::uint32_t depth);
+  NodeCount* make_count(std::uint32_t name_id);
 
   std::atomic<std::uint32_t> max_depth{64};
   std::atomic<bool> record_instances{false};
@@ -189,6 +204,7 @@ class Forest {
 
   std::mutex node_mutex_;
   std::vector<std::unique_ptr<Node>> nodes_;  // owns every node; guarded by node_mutex_
+  std::vector<std::unique_ptr<NodeCount>> counts_;  // guarded by node_mutex_
   std::uint32_t next_node_id_ = 1;  // guarded by node_mutex_
 };
 

@@ -137,7 +137,32 @@ void exit(ThreadState* ts, std::uint32_t token) noexcept {
   nvtx_pop();
 }
 
+void count(Site& site, double amount) noexcept {
+  if (!started()) return;
+  if ((g_flags.load(std::memory_order_relaxed) & kRecording) == 0) return;
+  std::uint32_t id = site.id.load(std::memory_order_acquire);
+  if (id == 0) id = intern_site(site);
+  ThreadState* ts = t_state;
+  if (ts == nullptr && (ts = t_state = attach_thread()) == nullptr) return;
+  try {
+    ts->tree->count(id, amount);
+  } catch (...) {  // out of memory on a first count: the count is lost, the program goes on
+  }
+}
+
 }  // namespace detail
+
+void count(std::string_view name, double amount) noexcept {
+  if (detail::g_state.load(std::memory_order_relaxed) == detail::kOff || !detail::started()) return;
+  if ((detail::g_flags.load(std::memory_order_relaxed) & detail::kRecording) == 0) return;
+  const std::uint32_t id = detail::session().forest.names.intern(name);
+  detail::ThreadState* ts = detail::t_state;
+  if (ts == nullptr && (ts = detail::t_state = detail::attach_thread()) == nullptr) return;
+  try {
+    ts->tree->count(id, amount);
+  } catch (...) {
+  }
+}
 
 void push(std::string_view name, cudaStream_t stream) noexcept {
   if (detail::g_state.load(std::memory_order_relaxed) == detail::kOff) return;

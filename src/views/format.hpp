@@ -49,6 +49,20 @@ inline std::string format_bytes(std::uint64_t bytes) {
 /// A share in [0, 1] as a percentage with one decimal: 0.875 -> "87.5%".
 inline std::string format_percent(double share) { return fmt::format("{:.1f}%", share * 100.0); }
 
+/// A count or rate with an SI suffix, 3 significant digits: "950", "12.3 k", "4.56 M", "1.20 G".
+inline std::string format_quantity(double v) {
+  const char* suffixes[] = {"", " k", " M", " G", " T", " P"};
+  std::size_t i = 0;
+  while (i + 1 < std::size(suffixes) && (v >= 999.5 || v <= -999.5)) {
+    v /= 1000.0;
+    ++i;
+  }
+  if (i == 0 && v == static_cast<double>(static_cast<long long>(v))) return fmt::format("{}", static_cast<long long>(v));
+  const double a = v < 0 ? -v : v;
+  const int decimals = a >= 99.95 ? 0 : a >= 9.995 ? 1 : 2;
+  return fmt::format("{:.{}f}{}", v, decimals, suffixes[i]);
+}
+
 inline bool is_continuation_byte(char c) { return (static_cast<unsigned char>(c) & 0xC0U) == 0x80U; }
 
 /// Display width of a UTF-8 string, counted in code points.

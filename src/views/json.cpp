@@ -232,6 +232,18 @@ void write_range(JsonWriter& w, const RangeStats& r, std::size_t id) {
   w.begin_array();
   for (const KernelStats& k : r.kernels) write_kernel(w, k);
   w.end_array();
+  w.key("counts");
+  w.begin_array();
+  for (const CountStats& c : r.counts) {
+    w.begin_object();
+    w.field("name", c.name);
+    w.field("self", c.self);
+    w.field("total", c.total);
+    w.field("per_host_second", c.per_host_second);
+    w.field("per_gpu_second", c.per_gpu_second);
+    w.end_object();
+  }
+  w.end_array();
   w.end_object();
 }
 

@@ -307,6 +307,18 @@ std::string kernel_lines(const RangeStats& range, std::size_t level, std::size_t
   return out;
 }
 
+// One line per user counter: its total and its rates per second of host and GPU time.
+std::string count_lines(const RangeStats& range, std::size_t level) {
+  std::string out;
+  for (const CountStats& c : range.counts) {
+    out += fmt::format("{}# {} {}  {}/s host", indent(level + 1), c.name, views::format_quantity(c.total),
+                       views::format_quantity(c.per_host_second));
+    if (c.per_gpu_second > 0) out += fmt::format("  {}/s GPU", views::format_quantity(c.per_gpu_second));
+    out += "\n";
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string format_table(const Report& report, const TableOptions& options) {
@@ -333,6 +345,7 @@ std::string format_table(const Report& report, const TableOptions& options) {
   for (std::size_t r = 0; r < listed; ++r) {
     out += render_row(table[r], widths);
     out += kernel_lines(*rows[r].range, rows[r].level, options.top_kernels);
+    out += count_lines(*rows[r].range, rows[r].level);
   }
   const std::size_t more = rows.size() - listed;
   if (more != 0) {
