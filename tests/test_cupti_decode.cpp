@@ -8,6 +8,9 @@
 #include "model/aggregator.hpp"
 #include "model/range_tree.hpp"
 #include "producers/cupti/decode.hpp"
+#include "producers/cupti/adapter.hpp"
+#include "producers/cupti/errors.hpp"
+#include "session_fixture.hpp"
 
 using cuscope::CopyKind;
 using cuscope::Report;
@@ -236,4 +239,38 @@ TEST_CASE("an empty buffer is fine", "[cupti]") {
   const auto counts = f.consume();
   CHECK(counts.records == 0);
   CHECK(counts.unknown == 0);
+}
+
+TEST_CASE("CUPTI refusals say why in the user's terms and name the call and the error", "[cupti]") {
+  using cuscope::detail::cupti_refusal;
+  CHECK(cupti_refusal("cuptiActivityEnable(CONCURRENT_KERNEL)", CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) ==
+        "CUPTI is already in use by another tool (Nsight Systems, Nsight Compute or compute-sanitizer): "
+        "cuptiActivityEnable(CONCURRENT_KERNEL) returned CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED");
+  CHECK(cupti_refusal("cuptiRangeProfilerEnable", CUPTI_ERROR_INSUFFICIENT_PRIVILEGES).rfind(
+            "no permission for GPU performance counters (ERR_NVGPUCTRPERM; run as root", 0) == 0);
+  CHECK(cupti_refusal("cuptiRangeProfilerEnable", CUPTI_ERROR_HARDWARE_BUSY) ==
+        "the GPU's performance counters are busy (another profiler or DCGM holds them): cuptiRangeProfilerEnable "
+        "returned CUPTI_ERROR_HARDWARE_BUSY");
+  CHECK(cupti_refusal("cuptiActivityEnable(MEMCPY)", CUPTI_ERROR_UNKNOWN) ==
+        "CUPTI refused: cuptiActivityEnable(MEMCPY) returned CUPTI_ERROR_UNKNOWN");
+}
+
+TEST_CASE("activity tracing starts, or says why not and leaves nothing hooked", "[cupti]") {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.activities = false;  // started by hand below
+  cuscope_test::Session fixture(o);
+  auto& s = cuscope::detail::session();
+  const std::string status = cuscope::detail::start_activity_tracing(s);
+  INFO("status: " << status);
+  if (status == "on") {  // a machine with a driver
+    CHECK(s.tracing.load());
+    CHECK(cuscope::detail::g_push_correlation.load() != nullptr);
+    cuscope::detail::stop_activity_tracing(false);
+  } else {  // no driver: CUPTI refuses at its first call
+    CHECK(status.rfind("CUPTI refused: cuptiActivity", 0) == 0);
+    CHECK(status.find(" returned CUPTI_ERROR_") != std::string::npos);
+  }
+  CHECK_FALSE(s.tracing.load());
+  CHECK(cuscope::detail::g_push_correlation.load() == nullptr);
+  CHECK(cuscope::detail::g_pop_correlation.load() == nullptr);
 }

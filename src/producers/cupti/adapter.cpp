@@ -13,6 +13,7 @@
 
 #include "producers/clock.hpp"
 #include "producers/cupti/decode.hpp"
+#include "producers/cupti/errors.hpp"
 #include "session/session.hpp"
 
 namespace cuscope::inline v0::detail {
@@ -50,23 +51,7 @@ State& state() {
   return *s;
 }
 
-std::string error_name(CUptiResult r) {
-  const char* text = nullptr;
-  if (cuptiGetResultString(r, &text) != CUPTI_SUCCESS || text == nullptr) return fmt::format("CUPTI error {}", int(r));
-  return text;
-}
-
-std::string refusal(const char* what, CUptiResult r) {
-  if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
-    return fmt::format("CUPTI is already in use by another tool (Nsight Systems, Nsight Compute or "
-                       "compute-sanitizer): {} returned {}",
-                       what, error_name(r));
-  }
-  if (r == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES) {
-    return fmt::format("CUPTI needs more privileges: {} returned {}", what, error_name(r));
-  }
-  return fmt::format("CUPTI refused tracing: {} returned {}", what, error_name(r));
-}
+std::string refusal(const char* what, CUptiResult r) { return cupti_refusal(what, static_cast<int>(r)); }
 
 std::uint64_t CUPTIAPI timestamp() { return now_ns(); }
 
