@@ -366,3 +366,45 @@ TEST_CASE("a million launches of one kernel cost one row", "[aggregator]") {
   CHECK(r->kernels[0].duration.count == 1'000'000);
   CHECK(r->self.gpu_busy_ns == 5'000'000);
 }
+
+TEST_CASE("hardware counters roll up: sums add, percentages weigh by kernel duration", "[aggregator][metrics]") {
+  Fixture f;
+  f.agg.set_counter_plan({"gpu__time_duration.sum", "dram__bytes_read.sum", "sm__throughput.avg.pct_of_peak_sustained_elapsed"},
+                         {"time", "DRAM read", "SM %"}, {"nanosecond", "byte", "percent"}, {false, false, true});
+  auto mlp = f.begin("mlp");
+  auto up = f.begin("up");
+  f.end(up);
+  auto down = f.begin("down");
+  f.end(down);
+  f.end(mlp);
+  Node* up_node = f.forest->node_for_testing(up.instance);
+  Node* down_node = f.forest->node_for_testing(down.instance);
+  f.agg.add_counters(up_node, {300, 1000, 90});
+  f.agg.add_counters(up_node, {100, 500, 10});
+  f.agg.add_counters(down_node, {600, 4000, 40});
+  const Report r = f.report();
+  const auto* u = r.find("mlp/up");
+  REQUIRE(u->metrics.size() == 3);
+  CHECK(u->profiled_kernels == 2);
+  CHECK(u->metrics[0].value == 400);
+  CHECK(u->metrics[1].value == 1500);
+  CHECK(u->metrics[2].value == Approx((300 * 90 + 100 * 10) / 400.0));  // 70%
+  CHECK(u->metrics[2].label == "SM %");
+  CHECK(u->metrics[2].unit == "percent");
+  const auto* m = r.find("mlp");
+  REQUIRE(m->metrics.size() == 3);
+  CHECK(m->profiled_kernels == 3);
+  CHECK(m->metrics[0].value == 1000);
+  CHECK(m->metrics[1].value == 5500);
+  CHECK(m->metrics[2].value == Approx((300 * 90 + 100 * 10 + 600 * 40) / 1000.0));  // 52%
+  CHECK(r.find("mlp/down")->metrics[2].value == Approx(40.0));
+}
+
+TEST_CASE("ranges without replayed kernels carry no counters", "[aggregator][metrics]") {
+  Fixture f;
+  f.agg.set_counter_plan({"gpu__time_duration.sum"}, {"time"}, {"nanosecond"}, {false});
+  f.end(f.begin("plain"));
+  const Report r = f.report();
+  CHECK(r.find("plain")->metrics.empty());
+  CHECK(r.find("plain")->profiled_kernels == 0);
+}

@@ -50,7 +50,10 @@ TEST_CASE("every variable sets its option", "[options]") {
                                     {"CUSCOPE_SORT", "GPU_BUSY"},
                                     {"CUSCOPE_ROWS", "0"},
                                     {"CUSCOPE_TOP_KERNELS", "7"},
-                                    {"CUSCOPE_MAX_DEPTH", "256"}},
+                                    {"CUSCOPE_MAX_DEPTH", "256"},
+                                    {"CUSCOPE_METRICS", "sol,memory"},
+                                    {"CUSCOPE_METRIC_RANGES", " step/mlp , /step/attention/,, "},
+                                    {"CUSCOPE_METRIC_STEPS", "3"}},
                                    errors);
   CHECK(errors.empty());
   CHECK_FALSE(o.enabled);
@@ -66,6 +69,9 @@ TEST_CASE("every variable sets its option", "[options]") {
   CHECK(o.table.max_rows == 0);
   CHECK(o.table.top_kernels == 7);
   CHECK(o.max_depth == 256);
+  CHECK(o.metrics == "sol,memory");
+  CHECK(o.metric_ranges == std::vector<std::string>{"step/mlp", "step/attention"});
+  CHECK(o.metric_steps == 3);
 }
 
 TEST_CASE("a bad value names the variable and the value and keeps the default", "[options]") {

@@ -53,6 +53,23 @@ TEST_CASE("the report says in one line why GPU timing is off", "[session]") {
   CHECK(r.find("host_only")->calls == 1);
 }
 
+TEST_CASE("hardware counters asked for without a GPU say why they are off", "[session][metrics]") {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.metrics = "sol";
+  cuscope_test::Session session(o);
+  const cuscope::Report r = cuscope::snapshot();
+  if (r.gpu_timing != "on") {
+    CHECK(r.counters_status == r.gpu_timing);  // the one reason: no GPU
+  } else {
+    CHECK(r.counters_status != std::string(cuscope::kCountersNotRequested));
+  }
+}
+
+TEST_CASE("hardware counters not asked for say so", "[session][metrics]") {
+  cuscope_test::Session session;
+  CHECK(cuscope::snapshot().counters_status == cuscope::kCountersNotRequested);
+}
+
 TEST_CASE("GPU timing and tracing switched off by option say so", "[session]") {
   cuscope::Options o = cuscope_test::quiet_options();
   o.gpu_events = false;

@@ -91,6 +91,39 @@ struct CountStats {
   double per_gpu_second = 0;   ///< total per second of its GPU time (CUDA events, else GPU busy); 0 if none
 };
 
+/// A hardware counter of a range (CUSCOPE_METRICS), over the kernels replayed inside it.
+struct MetricValue {
+  std::string name;   ///< CUPTI metric name, e.g. "dram__bytes_read.sum"
+  std::string label;  ///< short label for tables, e.g. "DRAM read"
+  std::string unit;   ///< e.g. "byte", "percent", "nanosecond"
+  double value = 0;   ///< summed (counts, bytes, durations) or duration-weighted (percentages, rates)
+};
+
+/// What limits a range, as the roofline reasoning of the profiling guides tells it.
+enum class Bound : std::uint8_t { unknown, memory, compute, latency, launch };
+[[nodiscard]] std::string_view to_string(Bound b);  ///< "memory-bound", ..., "unknown"
+
+/// A range's roofline verdict: achieved rates from its counters (0 when not measured) and the
+/// classification, with one line of reasoning ("DRAM at 87% of peak while SM at 12%: ...").
+/// Launch-bound needs no counters (busy share, kernel count and length); the others do.
+struct Verdict {
+  Bound bound = Bound::unknown;
+  double dram_bytes_per_s = 0;      ///< DRAM bytes over kernel time
+  double flop_per_s = 0;            ///< FLOPs over kernel time
+  double arithmetic_intensity = 0;  ///< FLOP per DRAM byte
+  double roofline_pct = 0;          ///< achieved FLOP/s as % of the roofline ceiling at that intensity
+  std::string reason;
+};
+
+/// The device's peaks the verdicts are measured against (theoretical, from its properties).
+struct DevicePeaks {
+  double dram_bytes_per_s = 0;
+  double fp64_flop_per_s = 0;
+  double fp32_flop_per_s = 0;
+  double fp16_flop_per_s = 0;  ///< CUDA cores, not tensor cores
+  std::string source;          ///< "device properties", or "" when unknown (no GPU)
+};
+
 /// One node of the range tree: a scope name under a given parent path.
 struct RangeStats {
   std::string name;        ///< the scope's name; "" for the root
@@ -111,6 +144,9 @@ struct RangeStats {
   ActivityStats total;                ///< self plus every descendant (inclusive roll-up)
   std::vector<KernelStats> kernels;   ///< own kernels, by total duration, longest first
   std::vector<CountStats> counts;     ///< user counters, by name
+  std::uint64_t profiled_kernels = 0; ///< kernels replayed for counters, inclusive of the subtree
+  std::vector<MetricValue> metrics;   ///< hardware counters, inclusive of the subtree, in plan order
+  Verdict verdict;                    ///< from `total` and `metrics`
 };
 
 /// Counters of everything that was off, dropped or misused. Shown in the table header when non-zero.
@@ -129,7 +165,11 @@ struct Diagnostics {
   std::uint64_t gpu_event_failures = 0;    ///< scopes whose CUDA events could not be recorded or read
   std::uint64_t overhead_records = 0;      ///< CUPTI overhead records (their time is in overhead_ns)
   std::uint64_t overhead_ns = 0;
+  std::uint64_t counter_ranges_dropped = 0; ///< replayed kernels whose counters could not be read
 };
+
+/// Report::counters_status when no hardware counters were asked for.
+inline constexpr std::string_view kCountersNotRequested = "not requested (CUSCOPE_METRICS)";
 
 /// The name of the top-level range that holds GPU work launched outside every scope.
 inline constexpr std::string_view kUnscopedName = "(unscoped)";
@@ -144,8 +184,10 @@ struct Report {
   std::string device;          ///< e.g. "NVIDIA H100 80GB HBM3 (sm_90)", or "no GPU"
   std::string gpu_timing;      ///< "on", or one line saying why CUDA-event timing is off
   std::string activity_status; ///< "on", or one line saying why CUPTI tracing is off
+  std::string counters_status{kCountersNotRequested};  ///< "on: ...", or why hardware counters are off
                                ///< (the table prints "off — <reason>")
   std::vector<std::string> notes;  ///< other things a reader must know (bad options, ...)
+  DevicePeaks peaks;
 
   std::uint64_t steps = 0;         ///< steps marked with cuscope::step()
   std::uint64_t recorded_steps = 0;///< of those, steps inside the active window

@@ -37,6 +37,13 @@ struct Options {
   std::string json_path;          ///< CUSCOPE_JSON: also write the exit report as JSON here
   TableOptions table;             ///< CUSCOPE_SORT, CUSCOPE_ROWS, CUSCOPE_TOP_KERNELS
   std::uint32_t max_depth = 64;   ///< CUSCOPE_MAX_DEPTH: deeper scopes time into their parent
+  /// CUSCOPE_METRICS: hardware counters by kernel replay, as named sets ("sol", "memory",
+  /// "compute", "occupancy") and/or CUPTI metric names, comma-separated; "" = none (replay is slow).
+  std::string metrics;
+  /// CUSCOPE_METRIC_RANGES: range paths ("step/mlp,step/attention") whose kernels are replayed for
+  /// counters, with everything inside them; empty = every range. Other ranges run at full speed.
+  std::vector<std::string> metric_ranges;
+  std::uint32_t metric_steps = 0; ///< CUSCOPE_METRIC_STEPS: counters in the first N recorded steps; 0 = all
 };
 
 /// One problem found while reading options: `variable` names the setting, `value` what was given.

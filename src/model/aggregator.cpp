@@ -168,7 +168,7 @@ Aggregator::Target Aggregator::locate(std::uint64_t correlation) {
   return {Where::Range, c->instance};
 }
 
-Aggregator::RangeActivity& Aggregator::activity(Node* node) {
+Aggregator::RangeActivity& Aggregator::activity(const Node* node) {
   if (node == nullptr) return unscoped_;
   if (node->id >= by_node_.size()) by_node_.resize(node->id + 1);
   auto& slot = by_node_[node->id];
@@ -347,6 +347,31 @@ void Aggregator::on(const MemoryActivity& m) {
   handle(m);
 }
 
+void Aggregator::set_counter_plan(std::vector<std::string> names, std::vector<std::string> labels,
+                                  std::vector<std::string> units, std::vector<bool> weighted) {
+  plan_ = CounterPlan{std::move(names), std::move(labels), std::move(units), std::move(weighted), SIZE_MAX};
+  for (std::size_t i = 0; i < plan_.names.size(); ++i) {
+    if (plan_.names[i] == "gpu__time_duration.sum") plan_.duration_index = i;
+  }
+}
+
+void Aggregator::add_counters(const Node* node, const std::vector<double>& values) {
+  if (values.size() != plan_.names.size()) return;
+  RangeActivity& a = activity(node);
+  a.metric_sum.resize(values.size(), 0.0);
+  a.metric_weight.resize(values.size(), 0.0);
+  const double weight = plan_.duration_index < values.size() ? values[plan_.duration_index] : 1.0;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (plan_.weighted[i]) {
+      a.metric_sum[i] += values[i] * weight;
+      a.metric_weight[i] += weight;
+    } else {
+      a.metric_sum[i] += values[i];
+    }
+  }
+  a.profiled_kernels += 1;
+}
+
 void Aggregator::on(const OverheadActivity& o) {
   diag_.overhead_records += 1;
   diag_.overhead_ns += duration(o.start_ns, o.end_ns);
@@ -363,6 +388,27 @@ void Aggregator::settle(unsigned max_age, bool age) {
     } else {
       pending_.push_back(std::move(p));
     }
+  }
+}
+
+void Aggregator::roll_up_metrics(std::size_t i, RangeStats& r, const std::vector<RangeStats>& ranges,
+                                 std::vector<std::vector<double>>& sum,
+                                 std::vector<std::vector<double>>& weight) const {
+  const std::size_t n = plan_.names.size();
+  for (std::size_t c : r.children) {
+    r.profiled_kernels += ranges[c].profiled_kernels;
+    if (sum[c].empty()) continue;
+    sum[i].resize(n, 0.0);
+    weight[i].resize(n, 0.0);
+    for (std::size_t m = 0; m < n; ++m) {
+      sum[i][m] += sum[c][m];
+      weight[i][m] += weight[c][m];
+    }
+  }
+  if (sum[i].empty()) return;
+  for (std::size_t m = 0; m < n; ++m) {
+    const double value = plan_.weighted[m] ? (weight[i][m] > 0 ? sum[i][m] / weight[i][m] : 0.0) : sum[i][m];
+    r.metrics.push_back(MetricValue{plan_.names[m], plan_.labels[m], plan_.units[m], value});
   }
 }
 
@@ -391,8 +437,21 @@ void Aggregator::build(Report& report) const {
     return it->second;
   };
   std::vector<absl::flat_hash_map<KernelKey, KernelAgg>> kernels(1);
+  const std::size_t n_metrics = plan_.names.size();
+  std::vector<std::vector<double>> metric_sum(1), metric_weight(1);
   auto merge_activity = [&](std::size_t idx, const RangeActivity& a) {
     RangeStats& r = report.ranges[idx];
+    if (metric_sum.size() < report.ranges.size()) {
+      metric_sum.resize(report.ranges.size());
+      metric_weight.resize(report.ranges.size());
+    }
+    r.profiled_kernels += a.profiled_kernels;
+    for (std::size_t i = 0; i < a.metric_sum.size() && i < n_metrics; ++i) {
+      metric_sum[idx].resize(n_metrics, 0.0);
+      metric_weight[idx].resize(n_metrics, 0.0);
+      metric_sum[idx][i] += a.metric_sum[i];
+      metric_weight[idx][i] += a.metric_weight[i];
+    }
     add_activity(r.self, a.self);
     r.self.gpu_busy_ns += a.self_busy.measure();
     r.self.gpu_span_ns += a.self.gpu_span_ns;
@@ -460,6 +519,8 @@ void Aggregator::build(Report& report) const {
                                          [](const CopyStats& c) { return c.count > 0; });
   if (unscoped_used) merge_activity(range_for(0, NameTable::kUnscopedId), unscoped_);
   kernels.resize(report.ranges.size());
+  metric_sum.resize(report.ranges.size());
+  metric_weight.resize(report.ranges.size());
 
   // Post-order (children have larger indices than parents): inclusive roll-ups.
   for (std::size_t i = report.ranges.size(); i-- > 0;) {
@@ -489,6 +550,7 @@ void Aggregator::build(Report& report) const {
       return a.grid < b.grid || (a.grid == b.grid && a.block < b.block);
     });
     if (i != 0) roll_up_counts(r, report.ranges);
+    if (i != 0) roll_up_metrics(i, r, report.ranges, metric_sum, metric_weight);
   }
   // The root's own totals are the sums over its children.
   RangeStats& root = report.ranges[0];
@@ -505,6 +567,7 @@ void Aggregator::build(Report& report) const {
   out.outside_window_records += d.outside_window_records;
   out.overhead_records += d.overhead_records;
   out.overhead_ns += d.overhead_ns;
+  out.counter_ranges_dropped += d.counter_ranges_dropped;
   out.adjusted_names += forest_.names.adjusted();
   out.name_table_full += forest_.names.overflowed();
 }

@@ -50,6 +50,15 @@ class Aggregator {
   void on(const MemoryActivity& m);
   void on(const OverheadActivity& o);
   void add_dropped(std::uint64_t n) { diag_.dropped_records += n; }
+  void add_dropped_counter_ranges(std::uint64_t n) { diag_.counter_ranges_dropped += n; }
+
+  /// The hardware metrics that add_counters() values follow, in order. Percentages and rates
+  /// (`weighted`) combine as means weighted by kernel duration (gpu__time_duration.sum when in the
+  /// plan, else equal weights); everything else is summed.
+  void set_counter_plan(std::vector<std::string> names, std::vector<std::string> labels,
+                        std::vector<std::string> units, std::vector<bool> weighted);
+  /// One replayed kernel's metric values, for the range `node` (the innermost when it ran).
+  void add_counters(const Node* node, const std::vector<double>& values);
   void add_unknown(std::uint64_t n) { diag_.unknown_records += n; }
   void add_zero_timestamp(std::uint64_t n) { diag_.zero_timestamp_records += n; }
 
@@ -91,6 +100,13 @@ class Aggregator {
     std::int64_t self_live = 0, total_live = 0;
     std::uint64_t total_peak = 0;
     absl::flat_hash_map<KernelKey, KernelAgg> kernels;
+    std::uint64_t profiled_kernels = 0;
+    std::vector<double> metric_sum, metric_weight;  // per plan metric
+  };
+  struct CounterPlan {
+    std::vector<std::string> names, labels, units;
+    std::vector<bool> weighted;
+    std::size_t duration_index = SIZE_MAX;
   };
   struct Instance {
     Node* node = nullptr;
@@ -125,7 +141,7 @@ class Aggregator {
 
   Target locate(std::uint64_t correlation);
   Instance* instance(std::uint64_t id);
-  RangeActivity& activity(Node* node);  // nullptr: unscoped
+  RangeActivity& activity(const Node* node);  // nullptr: unscoped
   std::uint32_t kernel_name(const char* name);
   bool in_window(std::uint64_t t) const;
 
@@ -136,6 +152,8 @@ class Aggregator {
   void spread_interval(const Target& t, std::uint64_t start, std::uint64_t end, bool kernel);
   template <class R>
   void handle(const R& r);
+  void roll_up_metrics(std::size_t i, RangeStats& r, const std::vector<RangeStats>& ranges,
+                       std::vector<std::vector<double>>& sum, std::vector<std::vector<double>>& weight) const;
 
   const Forest& forest_;
   Diagnostics diag_;
@@ -152,6 +170,7 @@ class Aggregator {
   std::vector<std::pair<std::uint64_t, std::uint64_t>> windows_;  // recording intervals
   bool windowed_ = false;
   bool recording_ = true;
+  CounterPlan plan_;
 };
 
 /// Demangles a C++ symbol ("_Z6kernelPf" -> "kernel(float*)"); returns it unchanged otherwise.

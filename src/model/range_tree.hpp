@@ -188,6 +188,13 @@ class Forest {
   /// Resolves an external correlation id to its node and its parent instance id (0 if none).
   bool resolve_instance(std::uint64_t instance, Node** node, std::uint64_t* parent_instance) const;
 
+  /// The node of a live instance id (tests only; producers use resolve_instance).
+  Node* node_for_testing(std::uint64_t instance) const {
+    Node* node = nullptr;
+    std::uint64_t parent = 0;
+    return resolve_instance(instance, &node, &parent) ? node : nullptr;
+  }
+
   /// Makes a node with a fresh id (owner threads call it on first visits).
   Node* make_node(std::uint32_t name_id, Node* parent, std::uint32_t depth);
   NodeCount* make_count(std::uint32_t name_id);

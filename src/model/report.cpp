@@ -57,6 +57,22 @@ std::string_view to_string(CopyKind k) {
   return "other";
 }
 
+std::string_view to_string(Bound b) {
+  switch (b) {
+    case Bound::memory:
+      return "memory-bound";
+    case Bound::compute:
+      return "compute-bound";
+    case Bound::latency:
+      return "latency-bound";
+    case Bound::launch:
+      return "launch-bound";
+    case Bound::unknown:
+      return "unknown";
+  }
+  return "unknown";
+}
+
 std::string_view to_string(SortKey k) {
   switch (k) {
     case SortKey::host_total:

@@ -9,6 +9,7 @@
 
 #include "model/range_tree.hpp"
 #include "producers/clock.hpp"
+#include "producers/cupti/range_profiler.hpp"
 #include "producers/nvtx_domain.hpp"
 #include "session/session.hpp"
 
@@ -79,6 +80,7 @@ ThreadState* enter_id(std::uint32_t id, cudaStream_t stream, std::uint32_t& toke
     const bool overflow = b.depth == model::ThreadTree::kOverflowDepth;
     tok = kRecorded | (overflow ? kOverflow : b.depth);
     if (flags & kCorrelation) tok |= push_correlation(b.instance);
+    if ((flags & kCounters) && !overflow) counters_on_enter(ts->tree->innermost());
     if ((flags & kGpuEvents) && !overflow && ts->gpu && ts->gpu->begin(b.depth, stream)) tok |= kTimedGpu;
   } else if (flags & kCorrelation) {
     tok |= push_correlation(model::kOutsideWindow);
@@ -128,6 +130,10 @@ void exit(ThreadState* ts, std::uint32_t token) noexcept {
       } else {
         ts->gpu->abandon(depth);
       }
+    }
+    if ((g_flags.load(std::memory_order_relaxed) & kCounters) && depth != kOverflow &&
+        ts->tree->open_depth() == depth) {
+      counters_on_exit(ts->tree->innermost(), depth > 1 ? ts->tree->open_node(depth - 1) : nullptr);
     }
     ts->tree->end(depth == kOverflow ? model::ThreadTree::kOverflowDepth : depth, now);
   }

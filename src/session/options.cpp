@@ -76,6 +76,26 @@ struct Reader {
     if (raw != nullptr) field = raw;
   }
 
+  // Comma-separated, entries trimmed, empty entries dropped; leading/trailing '/' of paths ignored.
+  void list(const char* name, std::vector<std::string>& field) const {
+    const char* raw = get(name);
+    if (raw == nullptr) return;
+    field.clear();
+    std::string_view rest(raw);
+    while (!rest.empty()) {
+      const std::size_t comma = rest.find(',');
+      std::string_view item = rest.substr(0, comma);
+      rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+      while (!item.empty() && (std::isspace(static_cast<unsigned char>(item.front())) || item.front() == '/')) {
+        item.remove_prefix(1);
+      }
+      while (!item.empty() && (std::isspace(static_cast<unsigned char>(item.back())) || item.back() == '/')) {
+        item.remove_suffix(1);
+      }
+      if (!item.empty()) field.emplace_back(item);
+    }
+  }
+
   void sort_key(const char* name, SortKey& field) const {
     const char* raw = get(name);
     if (raw == nullptr) return;
@@ -97,7 +117,8 @@ struct Reader {
 constexpr const char* kKnown[] = {"CUSCOPE_ENABLE", "CUSCOPE_GPU_EVENTS", "CUSCOPE_ACTIVITIES", "CUSCOPE_WAIT",
                                   "CUSCOPE_WARMUP", "CUSCOPE_ACTIVE",     "CUSCOPE_PRINT",      "CUSCOPE_OUTPUT",
                                   "CUSCOPE_JSON",   "CUSCOPE_SORT",       "CUSCOPE_ROWS",       "CUSCOPE_TOP_KERNELS",
-                                  "CUSCOPE_MAX_DEPTH"};
+                                  "CUSCOPE_MAX_DEPTH", "CUSCOPE_METRICS", "CUSCOPE_METRIC_RANGES",
+                                  "CUSCOPE_METRIC_STEPS"};
 
 }  // namespace
 
@@ -116,6 +137,9 @@ Options options_from(EnvLookup lookup, Options base, std::vector<OptionError>* e
   r.number("CUSCOPE_ROWS", base.table.max_rows, 0, 1'000'000);
   r.number("CUSCOPE_TOP_KERNELS", base.table.top_kernels, 0, 1000);
   r.number("CUSCOPE_MAX_DEPTH", base.max_depth, 1, 256);
+  r.path("CUSCOPE_METRICS", base.metrics);
+  r.list("CUSCOPE_METRIC_RANGES", base.metric_ranges);
+  r.number("CUSCOPE_METRIC_STEPS", base.metric_steps, 0, 1'000'000'000);
   return base;
 }
 

@@ -19,6 +19,8 @@
 #include "producers/clock.hpp"
 #include "producers/cuda_probe.hpp"
 #include "producers/cupti/adapter.hpp"
+#include "producers/cupti/range_profiler.hpp"
+#include "session/hardware.hpp"
 #include "producers/nvtx_domain.hpp"
 #include "session/log.hpp"
 
@@ -54,6 +56,10 @@ std::uint32_t flags_for(const Session& s, Phase p) {
   if (p == Phase::Record) {
     f |= kRecording;
     if (s.gpu_timing == "on") f |= kGpuEvents;
+    const std::uint64_t recorded = s.recorded_steps.load(std::memory_order_relaxed);
+    if (s.counters_status.rfind("on", 0) == 0 && (s.options.metric_steps == 0 || recorded < s.options.metric_steps)) {
+      f |= kCounters;
+    }
   }
   if (tracing && (p == Phase::Record || p == Phase::Warmup)) f |= kCorrelation;
   return f;
@@ -149,6 +155,7 @@ void reset_for_testing() noexcept {
   stop_collector(old);
   g_state.store(kNotStarted, std::memory_order_release);
   g_flags.store(0, std::memory_order_relaxed);
+  disable_range_profiler();
   stop_activity_tracing(/*finalize=*/false);  // the next session starts tracing again
   static auto* retired = new std::vector<Session*>;  // kept reachable: threads may still point into them
   retired->push_back(g_session);
@@ -240,6 +247,8 @@ bool start(const Options& options) {
     } else {
       s.activity_status = start_activity_tracing(s);
     }
+    if (!options.metrics.empty()) s.counters_status = probe.available ? start_counters(s) : probe.reason;
+    if (probe.available) s.peaks = device_peaks();
 
     g_flags.store(flags_for(s, phase_of(options, 0)), std::memory_order_relaxed);
     if (phase_of(options, 0) != Phase::Record) {
@@ -266,8 +275,8 @@ void step() {
   const Phase was = phase_of(o, finished);
   const Phase next = phase_of(o, finished + 1);
   if (was == Phase::Record) s.recorded_steps.fetch_add(1, std::memory_order_relaxed);
+  g_flags.store(flags_for(s, next), std::memory_order_relaxed);  // also ends the counters' steps
   if (was == next) return;
-  g_flags.store(flags_for(s, next), std::memory_order_relaxed);
   if ((was == Phase::Record) != (next == Phase::Record)) {
     std::lock_guard agg(s.aggregator_mutex);
     s.aggregator.set_recording(next == Phase::Record, now_ns());
@@ -309,6 +318,8 @@ Report snapshot() {
       r.device = s.device;
       r.gpu_timing = s.gpu_timing;
       r.activity_status = s.activity_status;
+      r.counters_status = s.counters_status;
+      apply_verdicts(r, s.peaks, s.counter_metrics);
       r.wall_ns = s.started ? now_ns() - s.start_ns : 0;
     }
     {
@@ -346,6 +357,7 @@ void shutdown() {
     stop_collector(s);
     // GPU work may still be running: wait for its events a bounded time, never forever.
     for (int i = 0; i < 1000 && !resolve_gpu_events(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    disable_range_profiler();  // collects an open counter window first
     flush();
     stop_activity_tracing();  // flushes what is left, then finalizes CUPTI before CUDA's teardown
     {

@@ -19,6 +19,8 @@
 
 #include "model/aggregator.hpp"
 #include "model/range_tree.hpp"
+#include "model/roofline.hpp"
+#include "producers/cupti/metrics_host.hpp"
 #include "producers/gpu_events.hpp"
 
 namespace cuscope::inline v0::detail {
@@ -28,6 +30,7 @@ enum Flags : std::uint32_t {
   kRecording = 1u << 0,    ///< inside the active window: scopes build the range tree
   kGpuEvents = 1u << 1,    ///< record CUDA events around recorded scopes
   kCorrelation = 1u << 2,  ///< push external correlation ids for CUPTI
+  kCounters = 1u << 3,     ///< hardware counters may be collected: scope boundaries call the profiler
 };
 extern std::atomic<std::uint32_t> g_flags;
 
@@ -68,6 +71,9 @@ class Session {
   std::string device = "no GPU";
   std::string gpu_timing = "session not started";  // "on", or why not
   std::string activity_status = "session not started";
+  std::string counters_status{kCountersNotRequested};
+  std::vector<Metric> counter_metrics;  // the plan the range profiler follows, when it runs
+  model::DevicePeaks peaks;
   std::vector<std::string> notes;  // guarded by lifecycle_mutex
   std::uint64_t start_ns = 0;
 

@@ -232,6 +232,18 @@ void write_range(JsonWriter& w, const RangeStats& r, std::size_t id) {
   w.begin_array();
   for (const KernelStats& k : r.kernels) write_kernel(w, k);
   w.end_array();
+  w.field("profiled_kernels", r.profiled_kernels);
+  w.key("metrics");
+  w.begin_array();
+  for (const MetricValue& m : r.metrics) {
+    w.begin_object();
+    w.field("name", m.name);
+    w.field("label", m.label);
+    w.field("unit", m.unit);
+    w.field("value", m.value);
+    w.end_object();
+  }
+  w.end_array();
   w.key("counts");
   w.begin_array();
   for (const CountStats& c : r.counts) {
@@ -262,6 +274,7 @@ void write_diagnostics(JsonWriter& w, const Diagnostics& d) {
   w.field("name_table_full", d.name_table_full);
   w.field("gpu_event_failures", d.gpu_event_failures);
   w.field("overhead_records", d.overhead_records);
+  w.field("counter_ranges_dropped", d.counter_ranges_dropped);
   w.field("overhead_ns", d.overhead_ns);
   w.end_object();
 }
@@ -276,6 +289,7 @@ std::string format_json(const Report& report) {
   w.field("device", report.device);
   w.field("gpu_timing", report.gpu_timing);
   w.field("activity_status", report.activity_status);
+  w.field("counters_status", report.counters_status);
   w.key("notes");
   w.begin_array();
   for (const std::string& note : report.notes) w.put(note);

@@ -86,7 +86,7 @@ struct Counter {
   std::string_view many;
 };
 
-constexpr std::array<Counter, 13> kCounters{{
+constexpr std::array<Counter, 14> kCounters{{
     {&Diagnostics::dropped_records, "dropped record", "dropped records"},
     {&Diagnostics::zero_timestamp_records, "record with a zero timestamp", "records with a zero timestamp"},
     {&Diagnostics::unresolved_records, "record not matched to a scope", "records not matched to a scope"},
@@ -100,6 +100,7 @@ constexpr std::array<Counter, 13> kCounters{{
     {&Diagnostics::name_table_full, "entry past a full name table", "entries past a full name table"},
     {&Diagnostics::gpu_event_failures, "CUDA event failure", "CUDA event failures"},
     {&Diagnostics::overhead_records, "CUPTI overhead record", "CUPTI overhead records"},
+    {&Diagnostics::counter_ranges_dropped, "replayed kernel without counters", "replayed kernels without counters"},
 }};
 
 std::string diagnostics_line(const Diagnostics& d) {
@@ -129,6 +130,11 @@ std::string header(const Report& report) {
   } else {
     out += status_line("GPU timing", report.gpu_timing);
     out += status_line("GPU activity", report.activity_status);
+  }
+  if (report.counters_status.rfind("on", 0) == 0) {
+    out += fmt::format("hardware counters: {}\n", report.counters_status);
+  } else if (report.counters_status != kCountersNotRequested && report.gpu_timing == "on") {
+    out += status_line("hardware counters", report.counters_status);
   }
   // A reason is printed once: notes repeating a status reason or an earlier note are left out.
   std::vector<std::string_view> said;
@@ -307,6 +313,26 @@ std::string kernel_lines(const RangeStats& range, std::size_t level, std::size_t
   return out;
 }
 
+// One line with the range's hardware counters (inclusive), when any kernel in it was replayed.
+std::string metric_line(const RangeStats& range, std::size_t level) {
+  if (range.metrics.empty()) return {};
+  std::string out = fmt::format("{}@ {} kernels replayed:", indent(level + 1), range.profiled_kernels);
+  for (const MetricValue& m : range.metrics) {
+    std::string value;
+    if (m.unit == "percent") {
+      value = format_percent(m.value / 100.0);
+    } else if (m.unit == "byte") {
+      value = format_bytes(static_cast<std::uint64_t>(m.value));
+    } else if (m.unit == "nanosecond") {
+      value = format_duration(static_cast<std::uint64_t>(m.value));
+    } else {
+      value = views::format_quantity(m.value);
+    }
+    out += fmt::format("  {} {}", m.label, value);
+  }
+  return out + "\n";
+}
+
 // One line per user counter: its total and its rates per second of host and GPU time.
 std::string count_lines(const RangeStats& range, std::size_t level) {
   std::string out;
@@ -345,6 +371,7 @@ std::string format_table(const Report& report, const TableOptions& options) {
   for (std::size_t r = 0; r < listed; ++r) {
     out += render_row(table[r], widths);
     out += kernel_lines(*rows[r].range, rows[r].level, options.top_kernels);
+    out += metric_line(*rows[r].range, rows[r].level);
     out += count_lines(*rows[r].range, rows[r].level);
   }
   const std::size_t more = rows.size() - listed;

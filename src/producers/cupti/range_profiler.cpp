@@ -1,0 +1,290 @@
+// producers/cupti/range_profiler.cpp — see range_profiler.hpp. Every call here runs on a scope's
+// thread inside a chosen range, or at session start and end; never on the common hot path.
+#include "producers/cupti/range_profiler.hpp"
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <cuda_runtime_api.h>
+#include <cupti_profiler_host.h>
+#include <cupti_profiler_target.h>
+#include <cupti_range_profiler.h>
+#include <cupti_target.h>
+#include <fmt/format.h>
+
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+#include "producers/cupti/errors.hpp"
+#include "session/session.hpp"
+
+namespace cuscope::inline v0::detail {
+namespace {
+
+constexpr std::size_t kMaxRanges = 512;
+
+// A CUPTI parameter struct, zeroed, with its size set (CUPTI checks it for compatibility).
+template <class P>
+P params(std::size_t size) {
+  P p{};
+  p.structSize = size;
+  return p;
+}  // kernels between two scope boundaries; more are dropped, counted
+
+struct State {
+  std::mutex mutex;  // guards everything below
+  Session* session = nullptr;
+  CounterPlan plan;
+  std::vector<const char*> metric_names;
+  CUpti_RangeProfiler_Object* profiler = nullptr;
+  CUpti_Profiler_Host_Object* host = nullptr;
+  std::vector<std::uint8_t> counter_data;
+  bool window_open = false;
+  std::thread::id owner;
+  const model::Node* window_root = nullptr;
+  const model::Node* target = nullptr;
+  std::vector<std::vector<std::uint32_t>> chosen;  // name-id paths; empty = every range
+};
+
+State& state() {
+  static State* s = new State();  // leaked with the session
+  return *s;
+}
+
+std::atomic<bool> g_enabled{false};
+
+bool path_matches(const model::Node* node, const std::vector<std::uint32_t>& path) {
+  std::size_t i = path.size();
+  for (; node != nullptr && node->id != 0 && i > 0; node = node->parent) {
+    if (node->name_id != path[--i]) return false;
+  }
+  return i == 0 && (node == nullptr || node->id == 0);
+}
+
+bool chosen(const State& s, const model::Node* node) {
+  if (s.chosen.empty()) return true;
+  for (const auto& path : s.chosen) {
+    if (path_matches(node, path)) return true;
+  }
+  return false;
+}
+
+bool start(State& s) {
+  auto p = params<CUpti_RangeProfiler_Start_Params>(CUpti_RangeProfiler_Start_Params_STRUCT_SIZE);
+  p.pRangeProfilerObject = s.profiler;
+  return cuptiRangeProfilerStart(&p) == CUPTI_SUCCESS;
+}
+
+// Stops the profiler, evaluates every kernel profiled since the last start, adds them to `into`,
+// and resets the counter data for the next collection.
+void collect(State& s, const model::Node* into) {
+  auto stop = params<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
+  stop.pRangeProfilerObject = s.profiler;
+  if (cuptiRangeProfilerStop(&stop) != CUPTI_SUCCESS) return;
+  auto decode = params<CUpti_RangeProfiler_DecodeData_Params>(CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE);
+  decode.pRangeProfilerObject = s.profiler;
+  if (cuptiRangeProfilerDecodeData(&decode) != CUPTI_SUCCESS) return;
+  auto info = params<CUpti_RangeProfiler_GetCounterDataInfo_Params>(CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE);
+  info.pCounterDataImage = s.counter_data.data();
+  info.counterDataImageSize = s.counter_data.size();
+  if (cuptiRangeProfilerGetCounterDataInfo(&info) != CUPTI_SUCCESS) info.numTotalRanges = 0;
+
+  std::vector<double> values(s.metric_names.size());
+  std::vector<std::vector<double>> kernels;
+  for (std::size_t range = 0; range < info.numTotalRanges; ++range) {
+    auto eval = params<CUpti_Profiler_Host_EvaluateToGpuValues_Params>(CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE);
+    eval.pHostObject = s.host;
+    eval.pCounterDataImage = s.counter_data.data();
+    eval.counterDataImageSize = s.counter_data.size();
+    eval.rangeIndex = range;
+    eval.ppMetricNames = s.metric_names.data();
+    eval.numMetrics = s.metric_names.size();
+    eval.pMetricValues = values.data();
+    if (cuptiProfilerHostEvaluateToGpuValues(&eval) == CUPTI_SUCCESS) kernels.push_back(values);
+  }
+  {
+    std::lock_guard agg(s.session->aggregator_mutex);
+    for (const auto& k : kernels) s.session->aggregator.add_counters(into, k);
+    s.session->aggregator.add_dropped_counter_ranges(decode.numOfRangeDropped +
+                                                     (info.numTotalRanges - kernels.size()));
+  }
+  auto reset = params<CUpti_RangeProfiler_CounterDataImage_Initialize_Params>(CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE);
+  reset.pRangeProfilerObject = s.profiler;
+  reset.counterDataSize = s.counter_data.size();
+  reset.pCounterData = s.counter_data.data();
+  cuptiRangeProfilerCounterDataImageInitialize(&reset);
+}
+
+void release(State& s) {
+  if (s.profiler != nullptr) {
+    auto d = params<CUpti_RangeProfiler_Disable_Params>(CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE);
+    d.pRangeProfilerObject = s.profiler;
+    cuptiRangeProfilerDisable(&d);
+    s.profiler = nullptr;
+  }
+  if (s.host != nullptr) {
+    auto d = params<CUpti_Profiler_Host_Deinitialize_Params>(CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE);
+    d.pHostObject = s.host;
+    cuptiProfilerHostDeinitialize(&d);
+    s.host = nullptr;
+  }
+}
+
+std::string fail(State& s, const char* call, CUptiResult r) {
+  release(s);
+  return cupti_refusal(call, static_cast<int>(r));
+}
+
+CUcontext current_context() {
+  cudaFree(nullptr);  // makes the primary context current, allocating nothing
+  void* entry = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &entry, 4000, cudaEnableDefault, &found) != cudaSuccess ||
+      found != cudaDriverEntryPointSuccess) {
+    cudaGetLastError();
+    return nullptr;
+  }
+  CUcontext ctx = nullptr;
+  if (reinterpret_cast<PFN_cuCtxGetCurrent_v4000>(entry)(&ctx) != CUDA_SUCCESS) return nullptr;
+  return ctx;
+}
+
+}  // namespace
+
+std::string device_chip_name(int device) noexcept {
+  auto p = params<CUpti_Device_GetChipName_Params>(CUpti_Device_GetChipName_Params_STRUCT_SIZE);
+  p.deviceIndex = static_cast<std::size_t>(device);
+  if (cuptiDeviceGetChipName(&p) != CUPTI_SUCCESS || p.pChipName == nullptr) return {};
+  return p.pChipName;
+}
+
+std::string enable_range_profiler(Session& session, CounterPlan plan) noexcept {
+  try {
+    State& s = state();
+    std::lock_guard lock(s.mutex);
+    s.session = &session;
+    s.plan = std::move(plan);
+    s.metric_names.clear();
+    for (const std::string& m : s.plan.metrics) s.metric_names.push_back(m.c_str());
+    s.chosen.clear();
+    for (const std::string& path : session.options.metric_ranges) {
+      std::vector<std::uint32_t> ids;
+      std::size_t begin = 0;
+      while (begin <= path.size()) {
+        const std::size_t end = std::min(path.find('/', begin), path.size());
+        ids.push_back(session.forest.names.intern(std::string_view(path).substr(begin, end - begin)));
+        begin = end + 1;
+      }
+      s.chosen.push_back(std::move(ids));
+    }
+
+    auto init = params<CUpti_Profiler_Initialize_Params>(CUpti_Profiler_Initialize_Params_STRUCT_SIZE);
+    if (CUptiResult r = cuptiProfilerInitialize(&init); r != CUPTI_SUCCESS) return fail(s, "cuptiProfilerInitialize", r);
+    CUcontext ctx = current_context();
+    if (ctx == nullptr) return "no current CUDA context to profile";
+    auto enable = params<CUpti_RangeProfiler_Enable_Params>(CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE);
+    enable.ctx = ctx;
+    if (CUptiResult r = cuptiRangeProfilerEnable(&enable); r != CUPTI_SUCCESS) {
+      return fail(s, "cuptiRangeProfilerEnable", r);
+    }
+    s.profiler = enable.pRangeProfilerObject;
+
+    auto host = params<CUpti_Profiler_Host_Initialize_Params>(CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE);
+    host.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
+    host.pChipName = s.plan.chip.c_str();
+    if (CUptiResult r = cuptiProfilerHostInitialize(&host); r != CUPTI_SUCCESS) {
+      return fail(s, "cuptiProfilerHostInitialize", r);
+    }
+    s.host = host.pHostObject;
+
+    auto size = params<CUpti_RangeProfiler_GetCounterDataSize_Params>(CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE);
+    size.pRangeProfilerObject = s.profiler;
+    size.pMetricNames = s.metric_names.data();
+    size.numMetrics = s.metric_names.size();
+    size.maxNumOfRanges = kMaxRanges;
+    size.maxNumRangeTreeNodes = kMaxRanges;
+    if (CUptiResult r = cuptiRangeProfilerGetCounterDataSize(&size); r != CUPTI_SUCCESS) {
+      return fail(s, "cuptiRangeProfilerGetCounterDataSize", r);
+    }
+    s.counter_data.assign(size.counterDataSize, 0);
+    auto data = params<CUpti_RangeProfiler_CounterDataImage_Initialize_Params>(CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE);
+    data.pRangeProfilerObject = s.profiler;
+    data.counterDataSize = s.counter_data.size();
+    data.pCounterData = s.counter_data.data();
+    if (CUptiResult r = cuptiRangeProfilerCounterDataImageInitialize(&data); r != CUPTI_SUCCESS) {
+      return fail(s, "cuptiRangeProfilerCounterDataImageInitialize", r);
+    }
+
+    auto config = params<CUpti_RangeProfiler_SetConfig_Params>(CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE);
+    config.pRangeProfilerObject = s.profiler;
+    config.configSize = s.plan.config_image.size();
+    config.pConfig = s.plan.config_image.data();
+    config.counterDataImageSize = s.counter_data.size();
+    config.pCounterDataImage = s.counter_data.data();
+    config.range = CUPTI_AutoRange;
+    config.replayMode = CUPTI_KernelReplay;
+    config.maxRangesPerPass = kMaxRanges;
+    config.numNestingLevels = 1;
+    config.minNestingLevel = 1;
+    config.passIndex = 0;
+    config.targetNestingLevel = 1;
+    if (CUptiResult r = cuptiRangeProfilerSetConfig(&config); r != CUPTI_SUCCESS) {
+      return fail(s, "cuptiRangeProfilerSetConfig", r);
+    }
+    {
+      std::lock_guard agg(session.aggregator_mutex);
+      session.aggregator.set_counter_plan(s.plan.metrics, s.plan.labels, s.plan.units, s.plan.duration_weighted);
+    }
+    g_enabled.store(true, std::memory_order_release);
+    return "on";
+  } catch (const std::exception& e) {
+    return fmt::format("counters could not start: {}", e.what());
+  }
+}
+
+void disable_range_profiler() noexcept {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  if (!g_enabled.exchange(false)) return;
+  if (s.window_open) {
+    collect(s, s.target);
+    s.window_open = false;
+  }
+  release(s);
+  auto deinit = params<CUpti_Profiler_DeInitialize_Params>(CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE);
+  cuptiProfilerDeInitialize(&deinit);
+}
+
+void counters_on_enter(const model::Node* entered) noexcept {
+  if (!g_enabled.load(std::memory_order_acquire) || entered == nullptr) return;
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  if (s.window_open) {
+    if (s.owner != std::this_thread::get_id()) return;
+    collect(s, s.target);  // what ran so far belongs to the scope that was innermost
+    s.target = entered;
+    start(s);
+    return;
+  }
+  if (!chosen(s, entered) || !start(s)) return;
+  s.window_open = true;
+  s.owner = std::this_thread::get_id();
+  s.window_root = entered;
+  s.target = entered;
+}
+
+void counters_on_exit(const model::Node* left, const model::Node* innermost) noexcept {
+  if (!g_enabled.load(std::memory_order_acquire)) return;
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  if (!s.window_open || s.owner != std::this_thread::get_id()) return;
+  collect(s, s.target);
+  if (left == s.window_root && innermost != left) {
+    s.window_open = false;
+    return;
+  }
+  s.target = innermost;
+  start(s);
+}
+
+}  // namespace cuscope::inline v0::detail
