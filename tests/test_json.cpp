@@ -291,3 +291,25 @@ TEST_CASE("copy kinds and sort keys have stable names", "[report]") {
 TEST_CASE("version is built from the version macros", "[report]") {
   REQUIRE(std::string(cuscope::version()) == "0.1.0");
 }
+
+TEST_CASE("json carries verdicts, counters, peaks and the counters' status", "[json][metrics]") {
+  Report r = make_report();
+  r.counters_status = "on: sol on GH100";
+  r.peaks = {3.35e12, 6.7e13, 6.7e13, 6.7e13, "device properties"};
+  r.ranges[1].verdict = {cuscope::Bound::compute, 1e11, 5e13, 500.0, 74.5, "SM at 80%: compute-bound"};
+  r.ranges[1].profiled_kernels = 4;
+  r.ranges[1].metrics = {{"dram__bytes_read.sum", "DRAM read", "byte", 1048576.0}};
+  const json j = parsed(r);
+  CHECK(j.at("counters_status") == "on: sol on GH100");
+  CHECK(j.at("peaks").at("dram_bytes_per_s") == 3.35e12);
+  CHECK(j.at("peaks").at("source") == "device properties");
+  const json& step = j.at("ranges")[1];
+  CHECK(step.at("verdict").at("bound") == "compute-bound");
+  CHECK(step.at("verdict").at("arithmetic_intensity") == 500.0);
+  CHECK(step.at("verdict").at("roofline_pct") == 74.5);
+  CHECK(step.at("verdict").at("reason") == "SM at 80%: compute-bound");
+  CHECK(step.at("profiled_kernels") == 4);
+  CHECK(step.at("metrics")[0].at("name") == "dram__bytes_read.sum");
+  CHECK(step.at("metrics")[0].at("value") == 1048576.0);
+  CHECK(j.at("ranges")[2].at("verdict").at("bound") == "unknown");
+}

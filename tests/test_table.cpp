@@ -199,16 +199,16 @@ note: CUSCOPE_TOP_KERNELS=abc ignored: not a number
 lost or off: 3 dropped records, 2 scopes still open, 1 unbalanced end
 total: host 1.20 s in top-level ranges — kernel time 882 ms — GPU busy 852 ms
 
-range          calls  host total  host mean  host self  GPU total  kernels  kernel time  GPU busy    memcpy
-step              10      1.20 s     120 ms     100 ms          -       60       880 ms     77.3%  3.00 MiB
-  forward         10      700 ms    70.0 ms     200 ms          -       40       580 ms     79.7%         -
+range          calls  host total  host mean  host self  GPU total  kernels  kernel time  GPU busy    memcpy  bound
+step              10      1.20 s     120 ms     100 ms          -       60       880 ms     77.3%  3.00 MiB      -
+  forward         10      700 ms    70.0 ms     200 ms          -       40       580 ms     79.7%         -      -
     · gemm_kernel<float>                                            calls 20  total  150 ms  mean 7.50 ms  grid 128x1x1 block 256x1x1
     · void softmax_kernel<float, 1024, true>(float const*, float*…  calls 10  total 30.0 ms  mean 3.00 ms  grid 4096x1x1 block 1024x1x1
-    attention     10      500 ms    50.0 ms     500 ms          -       10       400 ms     80.0%         -
+    attention     10      500 ms    50.0 ms     500 ms          -       10       400 ms     80.0%         -      -
       · flash_attention_kernel  calls 10  total 400 ms  mean 40.0 ms  grid 512x1x1 block 128x1x1
-  mlp             20      400 ms    20.0 ms     400 ms          -       20       300 ms     83.3%         -
+  mlp             20      400 ms    20.0 ms     400 ms          -       20       300 ms     83.3%         -      -
     · gemm_kernel<float>  calls 20  total 300 ms  mean 15.0 ms  grid 256x1x1 block 256x1x1
-(unscoped)         0           -          -          -          -        5      2.40 ms     75.0%         -
+(unscoped)         0           -          -          -          -        5      2.40 ms     75.0%         -      -
   · init_kernel  calls 5  total 2.40 ms  mean 480 µs  grid 64x1x1 block 128x1x1
 )golden";
   const std::string text = format_table(make_report());
@@ -367,10 +367,10 @@ TEST_CASE("table shows the CUDA-event time when it was measured and a dash when 
   const std::vector<std::string> lines = lines_of(format_table(r));
   REQUIRE(
       lines[lines.size() - 2] ==
-      "alpha      1     10.0 ms    10.0 ms    10.0 ms    4.56 ms        0            -         -       -");
+      "alpha      1     10.0 ms    10.0 ms    10.0 ms    4.56 ms        0            -         -       -      -");
   REQUIRE(
       lines.back() ==
-      "beta       1     10.0 ms    10.0 ms    10.0 ms          -        0            -         -       -");
+      "beta       1     10.0 ms    10.0 ms    10.0 ms          -        0            -         -       -      -");
 }
 
 TEST_CASE("header lists exactly the non-zero diagnostics", "[table]") {
@@ -484,4 +484,33 @@ TEST_CASE("widths and truncation count UTF-8 code points", "[table]") {
   REQUIRE(truncate("µµµµ", 4) == "µµµµ");
   REQUIRE(truncate("µµµµ", 3) == "µµ…");
   REQUIRE(truncate("abcdef", 1) == "…");
+}
+
+TEST_CASE("table shows a range's verdict, its reason and its hardware counters", "[table][metrics]") {
+  Report r = two_siblings();
+  r.counters_status = "on: sol on GH100 (8 replay passes per kernel) in step/mlp, during every recorded step";
+  r.gpu_timing = "on";
+  RangeStats& alpha = r.ranges[1];
+  alpha.verdict.bound = cuscope::Bound::memory;
+  alpha.verdict.reason = "DRAM at 87% of peak while SM at 12%: memory-bound";
+  alpha.profiled_kernels = 3;
+  alpha.metrics = {{"dram__bytes_read.sum", "DRAM read", "byte", 3.0 * 1024 * 1024},
+                   {"sm__throughput.avg.pct_of_peak_sustained_elapsed", "SM %", "percent", 12.0},
+                   {"gpu__time_duration.sum", "time", "nanosecond", 4'560'000}};
+  const std::string text = format_table(r);
+  const std::vector<std::string> lines = lines_of(text);
+  CHECK(header_line(text, "hardware counters:") ==
+        "hardware counters: on: sol on GH100 (8 replay passes per kernel) in step/mlp, during every recorded step");
+  CHECK(text.find("  @ 3 kernels replayed:  DRAM read 3.00 MiB  SM % 12.0%  time 4.56 ms\n") != std::string::npos);
+  CHECK(text.find("  ! DRAM at 87% of peak while SM at 12%: memory-bound\n") != std::string::npos);
+  CHECK(text.find("memory\n") != std::string::npos);  // the bound column of alpha's row
+}
+
+TEST_CASE("table says why hardware counters are off only when they were asked for", "[table][metrics]") {
+  Report r = two_siblings();
+  r.gpu_timing = "on";
+  CHECK(header_line(format_table(r), "hardware counters:").empty());
+  r.counters_status = "no permission for GPU performance counters (ERR_NVGPUCTRPERM)";
+  CHECK(header_line(format_table(r), "hardware counters:") ==
+        "hardware counters: off — no permission for GPU performance counters (ERR_NVGPUCTRPERM)");
 }

@@ -42,11 +42,11 @@ constexpr std::string_view kUnscoped = kUnscopedName;
 constexpr std::size_t kRangeNameWidth = 40;
 constexpr std::size_t kKernelNameWidth = 60;
 
-constexpr std::size_t kColumns = 10;
+constexpr std::size_t kColumns = 11;
 using Cells = std::array<std::string, kColumns>;
 constexpr std::array<std::string_view, kColumns> kTitles{
     "range",     "calls",   "host total",  "host mean", "host self",
-    "GPU total", "kernels", "kernel time", "GPU busy",  "memcpy"};
+    "GPU total", "kernels", "kernel time", "GPU busy",  "memcpy",   "bound"};
 
 std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b) {
   return b > std::numeric_limits<std::uint64_t>::max() - a ? std::numeric_limits<std::uint64_t>::max()
@@ -251,6 +251,22 @@ class RowCollector {
 
 std::string indent(std::size_t level) { return std::string(2 * level, ' '); }
 
+std::string_view short_bound(Bound b) {
+  switch (b) {
+    case Bound::memory:
+      return "memory";
+    case Bound::compute:
+      return "compute";
+    case Bound::latency:
+      return "latency";
+    case Bound::launch:
+      return "launch";
+    case Bound::unknown:
+      break;
+  }
+  return "-";
+}
+
 // `traced`: GPU activity was collected, so a count of 0 kernels is a measurement, not a blank.
 Cells cells(const Shown& row, bool traced) {
   const RangeStats& r = *row.range;
@@ -267,6 +283,7 @@ Cells cells(const Shown& row, bool traced) {
       a.kernel_calls != 0 ? format_duration(a.kernel_ns) : "-",
       a.gpu_span_ns != 0 ? format_percent(a.busy_share()) : "-",
       copy_count(a) != 0 ? format_bytes(copied_bytes(a)) : "-",
+      r.verdict.bound == Bound::unknown ? "-" : std::string(short_bound(r.verdict.bound)),
   };
 }
 
@@ -311,6 +328,12 @@ std::string kernel_lines(const RangeStats& range, std::size_t level, std::size_t
   const std::size_t more = kernels.size() - shown;
   if (more != 0) out += fmt::format("{}… {} more kernel{}\n", prefix, more, more == 1 ? "" : "s");
   return out;
+}
+
+// The verdict's reasoning, under a range that has one.
+std::string verdict_line(const RangeStats& range, std::size_t level) {
+  if (range.verdict.bound == Bound::unknown || range.verdict.reason.empty()) return {};
+  return fmt::format("{}! {}\n", indent(level + 1), range.verdict.reason);
 }
 
 // One line with the range's hardware counters (inclusive), when any kernel in it was replayed.
@@ -372,6 +395,7 @@ std::string format_table(const Report& report, const TableOptions& options) {
     out += render_row(table[r], widths);
     out += kernel_lines(*rows[r].range, rows[r].level, options.top_kernels);
     out += metric_line(*rows[r].range, rows[r].level);
+    out += verdict_line(*rows[r].range, rows[r].level);
     out += count_lines(*rows[r].range, rows[r].level);
   }
   const std::size_t more = rows.size() - listed;

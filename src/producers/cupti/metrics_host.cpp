@@ -3,6 +3,7 @@
 
 #include <cupti_profiler_host.h>
 #include <cupti_result.h>
+#include <dlfcn.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -97,6 +98,13 @@ std::string_view trim(std::string_view s) {
 void add_unique(std::vector<Metric>& to, Metric m) {
   const bool seen = std::ranges::any_of(to, [&](const Metric& x) { return x.name == m.name; });
   if (!seen) to.push_back(std::move(m));
+}
+
+// CUPTI's profiler host dlopens libnvperf_host.so with RTLD_DEEPBIND, and AddressSanitizer's
+// runtime aborts the process on such a dlopen: with ASan in the process, the host half refuses.
+bool under_address_sanitizer() {
+  static const bool asan = dlsym(RTLD_DEFAULT, "__asan_init") != nullptr;
+  return asan;
 }
 
 std::string result_name(CUptiResult r) {
@@ -205,6 +213,7 @@ MetricSelection parse_metric_selection(std::string_view spec) {
 }
 
 std::vector<std::string> supported_chips() {
+  if (under_address_sanitizer()) return {};
   CUpti_Profiler_Host_GetSupportedChips_Params p{};
   p.structSize = CUpti_Profiler_Host_GetSupportedChips_Params_STRUCT_SIZE;
   if (cuptiProfilerHostGetSupportedChips(&p) != CUPTI_SUCCESS) return {};
@@ -219,6 +228,10 @@ std::string_view chip_for_compute_capability(int major, int minor) {
 
 MetricSelection validate_metrics(std::string_view chip_name, std::span<const Metric> metrics) {
   MetricSelection out;
+  if (under_address_sanitizer()) {
+    out.errors.emplace_back(kAsanRefusal);
+    return out;
+  }
   const std::string chip(chip_name);
   const auto chips = supported_chips();
   if (!is_supported(chip, chips)) {

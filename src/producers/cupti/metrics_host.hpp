@@ -63,7 +63,12 @@ struct MetricSelection {
 /// items skipped. A name that is neither a set nor a metric name is an error; the rest is kept.
 [[nodiscard]] MetricSelection parse_metric_selection(std::string_view spec);
 
-/// The chip names this CUPTI's profiler host knows ("GV100", ..., "GH100", ...).
+/// Why the host half does nothing in a process with AddressSanitizer (the one error it then gives).
+inline constexpr std::string_view kAsanRefusal =
+    "hardware counters are off under AddressSanitizer: CUPTI's profiler host loads libnvperf_host.so "
+    "with RTLD_DEEPBIND, which ASan aborts on";
+
+/// The chip names this CUPTI's profiler host knows ("GV100", ..., "GH100", ...); none under ASan.
 [[nodiscard]] std::vector<std::string> supported_chips();
 
 /// A chip of a compute capability, for tests and as a fallback when the device cannot be asked
@@ -73,7 +78,8 @@ struct MetricSelection {
 
 /// Keeps the metrics `chip` can collect (their `unit` filled in from CUPTI), and explains each one
 /// it cannot: "metric 'dram__bogus.sum' is not available on GH100; collecting the others". An
-/// unknown chip is one error listing the supported ones, and no metric is kept.
+/// unknown chip is one error listing the supported ones, and no metric is kept; so is a process
+/// with AddressSanitizer (kAsanRefusal).
 [[nodiscard]] MetricSelection validate_metrics(std::string_view chip, std::span<const Metric> metrics);
 
 /// A config image for the range profiler, with what it holds.
