@@ -100,11 +100,14 @@ void add_unique(std::vector<Metric>& to, Metric m) {
   if (!seen) to.push_back(std::move(m));
 }
 
-// CUPTI's profiler host dlopens libnvperf_host.so with RTLD_DEEPBIND, and AddressSanitizer's
-// runtime aborts the process on such a dlopen: with ASan in the process, the host half refuses.
-bool under_address_sanitizer() {
-  static const bool asan = dlsym(RTLD_DEFAULT, "__asan_init") != nullptr;
-  return asan;
+// CUPTI's profiler host dlopens libnvperf_host.so with RTLD_DEEPBIND, and the runtimes of
+// AddressSanitizer, ThreadSanitizer and MemorySanitizer abort the process on such a dlopen: with
+// one of them in the process, the host half refuses instead.
+bool under_sanitizer() {
+  static const bool sanitized = dlsym(RTLD_DEFAULT, "__asan_init") != nullptr ||
+                                dlsym(RTLD_DEFAULT, "__tsan_init") != nullptr ||
+                                dlsym(RTLD_DEFAULT, "__msan_init") != nullptr;
+  return sanitized;
 }
 
 std::string result_name(CUptiResult r) {
@@ -213,7 +216,7 @@ MetricSelection parse_metric_selection(std::string_view spec) {
 }
 
 std::vector<std::string> supported_chips() {
-  if (under_address_sanitizer()) return {};
+  if (under_sanitizer()) return {};
   CUpti_Profiler_Host_GetSupportedChips_Params p{};
   p.structSize = CUpti_Profiler_Host_GetSupportedChips_Params_STRUCT_SIZE;
   if (cuptiProfilerHostGetSupportedChips(&p) != CUPTI_SUCCESS) return {};
@@ -228,8 +231,8 @@ std::string_view chip_for_compute_capability(int major, int minor) {
 
 MetricSelection validate_metrics(std::string_view chip_name, std::span<const Metric> metrics) {
   MetricSelection out;
-  if (under_address_sanitizer()) {
-    out.errors.emplace_back(kAsanRefusal);
+  if (under_sanitizer()) {
+    out.errors.emplace_back(kSanitizerRefusal);
     return out;
   }
   const std::string chip(chip_name);

@@ -10,7 +10,7 @@
 // metric is dropped with a line naming it and the chip, the others are still collected.
 //
 // Example:
-//   auto sel = detail::parse_metric_selection(getenv("CUSCOPE_METRICS"));
+//   auto sel = detail::parse_metric_selection(options.metrics);  // e.g. "sol,dram__bytes_read.sum"
 //   auto config = detail::build_config_image("GH100", sel.metrics);
 //   for (const auto& e : config.errors) log(e);
 //   // config.image goes to cuptiRangeProfilerSetConfig, replayed config.passes times per kernel.
@@ -63,12 +63,12 @@ struct MetricSelection {
 /// items skipped. A name that is neither a set nor a metric name is an error; the rest is kept.
 [[nodiscard]] MetricSelection parse_metric_selection(std::string_view spec);
 
-/// Why the host half does nothing in a process with AddressSanitizer (the one error it then gives).
-inline constexpr std::string_view kAsanRefusal =
-    "hardware counters are off under AddressSanitizer: CUPTI's profiler host loads libnvperf_host.so "
-    "with RTLD_DEEPBIND, which ASan aborts on";
+/// Why the host half does nothing in a process with ASan, TSan or MSan (the one error it gives).
+inline constexpr std::string_view kSanitizerRefusal =
+    "hardware counters are off under a sanitizer: CUPTI's profiler host loads libnvperf_host.so with "
+    "RTLD_DEEPBIND, which the sanitizer runtimes abort on";
 
-/// The chip names this CUPTI's profiler host knows ("GV100", ..., "GH100", ...); none under ASan.
+/// The chip names this CUPTI's profiler host knows ("GV100", ..., "GH100", ...); none under a sanitizer.
 [[nodiscard]] std::vector<std::string> supported_chips();
 
 /// A chip of a compute capability, for tests and as a fallback when the device cannot be asked
@@ -79,7 +79,7 @@ inline constexpr std::string_view kAsanRefusal =
 /// Keeps the metrics `chip` can collect (their `unit` filled in from CUPTI), and explains each one
 /// it cannot: "metric 'dram__bogus.sum' is not available on GH100; collecting the others". An
 /// unknown chip is one error listing the supported ones, and no metric is kept; so is a process
-/// with AddressSanitizer (kAsanRefusal).
+/// with ASan, TSan or MSan (kSanitizerRefusal).
 [[nodiscard]] MetricSelection validate_metrics(std::string_view chip, std::span<const Metric> metrics);
 
 /// A config image for the range profiler, with what it holds.
