@@ -259,6 +259,7 @@ void run_step(const Layer& layer) {
   const Buffers& b = layer.b;
   cudaStream_t s = layer.stream;
   CUSCOPE_SCOPE("step", s);
+  CUSCOPE_COUNT("tokens", kTokens);  // the table shows tokens per second of host and GPU time
   {
     CUSCOPE_SCOPE("norm_1", s);
     rms_norm(layer, b.x, b.norm_1_w, b.h);
