@@ -102,11 +102,12 @@ section() {
   rm -f "$out"
 }
 
-# run_if_built NAME EXECUTABLE: a section for EXECUTABLE, or a note in the log when it was not built.
+# run_if_built NAME EXECUTABLE [ARGS...]: a section for EXECUTABLE, or a note in the log when it was
+# not built.
 run_if_built() {
   local name=$1 exe=$2
   if [[ -x $exe ]]; then
-    section "$name" "$exe"
+    section "$name" "$exe" "${@:3}"
   else
     echo "=== $name (skipped: $exe not built) ===" | tee -a "$log"
   fi
@@ -128,7 +129,13 @@ check() {
   run_if_built "gpu tests" "$BUILD_DIR/tests/gpu/cuscope_gpu_tests"
   section ctest ctest --test-dir "$BUILD_DIR" --output-on-failure
   section demo "$BUILD_DIR/cuda/cuscope_demo"
-  run_if_built "gpu bench" "$BUILD_DIR/bench/cuscope_gpu_bench"
+  # Benchmarks (bench/README.md): their tables go to the log, their JSON next to it.
+  local commit results="${OUT:-$BUILD_DIR}"
+  commit=$(git rev-parse HEAD 2>/dev/null) || commit="unknown"
+  run_if_built "gpu bench" "$BUILD_DIR/bench/cuscope_gpu_bench" --json="$results/gpu-bench.json" \
+    --git-commit="$commit"
+  run_if_built "cpu bench" "$BUILD_DIR/bench/cuscope_bench" --json="$results/cpu-bench.json" \
+    --git-commit="$commit"
 
   echo "log: $log"
   return "$failed"

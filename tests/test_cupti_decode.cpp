@@ -153,7 +153,8 @@ TEST_CASE("copies, sets, syncs and device allocations are decoded per direction 
       .memory(77, true, 0xB000, 256, 6, CUPTI_ACTIVITY_MEMORY_KIND_PINNED);  // host memory: not counted
   const auto counts = f.consume();
   CHECK(counts.unknown == 0);
-  const auto& s = f.report().find("io")->self;
+  const Report r = f.report();
+  const auto& s = r.find("io")->self;
   CHECK(s.memcpy[static_cast<std::size_t>(CopyKind::HtoD)].bytes == 1000);
   CHECK(s.memcpy[static_cast<std::size_t>(CopyKind::HtoD)].total_ns == 10);
   CHECK(s.memcpy[static_cast<std::size_t>(CopyKind::DtoH)].bytes == 300);

@@ -315,29 +315,18 @@ void Aggregator::on(const KernelActivity& k) {
                 k.registers_per_thread, k.static_shared_bytes, k.dynamic_shared_bytes, k.device});
 }
 
-void Aggregator::on(const MemcpyActivity& m) {
-  if (m.start_ns == 0 || m.end_ns == 0) {
+template <class R>
+void Aggregator::handle_timed(const R& r) {
+  if (r.start_ns == 0 || r.end_ns == 0) {
     diag_.zero_timestamp_records += 1;
     return;
   }
-  handle(m);
+  handle(r);
 }
 
-void Aggregator::on(const MemsetActivity& m) {
-  if (m.start_ns == 0 || m.end_ns == 0) {
-    diag_.zero_timestamp_records += 1;
-    return;
-  }
-  handle(m);
-}
-
-void Aggregator::on(const SyncActivity& s) {
-  if (s.start_ns == 0 || s.end_ns == 0) {
-    diag_.zero_timestamp_records += 1;
-    return;
-  }
-  handle(s);
-}
+void Aggregator::on(const MemcpyActivity& m) { handle_timed(m); }
+void Aggregator::on(const MemsetActivity& m) { handle_timed(m); }
+void Aggregator::on(const SyncActivity& s) { handle_timed(s); }
 
 void Aggregator::on(const MemoryActivity& m) {
   if (m.timestamp_ns == 0) {

@@ -152,6 +152,8 @@ class Aggregator {
   void spread_interval(const Target& t, std::uint64_t start, std::uint64_t end, bool kernel);
   template <class R>
   void handle(const R& r);
+  template <class R>
+  void handle_timed(const R& r);  // drops and counts records with a zero timestamp
   void roll_up_metrics(std::size_t i, RangeStats& r, const std::vector<RangeStats>& ranges,
                        std::vector<std::vector<double>>& sum, std::vector<std::vector<double>>& weight) const;
 

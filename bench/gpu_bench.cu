@@ -1,0 +1,385 @@
+// bench/gpu_bench.cu — cuscope's GPU benchmarks (bench/README.md): the host cost of a kernel launch
+// bare, inside scopes, under cuscope's CUPTI tracing and under a minimal CUPTI client (the floor of
+// CUPTI tracing); a scope with CUDA events against two bare cudaEventRecord calls; and the demo's
+// transformer step with and without cuscope. Exits 77 without a CUDA device.
+//
+// Every configuration runs in this one process, in rounds (each round runs every configuration
+// once), so the ratios come from the same run. Between configurations the cuscope session is
+// replaced (reset_for_testing, then start with the configuration's options). Launch loops are
+// timed in batches; between batches, untimed, the stream is drained and CUDA events are resolved,
+// so neither the launch queue nor cuscope's event pool fills up and only the host cost is timed.
+#include <cuda_runtime.h>
+#include <cupti.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <cuscope/cuscope.hpp>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "session/session.hpp"
+#include "summary.hpp"
+#include "transformer_step.hpp"
+
+namespace {
+
+void check(cudaError_t status, const char* call, int line) {
+  if (status == cudaSuccess) return;
+  std::fprintf(stderr, "gpu_bench.cu:%d: %s failed: %s\n", line, call, cudaGetErrorString(status));
+  std::exit(EXIT_FAILURE);
+}
+#define BENCH_CUDA(call) check((call), #call, __LINE__)
+
+__global__ void empty_kernel() {}
+
+constexpr int kBatch = 1000;
+
+std::uint64_t now_ns() {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::steady_clock::now().time_since_epoch())
+                                        .count());
+}
+
+/// Replaces the cuscope session by a fresh one with these options (the exit table stays off).
+void restart_session(bool enabled, bool gpu_events, bool activities, std::uint32_t warmup_steps = 0) {
+  cuscope::detail::reset_for_testing();
+  cuscope::Options o;
+  o.enabled = enabled;
+  o.gpu_events = gpu_events;
+  o.activities = activities;
+  o.print_at_exit = false;
+  o.warmup_steps = warmup_steps;
+  cuscope::start(o);
+}
+
+/// The floor of CUPTI tracing: CONCURRENT_KERNEL records only, buffers handed back unread.
+class MinimalCupti {
+ public:
+  static constexpr std::size_t kBufferBytes = 8u << 20;
+
+  static void start() {
+    check_cupti(cuptiActivityRegisterCallbacks(&requested, &completed), "cuptiActivityRegisterCallbacks");
+    check_cupti(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityEnable");
+  }
+  static void stop() {
+    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    check_cupti(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityDisable");
+    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  }
+
+ private:
+  static void check_cupti(CUptiResult r, const char* call) {
+    if (r == CUPTI_SUCCESS) return;
+    const char* text = nullptr;
+    cuptiGetResultString(r, &text);
+    std::fprintf(stderr, "minimal CUPTI client: %s failed: %s\n", call, text != nullptr ? text : "?");
+    std::exit(EXIT_FAILURE);
+  }
+  static void CUPTIAPI requested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records) {
+    std::lock_guard lock(mutex_);
+    if (free_.empty()) {
+      *buffer = static_cast<std::uint8_t*>(std::aligned_alloc(8, kBufferBytes));
+    } else {
+      *buffer = free_.back();
+      free_.pop_back();
+    }
+    *size = *buffer != nullptr ? kBufferBytes : 0;
+    *max_records = 0;
+  }
+  static void CUPTIAPI completed(CUcontext, std::uint32_t, std::uint8_t* buffer, std::size_t, std::size_t) {
+    if (buffer == nullptr) return;
+    std::lock_guard lock(mutex_);
+    free_.push_back(buffer);
+  }
+
+  static inline std::mutex mutex_;
+  static inline std::vector<std::uint8_t*> free_;
+};
+
+enum class Wrap { None, ScopePerLaunch, ScopePerBatch };
+
+/// Host nanoseconds per launch of `launches` empty kernels (one untimed batch first).
+double launch_ns(cudaStream_t s, int launches, Wrap wrap) {
+  std::uint64_t timed = 0;
+  for (int done = -kBatch; done < launches; done += kBatch) {
+    const std::uint64_t start = now_ns();
+    if (wrap == Wrap::None) {
+      for (int i = 0; i < kBatch; ++i) empty_kernel<<<1, 1, 0, s>>>();
+    } else if (wrap == Wrap::ScopePerLaunch) {
+      for (int i = 0; i < kBatch; ++i) {
+        CUSCOPE_SCOPE("launch", s);
+        empty_kernel<<<1, 1, 0, s>>>();
+      }
+    } else {
+      CUSCOPE_SCOPE("launch_batch", s);
+      for (int i = 0; i < kBatch; ++i) empty_kernel<<<1, 1, 0, s>>>();
+    }
+    if (done >= 0) timed += now_ns() - start;
+    BENCH_CUDA(cudaGetLastError());
+    BENCH_CUDA(cudaStreamSynchronize(s));
+    cuscope::detail::resolve_gpu_events();
+  }
+  return static_cast<double>(timed) / launches;
+}
+
+/// Host nanoseconds per pair of bare cudaEventRecord calls, or per empty scope with CUDA events.
+double event_ns(cudaStream_t s, int pairs, bool scope) {
+  cudaEvent_t a = nullptr, b = nullptr;
+  BENCH_CUDA(cudaEventCreate(&a));
+  BENCH_CUDA(cudaEventCreate(&b));
+  std::uint64_t timed = 0;
+  for (int done = -kBatch; done < pairs; done += kBatch) {
+    const std::uint64_t start = now_ns();
+    if (scope) {
+      for (int i = 0; i < kBatch; ++i) {
+        CUSCOPE_SCOPE("event_scope", s);
+      }
+    } else {
+      for (int i = 0; i < kBatch; ++i) {
+        BENCH_CUDA(cudaEventRecord(a, s));
+        BENCH_CUDA(cudaEventRecord(b, s));
+      }
+    }
+    if (done >= 0) timed += now_ns() - start;
+    BENCH_CUDA(cudaStreamSynchronize(s));
+    cuscope::detail::resolve_gpu_events();
+  }
+  BENCH_CUDA(cudaEventDestroy(a));
+  BENCH_CUDA(cudaEventDestroy(b));
+  return static_cast<double>(timed) / pairs;
+}
+
+/// Step times (ns) of `steps` transformer steps after `warmup` untimed ones.
+std::vector<double> step_ns(int warmup, int steps) {
+  std::vector<double> times;
+  for (int i = 0; i < warmup + steps; ++i) {
+    const double t = static_cast<double>(cuscope_bench::transformer_step_ns());
+    if (i >= warmup) times.push_back(t);
+  }
+  return times;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+double coefficient_of_variation(const std::vector<double>& v) {
+  if (v.size() < 2) return NAN;
+  double mean = 0;
+  for (double x : v) mean += x;
+  mean /= static_cast<double>(v.size());
+  double var = 0;
+  for (double x : v) var += (x - mean) * (x - mean);
+  var /= static_cast<double>(v.size() - 1);
+  return mean != 0 ? std::sqrt(var) / mean : NAN;
+}
+
+struct Args {
+  int launches = 100'000;
+  int rounds = 3;
+  int steps = 50;
+  std::string json;
+  std::string commit;
+};
+
+bool parse_args(int argc, char** argv, Args& a) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&](const char* name) -> const char* {
+      const std::string prefix = std::string("--") + name + "=";
+      return arg.rfind(prefix, 0) == 0 ? argv[i] + prefix.size() : nullptr;
+    };
+    if (const char* v = value("launches")) {
+      a.launches = std::max(kBatch, std::atoi(v) / kBatch * kBatch);
+    } else if (const char* v = value("rounds")) {
+      a.rounds = std::max(1, std::atoi(v));
+    } else if (const char* v = value("steps")) {
+      a.steps = std::max(1, std::atoi(v));
+    } else if (const char* v = value("json")) {
+      a.json = v;
+    } else if (const char* v = value("git-commit")) {
+      a.commit = v;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+/// One launch-loop configuration: how the session is set up, and how launches are wrapped.
+struct LaunchConfig {
+  const char* key;
+  const char* label;
+  Wrap wrap;
+  bool enabled, gpu_events, activities, minimal_cupti;
+};
+
+constexpr LaunchConfig kLaunchConfigs[] = {
+    {"launch.bare", "launch: bare", Wrap::None, false, false, false, false},
+    {"launch.scopes_host", "launch: in a scope, host timing only", Wrap::ScopePerLaunch, true, false, false,
+     false},
+    {"launch.scopes_events", "launch: in a scope, + CUDA events", Wrap::ScopePerLaunch, true, true, false,
+     false},
+    {"launch.minimal_cupti", "launch: minimal CUPTI client (floor)", Wrap::None, false, false, false, true},
+    {"launch.full_tracing", "launch: in a scope, full tracing", Wrap::ScopePerLaunch, true, true, true,
+     false},
+    {"launch.tracing_no_events", "launch: in a scope, tracing, no events", Wrap::ScopePerLaunch, true, false,
+     true, false},
+    {"launch.tracing_one_scope", "launch: 1000 per scope, full tracing", Wrap::ScopePerBatch, true, true,
+     true, false},
+};
+constexpr int kLaunchConfigCount = sizeof kLaunchConfigs / sizeof kLaunchConfigs[0];
+/// Indices into kLaunchConfigs, for the ratios.
+enum : int {
+  kBare,
+  kScopesHost,
+  kScopesEvents,
+  kMinimalCupti,
+  kFullTracing,
+  kTracingNoEvents,
+  kTracingOneScope
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args args;
+  if (!parse_args(argc, argv, args)) {
+    std::fprintf(stderr,
+                 "usage: %s [--launches=N] [--rounds=R] [--steps=S] [--json=PATH] [--git-commit=SHA]\n"
+                 "  runs cuscope's GPU benchmarks (bench/README.md); exits 77 without a CUDA device\n",
+                 argv[0]);
+    return 2;
+  }
+  int devices = 0;
+  const cudaError_t probe = cudaGetDeviceCount(&devices);
+  if (probe != cudaSuccess || devices == 0) {
+    std::printf("cuscope_gpu_bench: skipped, no CUDA device (cudaGetDeviceCount: %s)\n",
+                probe != cudaSuccess ? cudaGetErrorString(probe) : "0 devices");
+    return 77;
+  }
+  cudaDeviceProp prop{};
+  BENCH_CUDA(cudaGetDeviceProperties(&prop, 0));
+  int driver = 0, runtime = 0;
+  BENCH_CUDA(cudaDriverGetVersion(&driver));
+  BENCH_CUDA(cudaRuntimeGetVersion(&runtime));
+  cudaStream_t stream = nullptr;
+  BENCH_CUDA(cudaStreamCreate(&stream));
+  // CUPTI's one-time attach, and cuscope's timestamp callback, before anything is timed: every
+  // minimal-client run then traces under the same CUPTI state.
+  restart_session(true, true, true);
+  launch_ns(stream, kBatch, Wrap::ScopePerLaunch);
+  restart_session(false, false, false);
+  cuscope_bench::transformer_setup();
+  std::fprintf(stderr,
+               "cuscope_gpu_bench: %d rounds of %d launches per configuration, %d transformer steps...\n",
+               args.rounds, args.launches, args.steps);
+
+  std::vector<double> launch[kLaunchConfigCount];
+  std::vector<double> event_pair, event_scope, step_without, step_with;
+  cuscope::Report traced;
+  for (int round = 0; round < args.rounds; ++round) {
+    for (int c = 0; c < kLaunchConfigCount; ++c) {
+      const LaunchConfig& cfg = kLaunchConfigs[c];
+      restart_session(cfg.enabled, cfg.gpu_events, cfg.activities);
+      if (cfg.minimal_cupti) MinimalCupti::start();
+      launch[c].push_back(launch_ns(stream, args.launches, cfg.wrap));
+      if (cfg.minimal_cupti) MinimalCupti::stop();
+      cuscope::flush();
+      if (c == kFullTracing) traced = cuscope::snapshot();
+    }
+    restart_session(false, false, false);
+    event_pair.push_back(event_ns(stream, args.launches, false));
+    restart_session(true, true, false);
+    event_scope.push_back(event_ns(stream, args.launches, true));
+
+    restart_session(false, false, false, 3);
+    const std::vector<double> without = step_ns(3, args.steps);
+    step_without.insert(step_without.end(), without.begin(), without.end());
+    restart_session(true, true, true, 3);
+    const std::vector<double> with = step_ns(3, args.steps);
+    step_with.insert(step_with.end(), with.begin(), with.end());
+  }
+  cuscope::flush();
+  const cuscope::Report demo = cuscope::snapshot();
+  restart_session(false, false, false);
+  cuscope_bench::transformer_teardown();
+  BENCH_CUDA(cudaStreamDestroy(stream));
+
+  cuscope_bench::Summary s;
+  s.title = "cuscope GPU benchmarks (bench/README.md)";
+  const std::string compiler = std::string("nvcc ") + CUSCOPE_BENCH_COMPILER;
+  cuscope_bench::add_machine_context(s, args.commit, compiler.c_str(), CUSCOPE_BENCH_BUILD_TYPE);
+  s.add_context("gpu", std::string(prop.name) + " (sm_" + std::to_string(prop.major) +
+                           std::to_string(prop.minor) + ")");
+  s.add_context("cuda", "driver " + std::to_string(driver) + ", runtime " + std::to_string(runtime));
+  s.add_context("runs", std::to_string(args.rounds) + " rounds; " + std::to_string(args.launches) +
+                            " launches or event pairs and " + std::to_string(args.steps) +
+                            " transformer steps per configuration and round");
+
+  double per_launch[kLaunchConfigCount];
+  for (int c = 0; c < kLaunchConfigCount; ++c) {
+    per_launch[c] = median(launch[c]);
+    s.measurements.push_back({kLaunchConfigs[c].key, kLaunchConfigs[c].label, per_launch[c], "ns",
+                              coefficient_of_variation(launch[c])});
+  }
+  const double pair = median(event_pair);
+  const double scope = median(event_scope);
+  const double without = median(step_without);
+  const double with = median(step_with);
+  s.measurements.push_back({"events.bare_pair", "events: two bare cudaEventRecord", pair, "ns",
+                            coefficient_of_variation(event_pair)});
+  s.measurements.push_back({"events.scope", "events: empty scope with CUDA events", scope, "ns",
+                            coefficient_of_variation(event_scope)});
+  s.measurements.push_back({"transformer.without", "transformer step, without cuscope", without, "ns",
+                            coefficient_of_variation(step_without)});
+  s.measurements.push_back({"transformer.with", "transformer step, with cuscope", with, "ns",
+                            coefficient_of_variation(step_with)});
+  const double bare = per_launch[kBare];
+  const double minimal = per_launch[kMinimalCupti];
+  s.measurements.push_back({"ratio.scopes_host_over_bare", "ratio: in a scope, host only / bare",
+                            per_launch[kScopesHost] / bare, "x"});
+  s.measurements.push_back({"ratio.scopes_events_over_bare", "ratio: in a scope, + events / bare",
+                            per_launch[kScopesEvents] / bare, "x"});
+  s.measurements.push_back({"ratio.minimal_over_bare", "ratio: minimal CUPTI / bare", minimal / bare, "x"});
+  s.measurements.push_back({"ratio.no_events_over_minimal", "ratio: tracing, no events / minimal CUPTI",
+                            per_launch[kTracingNoEvents] / minimal, "x"});
+  s.measurements.push_back({"ratio.one_scope_over_minimal", "ratio: 1000 per scope, tracing / minimal CUPTI",
+                            per_launch[kTracingOneScope] / minimal, "x"});
+  s.measurements.push_back(
+      {"ratio.scope_over_event_pair", "ratio: scope with events / two cudaEventRecord", scope / pair, "x"});
+
+  const double full = per_launch[kFullTracing] / minimal;
+  s.targets.push_back({"launch.full_over_minimal", "full tracing / minimal CUPTI client, per launch", full,
+                       "x", "<= 1.15x", full <= 1.15});
+  s.targets.push_back({"transformer.with_over_without", "transformer step, with / without cuscope",
+                       with / without, "x", "<= 1.03x", with / without <= 1.03});
+
+  const cuscope::RangeStats* launched = traced.find("launch");
+  const cuscope::RangeStats* step = demo.find("step");
+  s.notes = {
+      "Launch and event times are host nanoseconds per launch (per pair, per scope), the mean of each",
+      "round's loop, median over the rounds; cv is over the rounds. Step times: median over every step.",
+      "Full tracing = cuscope's defaults: CUDA events and CUPTI tracing, one scope per launch.",
+      "Last full-tracing loop: activity " + traced.activity_status + "; " +
+          std::to_string(launched != nullptr ? launched->self.kernel_calls : 0) +
+          " kernels attributed to 'launch', " + std::to_string(traced.diagnostics.dropped_records) +
+          " records dropped, " + std::to_string(traced.diagnostics.gpu_event_failures) +
+          " CUDA-event failures.",
+      "Last transformer run with cuscope: activity " + demo.activity_status + ", GPU timing " +
+          demo.gpu_timing + "; " + std::to_string(step != nullptr ? step->calls : 0) + " steps recorded, " +
+          std::to_string(step != nullptr ? step->total.kernel_calls : 0) +
+          " kernels attributed under 'step'."};
+  std::fputs(cuscope_bench::format_table(s).c_str(), stdout);
+  if (!args.json.empty() && !cuscope_bench::write_file(args.json, cuscope_bench::format_json(s))) return 1;
+  return 0;
+}

@@ -1,0 +1,221 @@
+// bench/summary.hpp — the one table and the one JSON file both benchmark programs end with.
+//
+// A run is a list of measurements (what each benchmark measured, in its unit) and a list of
+// targets (a ratio or a value from the same run, the goal, PASS or MISS), under a context that
+// says where and how it ran (machine, compiler, build type, git commit, date). The table is for
+// people; the JSON (schema "cuscope.bench/1") holds the same numbers for tools. Header-only and
+// standard C++ only, so the CUDA benchmark (built by nvcc) includes it too.
+#pragma once
+
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace cuscope_bench {
+
+/// One benchmark's result. `unit` is one of "ns", "records/s", "bytes", "x".
+struct Measurement {
+  std::string key;     ///< stable id for tools, e.g. "scope.enabled"
+  std::string label;   ///< what the table shows
+  double value = NAN;  ///< NaN: not measured in this run
+  std::string unit;
+  double cv = NAN;  ///< coefficient of variation over the repetitions, when there were some
+};
+
+/// One goal and how this run did against it.
+struct Target {
+  std::string key;
+  std::string label;
+  double measured = NAN;  ///< NaN: an input was not measured in this run
+  std::string unit;
+  std::string goal;  ///< in words, e.g. "<= 2.00x"
+  bool pass = false;
+};
+
+struct Summary {
+  std::string title;
+  std::vector<std::pair<std::string, std::string>> context;  ///< printed and written in this order
+  std::vector<Measurement> measurements;
+  std::vector<Target> targets;
+  std::vector<std::string> notes;  ///< how to read the numbers
+
+  void add_context(std::string key, std::string value) {
+    context.emplace_back(std::move(key), std::move(value));
+  }
+};
+
+inline std::string printf_string(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+/// A value in its unit, three significant digits: "23.4 ns", "1.52 ms", "31.2 M/s", "12.0 KiB".
+inline std::string format_value(double v, const std::string& unit) {
+  if (std::isnan(v)) return "-";
+  auto three = [](double x, const char* suffix) {
+    const char* f = std::fabs(x) >= 100 ? "%.0f" : (std::fabs(x) >= 10 ? "%.1f" : "%.2f");
+    const std::string text = printf_string(f, x);
+    return (text == "-0.00" ? "0.00" : text) + suffix;
+  };
+  if (unit == "ns") {
+    if (std::fabs(v) < 1e3) return three(v, " ns");
+    if (std::fabs(v) < 1e6) return three(v / 1e3, " us");
+    if (std::fabs(v) < 1e9) return three(v / 1e6, " ms");
+    return three(v / 1e9, " s");
+  }
+  if (unit == "records/s") return three(v / 1e6, " M records/s");
+  if (unit == "bytes") {
+    if (std::fabs(v) < 1024) return printf_string("%.0f B", v);
+    if (std::fabs(v) < 1024.0 * 1024) return three(v / 1024, " KiB");
+    return three(v / (1024.0 * 1024), " MiB");
+  }
+  if (unit == "x") return printf_string("%.2fx", v);
+  return printf_string("%g ", v) + unit;
+}
+
+inline std::string pad(const std::string& s, std::size_t width) {
+  return s.size() >= width ? s : s + std::string(width - s.size(), ' ');
+}
+inline std::string pad_left(const std::string& s, std::size_t width) {
+  return s.size() >= width ? s : std::string(width - s.size(), ' ') + s;
+}
+
+inline std::string format_table(const Summary& s) {
+  std::ostringstream out;
+  out << s.title << "\n";
+  for (const auto& [key, value] : s.context) out << "  " << pad(key + ":", 14) << value << "\n";
+  std::size_t w = 9;
+  for (const Measurement& m : s.measurements) w = std::max(w, m.label.size());
+  for (const Target& t : s.targets) w = std::max(w, t.label.size());
+  out << "\n" << pad("benchmark", w) << "  " << pad_left("median", 20) << "  " << pad_left("cv", 6) << "\n";
+  for (const Measurement& m : s.measurements) {
+    const std::string cv = std::isnan(m.cv) ? "" : printf_string("%.1f%%", 100 * m.cv);
+    out << pad(m.label, w) << "  " << pad_left(format_value(m.value, m.unit), 20) << "  " << pad_left(cv, 6)
+        << "\n";
+  }
+  out << "\n"
+      << pad("target", w) << "  " << pad_left("measured", 20) << "  " << pad("goal", 16) << "result\n";
+  for (const Target& t : s.targets) {
+    const char* result = std::isnan(t.measured) ? "not measured" : (t.pass ? "PASS" : "MISS");
+    out << pad(t.label, w) << "  " << pad_left(format_value(t.measured, t.unit), 20) << "  "
+        << pad(t.goal, 16) << result << "\n";
+  }
+  if (!s.notes.empty()) out << "\n";
+  for (const std::string& n : s.notes) out << n << "\n";
+  return out.str();
+}
+
+inline std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+inline std::string json_number(double v) { return std::isnan(v) ? "null" : printf_string("%.6g", v); }
+
+inline std::string format_json(const Summary& s) {
+  std::ostringstream out;
+  out << "{\n  \"schema\": \"cuscope.bench/1\",\n  \"title\": " << json_string(s.title)
+      << ",\n  \"context\": {";
+  for (std::size_t i = 0; i < s.context.size(); ++i) {
+    out << (i ? "," : "") << "\n    " << json_string(s.context[i].first) << ": "
+        << json_string(s.context[i].second);
+  }
+  out << "\n  },\n  \"measurements\": [";
+  for (std::size_t i = 0; i < s.measurements.size(); ++i) {
+    const Measurement& m = s.measurements[i];
+    out << (i ? "," : "") << "\n    {\"key\": " << json_string(m.key)
+        << ", \"label\": " << json_string(m.label) << ", \"value\": " << json_number(m.value)
+        << ", \"unit\": " << json_string(m.unit) << ", \"cv\": " << json_number(m.cv) << "}";
+  }
+  out << "\n  ],\n  \"targets\": [";
+  for (std::size_t i = 0; i < s.targets.size(); ++i) {
+    const Target& t = s.targets[i];
+    const char* result = std::isnan(t.measured) ? "not measured" : (t.pass ? "PASS" : "MISS");
+    out << (i ? "," : "") << "\n    {\"key\": " << json_string(t.key)
+        << ", \"label\": " << json_string(t.label) << ", \"measured\": " << json_number(t.measured)
+        << ", \"unit\": " << json_string(t.unit) << ", \"goal\": " << json_string(t.goal)
+        << ", \"result\": " << json_string(result) << "}";
+  }
+  out << "\n  ],\n  \"notes\": [";
+  for (std::size_t i = 0; i < s.notes.size(); ++i)
+    out << (i ? "," : "") << "\n    " << json_string(s.notes[i]);
+  out << "\n  ]\n}\n";
+  return out.str();
+}
+
+/// Writes `text` to `path`; false (with a message on stderr) when it could not.
+inline bool write_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::trunc);
+  f << text;
+  f.close();
+  if (!f) std::fprintf(stderr, "could not write %s\n", path.c_str());
+  return static_cast<bool>(f);
+}
+
+/// The first "model name" line of /proc/cpuinfo.
+inline std::string cpu_model() {
+  std::ifstream f("/proc/cpuinfo");
+  for (std::string line; std::getline(f, line);) {
+    if (line.rfind("model name", 0) != 0) continue;
+    const auto colon = line.find(':');
+    if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+  }
+  return "unknown";
+}
+
+inline std::string host_name() {
+  char buf[256] = {};
+  return gethostname(buf, sizeof buf - 1) == 0 ? buf : "unknown";
+}
+
+/// "Linux 6.1.0 x86_64": the kernel the run saw.
+inline std::string os_name() {
+  utsname u{};
+  if (uname(&u) != 0) return "unknown";
+  return std::string(u.sysname) + " " + u.release + " " + u.machine;
+}
+
+inline std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return buf;
+}
+
+/// The context every run starts with; `commit` comes from the command line ("" = unknown).
+inline void add_machine_context(Summary& s, const std::string& commit, const char* compiler,
+                                const char* build_type) {
+  s.add_context("date", utc_now());
+  s.add_context("host", host_name());
+  s.add_context("os", os_name());
+  s.add_context("cpu", cpu_model() + ", " + std::to_string(sysconf(_SC_NPROCESSORS_ONLN)) + " online");
+  s.add_context("compiler", compiler);
+  s.add_context("build type", build_type);
+  s.add_context("git commit", commit.empty() ? "unknown (pass --git-commit)" : commit);
+}
+
+}  // namespace cuscope_bench
