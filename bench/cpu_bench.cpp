@@ -250,7 +250,7 @@ ActivityWorkload* workload_for(std::int64_t pairs) {
   if (inserted) {
     const auto side = static_cast<std::uint32_t>(std::lround(std::sqrt(static_cast<double>(pairs))));
     auto w = std::make_unique<ActivityWorkload>(side, side, side);
-    w->feed(Aggregator::kCorrelationGeneration * 2);
+    w->feed(Aggregator::kCorrelationSlots * 2);  // past one wrap of the correlation table
     if (w->all_attributed()) it->second = std::move(w);
   }
   return it->second.get();

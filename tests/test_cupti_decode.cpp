@@ -275,3 +275,24 @@ TEST_CASE("activity tracing starts, or says why not and leaves nothing hooked", 
   CHECK(cuscope::detail::g_push_correlation.load() == nullptr);
   CHECK(cuscope::detail::g_pop_correlation.load() == nullptr);
 }
+
+TEST_CASE("CUPTI's own iterator steps over every decoded kind by its 8-aligned size", "[cupti]") {
+  // decode_buffer walks decoded kinds by size; this pins that CUPTI packs them the same way.
+  CuptiBuffer b;
+  b.kernel(1, 10, 20, "_Z1kv").external(1, 5).api(1, 1).api(2, 1, true).memcpy(3, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 8, 1, 2);
+  b.memset(4, 8, 1, 2).memory(5, true, 0x10, 8, 1).sync(6, 1, 2).overhead(1, 2);
+  const std::size_t sizes[] = {sizeof(CUpti_ActivityKernel10), sizeof(CUpti_ActivityExternalCorrelation),
+                               sizeof(CUpti_ActivityAPI),      sizeof(CUpti_ActivityAPI),
+                               sizeof(CUpti_ActivityMemcpy6),  sizeof(CUpti_ActivityMemset4),
+                               sizeof(CUpti_ActivityMemory4),  sizeof(CUpti_ActivitySynchronization2),
+                               sizeof(CUpti_ActivityOverhead3)};
+  CUpti_Activity* record = nullptr;
+  std::size_t expected = 0;
+  for (std::size_t size : sizes) {
+    REQUIRE(cuptiActivityGetNextRecord(b.data(), b.size(), &record) == CUPTI_SUCCESS);
+    CHECK(static_cast<std::size_t>(reinterpret_cast<std::uint8_t*>(record) - b.data()) == expected);
+    expected += (size + 7) & ~std::size_t{7};
+  }
+  CHECK(cuptiActivityGetNextRecord(b.data(), b.size(), &record) == CUPTI_ERROR_MAX_LIMIT_REACHED);
+  CHECK(expected == b.size());
+}

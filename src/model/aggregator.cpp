@@ -11,22 +11,6 @@
 namespace cuscope::model {
 namespace {
 
-template <class Map, class Value>
-void insert_generational(Map (&maps)[2], std::uint64_t key, const Value& value, std::size_t limit) {
-  if (maps[0].size() >= limit) {
-    maps[1] = std::move(maps[0]);
-    maps[0].clear();
-  }
-  maps[0].insert_or_assign(key, value);
-}
-
-template <class Map>
-auto* find_generational(Map (&maps)[2], std::uint64_t key) {
-  if (auto it = maps[0].find(key); it != maps[0].end()) return &it->second;
-  if (auto it = maps[1].find(key); it != maps[1].end()) return &it->second;
-  return static_cast<typename Map::mapped_type*>(nullptr);
-}
-
 // Grows [start, end) to cover [s, e) and returns by how much its length grew.
 std::uint64_t extend_hull(std::uint64_t& start, std::uint64_t& end, std::uint64_t s, std::uint64_t e) {
   if (start == 0 && end == 0) {
@@ -115,7 +99,8 @@ std::string demangle(const char* name) {
   return result;
 }
 
-Aggregator::Aggregator(const Forest& forest) : forest_(forest) {}
+Aggregator::Aggregator(const Forest& forest)
+    : forest_(forest), correlations_(kCorrelationSlots), instances_(kInstanceSlots) {}
 Aggregator::~Aggregator() = default;
 
 void Aggregator::set_recording(bool recording, std::uint64_t now_ns) {
@@ -142,30 +127,37 @@ bool Aggregator::in_window(std::uint64_t t) const {
 }
 
 void Aggregator::on(const ApiCall& a) {
-  if (find_generational(correlations_, a.correlation) != nullptr) return;  // scoped: already known
-  insert_generational(correlations_, a.correlation, Correlation{kNoInstance, a.start_ns}, kCorrelationGeneration);
+  Correlation& slot = correlation_slot(a.correlation);
+  if (slot.correlation == a.correlation) return;  // scoped: its external correlation came first
+  slot = Correlation{a.correlation, kNoInstance, a.start_ns};
 }
 
 void Aggregator::on(const ExternalCorrelation& e) {
-  insert_generational(correlations_, e.correlation, Correlation{e.instance, 0}, kCorrelationGeneration);
-  if (e.instance > kOutsideWindow) instance(e.instance);  // resolve while its slot is fresh
+  correlation_slot(e.correlation) = Correlation{e.correlation, e.instance, 0};
+  if (e.instance > kOutsideWindow) instance(e.instance);  // resolve while its ring slot is fresh
 }
 
 Aggregator::Instance* Aggregator::instance(std::uint64_t id) {
-  if (Instance* found = find_generational(instances_, id)) return found;
+  // Fibonacci hashing spreads (thread slot, sequence) pairs over the table.
+  Instance& slot = instances_[(id * 0x9E3779B97F4A7C15ull) >> (64 - 16)];
+  static_assert(kInstanceSlots == 1u << 16);
+  if (slot.id == id) return &slot;
   Instance fresh;
+  fresh.id = id;
   if (!forest_.resolve_instance(id, &fresh.node, &fresh.parent)) return nullptr;
-  insert_generational(instances_, id, fresh, kInstanceGeneration);
-  return &instances_[0].find(id)->second;
+  fresh.activity = &activity(fresh.node);
+  slot = fresh;  // an evicted instance restarts its span hulls if it shows up again
+  return &slot;
 }
 
 Aggregator::Target Aggregator::locate(std::uint64_t correlation) {
-  const Correlation* c = find_generational(correlations_, correlation);
-  if (c == nullptr) return {Where::Unknown, 0};
-  if (c->instance == kOutsideWindow) return {Where::Outside, 0};
-  if (c->instance == kNoInstance) return {in_window(c->api_start_ns) ? Where::Unscoped : Where::Outside, 0};
-  if (instance(c->instance) == nullptr) return {Where::Unresolved, 0};
-  return {Where::Range, c->instance};
+  const Correlation& c = correlation_slot(correlation);
+  if (c.correlation != correlation) return {Where::Unknown, nullptr};
+  if (c.instance == kOutsideWindow) return {Where::Outside, nullptr};
+  if (c.instance == kNoInstance) return {in_window(c.api_start_ns) ? Where::Unscoped : Where::Outside, nullptr};
+  Instance* inst = instance(c.instance);
+  if (inst == nullptr) return {Where::Unresolved, nullptr};
+  return {Where::Range, inst};
 }
 
 Aggregator::RangeActivity& Aggregator::activity(const Node* node) {
@@ -177,7 +169,12 @@ Aggregator::RangeActivity& Aggregator::activity(const Node* node) {
 }
 
 std::uint32_t Aggregator::kernel_name(const char* name) {
-  if (auto it = kernel_name_by_ptr_.find(name); it != kernel_name_by_ptr_.end()) return it->second;
+  RecentName& recent = recent_names_[(reinterpret_cast<std::uintptr_t>(name) >> 3) % recent_names_.size()];
+  if (recent.name == name && name != nullptr) return recent.id;
+  if (auto it = kernel_name_by_ptr_.find(name); it != kernel_name_by_ptr_.end()) {
+    recent = {name, it->second};
+    return it->second;
+  }
   std::string text = demangle(name);
   auto [it, inserted] = kernel_name_by_text_.try_emplace(text, static_cast<std::uint32_t>(kernel_names_.size()));
   if (inserted) kernel_names_.push_back(std::move(text));
@@ -185,36 +182,35 @@ std::uint32_t Aggregator::kernel_name(const char* name) {
   return it->second;
 }
 
-void Aggregator::spread_interval(const Target& t, std::uint64_t start, std::uint64_t end, bool kernel) {
-  if (!kernel) return;
+void Aggregator::spread_interval(const Target& t, std::uint64_t start, std::uint64_t end) {
   if (t.where == Where::Unscoped) {
     unscoped_.self_busy.add(start, end);
     unscoped_.total_busy.add(start, end);
     return;
   }
-  bool innermost = true;
-  for (std::uint64_t id = t.instance; id != kNoInstance;) {
-    Instance* inst = instance(id);
-    if (inst == nullptr) break;  // an ancestor aged out: its span stays as it was
-    RangeActivity& a = activity(inst->node);
-    if (innermost) {
-      a.self_busy.add(start, end);
-      a.self.gpu_span_ns += extend_hull(inst->self_start, inst->self_end, start, end);
-      innermost = false;
-    }
+  Instance* inst = t.instance;
+  RangeActivity& own = *inst->activity;
+  own.self_busy.add(start, end);
+  own.self.gpu_span_ns += extend_hull(inst->self_start, inst->self_end, start, end);
+  for (;;) {
+    RangeActivity& a = *inst->activity;
     a.total_busy.add(start, end);
     a.total_span_ns += extend_hull(inst->total_start, inst->total_end, start, end);
-    id = inst->parent;
+    if (inst->parent == kNoInstance) break;
+    inst = instance(inst->parent);
+    if (inst == nullptr) break;  // an ancestor aged out: its span stays as it was
   }
 }
 
 void Aggregator::apply_kernel(const Kernel& k, const Target& t) {
-  Node* node = t.where == Where::Range ? instance(t.instance)->node : nullptr;
-  RangeActivity& a = activity(node);
+  RangeActivity& a = t.where == Where::Range ? *t.instance->activity : unscoped_;
   const std::uint64_t ns = duration(k.start_ns, k.end_ns);
   a.self.kernel_calls += 1;
   a.self.kernel_ns += ns;
-  KernelAgg& agg = a.kernels[KernelKey{k.name, k.grid, k.block, k.device}];
+  const KernelKey key{k.name, k.grid, k.block, k.device};
+  auto& recent = a.recent[(key.name * 0x9E3779B1u ^ key.grid[0] * 0x85EBCA6Bu ^ key.block[0]) % a.recent.size()];
+  if (recent.row == nullptr || !(recent.key == key)) recent = {key, &a.kernels[key]};
+  KernelAgg& agg = *recent.row;
   agg.calls += 1;
   agg.total_ns += ns;
   agg.min_ns = std::min(agg.min_ns, ns);
@@ -222,11 +218,11 @@ void Aggregator::apply_kernel(const Kernel& k, const Target& t) {
   agg.registers = k.registers;
   agg.static_shared = k.static_shared;
   agg.dynamic_shared = k.dynamic_shared;
-  spread_interval(t, k.start_ns, k.end_ns, true);
+  spread_interval(t, k.start_ns, k.end_ns);  // last: it may move the instance table
 }
 
 void Aggregator::apply_memory(const MemoryActivity& m, const Target& t) {
-  Node* node = t.where == Where::Range ? instance(t.instance)->node : nullptr;
+  Node* node = t.where == Where::Range ? t.instance->node : nullptr;
   RangeActivity& a = activity(node);
   if (m.is_alloc) {
     a.self.alloc_count += 1;
@@ -258,61 +254,69 @@ void Aggregator::apply_memory(const MemoryActivity& m, const Target& t) {
 bool Aggregator::apply(const Record& r) {
   const std::uint64_t correlation = std::visit([](const auto& x) { return x.correlation; }, r);
   const Target t = locate(correlation);
-  switch (t.where) {
-    case Where::Unknown:
-      return false;
-    case Where::Outside:
-      diag_.outside_window_records += 1;
-      return true;
-    case Where::Unresolved:
-      diag_.unresolved_records += 1;
-      return true;
-    case Where::Range:
-    case Where::Unscoped:
-      break;
-  }
-  auto range_of = [&]() -> RangeActivity& {
-    return activity(t.where == Where::Range ? instance(t.instance)->node : nullptr);
-  };
-  if (const auto* k = std::get_if<Kernel>(&r)) {
-    apply_kernel(*k, t);
-  } else if (const auto* c = std::get_if<MemcpyActivity>(&r)) {
-    CopyStats& s = range_of().self.memcpy[static_cast<std::size_t>(c->kind)];
-    s.count += 1;
-    s.bytes += c->bytes;
-    s.total_ns += duration(c->start_ns, c->end_ns);
-  } else if (const auto* m = std::get_if<MemsetActivity>(&r)) {
-    ActivityStats& s = range_of().self;
-    s.memset_count += 1;
-    s.memset_bytes += m->bytes;
-    s.memset_ns += duration(m->start_ns, m->end_ns);
-  } else if (const auto* y = std::get_if<SyncActivity>(&r)) {
-    ActivityStats& s = range_of().self;
-    s.sync_count += 1;
-    s.sync_ns += duration(y->start_ns, y->end_ns);
-  } else if (const auto* a = std::get_if<MemoryActivity>(&r)) {
-    apply_memory(*a, t);
-  }
+  if (t.where == Where::Unknown) return false;
+  apply_located(r, t);
   return true;
+}
+
+void Aggregator::apply_located(const Record& r, const Target& t) {
+  if (const auto* k = std::get_if<Kernel>(&r)) {
+    apply_at(*k, t);
+  } else if (const auto* c = std::get_if<MemcpyActivity>(&r)) {
+    apply_at(*c, t);
+  } else if (const auto* m = std::get_if<MemsetActivity>(&r)) {
+    apply_at(*m, t);
+  } else if (const auto* y = std::get_if<SyncActivity>(&r)) {
+    apply_at(*y, t);
+  } else if (const auto* a = std::get_if<MemoryActivity>(&r)) {
+    apply_at(*a, t);
+  }
+}
+
+template <class R>
+void Aggregator::apply_at(const R& r, const Target& t) {
+  if (t.where == Where::Outside) {
+    diag_.outside_window_records += 1;
+    return;
+  }
+  if (t.where == Where::Unresolved) {
+    diag_.unresolved_records += 1;
+    return;
+  }
+  if constexpr (std::is_same_v<R, Kernel>) {
+    apply_kernel(r, t);
+  } else if constexpr (std::is_same_v<R, MemoryActivity>) {
+    apply_memory(r, t);
+  } else {
+    ActivityStats& s = (t.where == Where::Range ? *t.instance->activity : unscoped_).self;
+    if constexpr (std::is_same_v<R, MemcpyActivity>) {
+      CopyStats& c = s.memcpy[static_cast<std::size_t>(r.kind)];
+      c.count += 1;
+      c.bytes += r.bytes;
+      c.total_ns += duration(r.start_ns, r.end_ns);
+    } else if constexpr (std::is_same_v<R, MemsetActivity>) {
+      s.memset_count += 1;
+      s.memset_bytes += r.bytes;
+      s.memset_ns += duration(r.start_ns, r.end_ns);
+    } else {
+      s.sync_count += 1;
+      s.sync_ns += duration(r.start_ns, r.end_ns);
+    }
+  }
 }
 
 template <class R>
 void Aggregator::handle(const R& r) {
-  if (apply(Record{r})) return;
+  const Target t = locate(r.correlation);
+  if (t.where != Where::Unknown) {
+    apply_at(r, t);  // the common case: the correlation is known, nothing is copied
+    return;
+  }
   if (pending_.size() >= kMaxPending) {
     diag_.unresolved_records += 1;
     return;
   }
   pending_.push_back(Pending{Record{r}, 0});
-}
-
-void Aggregator::on(const KernelActivity& k) {
-  if (k.start_ns == 0 || k.end_ns == 0) {
-    diag_.zero_timestamp_records += 1;
-    return;
-  }
-  handle(Kernel{k.correlation, k.start_ns, k.end_ns, kernel_name(k.name), k.grid, k.block,
-                k.registers_per_thread, k.static_shared_bytes, k.dynamic_shared_bytes, k.device});
 }
 
 template <class R>
@@ -322,6 +326,15 @@ void Aggregator::handle_timed(const R& r) {
     return;
   }
   handle(r);
+}
+
+void Aggregator::on(const KernelActivity& k) {
+  if (k.start_ns == 0 || k.end_ns == 0) {
+    diag_.zero_timestamp_records += 1;
+    return;
+  }
+  handle(Kernel{k.correlation, k.start_ns, k.end_ns, kernel_name(k.name), k.grid, k.block,
+                k.registers_per_thread, k.static_shared_bytes, k.dynamic_shared_bytes, k.device});
 }
 
 void Aggregator::on(const MemcpyActivity& m) { handle_timed(m); }

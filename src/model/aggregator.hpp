@@ -20,6 +20,7 @@
 #include <vector>
 
 #include <absl/container/flat_hash_map.h>
+#include <absl/container/node_hash_map.h>
 
 #include <cuscope/report.hpp>
 
@@ -32,8 +33,10 @@ namespace cuscope::model {
 class Aggregator {
  public:
   static constexpr std::size_t kMaxPending = 1u << 16;
-  static constexpr std::size_t kCorrelationGeneration = 1u << 18;
-  static constexpr std::size_t kInstanceGeneration = 1u << 16;
+  /// Correlations remembered: CUPTI's ids are dense and increasing, so a direct-mapped table of the
+  /// last 2^18 API calls needs no hashing and never grows.
+  static constexpr std::size_t kCorrelationSlots = 1u << 18;
+  static constexpr std::size_t kInstanceSlots = 1u << 16;
   static constexpr std::size_t kMaxLiveAllocations = 1u << 18;
 
   explicit Aggregator(const Forest& forest);
@@ -99,7 +102,12 @@ class Aggregator {
     std::uint64_t total_span_ns = 0;
     std::int64_t self_live = 0, total_live = 0;
     std::uint64_t total_peak = 0;
-    absl::flat_hash_map<KernelKey, KernelAgg> kernels;
+    absl::node_hash_map<KernelKey, KernelAgg> kernels;  // node map: rows never move
+    struct RecentRow {
+      KernelKey key{};
+      KernelAgg* row = nullptr;
+    };
+    std::array<RecentRow, 16> recent{};  // direct-mapped in front of `kernels`
     std::uint64_t profiled_kernels = 0;
     std::vector<double> metric_sum, metric_weight;  // per plan metric
   };
@@ -109,7 +117,9 @@ class Aggregator {
     std::size_t duration_index = SIZE_MAX;
   };
   struct Instance {
+    std::uint64_t id = 0;  // 0: an empty slot
     Node* node = nullptr;
+    RangeActivity* activity = nullptr;  // activity(node), looked up once
     std::uint64_t parent = 0;
     std::uint64_t self_start = 0, self_end = 0;
     std::uint64_t total_start = 0, total_end = 0;
@@ -117,10 +127,11 @@ class Aggregator {
   enum class Where : std::uint8_t { Range, Unscoped, Outside, Unknown, Unresolved };
   struct Target {
     Where where;
-    std::uint64_t instance;
+    Instance* instance;  // Where::Range: the innermost instance, valid until the next lookup
   };
   struct Correlation {
-    std::uint64_t instance = 0;  // kNoInstance: an API call outside every scope
+    std::uint64_t correlation = 0;  // the id held; 0: an empty slot
+    std::uint64_t instance = 0;     // kNoInstance: an API call outside every scope
     std::uint64_t api_start_ns = 0;
   };
   struct Kernel {
@@ -141,17 +152,23 @@ class Aggregator {
 
   Target locate(std::uint64_t correlation);
   Instance* instance(std::uint64_t id);
+  Correlation& correlation_slot(std::uint64_t correlation) {
+    return correlations_[correlation & (kCorrelationSlots - 1)];
+  }
   RangeActivity& activity(const Node* node);  // nullptr: unscoped
   std::uint32_t kernel_name(const char* name);
   bool in_window(std::uint64_t t) const;
 
   // Returns false when the record must wait for its correlation.
   bool apply(const Record& r);
+  void apply_located(const Record& r, const Target& t);
   void apply_kernel(const Kernel& k, const Target& t);
   void apply_memory(const MemoryActivity& m, const Target& t);
-  void spread_interval(const Target& t, std::uint64_t start, std::uint64_t end, bool kernel);
+  void spread_interval(const Target& t, std::uint64_t start, std::uint64_t end);
   template <class R>
   void handle(const R& r);
+  template <class R>
+  void apply_at(const R& r, const Target& t);
   template <class R>
   void handle_timed(const R& r);  // drops and counts records with a zero timestamp
   void roll_up_metrics(std::size_t i, RangeStats& r, const std::vector<RangeStats>& ranges,
@@ -159,14 +176,18 @@ class Aggregator {
 
   const Forest& forest_;
   Diagnostics diag_;
-  // Two generations each: lookups read both, inserts go to `new`, a full `new` becomes `old`.
-  absl::flat_hash_map<std::uint64_t, Correlation> correlations_[2];
-  absl::flat_hash_map<std::uint64_t, Instance> instances_[2];
+  std::vector<Correlation> correlations_;  // direct-mapped by correlation id, kCorrelationSlots
+  std::vector<Instance> instances_;        // direct-mapped by instance id, kInstanceSlots
   std::deque<Pending> pending_;
   std::vector<std::unique_ptr<RangeActivity>> by_node_;  // index = Node::id
   RangeActivity unscoped_;
   absl::flat_hash_map<std::uint64_t, Allocation> live_;
   absl::flat_hash_map<const char*, std::uint32_t> kernel_name_by_ptr_;
+  struct RecentName {
+    const char* name = nullptr;
+    std::uint32_t id = 0;
+  };
+  std::array<RecentName, 64> recent_names_{};  // direct-mapped in front of kernel_name_by_ptr_
   absl::flat_hash_map<std::string, std::uint32_t> kernel_name_by_text_;
   std::vector<std::string> kernel_names_;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> windows_;  // recording intervals

@@ -32,14 +32,13 @@ void IntervalUnion::add(std::uint64_t start, std::uint64_t end) {
       window_.erase(first + 1, last);
     }
   }
-  if (window_.size() > kWindow) fold_oldest();
+  if (window_.size() >= 2 * kWindow) fold_oldest(kWindow);
 }
 
-void IntervalUnion::fold_oldest() {
-  const Span oldest = window_.front();
-  window_.erase(window_.begin());
-  folded_ns_ += oldest.end - oldest.start;
-  frontier_ = oldest.end;
+void IntervalUnion::fold_oldest(std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) folded_ns_ += window_[i].end - window_[i].start;
+  frontier_ = window_[n - 1].end;
+  window_.erase(window_.begin(), window_.begin() + static_cast<std::ptrdiff_t>(n));
 }
 
 std::uint64_t IntervalUnion::measure() const {

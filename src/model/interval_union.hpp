@@ -2,9 +2,11 @@
 //
 // GPU records arrive roughly in time order but interleaved across streams. The union keeps a
 // sorted window of the most recent disjoint intervals (exact for any order inside the window)
-// and folds the oldest into a running total once the window is full. An interval that starts
-// before the folded frontier is clipped there and counted in late(): then the union can miss
-// at most the clipped part, never count anything twice. Memory: at most kWindow intervals.
+// and, once it holds 2 × kWindow, folds the oldest kWindow into a running total in one go (so a
+// fold costs O(1) per interval). An interval that starts before the folded frontier is clipped
+// there and counted in late(): then the union can miss at most the clipped part, never count
+// anything twice. Memory: at most 2 × kWindow intervals; exact for out-of-order arrivals within
+// the last kWindow disjoint intervals.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +29,7 @@ class IntervalUnion {
   struct Span {
     std::uint64_t start, end;
   };
-  void fold_oldest();
+  void fold_oldest(std::size_t n);
 
   std::vector<Span> window_;  // sorted by start, pairwise disjoint and non-adjacent
   std::uint64_t folded_ns_ = 0;
