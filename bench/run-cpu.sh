@@ -19,7 +19,7 @@ if ! { cmake --preset release && cmake --build --preset release --target cuscope
 fi
 
 commit=$(git rev-parse HEAD 2>/dev/null) || commit="unknown (not a git checkout)"
-if [[ -n $(git status --porcelain 2>/dev/null) ]]; then commit="$commit (uncommitted changes)"; fi
+if [[ -n $(git status --porcelain -- . ':!bench/results' 2>/dev/null) ]]; then commit="$commit (uncommitted changes)"; fi
 mkdir -p bench/results
 json="bench/results/cpu-$(date -u +%F).json"
 # The floors and the scopes are measured with no NVTX tool attached.
