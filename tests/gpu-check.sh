@@ -129,6 +129,27 @@ check() {
   run_if_built "gpu tests" "$BUILD_DIR/tests/gpu/cuscope_gpu_tests"
   section ctest ctest --test-dir "$BUILD_DIR" --output-on-failure
   section demo "$BUILD_DIR/cuda/cuscope_demo"
+  # Issue 5: the demo with the sol counters on its MLP range prints a verdict per range.
+  section "demo, counters: sol on step/mlp" env CUSCOPE_METRICS=sol CUSCOPE_METRIC_RANGES=step/mlp \
+    "$BUILD_DIR/cuda/cuscope_demo" --steps 5 --warmup 2
+  # CUPTI taken by another tool: tracing says why it is off, host timing goes on, exit 0.
+  if command -v compute-sanitizer >/dev/null; then
+    section "demo under compute-sanitizer (CUPTI taken)" compute-sanitizer --tool memcheck \
+      "$BUILD_DIR/cuda/cuscope_demo" --steps 3 --warmup 1
+  else
+    echo "=== demo under compute-sanitizer (skipped: compute-sanitizer not found) ===" | tee -a "$log"
+  fi
+  # Nsight Compute on the counter test's kernels, for its values beside cuscope's ("cuscope
+  # counters:" lines of the gpu tests above). cuscope's own counters are refused under ncu, so
+  # the test itself fails there; only ncu's table matters in this section.
+  if command -v ncu >/dev/null; then
+    section "ncu on the counter test's kernels (informational)" bash -c \
+      "ncu --metrics dram__bytes_read.sum,dram__bytes_write.sum,sm__sass_thread_inst_executed_op_ffma_pred_on.sum \
+         --kernel-name regex:'copy_kernel|fma_kernel' --launch-count 2 \
+         '$BUILD_DIR/tests/gpu/cuscope_gpu_tests' '[metrics]' || true"
+  else
+    echo "=== ncu (skipped: Nsight Compute not found) ===" | tee -a "$log"
+  fi
   # Benchmarks (bench/README.md): their tables go to the log, their JSON next to it.
   local commit results="${OUT:-$BUILD_DIR}"
   commit=$(git rev-parse HEAD 2>/dev/null) || commit="unknown"

@@ -4,6 +4,8 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdio>
+
 #include "session_fixture.hpp"
 
 #define CHECK_CUDA(call) REQUIRE((call) == cudaSuccess)
@@ -85,6 +87,13 @@ TEST_CASE("counters: bytes of a copy, FLOPs of an FMA loop, verdicts, and no rep
   const cuscope::Report r = cuscope::snapshot();
 
   const auto& copy = range(r, "copy");
+  const auto& fma = range(r, "fma");
+  // For tests/gpu-check.sh, which prints Nsight Compute's values for the same kernels below these.
+  std::printf("cuscope counters: copy_kernel dram__bytes_read.sum %.0f dram__bytes_write.sum %.0f\n",
+              copy.metrics.empty() ? 0.0 : metric(copy, "dram__bytes_read.sum"),
+              copy.metrics.empty() ? 0.0 : metric(copy, "dram__bytes_write.sum"));
+  std::printf("cuscope counters: fma_kernel sm__sass_thread_inst_executed_op_ffma_pred_on.sum %.0f\n",
+              fma.metrics.empty() ? 0.0 : metric(fma, "sm__sass_thread_inst_executed_op_ffma_pred_on.sum"));
   const double bytes = double(kFloats * sizeof(float));
   REQUIRE(copy.profiled_kernels == 1);
   CHECK(metric(copy, "dram__bytes_read.sum") == Approx(bytes).epsilon(0.05));
@@ -92,7 +101,6 @@ TEST_CASE("counters: bytes of a copy, FLOPs of an FMA loop, verdicts, and no rep
   CHECK(copy.verdict.bound == cuscope::Bound::memory);
   CHECK(copy.verdict.dram_bytes_per_s > 0);
 
-  const auto& fma = range(r, "fma");
   REQUIRE(fma.profiled_kernels == 1);
   const double ffma = double(kFmaPerChain) * kChains * kFmaBlocks * kFmaThreads;
   CHECK(metric(fma, "sm__sass_thread_inst_executed_op_ffma_pred_on.sum") == ffma);
