@@ -77,7 +77,8 @@ class CuptiBuffer {
     m.correlationId = correlation;
     return add(m);
   }
-  CuptiBuffer& memset(std::uint32_t correlation, std::uint64_t bytes, std::uint64_t start, std::uint64_t end) {
+  CuptiBuffer& memset(std::uint32_t correlation, std::uint64_t bytes, std::uint64_t start,
+                      std::uint64_t end) {
     CUpti_ActivityMemset4 m{};
     m.kind = CUPTI_ACTIVITY_KIND_MEMSET;
     m.bytes = bytes;
@@ -87,11 +88,12 @@ class CuptiBuffer {
     return add(m);
   }
   CuptiBuffer& memory(std::uint32_t correlation, bool alloc, std::uint64_t address, std::uint64_t bytes,
-                      std::uint64_t timestamp, CUpti_ActivityMemoryKind kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE) {
+                      std::uint64_t timestamp,
+                      CUpti_ActivityMemoryKind kind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE) {
     CUpti_ActivityMemory4 m{};
     m.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
-    m.memoryOperationType =
-        alloc ? CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION : CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
+    m.memoryOperationType = alloc ? CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION
+                                  : CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
     m.memoryKind = kind;
     m.correlationId = correlation;
     m.address = address;

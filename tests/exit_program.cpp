@@ -5,9 +5,8 @@
 // The summary must print before CUDA's teardown, say what was left open, and never crash.
 #include <cstdlib>
 #include <cstring>
-#include <thread>
-
 #include <cuscope/cuscope.hpp>
+#include <thread>
 
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "normal";

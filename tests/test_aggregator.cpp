@@ -1,7 +1,6 @@
 // The aggregator on synthetic activity streams: attribution by correlation to the innermost
 // range, inclusive roll-ups, kernel statistics, busy time, unscoped and unresolved work.
 #include <catch2/catch.hpp>
-
 #include <memory>
 
 #include "model/aggregator.hpp"
@@ -23,7 +22,9 @@ struct Fixture {
     forest->record_instances = true;
     tree = forest->make_tree();
   }
-  ThreadTree::Token begin(const char* name, std::uint64_t t = 0) { return tree->begin(forest->names.intern(name), t); }
+  ThreadTree::Token begin(const char* name, std::uint64_t t = 0) {
+    return tree->begin(forest->names.intern(name), t);
+  }
   void end(const ThreadTree::Token& tok, std::uint64_t t = 1'000'000) { tree->end(tok.depth, t); }
 
   // An API call made inside `instance` (kNoInstance: outside every scope); returns its correlation.
@@ -33,8 +34,8 @@ struct Fixture {
     agg.on(ApiCall{c, api_start, api_start + 1});
     return c;
   }
-  void kernel(std::uint64_t correlation, std::uint64_t start, std::uint64_t end, const char* name = "_Z6kernelPfi",
-              std::uint32_t grid_x = 128) {
+  void kernel(std::uint64_t correlation, std::uint64_t start, std::uint64_t end,
+              const char* name = "_Z6kernelPfi", std::uint32_t grid_x = 128) {
     KernelActivity k;
     k.correlation = correlation;
     k.start_ns = start;
@@ -84,7 +85,8 @@ TEST_CASE("a kernel belongs to the innermost range open at launch, and rolls up 
   CHECK(r.diagnostics.unresolved_records == 0);
 }
 
-TEST_CASE("kernel statistics per range: demangled name, calls, min, max, mean, launch shape", "[aggregator]") {
+TEST_CASE("kernel statistics per range: demangled name, calls, min, max, mean, launch shape",
+          "[aggregator]") {
   Fixture f;
   auto a = f.begin("a");
   for (std::uint64_t d : {10, 20, 60}) f.kernel(f.launch(a.instance), 1000 * d, 1000 * d + d);
@@ -213,7 +215,8 @@ TEST_CASE("all kernels of one graph launch go to the scope of the launch", "[agg
   auto g = f.begin("graph");
   const auto c = f.launch(g.instance);
   f.end(g);
-  for (std::uint64_t i = 0; i < 12; ++i) f.kernel(c, 1000 + i * 10, 1005 + i * 10, i % 2 ? "_Z4evenv" : "_Z3oddv");
+  for (std::uint64_t i = 0; i < 12; ++i)
+    f.kernel(c, 1000 + i * 10, 1005 + i * 10, i % 2 ? "_Z4evenv" : "_Z3oddv");
   const Report report = f.report();
   const auto* r = report.find("graph");
   CHECK(r->self.kernel_calls == 12);
@@ -367,10 +370,12 @@ TEST_CASE("a million launches of one kernel cost one row", "[aggregator]") {
   CHECK(r->self.gpu_busy_ns == 5'000'000);
 }
 
-TEST_CASE("hardware counters roll up: sums add, percentages weigh by kernel duration", "[aggregator][metrics]") {
+TEST_CASE("hardware counters roll up: sums add, percentages weigh by kernel duration",
+          "[aggregator][metrics]") {
   Fixture f;
-  f.agg.set_counter_plan({"gpu__time_duration.sum", "dram__bytes_read.sum", "sm__throughput.avg.pct_of_peak_sustained_elapsed"},
-                         {"time", "DRAM read", "SM %"}, {"nanosecond", "byte", "percent"}, {false, false, true});
+  f.agg.set_counter_plan(
+      {"gpu__time_duration.sum", "dram__bytes_read.sum", "sm__throughput.avg.pct_of_peak_sustained_elapsed"},
+      {"time", "DRAM read", "SM %"}, {"nanosecond", "byte", "percent"}, {false, false, true});
   auto mlp = f.begin("mlp");
   auto up = f.begin("up");
   f.end(up);

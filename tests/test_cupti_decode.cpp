@@ -1,14 +1,13 @@
 // The CUPTI decoding path without a GPU: buffers of real CUPTI 13.0 record layouts, built in
 // memory, through the same code that handles CUPTI's completed buffers.
 #include <catch2/catch.hpp>
-
 #include <memory>
 
 #include "cupti_buffer.hpp"
 #include "model/aggregator.hpp"
 #include "model/range_tree.hpp"
-#include "producers/cupti/decode.hpp"
 #include "producers/cupti/adapter.hpp"
+#include "producers/cupti/decode.hpp"
 #include "producers/cupti/errors.hpp"
 #include "session_fixture.hpp"
 
@@ -95,7 +94,7 @@ TEST_CASE("waiting records age only at flushes, not per buffer", "[cupti]") {
   f.buffer.kernel(30, 500, 700, "_Z1kv");
   f.consume();
   for (int i = 0; i < 10; ++i) f.consume();  // ten empty buffers later
-  f.agg.settle();                           // one flush
+  f.agg.settle();                            // one flush
   f.buffer.external(30, a.instance);
   f.consume();
   CHECK(f.report().find("patient")->self.kernel_calls == 1);
@@ -129,7 +128,9 @@ TEST_CASE("launches outside every scope go to (unscoped), other tools' ids are i
   Fixture f;
   auto a = f.begin("scoped");
   f.end(a);
-  f.buffer.external(60, 12345, CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1).api(60, 10).kernel(60, 100, 200, "_Z1uv");
+  f.buffer.external(60, 12345, CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1)
+      .api(60, 10)
+      .kernel(60, 100, 200, "_Z1uv");
   const auto counts = f.consume();
   CHECK(counts.unknown == 0);
   const Report r = f.report();
@@ -173,7 +174,10 @@ TEST_CASE("records with a zero timestamp are counted, not used", "[cupti]") {
   Fixture f;
   auto a = f.begin("z");
   f.end(a);
-  f.buffer.external(80, a.instance).kernel(80, 0, 100, "_Z1kv").kernel(80, 100, 0, "_Z1kv").kernel(80, 5, 9, "_Z1kv");
+  f.buffer.external(80, a.instance)
+      .kernel(80, 0, 100, "_Z1kv")
+      .kernel(80, 100, 0, "_Z1kv")
+      .kernel(80, 5, 9, "_Z1kv");
   f.consume();
   const Report r = f.report();
   CHECK(r.diagnostics.zero_timestamp_records == 2);
@@ -244,13 +248,15 @@ TEST_CASE("an empty buffer is fine", "[cupti]") {
 
 TEST_CASE("CUPTI refusals say why in the user's terms and name the call and the error", "[cupti]") {
   using cuscope::detail::cupti_refusal;
-  CHECK(cupti_refusal("cuptiActivityEnable(CONCURRENT_KERNEL)", CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) ==
+  CHECK(cupti_refusal("cuptiActivityEnable(CONCURRENT_KERNEL)",
+                      CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) ==
         "CUPTI is already in use by another tool (Nsight Systems, Nsight Compute or compute-sanitizer): "
         "cuptiActivityEnable(CONCURRENT_KERNEL) returned CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED");
-  CHECK(cupti_refusal("cuptiRangeProfilerEnable", CUPTI_ERROR_INSUFFICIENT_PRIVILEGES).rfind(
-            "no permission for GPU performance counters (ERR_NVGPUCTRPERM; run as root", 0) == 0);
+  CHECK(cupti_refusal("cuptiRangeProfilerEnable", CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)
+            .rfind("no permission for GPU performance counters (ERR_NVGPUCTRPERM; run as root", 0) == 0);
   CHECK(cupti_refusal("cuptiRangeProfilerEnable", CUPTI_ERROR_HARDWARE_BUSY) ==
-        "the GPU's performance counters are busy (another profiler or DCGM holds them): cuptiRangeProfilerEnable "
+        "the GPU's performance counters are busy (another profiler or DCGM holds them): "
+        "cuptiRangeProfilerEnable "
         "returned CUPTI_ERROR_HARDWARE_BUSY");
   CHECK(cupti_refusal("cuptiActivityEnable(MEMCPY)", CUPTI_ERROR_UNKNOWN) ==
         "CUPTI refused: cuptiActivityEnable(MEMCPY) returned CUPTI_ERROR_UNKNOWN");
@@ -279,7 +285,11 @@ TEST_CASE("activity tracing starts, or says why not and leaves nothing hooked", 
 TEST_CASE("CUPTI's own iterator steps over every decoded kind by its 8-aligned size", "[cupti]") {
   // decode_buffer walks decoded kinds by size; this pins that CUPTI packs them the same way.
   CuptiBuffer b;
-  b.kernel(1, 10, 20, "_Z1kv").external(1, 5).api(1, 1).api(2, 1, true).memcpy(3, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 8, 1, 2);
+  b.kernel(1, 10, 20, "_Z1kv")
+      .external(1, 5)
+      .api(1, 1)
+      .api(2, 1, true)
+      .memcpy(3, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 8, 1, 2);
   b.memset(4, 8, 1, 2).memory(5, true, 0x10, 8, 1).sync(6, 1, 2).overhead(1, 2);
   const std::size_t sizes[] = {sizeof(CUpti_ActivityKernel10), sizeof(CUpti_ActivityExternalCorrelation),
                                sizeof(CUpti_ActivityAPI),      sizeof(CUpti_ActivityAPI),

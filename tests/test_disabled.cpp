@@ -1,7 +1,6 @@
 // CUSCOPE_DISABLE: every scope compiles to nothing, in a translation unit of its own.
 #define CUSCOPE_DISABLE
 #include <catch2/catch.hpp>
-
 #include <type_traits>
 
 #include "session_fixture.hpp"

@@ -195,7 +195,7 @@ TEST_CASE("json lists every Diagnostics field by its C++ name", "[json]") {
       {"unknown_records", 4},   {"outside_window_records", 5}, {"open_scopes", 6},
       {"unbalanced_ends", 7},   {"cross_thread_ends", 8},      {"depth_overflows", 9},
       {"adjusted_names", 10},   {"name_table_full", 11},       {"gpu_event_failures", 12},
-      {"overhead_records", 13}, {"overhead_ns", 14},         {"counter_ranges_dropped", 15},
+      {"overhead_records", 13}, {"overhead_ns", 14},           {"counter_ranges_dropped", 15},
   };
   REQUIRE(parsed(r).at("diagnostics") == expected);
 }

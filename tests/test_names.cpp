@@ -1,6 +1,5 @@
 // Range names: sanitizing odd names and interning them once.
 #include <catch2/catch.hpp>
-
 #include <string>
 
 #include "model/names.hpp"
@@ -20,7 +19,8 @@ std::string clean(std::string_view raw, bool expect_adjusted) {
 TEST_CASE("ordinary names are kept as they are", "[names]") {
   CHECK(clean("attention", false) == "attention");
   CHECK(clean("layer 3: qkv_proj (fp16)", false) == "layer 3: qkv_proj (fp16)");
-  CHECK(clean("\xC3\xA9tape \xE2\x86\x92 \xF0\x9F\x9A\x80", false) == "\xC3\xA9tape \xE2\x86\x92 \xF0\x9F\x9A\x80");
+  CHECK(clean("\xC3\xA9tape \xE2\x86\x92 \xF0\x9F\x9A\x80", false) ==
+        "\xC3\xA9tape \xE2\x86\x92 \xF0\x9F\x9A\x80");
 }
 
 TEST_CASE("empty and null names get a placeholder", "[names]") {

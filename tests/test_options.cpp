@@ -1,6 +1,5 @@
 // Options from CUSCOPE_* variables: every variable, and bad values with one clear error each.
 #include <catch2/catch.hpp>
-
 #include <cstdlib>
 #include <map>
 #include <string>
@@ -94,11 +93,13 @@ TEST_CASE("a bad value names the variable and the value and keeps the default", 
   CHECK(errors[0].variable == "CUSCOPE_WARMUP");
   CHECK(errors[0].value == "-2");
   CHECK(errors[0].message == "CUSCOPE_WARMUP='-2' is not a whole number; keeping 0");
-  CHECK(errors[1].message == "CUSCOPE_ACTIVE='99999999999999999999999' is out of range [0, 1000000000]; keeping 0");
+  CHECK(errors[1].message ==
+        "CUSCOPE_ACTIVE='99999999999999999999999' is out of range [0, 1000000000]; keeping 0");
   CHECK(errors[2].message ==
         "CUSCOPE_PRINT='maybe' is not a boolean (use 1/0, true/false, yes/no, on/off); keeping 1");
   CHECK(errors[3].message ==
-        "CUSCOPE_SORT='fastest' is not a sort key (one of: host_total, host_self, gpu_total, kernel_total, gpu_busy, "
+        "CUSCOPE_SORT='fastest' is not a sort key (one of: host_total, host_self, gpu_total, kernel_total, "
+        "gpu_busy, "
         "calls, name); keeping host_total");
   CHECK(errors[4].variable == "CUSCOPE_ROWS");
   CHECK(errors[4].message == "CUSCOPE_ROWS='ten' is not a whole number; keeping 50");
@@ -132,6 +133,7 @@ TEST_CASE("environment problems are warned once and shown in the report's notes"
   cuscope::start(o);
   const cuscope::Report r = cuscope::snapshot();
   CHECK(r.notes.size() == 2);
-  CHECK(std::count(r.notes.begin(), r.notes.end(), "CUSCOPE_ROWS='ten' is not a whole number; keeping 50") == 1);
+  CHECK(std::count(r.notes.begin(), r.notes.end(), "CUSCOPE_ROWS='ten' is not a whole number; keeping 50") ==
+        1);
   CHECK(cuscope::format_table(r).find("note: CUSCOPE_WARMPU is not a cuscope option") != std::string::npos);
 }

@@ -1,7 +1,6 @@
 // The range tree: nesting, siblings, recursion, depth limits and unbalanced ends, fed with range
 // begin/end events directly (no session, no clock).
 #include <catch2/catch.hpp>
-
 #include <memory>
 
 #include "model/aggregator.hpp"

@@ -1,6 +1,5 @@
 // Scopes through the public API: nesting, exact counts, exceptions, names, misuse, switches.
 #include <catch2/catch.hpp>
-
 #include <chrono>
 #include <optional>
 #include <stdexcept>
@@ -137,7 +136,8 @@ TEST_CASE("a pop on a thread that never opened a scope is counted", "[scopes]") 
   CHECK(cuscope::snapshot().diagnostics.unbalanced_ends == 1);
 }
 
-TEST_CASE("a scope ended on another thread is counted, and does not corrupt that thread", "[scopes][threads]") {
+TEST_CASE("a scope ended on another thread is counted, and does not corrupt that thread",
+          "[scopes][threads]") {
   cuscope_test::Session session;
   static cuscope::detail::Site site{"wanderer", __FILE__, __LINE__};
   std::optional<cuscope::Scope> scope;

@@ -1,11 +1,10 @@
 // The session: what it says without a GPU, the step window, explicit and at-exit output.
-#include <catch2/catch.hpp>
-
 #include <cuda_runtime_api.h>
-#include <nlohmann/json.hpp>
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
@@ -160,5 +159,6 @@ TEST_CASE("an output path that cannot be written falls back to stderr with a not
   cuscope::shutdown();
   const auto notes = cuscope::snapshot().notes;
   REQUIRE(notes.size() == 1);
-  CHECK(notes[0] == "could not write the table to '/nonexistent-dir/cuscope/table.txt'; printing it to stderr instead");
+  CHECK(notes[0] ==
+        "could not write the table to '/nonexistent-dir/cuscope/table.txt'; printing it to stderr instead");
 }

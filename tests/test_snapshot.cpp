@@ -1,7 +1,6 @@
 // Many threads at once: exact counts, and snapshots taken while other threads keep going.
-#include <catch2/catch.hpp>
-
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <latch>
 #include <thread>
 #include <vector>

@@ -365,12 +365,12 @@ TEST_CASE("table shows the CUDA-event time when it was measured and a dash when 
   Report r = two_siblings();
   r.ranges[1].gpu = {1, 4'560'000, 4'560'000, 4'560'000};
   const std::vector<std::string> lines = lines_of(format_table(r));
-  REQUIRE(
-      lines[lines.size() - 2] ==
-      "alpha      1     10.0 ms    10.0 ms    10.0 ms    4.56 ms        0            -         -       -      -");
-  REQUIRE(
-      lines.back() ==
-      "beta       1     10.0 ms    10.0 ms    10.0 ms          -        0            -         -       -      -");
+  REQUIRE(lines[lines.size() - 2] ==
+          "alpha      1     10.0 ms    10.0 ms    10.0 ms    4.56 ms        0            -         -       - "
+          "     -");
+  REQUIRE(lines.back() ==
+          "beta       1     10.0 ms    10.0 ms    10.0 ms          -        0            -         -       - "
+          "     -");
 }
 
 TEST_CASE("header lists exactly the non-zero diagnostics", "[table]") {
@@ -500,8 +500,10 @@ TEST_CASE("table shows a range's verdict, its reason and its hardware counters",
   const std::string text = format_table(r);
   const std::vector<std::string> lines = lines_of(text);
   CHECK(header_line(text, "hardware counters:") ==
-        "hardware counters: on: sol on GH100 (8 replay passes per kernel) in step/mlp, during every recorded step");
-  CHECK(text.find("  @ 3 kernels replayed:  DRAM read 3.00 MiB  SM % 12.0%  time 4.56 ms\n") != std::string::npos);
+        "hardware counters: on: sol on GH100 (8 replay passes per kernel) in step/mlp, during every recorded "
+        "step");
+  CHECK(text.find("  @ 3 kernels replayed:  DRAM read 3.00 MiB  SM % 12.0%  time 4.56 ms\n") !=
+        std::string::npos);
   CHECK(text.find("  ! DRAM at 87% of peak while SM at 12%: memory-bound\n") != std::string::npos);
   CHECK(text.find("memory\n") != std::string::npos);  // the bound column of alpha's row
 }

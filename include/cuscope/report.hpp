@@ -79,7 +79,9 @@ struct ActivityStats {
   /// `total`): an allocation is live from its alloc to its free, wherever the free happens.
   std::uint64_t peak_bytes = 0;
   /// GPU active share of the range's GPU span (the seeds' "GPU active %"), in [0, 1].
-  [[nodiscard]] double busy_share() const { return gpu_span_ns ? double(gpu_busy_ns) / double(gpu_span_ns) : 0.0; }
+  [[nodiscard]] double busy_share() const {
+    return gpu_span_ns ? double(gpu_busy_ns) / double(gpu_span_ns) : 0.0;
+  }
 };
 
 /// A user counter (cuscope::count / CUSCOPE_COUNT) of a range, with its rates.
@@ -126,9 +128,9 @@ struct DevicePeaks {
 
 /// One node of the range tree: a scope name under a given parent path.
 struct RangeStats {
-  std::string name;        ///< the scope's name; "" for the root
-  std::string path;        ///< "step/forward/attention"; "" for the root
-  std::size_t parent = 0;  ///< index into Report::ranges (the root is its own parent)
+  std::string name;                   ///< the scope's name; "" for the root
+  std::string path;                   ///< "step/forward/attention"; "" for the root
+  std::size_t parent = 0;             ///< index into Report::ranges (the root is its own parent)
   std::vector<std::size_t> children;  ///< indices into Report::ranges, in order of first entry
   int depth = 0;                      ///< root 0, top-level ranges 1
 
@@ -140,32 +142,32 @@ struct RangeStats {
   std::uint64_t host_self_ns = 0;     ///< host time minus the time of child ranges
   DurationStats gpu;                  ///< CUDA-event time between the scope's start and stop events
 
-  ActivityStats self;                 ///< work launched directly in this range
-  ActivityStats total;                ///< self plus every descendant (inclusive roll-up)
-  std::vector<KernelStats> kernels;   ///< own kernels, by total duration, longest first
-  std::vector<CountStats> counts;     ///< user counters, by name
-  std::uint64_t profiled_kernels = 0; ///< kernels replayed for counters, inclusive of the subtree
-  std::vector<MetricValue> metrics;   ///< hardware counters, inclusive of the subtree, in plan order
-  Verdict verdict;                    ///< from `total` and `metrics`
+  ActivityStats self;                  ///< work launched directly in this range
+  ActivityStats total;                 ///< self plus every descendant (inclusive roll-up)
+  std::vector<KernelStats> kernels;    ///< own kernels, by total duration, longest first
+  std::vector<CountStats> counts;      ///< user counters, by name
+  std::uint64_t profiled_kernels = 0;  ///< kernels replayed for counters, inclusive of the subtree
+  std::vector<MetricValue> metrics;    ///< hardware counters, inclusive of the subtree, in plan order
+  Verdict verdict;                     ///< from `total` and `metrics`
 };
 
 /// Counters of everything that was off, dropped or misused. Shown in the table header when non-zero.
 struct Diagnostics {
-  std::uint64_t dropped_records = 0;       ///< CUPTI activity records it could not store
+  std::uint64_t dropped_records = 0;  ///< CUPTI activity records it could not store
   std::uint64_t zero_timestamp_records = 0;
-  std::uint64_t unresolved_records = 0;    ///< correlation to a scope never resolved
-  std::uint64_t unknown_records = 0;       ///< record kinds cuscope does not decode
-  std::uint64_t outside_window_records = 0;///< GPU work of warm-up or waiting steps, left out
-  std::uint64_t open_scopes = 0;           ///< scopes still open when the snapshot was taken
-  std::uint64_t unbalanced_ends = 0;       ///< ends that did not match the innermost open range
-  std::uint64_t cross_thread_ends = 0;     ///< scopes ended on another thread than they began
-  std::uint64_t depth_overflows = 0;       ///< entries past the maximum depth (timed to the parent)
-  std::uint64_t adjusted_names = 0;        ///< names that were empty, too long or held '/' or control bytes
-  std::uint64_t name_table_full = 0;       ///< entries whose name did not fit in the name table
-  std::uint64_t gpu_event_failures = 0;    ///< scopes whose CUDA events could not be recorded or read
-  std::uint64_t overhead_records = 0;      ///< CUPTI overhead records (their time is in overhead_ns)
+  std::uint64_t unresolved_records = 0;      ///< correlation to a scope never resolved
+  std::uint64_t unknown_records = 0;         ///< record kinds cuscope does not decode
+  std::uint64_t outside_window_records = 0;  ///< GPU work of warm-up or waiting steps, left out
+  std::uint64_t open_scopes = 0;             ///< scopes still open when the snapshot was taken
+  std::uint64_t unbalanced_ends = 0;         ///< ends that did not match the innermost open range
+  std::uint64_t cross_thread_ends = 0;       ///< scopes ended on another thread than they began
+  std::uint64_t depth_overflows = 0;         ///< entries past the maximum depth (timed to the parent)
+  std::uint64_t adjusted_names = 0;          ///< names that were empty, too long or held '/' or control bytes
+  std::uint64_t name_table_full = 0;         ///< entries whose name did not fit in the name table
+  std::uint64_t gpu_event_failures = 0;      ///< scopes whose CUDA events could not be recorded or read
+  std::uint64_t overhead_records = 0;        ///< CUPTI overhead records (their time is in overhead_ns)
   std::uint64_t overhead_ns = 0;
-  std::uint64_t counter_ranges_dropped = 0; ///< replayed kernels whose counters could not be read
+  std::uint64_t counter_ranges_dropped = 0;  ///< replayed kernels whose counters could not be read
 };
 
 /// Report::counters_status when no hardware counters were asked for.
@@ -181,17 +183,17 @@ struct Report {
   std::vector<RangeStats> ranges = std::vector<RangeStats>(1);
   Diagnostics diagnostics;
 
-  std::string device;          ///< e.g. "NVIDIA H100 80GB HBM3 (sm_90)", or "no GPU"
-  std::string gpu_timing;      ///< "on", or one line saying why CUDA-event timing is off
-  std::string activity_status; ///< "on", or one line saying why CUPTI tracing is off
+  std::string device;           ///< e.g. "NVIDIA H100 80GB HBM3 (sm_90)", or "no GPU"
+  std::string gpu_timing;       ///< "on", or one line saying why CUDA-event timing is off
+  std::string activity_status;  ///< "on", or one line saying why CUPTI tracing is off
   std::string counters_status{kCountersNotRequested};  ///< "on: ...", or why hardware counters are off
-                               ///< (the table prints "off — <reason>")
-  std::vector<std::string> notes;  ///< other things a reader must know (bad options, ...)
+                                                       ///< (the table prints "off — <reason>")
+  std::vector<std::string> notes;                      ///< other things a reader must know (bad options, ...)
   DevicePeaks peaks;
 
-  std::uint64_t steps = 0;         ///< steps marked with cuscope::step()
-  std::uint64_t recorded_steps = 0;///< of those, steps inside the active window
-  std::uint64_t wall_ns = 0;       ///< session start to snapshot
+  std::uint64_t steps = 0;           ///< steps marked with cuscope::step()
+  std::uint64_t recorded_steps = 0;  ///< of those, steps inside the active window
+  std::uint64_t wall_ns = 0;         ///< session start to snapshot
 
   /// The range at `path` ("a/b/c"; "" is the root), or nullptr.
   [[nodiscard]] const RangeStats* find(std::string_view path) const;
@@ -205,9 +207,9 @@ enum class SortKey : std::uint8_t { host_total, host_self, gpu_total, kernel_tot
 
 struct TableOptions {
   SortKey sort = SortKey::host_total;
-  std::size_t max_rows = 50;      ///< ranges shown (the rest are counted in a last line); 0 = all
-  std::size_t top_kernels = 3;    ///< kernels listed under each range; 0 = none
-  bool show_zero_calls = false;   ///< also list ranges with no completed entry
+  std::size_t max_rows = 50;     ///< ranges shown (the rest are counted in a last line); 0 = all
+  std::size_t top_kernels = 3;   ///< kernels listed under each range; 0 = none
+  bool show_zero_calls = false;  ///< also list ranges with no completed entry
 };
 
 /// The report as a human-readable table (tree-indented, units scaled for people).

@@ -13,11 +13,11 @@
 // With CUSCOPE_DISABLE defined before the include, every macro and Scope compile to nothing.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <atomic>
 #include <cstdint>
 #include <string_view>
-
-#include <cuda_runtime_api.h>
 
 namespace cuscope {
 inline namespace v0 {
@@ -61,10 +61,12 @@ void count(Site& site, double amount) noexcept;
 class Scope {
  public:
   explicit Scope(detail::Site& site, cudaStream_t stream = nullptr) noexcept {
-    if (detail::g_state.load(std::memory_order_relaxed) != detail::kOff) ts_ = detail::enter(site, stream, depth_);
+    if (detail::g_state.load(std::memory_order_relaxed) != detail::kOff)
+      ts_ = detail::enter(site, stream, depth_);
   }
   explicit Scope(std::string_view name, cudaStream_t stream = nullptr) noexcept {
-    if (detail::g_state.load(std::memory_order_relaxed) != detail::kOff) ts_ = detail::enter_named(name, stream, depth_);
+    if (detail::g_state.load(std::memory_order_relaxed) != detail::kOff)
+      ts_ = detail::enter_named(name, stream, depth_);
   }
   ~Scope() {
     if (ts_ != nullptr) detail::exit(ts_, depth_);
@@ -97,21 +99,23 @@ void pop() noexcept;
 
 #define CUSCOPE_CONCAT_IMPL_(a, b) a##b
 #define CUSCOPE_CONCAT_(a, b) CUSCOPE_CONCAT_IMPL_(a, b)
-#define CUSCOPE_SCOPE_IMPL_(var, name, ...)                                                   \
-  static ::cuscope::detail::Site CUSCOPE_CONCAT_(var, _site){name, __FILE__, __LINE__};   \
+#define CUSCOPE_SCOPE_IMPL_(var, name, ...)                                             \
+  static ::cuscope::detail::Site CUSCOPE_CONCAT_(var, _site){name, __FILE__, __LINE__}; \
   const ::cuscope::Scope var { CUSCOPE_CONCAT_(var, _site), __VA_ARGS__ }
 
 /// CUSCOPE_SCOPE("name") or CUSCOPE_SCOPE("name", stream): a scope until the end of the block.
 /// The name must be a string literal (it is kept, not copied; anything else does not compile).
-#define CUSCOPE_SCOPE(name, ...) CUSCOPE_SCOPE_IMPL_(CUSCOPE_CONCAT_(cuscope_scope_, __LINE__), "" name, __VA_ARGS__)
+#define CUSCOPE_SCOPE(name, ...) \
+  CUSCOPE_SCOPE_IMPL_(CUSCOPE_CONCAT_(cuscope_scope_, __LINE__), "" name, __VA_ARGS__)
 /// CUSCOPE_FUNCTION() or CUSCOPE_FUNCTION(stream): a scope named after the enclosing function.
-#define CUSCOPE_FUNCTION(...) CUSCOPE_SCOPE_IMPL_(CUSCOPE_CONCAT_(cuscope_scope_, __LINE__), __func__, __VA_ARGS__)
+#define CUSCOPE_FUNCTION(...) \
+  CUSCOPE_SCOPE_IMPL_(CUSCOPE_CONCAT_(cuscope_scope_, __LINE__), __func__, __VA_ARGS__)
 
 /// CUSCOPE_COUNT("tokens", n): cuscope::count with the name interned once per call site.
-#define CUSCOPE_COUNT(name, amount)                                                                        \
-  do {                                                                                                     \
-    static ::cuscope::detail::Site cuscope_count_site_{"" name, __FILE__, __LINE__};                     \
-    ::cuscope::detail::count(cuscope_count_site_, static_cast<double>(amount));                           \
+#define CUSCOPE_COUNT(name, amount)                                                  \
+  do {                                                                               \
+    static ::cuscope::detail::Site cuscope_count_site_{"" name, __FILE__, __LINE__}; \
+    ::cuscope::detail::count(cuscope_count_site_, static_cast<double>(amount));      \
   } while (false)
 
 #else  // CUSCOPE_DISABLE: the same API, compiled to nothing (its own namespace keeps the ODR).

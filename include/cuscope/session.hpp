@@ -15,35 +15,34 @@
 #pragma once
 
 #include <cstdint>
+#include <cuscope/report.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <cuscope/report.hpp>
 
 namespace cuscope {
 inline namespace v0 {
 
 /// Session configuration. Every field has an environment variable (README, "Options").
 struct Options {
-  bool enabled = true;            ///< CUSCOPE_ENABLE: false makes every scope cost one branch
-  bool gpu_events = true;         ///< CUSCOPE_GPU_EVENTS: time scopes with CUDA events too
-  bool activities = true;         ///< CUSCOPE_ACTIVITIES: trace GPU work with CUPTI
-  std::uint32_t wait_steps = 0;   ///< CUSCOPE_WAIT: steps recorded nothing at all
-  std::uint32_t warmup_steps = 0; ///< CUSCOPE_WARMUP: then steps run traced but left out
-  std::uint32_t active_steps = 0; ///< CUSCOPE_ACTIVE: then steps recorded; 0 = every step after
-  bool print_at_exit = true;      ///< CUSCOPE_PRINT: print the table at exit
-  std::string output_path;        ///< CUSCOPE_OUTPUT: write the exit table here ("" = stderr)
-  std::string json_path;          ///< CUSCOPE_JSON: also write the exit report as JSON here
-  TableOptions table;             ///< CUSCOPE_SORT, CUSCOPE_ROWS, CUSCOPE_TOP_KERNELS
-  std::uint32_t max_depth = 64;   ///< CUSCOPE_MAX_DEPTH: deeper scopes time into their parent
+  bool enabled = true;             ///< CUSCOPE_ENABLE: false makes every scope cost one branch
+  bool gpu_events = true;          ///< CUSCOPE_GPU_EVENTS: time scopes with CUDA events too
+  bool activities = true;          ///< CUSCOPE_ACTIVITIES: trace GPU work with CUPTI
+  std::uint32_t wait_steps = 0;    ///< CUSCOPE_WAIT: steps recorded nothing at all
+  std::uint32_t warmup_steps = 0;  ///< CUSCOPE_WARMUP: then steps run traced but left out
+  std::uint32_t active_steps = 0;  ///< CUSCOPE_ACTIVE: then steps recorded; 0 = every step after
+  bool print_at_exit = true;       ///< CUSCOPE_PRINT: print the table at exit
+  std::string output_path;         ///< CUSCOPE_OUTPUT: write the exit table here ("" = stderr)
+  std::string json_path;           ///< CUSCOPE_JSON: also write the exit report as JSON here
+  TableOptions table;              ///< CUSCOPE_SORT, CUSCOPE_ROWS, CUSCOPE_TOP_KERNELS
+  std::uint32_t max_depth = 64;    ///< CUSCOPE_MAX_DEPTH: deeper scopes time into their parent
   /// CUSCOPE_METRICS: hardware counters by kernel replay, as named sets ("sol", "memory",
   /// "compute", "occupancy") and/or CUPTI metric names, comma-separated; "" = none (replay is slow).
   std::string metrics;
   /// CUSCOPE_METRIC_RANGES: range paths ("step/mlp,step/attention") whose kernels are replayed for
   /// counters, with everything inside them; empty = every range. Other ranges run at full speed.
   std::vector<std::string> metric_ranges;
-  std::uint32_t metric_steps = 0; ///< CUSCOPE_METRIC_STEPS: counters in the first N recorded steps; 0 = all
+  std::uint32_t metric_steps = 0;  ///< CUSCOPE_METRIC_STEPS: counters in the first N recorded steps; 0 = all
 };
 
 /// One problem found while reading options: `variable` names the setting, `value` what was given.

@@ -24,7 +24,8 @@ std::uint64_t extend_hull(std::uint64_t& start, std::uint64_t& end, std::uint64_
   return (end - start) - before;
 }
 
-void add_duration(DurationStats& d, std::uint64_t count, std::uint64_t total, std::uint64_t min, std::uint64_t max) {
+void add_duration(DurationStats& d, std::uint64_t count, std::uint64_t total, std::uint64_t min,
+                  std::uint64_t max) {
   if (count == 0) return;
   d.min_ns = d.count == 0 ? min : std::min(d.min_ns, min);
   d.max_ns = std::max(d.max_ns, max);
@@ -84,7 +85,8 @@ void roll_up_counts(RangeStats& r, const std::vector<RangeStats>& ranges) {
     c.per_host_second = host_s > 0 ? c.total / host_s : 0;
     c.per_gpu_second = gpu_ns > 0 ? c.total / (double(gpu_ns) / 1e9) : 0;
   }
-  std::sort(r.counts.begin(), r.counts.end(), [](const CountStats& a, const CountStats& b) { return a.name < b.name; });
+  std::sort(r.counts.begin(), r.counts.end(),
+            [](const CountStats& a, const CountStats& b) { return a.name < b.name; });
 }
 
 }  // namespace
@@ -154,7 +156,8 @@ Aggregator::Target Aggregator::locate(std::uint64_t correlation) {
   const Correlation& c = correlation_slot(correlation);
   if (c.correlation != correlation) return {Where::Unknown, nullptr};
   if (c.instance == kOutsideWindow) return {Where::Outside, nullptr};
-  if (c.instance == kNoInstance) return {in_window(c.api_start_ns) ? Where::Unscoped : Where::Outside, nullptr};
+  if (c.instance == kNoInstance)
+    return {in_window(c.api_start_ns) ? Where::Unscoped : Where::Outside, nullptr};
   Instance* inst = instance(c.instance);
   if (inst == nullptr) return {Where::Unresolved, nullptr};
   return {Where::Range, inst};
@@ -176,7 +179,8 @@ std::uint32_t Aggregator::kernel_name(const char* name) {
     return it->second;
   }
   std::string text = demangle(name);
-  auto [it, inserted] = kernel_name_by_text_.try_emplace(text, static_cast<std::uint32_t>(kernel_names_.size()));
+  auto [it, inserted] =
+      kernel_name_by_text_.try_emplace(text, static_cast<std::uint32_t>(kernel_names_.size()));
   if (inserted) kernel_names_.push_back(std::move(text));
   kernel_name_by_ptr_.emplace(name, it->second);
   return it->second;
@@ -208,7 +212,8 @@ void Aggregator::apply_kernel(const Kernel& k, const Target& t) {
   a.self.kernel_calls += 1;
   a.self.kernel_ns += ns;
   const KernelKey key{k.name, k.grid, k.block, k.device};
-  auto& recent = a.recent[(key.name * 0x9E3779B1u ^ key.grid[0] * 0x85EBCA6Bu ^ key.block[0]) % a.recent.size()];
+  auto& recent =
+      a.recent[(key.name * 0x9E3779B1u ^ key.grid[0] * 0x85EBCA6Bu ^ key.block[0]) % a.recent.size()];
   if (recent.row == nullptr || !(recent.key == key)) recent = {key, &a.kernels[key]};
   KernelAgg& agg = *recent.row;
   agg.calls += 1;
@@ -229,11 +234,13 @@ void Aggregator::apply_memory(const MemoryActivity& m, const Target& t) {
     a.self.alloc_bytes += m.bytes;
     if (live_.size() < kMaxLiveAllocations) live_.insert_or_assign(m.address, Allocation{node, m.bytes});
     a.self_live += static_cast<std::int64_t>(m.bytes);
-    a.self.peak_bytes = std::max<std::uint64_t>(a.self.peak_bytes, static_cast<std::uint64_t>(std::max<std::int64_t>(a.self_live, 0)));
+    a.self.peak_bytes = std::max<std::uint64_t>(
+        a.self.peak_bytes, static_cast<std::uint64_t>(std::max<std::int64_t>(a.self_live, 0)));
     for (Node* n = node; n != nullptr && n->id != 0; n = n->parent) {
       RangeActivity& up = activity(n);
       up.total_live += static_cast<std::int64_t>(m.bytes);
-      up.total_peak = std::max<std::uint64_t>(up.total_peak, static_cast<std::uint64_t>(std::max<std::int64_t>(up.total_live, 0)));
+      up.total_peak = std::max<std::uint64_t>(
+          up.total_peak, static_cast<std::uint64_t>(std::max<std::int64_t>(up.total_live, 0)));
     }
     if (node == nullptr) unscoped_.total_peak = unscoped_.self.peak_bytes;
     return;
@@ -511,12 +518,14 @@ void Aggregator::build(Report& report) const {
     }
     for (std::uint32_t d = 1; d <= open_depth; ++d) {
       // A node created after the walk above (racing owner) is not in the index: skip it.
-      if (auto it = node_index.find(tree.open_node(d)); it != node_index.end()) report.ranges[it->second].open += 1;
+      if (auto it = node_index.find(tree.open_node(d)); it != node_index.end())
+        report.ranges[it->second].open += 1;
     }
   });
 
-  const bool unscoped_used = unscoped_.self.kernel_calls || unscoped_.self.memset_count || unscoped_.self.sync_count ||
-                             unscoped_.self.alloc_count || unscoped_.self.free_count ||
+  const bool unscoped_used = unscoped_.self.kernel_calls || unscoped_.self.memset_count ||
+                             unscoped_.self.sync_count || unscoped_.self.alloc_count ||
+                             unscoped_.self.free_count ||
                              std::any_of(unscoped_.self.memcpy.begin(), unscoped_.self.memcpy.end(),
                                          [](const CopyStats& c) { return c.count > 0; });
   if (unscoped_used) merge_activity(range_for(0, NameTable::kUnscopedId), unscoped_);

@@ -12,17 +12,16 @@
 // Not thread-safe: one consumer at a time (the session serializes producers and snapshots).
 #pragma once
 
+#include <absl/container/flat_hash_map.h>
+#include <absl/container/node_hash_map.h>
+
 #include <cstdint>
+#include <cuscope/report.hpp>
 #include <deque>
 #include <memory>
 #include <string>
 #include <variant>
 #include <vector>
-
-#include <absl/container/flat_hash_map.h>
-#include <absl/container/node_hash_map.h>
-
-#include <cuscope/report.hpp>
 
 #include "model/events.hpp"
 #include "model/interval_union.hpp"

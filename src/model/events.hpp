@@ -9,7 +9,6 @@
 
 #include <array>
 #include <cstdint>
-
 #include <cuscope/report.hpp>
 
 namespace cuscope::model {

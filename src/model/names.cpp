@@ -11,17 +11,21 @@ std::size_t utf8_sequence_length(const unsigned char* s, std::size_t i, std::siz
   const unsigned char c = s[i];
   std::size_t len = 0;
   if (c < 0x80) return 1;
-  if ((c & 0xE0) == 0xC0 && c >= 0xC2) len = 2;
-  else if ((c & 0xF0) == 0xE0) len = 3;
-  else if ((c & 0xF8) == 0xF0 && c <= 0xF4) len = 4;
-  else return 0;
+  if ((c & 0xE0) == 0xC0 && c >= 0xC2)
+    len = 2;
+  else if ((c & 0xF0) == 0xE0)
+    len = 3;
+  else if ((c & 0xF8) == 0xF0 && c <= 0xF4)
+    len = 4;
+  else
+    return 0;
   if (i + len > n) return 0;
   for (std::size_t k = 1; k < len; ++k) {
     if ((s[i + k] & 0xC0) != 0x80) return 0;
   }
-  if (len == 3 && c == 0xE0 && s[i + 1] < 0xA0) return 0;  // overlong
+  if (len == 3 && c == 0xE0 && s[i + 1] < 0xA0) return 0;   // overlong
   if (len == 3 && c == 0xED && s[i + 1] >= 0xA0) return 0;  // surrogate
-  if (len == 4 && c == 0xF0 && s[i + 1] < 0x90) return 0;  // overlong
+  if (len == 4 && c == 0xF0 && s[i + 1] < 0x90) return 0;   // overlong
   if (len == 4 && c == 0xF4 && s[i + 1] >= 0x90) return 0;  // past U+10FFFF
   return len;
 }
@@ -94,7 +98,8 @@ std::uint32_t NameTable::intern(const char* raw) {
 
 std::uint32_t NameTable::intern(std::string_view raw) {
   std::lock_guard lock(mutex_);
-  if (auto it = by_raw_.find(absl::string_view(raw.data(), raw.size())); it != by_raw_.end()) return it->second;
+  if (auto it = by_raw_.find(absl::string_view(raw.data(), raw.size())); it != by_raw_.end())
+    return it->second;
   bool adjusted = false;
   std::string name = sanitize_name(raw, &adjusted);
   if (adjusted) adjusted_.fetch_add(1, std::memory_order_relaxed);

@@ -6,14 +6,14 @@
 // to kFullId ("(name table full)"), counted.
 #pragma once
 
+#include <absl/container/flat_hash_map.h>
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
-
-#include <absl/container/flat_hash_map.h>
 
 namespace cuscope::model {
 

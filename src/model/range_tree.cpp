@@ -4,7 +4,8 @@
 
 namespace cuscope::model {
 
-ThreadTree::ThreadTree(Forest& forest, std::uint32_t slot) : forest_(forest), slot_(slot), root_(0, 0, nullptr, 0) {}
+ThreadTree::ThreadTree(Forest& forest, std::uint32_t slot)
+    : forest_(forest), slot_(slot), root_(0, 0, nullptr, 0) {}
 
 ThreadTree::~ThreadTree() { delete[] instances_.load(std::memory_order_relaxed); }
 
@@ -148,7 +149,8 @@ bool ThreadTree::resolve(std::uint64_t seq, Node** node, std::uint64_t* parent_s
 }
 
 Forest::Forest(NameTable* shared)
-    : owned_names_(shared ? nullptr : std::make_unique<NameTable>()), names(shared ? *shared : *owned_names_) {}
+    : owned_names_(shared ? nullptr : std::make_unique<NameTable>()),
+      names(shared ? *shared : *owned_names_) {}
 
 ThreadTree* Forest::make_tree() {
   std::lock_guard lock(mutex_);

@@ -28,7 +28,9 @@ namespace cuscope::model {
 /// A counter with a single writer and any number of readers (a plain add on x86).
 struct SoloCounter {
   std::atomic<std::uint64_t> value{0};
-  void add(std::uint64_t x) { value.store(value.load(std::memory_order_relaxed) + x, std::memory_order_relaxed); }
+  void add(std::uint64_t x) {
+    value.store(value.load(std::memory_order_relaxed) + x, std::memory_order_relaxed);
+  }
   void set(std::uint64_t x) { value.store(x, std::memory_order_relaxed); }
   [[nodiscard]] std::uint64_t get() const { return value.load(std::memory_order_relaxed); }
 };
@@ -129,7 +131,10 @@ class ThreadTree {
   }
   [[nodiscard]] std::uint32_t slot() const { return slot_; }
   [[nodiscard]] std::uint32_t open_depth() const { return depth_.load(std::memory_order_acquire); }
-  [[nodiscard]] Node* innermost() const { return depth_.load(std::memory_order_relaxed) ? frames_[depth_.load(std::memory_order_relaxed) - 1].node : nullptr; }
+  [[nodiscard]] Node* innermost() const {
+    return depth_.load(std::memory_order_relaxed) ? frames_[depth_.load(std::memory_order_relaxed) - 1].node
+                                                  : nullptr;
+  }
 
   /// The node and parent instance of `instance` if its slot still holds it (any thread).
   bool resolve(std::uint64_t seq, Node** node, std::uint64_t* parent_seq) const;
@@ -210,9 +215,9 @@ class Forest {
   std::atomic<ThreadTree*> by_slot_[kMaxSlots] = {};
 
   std::mutex node_mutex_;
-  std::vector<std::unique_ptr<Node>> nodes_;  // owns every node; guarded by node_mutex_
+  std::vector<std::unique_ptr<Node>> nodes_;        // owns every node; guarded by node_mutex_
   std::vector<std::unique_ptr<NodeCount>> counts_;  // guarded by node_mutex_
-  std::uint32_t next_node_id_ = 1;  // guarded by node_mutex_
+  std::uint32_t next_node_id_ = 1;                  // guarded by node_mutex_
 };
 
 }  // namespace cuscope::model

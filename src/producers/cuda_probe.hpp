@@ -9,7 +9,8 @@ struct GpuProbe {
   bool available = false;
   int device_count = 0;
   std::string device;  ///< "NVIDIA H100 80GB HBM3 (sm_90)", "2 GPUs: ...", or "no GPU"
-  std::string reason;  ///< why not available, one line, e.g. "no CUDA driver (cudaGetDeviceCount: error 35: ...)"
+  std::string
+      reason;  ///< why not available, one line, e.g. "no CUDA driver (cudaGetDeviceCount: error 35: ...)"
 };
 
 /// Queries the CUDA runtime without leaving an error behind for the program to find.

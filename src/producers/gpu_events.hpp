@@ -7,10 +7,10 @@
 // Hot path: no lock, no allocation once the pool has warmed up; two cudaEventRecord calls.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <atomic>
 #include <cstdint>
-
-#include <cuda_runtime_api.h>
 
 #include "model/range_tree.hpp"
 #include "producers/spsc_ring.hpp"
@@ -58,7 +58,7 @@ class GpuEvents {
 
   Pair* open_[model::kHardMaxDepth] = {};
   cudaStream_t streams_[model::kHardMaxDepth] = {};
-  Pair* spare_ = nullptr;  // owner only: pairs the owner got back without a round trip
+  Pair* spare_ = nullptr;           // owner only: pairs the owner got back without a round trip
   SpscRing<Pair*> pending_{kRing};  // owner -> resolver
   SpscRing<Pair*> free_{kRing};     // resolver -> owner
   std::size_t created_ = 0;

@@ -3,9 +3,9 @@
 // injected they are a call through a no-op function pointer.
 #pragma once
 
-#include <string>
-
 #include <nvtx3/nvToolsExt.h>
+
+#include <string>
 
 namespace cuscope::inline v0::detail {
 

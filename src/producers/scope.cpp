@@ -89,9 +89,7 @@ ThreadState* enter_id(std::uint32_t id, cudaStream_t stream, std::uint32_t& toke
   return ts;
 }
 
-bool started() noexcept {
-  return g_state.load(std::memory_order_relaxed) == kOn || start_from_scope();
-}
+bool started() noexcept { return g_state.load(std::memory_order_relaxed) == kOn || start_from_scope(); }
 
 }  // namespace
 

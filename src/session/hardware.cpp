@@ -42,7 +42,8 @@ std::string start_counters(Session& session) noexcept {
     const Options& o = session.options;
     MetricSelection selection = parse_metric_selection(o.metrics);
     for (const std::string& e : selection.errors) warn_once("CUSCOPE_METRICS: " + e);
-    if (selection.metrics.empty()) return fmt::format("no metric to collect in CUSCOPE_METRICS='{}'", o.metrics);
+    if (selection.metrics.empty())
+      return fmt::format("no metric to collect in CUSCOPE_METRICS='{}'", o.metrics);
     // Kernel duration weighs the percentages of a range; it costs no extra replay pass.
     const Metric duration = metric_named("gpu__time_duration.sum");
     if (std::find(selection.metrics.begin(), selection.metrics.end(), duration) == selection.metrics.end()) {
@@ -54,7 +55,8 @@ std::string start_counters(Session& session) noexcept {
     if (chip.empty()) return "CUPTI could not name this GPU's chip (cuptiDeviceGetChipName failed)";
     ConfigImage config = build_config_image(chip, selection.metrics);
     for (const std::string& e : config.errors) warn_once(e);
-    if (config.image.empty()) return fmt::format("none of the requested metrics can be collected on {}", chip);
+    if (config.image.empty())
+      return fmt::format("none of the requested metrics can be collected on {}", chip);
 
     CounterPlan plan;
     plan.chip = chip;
@@ -72,8 +74,9 @@ std::string start_counters(Session& session) noexcept {
     const std::string status = enable_range_profiler(session, std::move(plan));
     if (status != "on") return status;
     session.counter_metrics = config.metrics;
-    return fmt::format("on: {} on {} ({} replay pass{} per kernel) in {}, during {}", joined(names), chip, passes,
-                       passes == 1 ? "" : "es", o.metric_ranges.empty() ? "every range" : joined(o.metric_ranges),
+    return fmt::format("on: {} on {} ({} replay pass{} per kernel) in {}, during {}", joined(names), chip,
+                       passes, passes == 1 ? "" : "es",
+                       o.metric_ranges.empty() ? "every range" : joined(o.metric_ranges),
                        o.metric_steps == 0 ? "every recorded step"
                                            : fmt::format("the first {} recorded steps", o.metric_steps));
   } catch (const std::exception& e) {
@@ -120,8 +123,9 @@ void apply_verdicts(Report& report, const model::DevicePeaks& peaks, const std::
       m.counters = roofline_counters(metrics, values);
     }
     const model::Verdict v = model::roofline_verdict(m, peaks);
-    r.verdict = Verdict{public_bound(v.bound), v.dram_bytes_per_s.value_or(0), v.flops_per_s.value_or(0),
-                        v.arithmetic_intensity.value_or(0), v.pct_of_ceiling.value_or(0), v.reason};
+    r.verdict = Verdict{public_bound(v.bound),        v.dram_bytes_per_s.value_or(0),
+                        v.flops_per_s.value_or(0),    v.arithmetic_intensity.value_or(0),
+                        v.pct_of_ceiling.value_or(0), v.reason};
   }
 }
 

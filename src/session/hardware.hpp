@@ -2,10 +2,9 @@
 // CUSCOPE_METRICS into a running range profiler, and a snapshot's ranges into verdicts.
 #pragma once
 
+#include <cuscope/report.hpp>
 #include <string>
 #include <vector>
-
-#include <cuscope/report.hpp>
 
 #include "model/roofline.hpp"
 #include "producers/cupti/metrics_host.hpp"

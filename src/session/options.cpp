@@ -1,18 +1,17 @@
 // session/options.cpp — CUSCOPE_* environment variables onto Options. A bad value keeps the
 // base value and yields one OptionError naming the variable and the value; unknown CUSCOPE_*
 // variables (typos) are reported too.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
-#include <string>
-#include <string_view>
-
-#include <fmt/format.h>
-
 #include <cuscope/scope.hpp>
 #include <cuscope/session.hpp>
+#include <string>
+#include <string_view>
 
 #include "session/log.hpp"
 
@@ -50,8 +49,8 @@ struct Reader {
       field = false;
     } else {
       error(name, raw,
-            fmt::format("{}='{}' is not a boolean (use 1/0, true/false, yes/no, on/off); keeping {}", name, raw,
-                        field ? 1 : 0));
+            fmt::format("{}='{}' is not a boolean (use 1/0, true/false, yes/no, on/off); keeping {}", name,
+                        raw, field ? 1 : 0));
     }
   }
 
@@ -65,7 +64,8 @@ struct Reader {
     if (v.empty() || ec == std::errc::invalid_argument || end != v.data() + v.size()) {
       error(name, raw, fmt::format("{}='{}' is not a whole number; keeping {}", name, raw, field));
     } else if (ec == std::errc::result_out_of_range || parsed < min || parsed > max) {
-      error(name, raw, fmt::format("{}='{}' is out of range [{}, {}]; keeping {}", name, raw, min, max, field));
+      error(name, raw,
+            fmt::format("{}='{}' is out of range [{}, {}]; keeping {}", name, raw, min, max, field));
     } else {
       field = static_cast<T>(parsed);
     }
@@ -86,7 +86,8 @@ struct Reader {
       const std::size_t comma = rest.find(',');
       std::string_view item = rest.substr(0, comma);
       rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
-      while (!item.empty() && (std::isspace(static_cast<unsigned char>(item.front())) || item.front() == '/')) {
+      while (!item.empty() &&
+             (std::isspace(static_cast<unsigned char>(item.front())) || item.front() == '/')) {
         item.remove_prefix(1);
       }
       while (!item.empty() && (std::isspace(static_cast<unsigned char>(item.back())) || item.back() == '/')) {
@@ -100,8 +101,9 @@ struct Reader {
     const char* raw = get(name);
     if (raw == nullptr) return;
     const std::string v = trimmed_lower(raw);
-    constexpr SortKey keys[] = {SortKey::host_total, SortKey::host_self,  SortKey::gpu_total, SortKey::kernel_total,
-                                SortKey::gpu_busy,   SortKey::calls,      SortKey::name};
+    constexpr SortKey keys[] = {SortKey::host_total,   SortKey::host_self, SortKey::gpu_total,
+                                SortKey::kernel_total, SortKey::gpu_busy,  SortKey::calls,
+                                SortKey::name};
     for (SortKey k : keys) {
       if (v == to_string(k)) {
         field = k;
@@ -110,15 +112,17 @@ struct Reader {
     }
     std::string all;
     for (SortKey k : keys) all += fmt::format("{}{}", all.empty() ? "" : ", ", to_string(k));
-    error(name, raw, fmt::format("{}='{}' is not a sort key (one of: {}); keeping {}", name, raw, all, to_string(field)));
+    error(
+        name, raw,
+        fmt::format("{}='{}' is not a sort key (one of: {}); keeping {}", name, raw, all, to_string(field)));
   }
 };
 
-constexpr const char* kKnown[] = {"CUSCOPE_ENABLE", "CUSCOPE_GPU_EVENTS", "CUSCOPE_ACTIVITIES", "CUSCOPE_WAIT",
-                                  "CUSCOPE_WARMUP", "CUSCOPE_ACTIVE",     "CUSCOPE_PRINT",      "CUSCOPE_OUTPUT",
-                                  "CUSCOPE_JSON",   "CUSCOPE_SORT",       "CUSCOPE_ROWS",       "CUSCOPE_TOP_KERNELS",
-                                  "CUSCOPE_MAX_DEPTH", "CUSCOPE_METRICS", "CUSCOPE_METRIC_RANGES",
-                                  "CUSCOPE_METRIC_STEPS"};
+constexpr const char* kKnown[] = {
+    "CUSCOPE_ENABLE",    "CUSCOPE_GPU_EVENTS", "CUSCOPE_ACTIVITIES",    "CUSCOPE_WAIT",
+    "CUSCOPE_WARMUP",    "CUSCOPE_ACTIVE",     "CUSCOPE_PRINT",         "CUSCOPE_OUTPUT",
+    "CUSCOPE_JSON",      "CUSCOPE_SORT",       "CUSCOPE_ROWS",          "CUSCOPE_TOP_KERNELS",
+    "CUSCOPE_MAX_DEPTH", "CUSCOPE_METRICS",    "CUSCOPE_METRIC_RANGES", "CUSCOPE_METRIC_STEPS"};
 
 }  // namespace
 
@@ -145,12 +149,14 @@ Options options_from(EnvLookup lookup, Options base, std::vector<OptionError>* e
 
 Options options_from_env(Options base, std::vector<OptionError>* errors) {
   std::vector<OptionError> found;
-  Options o = options_from([](const char* name) -> const char* { return std::getenv(name); }, std::move(base), &found);
+  Options o = options_from([](const char* name) -> const char* { return std::getenv(name); }, std::move(base),
+                           &found);
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
     const std::string_view entry(*e);
     if (entry.substr(0, 8) != "CUSCOPE_") continue;
     const std::string_view name = entry.substr(0, entry.find('='));
-    const bool known = std::any_of(std::begin(kKnown), std::end(kKnown), [&](const char* k) { return name == k; });
+    const bool known =
+        std::any_of(std::begin(kKnown), std::end(kKnown), [&](const char* k) { return name == k; });
     if (!known) {
       found.push_back({std::string(name), std::string(entry.substr(std::min(entry.size(), name.size() + 1))),
                        fmt::format("{} is not a cuscope option; ignored (see README, Options)", name)});

@@ -4,24 +4,24 @@
 // Exit: start() probes CUDA first (which initializes the runtime), then registers its atexit
 // handler, so the handler runs before CUDA's own teardown. Nothing here may throw into the
 // program: every public entry point catches.
+#include "session/session.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <fstream>
 #include <set>
 
-#include <fmt/format.h>
-#include <spdlog/sinks/stdout_sinks.h>
-#include <spdlog/spdlog.h>
-
-#include "session/session.hpp"
-
 #include "producers/clock.hpp"
 #include "producers/cuda_probe.hpp"
 #include "producers/cupti/adapter.hpp"
 #include "producers/cupti/range_profiler.hpp"
-#include "session/hardware.hpp"
 #include "producers/nvtx_domain.hpp"
+#include "session/hardware.hpp"
 #include "session/log.hpp"
 
 namespace cuscope {
@@ -46,7 +46,8 @@ enum class Phase { Wait, Warmup, Record, Done };
 Phase phase_of(const Options& o, std::uint64_t step) {
   if (step < o.wait_steps) return Phase::Wait;
   if (step < std::uint64_t{o.wait_steps} + o.warmup_steps) return Phase::Warmup;
-  if (o.active_steps == 0 || step < std::uint64_t{o.wait_steps} + o.warmup_steps + o.active_steps) return Phase::Record;
+  if (o.active_steps == 0 || step < std::uint64_t{o.wait_steps} + o.warmup_steps + o.active_steps)
+    return Phase::Record;
   return Phase::Done;
 }
 
@@ -57,7 +58,8 @@ std::uint32_t flags_for(const Session& s, Phase p) {
     f |= kRecording;
     if (s.gpu_timing == "on") f |= kGpuEvents;
     const std::uint64_t recorded = s.recorded_steps.load(std::memory_order_relaxed);
-    if (s.counters_status.rfind("on", 0) == 0 && (s.options.metric_steps == 0 || recorded < s.options.metric_steps)) {
+    if (s.counters_status.rfind("on", 0) == 0 &&
+        (s.options.metric_steps == 0 || recorded < s.options.metric_steps)) {
       f |= kCounters;
     }
   }
@@ -156,7 +158,7 @@ void reset_for_testing() noexcept {
   g_state.store(kNotStarted, std::memory_order_release);
   g_flags.store(0, std::memory_order_relaxed);
   disable_range_profiler();
-  stop_activity_tracing(/*finalize=*/false);  // the next session starts tracing again
+  stop_activity_tracing(/*finalize=*/false);         // the next session starts tracing again
   static auto* retired = new std::vector<Session*>;  // kept reachable: threads may still point into them
   retired->push_back(g_session);
   g_session = new Session();
@@ -356,7 +358,8 @@ void shutdown() {
     }
     stop_collector(s);
     // GPU work may still be running: wait for its events a bounded time, never forever.
-    for (int i = 0; i < 1000 && !resolve_gpu_events(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    for (int i = 0; i < 1000 && !resolve_gpu_events(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     disable_range_profiler();  // collects an open counter window first
     flush();
     stop_activity_tracing();  // flushes what is left, then finalizes CUPTI before CUDA's teardown

@@ -8,14 +8,13 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <cuscope/scope.hpp>  // first: detail:: below extends cuscope::v0::detail
+#include <cuscope/session.hpp>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <cuscope/scope.hpp>  // first: detail:: below extends cuscope::v0::detail
-#include <cuscope/session.hpp>
 
 #include "model/aggregator.hpp"
 #include "model/range_tree.hpp"

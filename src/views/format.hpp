@@ -57,7 +57,8 @@ inline std::string format_quantity(double v) {
     v /= 1000.0;
     ++i;
   }
-  if (i == 0 && v == static_cast<double>(static_cast<long long>(v))) return fmt::format("{}", static_cast<long long>(v));
+  if (i == 0 && v == static_cast<double>(static_cast<long long>(v)))
+    return fmt::format("{}", static_cast<long long>(v));
   const double a = v < 0 ? -v : v;
   const int decimals = a >= 99.95 ? 0 : a >= 9.995 ? 1 : 2;
   return fmt::format("{:.{}f}{}", v, decimals, suffixes[i]);

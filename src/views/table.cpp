@@ -45,8 +45,8 @@ constexpr std::size_t kKernelNameWidth = 60;
 constexpr std::size_t kColumns = 11;
 using Cells = std::array<std::string, kColumns>;
 constexpr std::array<std::string_view, kColumns> kTitles{
-    "range",     "calls",   "host total",  "host mean", "host self",
-    "GPU total", "kernels", "kernel time", "GPU busy",  "memcpy",   "bound"};
+    "range",   "calls",       "host total", "host mean", "host self", "GPU total",
+    "kernels", "kernel time", "GPU busy",   "memcpy",    "bound"};
 
 std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b) {
   return b > std::numeric_limits<std::uint64_t>::max() - a ? std::numeric_limits<std::uint64_t>::max()
@@ -100,7 +100,8 @@ constexpr std::array<Counter, 14> kCounters{{
     {&Diagnostics::name_table_full, "entry past a full name table", "entries past a full name table"},
     {&Diagnostics::gpu_event_failures, "CUDA event failure", "CUDA event failures"},
     {&Diagnostics::overhead_records, "CUPTI overhead record", "CUPTI overhead records"},
-    {&Diagnostics::counter_ranges_dropped, "replayed kernel without counters", "replayed kernels without counters"},
+    {&Diagnostics::counter_ranges_dropped, "replayed kernel without counters",
+     "replayed kernels without counters"},
 }};
 
 std::string diagnostics_line(const Diagnostics& d) {
@@ -160,7 +161,8 @@ std::string header(const Report& report) {
   }
   out += fmt::format("total: host {} in top-level ranges", format_duration(host_ns));
   if (report.activity_status == "on") {
-    out += fmt::format(" — kernel time {} — GPU busy {}", format_duration(kernel_ns), format_duration(busy_ns));
+    out +=
+        fmt::format(" — kernel time {} — GPU busy {}", format_duration(kernel_ns), format_duration(busy_ns));
   }
   return out + "\n";
 }

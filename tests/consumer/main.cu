@@ -1,6 +1,5 @@
 // A scope-using CUDA program built outside cuscope's tree (tests/consumer/check.sh).
 #include <cstdio>
-
 #include <cuscope/cuscope.hpp>
 
 __global__ void scale(float* x, int n) {

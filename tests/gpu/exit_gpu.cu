@@ -2,11 +2,10 @@
 //   inflight   returns from main while a long kernel still runs
 //   reset      calls cudaDeviceReset itself before returning
 // Exit 77 without a GPU (CTest: Skipped). The summary must print and the exit code be 0.
-#include <cstdio>
-#include <cstring>
-
 #include <cuda_runtime.h>
 
+#include <cstdio>
+#include <cstring>
 #include <cuscope/cuscope.hpp>
 
 __global__ void spin(long long cycles) {
@@ -25,7 +24,10 @@ int main(int argc, char** argv) {
   }
   cudaDeviceSynchronize();
   if (std::strcmp(mode, "reset") == 0) {
-    { CUSCOPE_SCOPE("before_reset"); spin<<<1, 1>>>(1000); }
+    {
+      CUSCOPE_SCOPE("before_reset");
+      spin<<<1, 1>>>(1000);
+    }
     cudaDeviceReset();
   } else {
     CUSCOPE_SCOPE("inflight");

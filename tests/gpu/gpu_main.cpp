@@ -1,11 +1,10 @@
 // The GPU suite's main: exits 77 (CTest: Skipped) when there is no CUDA device, so a GPU test
 // never passes without having run.
 #define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
-
-#include <cstdio>
-
 #include <cuda_runtime_api.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
 
 int main(int argc, char** argv) {
   int count = 0;

@@ -1,11 +1,10 @@
 // GPU tests of the CUPTI subscriber: exact kernel counts and bytes per range, attribution across
 // streams, threads, graphs and driver-API launches, roll-ups, the step window, and no drops.
-#include <catch2/catch.hpp>
-
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 
+#include <catch2/catch.hpp>
 #include <thread>
 #include <vector>
 
@@ -58,8 +57,14 @@ TEST_CASE("kernel counts per range are exact", "[gpu][cupti]") {
   warm_up();
   for (int step = 0; step < 4; ++step) {
     CUSCOPE_SCOPE("counted");
-    { CUSCOPE_SCOPE("three"); for (int i = 0; i < 3; ++i) empty_kernel<<<1, 32>>>(); }
-    { CUSCOPE_SCOPE("five"); for (int i = 0; i < 5; ++i) empty_kernel<<<2, 64>>>(); }
+    {
+      CUSCOPE_SCOPE("three");
+      for (int i = 0; i < 3; ++i) empty_kernel<<<1, 32>>>();
+    }
+    {
+      CUSCOPE_SCOPE("five");
+      for (int i = 0; i < 5; ++i) empty_kernel<<<2, 64>>>();
+    }
   }
   const cuscope::Report r = settled();
   CHECK(range(r, "counted/three").self.kernel_calls == 12);
@@ -192,7 +197,8 @@ TEST_CASE("a kernel launched with cuLaunchKernel is attributed", "[gpu][cupti]")
   const auto launch = reinterpret_cast<PFN_cuLaunchKernel_v4000>(entry);
   {
     CUSCOPE_SCOPE("driver_launch");
-    REQUIRE(launch(reinterpret_cast<CUfunction>(fn), 3, 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr) == CUDA_SUCCESS);
+    REQUIRE(launch(reinterpret_cast<CUfunction>(fn), 3, 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr) ==
+            CUDA_SUCCESS);
   }
   const cuscope::Report r = settled();
   CHECK(range(r, "driver_launch").self.kernel_calls == 1);

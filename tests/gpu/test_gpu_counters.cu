@@ -1,9 +1,8 @@
 // GPU tests of hardware counters: known bytes and FLOPs come back from kernel replay, the roofline
 // verdicts classify a copy and an FMA loop, and ranges outside the chosen set are not replayed.
-#include <catch2/catch.hpp>
-
 #include <cuda_runtime.h>
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 
 #include "session_fixture.hpp"
@@ -19,7 +18,8 @@ constexpr int kFmaBlocks = 264;
 constexpr int kFmaThreads = 256;
 
 __global__ void copy_kernel(const float4* __restrict__ in, float4* __restrict__ out, std::size_t n) {
-  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n; i += std::size_t{gridDim.x} * blockDim.x) {
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::size_t{gridDim.x} * blockDim.x) {
     out[i] = in[i];
   }
 }
@@ -53,7 +53,8 @@ double metric(const cuscope::RangeStats& r, const char* name) {
 
 }  // namespace
 
-TEST_CASE("counters: bytes of a copy, FLOPs of an FMA loop, verdicts, and no replay elsewhere", "[gpu][metrics]") {
+TEST_CASE("counters: bytes of a copy, FLOPs of an FMA loop, verdicts, and no replay elsewhere",
+          "[gpu][metrics]") {
   cuscope::Options o = cuscope_test::quiet_options();
   o.metrics = "sol,memory,compute";
   o.metric_ranges = {"copy", "fma"};

@@ -1,9 +1,8 @@
 // GPU tests of scopes: CUDA-event timing without synchronization, and graph capture left intact.
-#include <catch2/catch.hpp>
-
-#include <chrono>
-
 #include <cuda_runtime.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
 
 #include "session_fixture.hpp"
 

@@ -33,8 +33,8 @@ constexpr std::array kKinds = {
 };
 
 // API calls whose records cuscope needs: those that launch, copy, set, allocate, free or wait.
-constexpr std::array<std::string_view, 6> kTracedCalls = {"Launch", "Memcpy", "Memset", "Malloc", "Free",
-                                                          "Synchronize"};
+constexpr std::array<std::string_view, 6> kTracedCalls = {"Launch", "Memcpy", "Memset",
+                                                          "Malloc", "Free",   "Synchronize"};
 constexpr std::array<std::string_view, 1> kTracedDriverCalls = {"MemAlloc"};
 
 struct State {
@@ -75,7 +75,8 @@ void CUPTIAPI buffer_completed(CUcontext context, std::uint32_t stream, std::uin
                                std::size_t valid) {
   State& s = state();
   std::size_t dropped = 0;
-  if (cuptiActivityGetNumDroppedRecords(context, stream, &dropped) != CUPTI_SUCCESS) dropped = 0;  // no lock held
+  if (cuptiActivityGetNumDroppedRecords(context, stream, &dropped) != CUPTI_SUCCESS)
+    dropped = 0;  // no lock held
   if (Session* target = s.target.load(std::memory_order_acquire)) {
     std::lock_guard lock(target->aggregator_mutex);
     consume_buffer(buffer, valid, dropped, target->aggregator);

@@ -77,7 +77,8 @@ bool decode(const CUpti_Activity* record, model::Aggregator& sink) {
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       const auto* r = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
-      sink.on(model::MemcpyActivity{r->correlationId, r->start, r->end, r->bytes, copy_kind(r->copyKind), r->deviceId});
+      sink.on(model::MemcpyActivity{r->correlationId, r->start, r->end, r->bytes, copy_kind(r->copyKind),
+                                    r->deviceId});
       return true;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
@@ -87,12 +88,13 @@ bool decode(const CUpti_Activity* record, model::Aggregator& sink) {
     }
     case CUPTI_ACTIVITY_KIND_MEMORY2: {
       const auto* r = reinterpret_cast<const CUpti_ActivityMemory4*>(record);
-      const bool device_memory =
-          r->memoryKind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE || r->memoryKind == CUPTI_ACTIVITY_MEMORY_KIND_MANAGED;
+      const bool device_memory = r->memoryKind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE ||
+                                 r->memoryKind == CUPTI_ACTIVITY_MEMORY_KIND_MANAGED;
       const bool alloc = r->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
       const bool release = r->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
       if (!device_memory || (!alloc && !release)) return true;
-      sink.on(model::MemoryActivity{r->correlationId, r->timestamp, r->address, r->bytes, alloc, r->deviceId});
+      sink.on(
+          model::MemoryActivity{r->correlationId, r->timestamp, r->address, r->bytes, alloc, r->deviceId});
       return true;
     }
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {

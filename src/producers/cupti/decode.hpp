@@ -14,8 +14,8 @@
 namespace cuscope::inline v0::detail {
 
 struct DecodeCounts {
-  std::uint64_t records = 0;    ///< records read (used or not)
-  std::uint64_t unknown = 0;    ///< records of kinds not decoded, undecodable, or cut off
+  std::uint64_t records = 0;  ///< records read (used or not)
+  std::uint64_t unknown = 0;  ///< records of kinds not decoded, undecodable, or cut off
 };
 
 /// Feeds every record of `buffer[0, valid_bytes)` to `sink`. `buffer` must be 8-byte aligned.

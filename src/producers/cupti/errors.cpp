@@ -9,7 +9,8 @@ namespace {
 
 std::string error_name(CUptiResult r) {
   const char* text = nullptr;
-  if (cuptiGetResultString(r, &text) != CUPTI_SUCCESS || text == nullptr) return fmt::format("CUPTI error {}", int(r));
+  if (cuptiGetResultString(r, &text) != CUPTI_SUCCESS || text == nullptr)
+    return fmt::format("CUPTI error {}", int(r));
   return text;
 }
 

@@ -81,10 +81,12 @@ void collect(State& s, const model::Node* into) {
   auto stop = params<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
   stop.pRangeProfilerObject = s.profiler;
   if (cuptiRangeProfilerStop(&stop) != CUPTI_SUCCESS) return;
-  auto decode = params<CUpti_RangeProfiler_DecodeData_Params>(CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE);
+  auto decode =
+      params<CUpti_RangeProfiler_DecodeData_Params>(CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE);
   decode.pRangeProfilerObject = s.profiler;
   if (cuptiRangeProfilerDecodeData(&decode) != CUPTI_SUCCESS) return;
-  auto info = params<CUpti_RangeProfiler_GetCounterDataInfo_Params>(CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE);
+  auto info = params<CUpti_RangeProfiler_GetCounterDataInfo_Params>(
+      CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE);
   info.pCounterDataImage = s.counter_data.data();
   info.counterDataImageSize = s.counter_data.size();
   if (cuptiRangeProfilerGetCounterDataInfo(&info) != CUPTI_SUCCESS) info.numTotalRanges = 0;
@@ -92,7 +94,8 @@ void collect(State& s, const model::Node* into) {
   std::vector<double> values(s.metric_names.size());
   std::vector<std::vector<double>> kernels;
   for (std::size_t range = 0; range < info.numTotalRanges; ++range) {
-    auto eval = params<CUpti_Profiler_Host_EvaluateToGpuValues_Params>(CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE);
+    auto eval = params<CUpti_Profiler_Host_EvaluateToGpuValues_Params>(
+        CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE);
     eval.pHostObject = s.host;
     eval.pCounterDataImage = s.counter_data.data();
     eval.counterDataImageSize = s.counter_data.size();
@@ -108,7 +111,8 @@ void collect(State& s, const model::Node* into) {
     s.session->aggregator.add_dropped_counter_ranges(decode.numOfRangeDropped +
                                                      (info.numTotalRanges - kernels.size()));
   }
-  auto reset = params<CUpti_RangeProfiler_CounterDataImage_Initialize_Params>(CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE);
+  auto reset = params<CUpti_RangeProfiler_CounterDataImage_Initialize_Params>(
+      CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE);
   reset.pRangeProfilerObject = s.profiler;
   reset.counterDataSize = s.counter_data.size();
   reset.pCounterData = s.counter_data.data();
@@ -123,7 +127,8 @@ void release(State& s) {
     s.profiler = nullptr;
   }
   if (s.host != nullptr) {
-    auto d = params<CUpti_Profiler_Host_Deinitialize_Params>(CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE);
+    auto d =
+        params<CUpti_Profiler_Host_Deinitialize_Params>(CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE);
     d.pHostObject = s.host;
     cuptiProfilerHostDeinitialize(&d);
     s.host = nullptr;
@@ -139,7 +144,8 @@ CUcontext current_context() {
   cudaFree(nullptr);  // makes the primary context current, allocating nothing
   void* entry = nullptr;
   cudaDriverEntryPointQueryResult found{};
-  if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &entry, 4000, cudaEnableDefault, &found) != cudaSuccess ||
+  if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &entry, 4000, cudaEnableDefault, &found) !=
+          cudaSuccess ||
       found != cudaDriverEntryPointSuccess) {
     cudaGetLastError();
     return nullptr;
@@ -179,7 +185,8 @@ std::string enable_range_profiler(Session& session, CounterPlan plan) noexcept {
     }
 
     auto init = params<CUpti_Profiler_Initialize_Params>(CUpti_Profiler_Initialize_Params_STRUCT_SIZE);
-    if (CUptiResult r = cuptiProfilerInitialize(&init); r != CUPTI_SUCCESS) return fail(s, "cuptiProfilerInitialize", r);
+    if (CUptiResult r = cuptiProfilerInitialize(&init); r != CUPTI_SUCCESS)
+      return fail(s, "cuptiProfilerInitialize", r);
     CUcontext ctx = current_context();
     if (ctx == nullptr) return "no current CUDA context to profile";
     auto enable = params<CUpti_RangeProfiler_Enable_Params>(CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE);
@@ -189,7 +196,8 @@ std::string enable_range_profiler(Session& session, CounterPlan plan) noexcept {
     }
     s.profiler = enable.pRangeProfilerObject;
 
-    auto host = params<CUpti_Profiler_Host_Initialize_Params>(CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE);
+    auto host =
+        params<CUpti_Profiler_Host_Initialize_Params>(CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE);
     host.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
     host.pChipName = s.plan.chip.c_str();
     if (CUptiResult r = cuptiProfilerHostInitialize(&host); r != CUPTI_SUCCESS) {
@@ -197,7 +205,8 @@ std::string enable_range_profiler(Session& session, CounterPlan plan) noexcept {
     }
     s.host = host.pHostObject;
 
-    auto size = params<CUpti_RangeProfiler_GetCounterDataSize_Params>(CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE);
+    auto size = params<CUpti_RangeProfiler_GetCounterDataSize_Params>(
+        CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE);
     size.pRangeProfilerObject = s.profiler;
     size.pMetricNames = s.metric_names.data();
     size.numMetrics = s.metric_names.size();
@@ -207,7 +216,8 @@ std::string enable_range_profiler(Session& session, CounterPlan plan) noexcept {
       return fail(s, "cuptiRangeProfilerGetCounterDataSize", r);
     }
     s.counter_data.assign(size.counterDataSize, 0);
-    auto data = params<CUpti_RangeProfiler_CounterDataImage_Initialize_Params>(CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE);
+    auto data = params<CUpti_RangeProfiler_CounterDataImage_Initialize_Params>(
+        CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE);
     data.pRangeProfilerObject = s.profiler;
     data.counterDataSize = s.counter_data.size();
     data.pCounterData = s.counter_data.data();
@@ -215,7 +225,8 @@ std::string enable_range_profiler(Session& session, CounterPlan plan) noexcept {
       return fail(s, "cuptiRangeProfilerCounterDataImageInitialize", r);
     }
 
-    auto config = params<CUpti_RangeProfiler_SetConfig_Params>(CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE);
+    auto config =
+        params<CUpti_RangeProfiler_SetConfig_Params>(CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE);
     config.pRangeProfilerObject = s.profiler;
     config.configSize = s.plan.config_image.size();
     config.pConfig = s.plan.config_image.data();
@@ -233,7 +244,8 @@ std::string enable_range_profiler(Session& session, CounterPlan plan) noexcept {
     }
     {
       std::lock_guard agg(session.aggregator_mutex);
-      session.aggregator.set_counter_plan(s.plan.metrics, s.plan.labels, s.plan.units, s.plan.duration_weighted);
+      session.aggregator.set_counter_plan(s.plan.metrics, s.plan.labels, s.plan.units,
+                                          s.plan.duration_weighted);
     }
     g_enabled.store(true, std::memory_order_release);
     return "on";
