@@ -75,6 +75,9 @@ struct Node {
   // Written by whoever resolves CUDA events (serialized by the session).
   SoloDurations gpu;
   std::atomic<NodeCount*> first_count{nullptr};  // user counters (owner thread appends)
+  /// Whether hardware counters are collected inside this range: 0 not decided yet, 1 yes, 2 no
+  /// (decided once, by the range profiler, so other ranges pay one load).
+  mutable std::atomic<std::uint8_t> counters_choice{0};
   NodeCount* last_count = nullptr;               // owner thread only
 };
 

@@ -100,7 +100,12 @@ bool GpuEvents::resolve() noexcept {
     if (q == cudaSuccess && cudaEventElapsedTime(&ms, p->start, p->stop) == cudaSuccess && ms >= 0.0f) {
       p->node->gpu.add(static_cast<std::uint64_t>(static_cast<double>(ms) * 1e6));
     } else {
+      // A broken pair (its context was reset, say) is re-created on its next use, not reused.
       cudaGetLastError();
+      cudaEventDestroy(p->start);
+      cudaEventDestroy(p->stop);
+      cudaGetLastError();
+      p->start = p->stop = nullptr;
       fail();
     }
     pending_.pop();

@@ -52,6 +52,7 @@ State& state() {
 }
 
 std::atomic<bool> g_enabled{false};
+std::atomic<bool> g_window_open{false};  // mirrors State::window_open, read without the lock
 
 bool path_matches(const model::Node* node, const std::vector<std::uint32_t>& path) {
   std::size_t i = path.size();
@@ -62,11 +63,12 @@ bool path_matches(const model::Node* node, const std::vector<std::uint32_t>& pat
 }
 
 bool chosen(const State& s, const model::Node* node) {
-  if (s.chosen.empty()) return true;
-  for (const auto& path : s.chosen) {
-    if (path_matches(node, path)) return true;
-  }
-  return false;
+  const std::uint8_t cached = node->counters_choice.load(std::memory_order_relaxed);
+  if (cached != 0) return cached == 1;
+  bool yes = s.chosen.empty();
+  for (const auto& path : s.chosen) yes = yes || path_matches(node, path);
+  node->counters_choice.store(yes ? 1 : 2, std::memory_order_relaxed);
+  return yes;
 }
 
 bool start(State& s) {
@@ -261,6 +263,7 @@ void disable_range_profiler() noexcept {
   if (s.window_open) {
     collect(s, s.target);
     s.window_open = false;
+    g_window_open.store(false, std::memory_order_release);
   }
   release(s);
   auto deinit = params<CUpti_Profiler_DeInitialize_Params>(CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE);
@@ -269,6 +272,11 @@ void disable_range_profiler() noexcept {
 
 void counters_on_enter(const model::Node* entered) noexcept {
   if (!g_enabled.load(std::memory_order_acquire) || entered == nullptr) return;
+  // Fast path for ranges that are not counted while no window is open: no lock.
+  if (!g_window_open.load(std::memory_order_acquire) &&
+      entered->counters_choice.load(std::memory_order_relaxed) == 2) {
+    return;
+  }
   State& s = state();
   std::lock_guard lock(s.mutex);
   if (s.window_open) {
@@ -280,19 +288,21 @@ void counters_on_enter(const model::Node* entered) noexcept {
   }
   if (!chosen(s, entered) || !start(s)) return;
   s.window_open = true;
+  g_window_open.store(true, std::memory_order_release);
   s.owner = std::this_thread::get_id();
   s.window_root = entered;
   s.target = entered;
 }
 
 void counters_on_exit(const model::Node* left, const model::Node* innermost) noexcept {
-  if (!g_enabled.load(std::memory_order_acquire)) return;
+  if (!g_enabled.load(std::memory_order_acquire) || !g_window_open.load(std::memory_order_acquire)) return;
   State& s = state();
   std::lock_guard lock(s.mutex);
   if (!s.window_open || s.owner != std::this_thread::get_id()) return;
   collect(s, s.target);
   if (left == s.window_root && innermost != left) {
     s.window_open = false;
+    g_window_open.store(false, std::memory_order_release);
     return;
   }
   s.target = innermost;
