@@ -413,3 +413,20 @@ TEST_CASE("ranges without replayed kernels carry no counters", "[aggregator][met
   CHECK(r.find("plain")->metrics.empty());
   CHECK(r.find("plain")->profiled_kernels == 0);
 }
+
+TEST_CASE("a range's own GPU busy time leaves out its children's, before and after they appear",
+          "[aggregator]") {
+  Fixture f;
+  auto step = f.begin("step");
+  f.kernel(f.launch(step.instance), 1000, 1100);
+  auto child = f.begin("child");
+  f.kernel(f.launch(child.instance), 1050, 1200);
+  f.end(child);
+  f.kernel(f.launch(step.instance), 1300, 1350);
+  f.end(step);
+  const Report r = f.report();
+  const auto* s = r.find("step");
+  CHECK(s->self.gpu_busy_ns == 150);   // [1000,1100) and [1300,1350)
+  CHECK(s->total.gpu_busy_ns == 250);  // [1000,1200) and [1300,1350)
+  CHECK(r.find("step/child")->self.gpu_busy_ns == 150);
+}

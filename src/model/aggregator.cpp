@@ -188,16 +188,19 @@ std::uint32_t Aggregator::kernel_name(const char* name) {
 
 void Aggregator::spread_interval(const Target& t, std::uint64_t start, std::uint64_t end) {
   if (t.where == Where::Unscoped) {
-    unscoped_.self_busy.add(start, end);
     unscoped_.total_busy.add(start, end);
     return;
   }
   Instance* inst = t.instance;
   RangeActivity& own = *inst->activity;
-  own.self_busy.add(start, end);
+  if (own.has_descendant_kernels) own.self_busy.add(start, end);
   own.self.gpu_span_ns += extend_hull(inst->self_start, inst->self_end, start, end);
   for (;;) {
     RangeActivity& a = *inst->activity;
+    if (&a != &own && !a.has_descendant_kernels) {
+      a.self_busy = a.total_busy;  // everything so far was its own
+      a.has_descendant_kernels = true;
+    }
     a.total_busy.add(start, end);
     a.total_span_ns += extend_hull(inst->total_start, inst->total_end, start, end);
     if (inst->parent == kNoInstance) break;
@@ -462,7 +465,7 @@ void Aggregator::build(Report& report) const {
       metric_weight[idx][i] += a.metric_weight[i];
     }
     add_activity(r.self, a.self);
-    r.self.gpu_busy_ns += a.self_busy.measure();
+    r.self.gpu_busy_ns += a.self_busy_ns();
     r.self.gpu_span_ns += a.self.gpu_span_ns;
     r.self.peak_bytes = std::max(r.self.peak_bytes, a.self.peak_bytes);
     total_busy[idx] += a.total_busy.measure();

@@ -97,7 +97,13 @@ class Aggregator {
   };
   struct RangeActivity {
     ActivityStats self;
+    // Until a descendant's kernel arrives, the range's own kernels are all of its subtree's: only
+    // total_busy is kept, and self_busy starts as a copy of it when the first descendant's comes.
     IntervalUnion self_busy, total_busy;
+    bool has_descendant_kernels = false;
+    [[nodiscard]] std::uint64_t self_busy_ns() const {
+      return has_descendant_kernels ? self_busy.measure() : total_busy.measure();
+    }
     std::uint64_t total_span_ns = 0;
     std::int64_t self_live = 0, total_live = 0;
     std::uint64_t total_peak = 0;
