@@ -432,24 +432,6 @@ class Collector : public benchmark::BenchmarkReporter {
   std::map<std::string, Samples> samples;
 };
 
-double median(std::vector<double> v) {
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-double coefficient_of_variation(const std::vector<double>& v) {
-  if (v.size() < 2) return NAN;
-  double mean = 0;
-  for (double x : v) mean += x;
-  mean /= static_cast<double>(v.size());
-  double var = 0;
-  for (double x : v) var += (x - mean) * (x - mean);
-  var /= static_cast<double>(v.size() - 1);
-  return mean != 0 ? std::sqrt(var) / mean : NAN;
-}
-
 cuscope_bench::Summary summarize(const Collector& c, const std::string& commit) {
   using cuscope_bench::Measurement;
   using cuscope_bench::Target;
@@ -469,8 +451,8 @@ cuscope_bench::Summary summarize(const Collector& c, const std::string& commit) 
     const Collector::Samples* x = find(name);
     Measurement m{key, label, NAN, "ns"};
     if (x != nullptr) {
-      m.value = median(x->cpu_ns) / per;
-      m.cv = coefficient_of_variation(x->cpu_ns);
+      m.value = cuscope_bench::median(x->cpu_ns) / per;
+      m.cv = cuscope_bench::coefficient_of_variation(x->cpu_ns);
     }
     s.measurements.push_back(m);
     return m.value;
@@ -480,8 +462,8 @@ cuscope_bench::Summary summarize(const Collector& c, const std::string& commit) 
     const Collector::Samples* x = find(name);
     Measurement m{key, label, NAN, unit};
     if (x != nullptr && x->counters.count(counter_name)) {
-      m.value = median(x->counters.at(counter_name));
-      m.cv = coefficient_of_variation(x->counters.at(counter_name));
+      m.value = cuscope_bench::median(x->counters.at(counter_name));
+      m.cv = cuscope_bench::coefficient_of_variation(x->counters.at(counter_name));
     }
     s.measurements.push_back(m);
     return m.value;

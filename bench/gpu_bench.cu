@@ -165,24 +165,6 @@ std::vector<double> step_ns(int warmup, int steps) {
   return times;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-double coefficient_of_variation(const std::vector<double>& v) {
-  if (v.size() < 2) return NAN;
-  double mean = 0;
-  for (double x : v) mean += x;
-  mean /= static_cast<double>(v.size());
-  double var = 0;
-  for (double x : v) var += (x - mean) * (x - mean);
-  var /= static_cast<double>(v.size() - 1);
-  return mean != 0 ? std::sqrt(var) / mean : NAN;
-}
-
 struct Args {
   int launches = 100'000;
   int rounds = 3;
@@ -328,22 +310,22 @@ int main(int argc, char** argv) {
 
   double per_launch[kLaunchConfigCount];
   for (int c = 0; c < kLaunchConfigCount; ++c) {
-    per_launch[c] = median(launch[c]);
+    per_launch[c] = cuscope_bench::median(launch[c]);
     s.measurements.push_back({kLaunchConfigs[c].key, kLaunchConfigs[c].label, per_launch[c], "ns",
-                              coefficient_of_variation(launch[c])});
+                              cuscope_bench::coefficient_of_variation(launch[c])});
   }
-  const double pair = median(event_pair);
-  const double scope = median(event_scope);
-  const double without = median(step_without);
-  const double with = median(step_with);
+  const double pair = cuscope_bench::median(event_pair);
+  const double scope = cuscope_bench::median(event_scope);
+  const double without = cuscope_bench::median(step_without);
+  const double with = cuscope_bench::median(step_with);
   s.measurements.push_back({"events.bare_pair", "events: two bare cudaEventRecord", pair, "ns",
-                            coefficient_of_variation(event_pair)});
+                            cuscope_bench::coefficient_of_variation(event_pair)});
   s.measurements.push_back({"events.scope", "events: empty scope with CUDA events", scope, "ns",
-                            coefficient_of_variation(event_scope)});
+                            cuscope_bench::coefficient_of_variation(event_scope)});
   s.measurements.push_back({"transformer.without", "transformer step, without cuscope", without, "ns",
-                            coefficient_of_variation(step_without)});
+                            cuscope_bench::coefficient_of_variation(step_without)});
   s.measurements.push_back({"transformer.with", "transformer step, with cuscope", with, "ns",
-                            coefficient_of_variation(step_with)});
+                            cuscope_bench::coefficient_of_variation(step_with)});
   const double bare = per_launch[kBare];
   const double minimal = per_launch[kMinimalCupti];
   s.measurements.push_back({"ratio.scopes_host_over_bare", "ratio: in a scope, host only / bare",

@@ -10,6 +10,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -52,6 +53,26 @@ struct Summary {
     context.emplace_back(std::move(key), std::move(value));
   }
 };
+
+/// The median of a set of samples (NaN when empty).
+inline double median(std::vector<double> v) {
+  if (v.empty()) return NAN;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/// Sample standard deviation over the mean (NaN with fewer than two samples or a zero mean).
+inline double coefficient_of_variation(const std::vector<double>& v) {
+  if (v.size() < 2) return NAN;
+  double mean = 0;
+  for (double x : v) mean += x;
+  mean /= static_cast<double>(v.size());
+  double var = 0;
+  for (double x : v) var += (x - mean) * (x - mean);
+  var /= static_cast<double>(v.size() - 1);
+  return mean != 0 ? std::sqrt(var) / mean : NAN;
+}
 
 inline std::string printf_string(const char* format, double v) {
   char buf[64];

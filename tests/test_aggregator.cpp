@@ -3,8 +3,7 @@
 #include <catch2/catch.hpp>
 #include <memory>
 
-#include "model/aggregator.hpp"
-#include "model/range_tree.hpp"
+#include "model_fixture.hpp"
 
 using cuscope::CopyKind;
 using cuscope::Report;
@@ -12,20 +11,8 @@ using namespace cuscope::model;
 
 namespace {
 
-struct Fixture {
-  std::unique_ptr<Forest> forest = std::make_unique<Forest>();
-  Aggregator agg{*forest};
-  ThreadTree* tree = nullptr;
+struct Fixture : cuscope_test::ModelFixture {
   std::uint64_t next_correlation = 1;
-
-  Fixture() {
-    forest->record_instances = true;
-    tree = forest->make_tree();
-  }
-  ThreadTree::Token begin(const char* name, std::uint64_t t = 0) {
-    return tree->begin(forest->names.intern(name), t);
-  }
-  void end(const ThreadTree::Token& tok, std::uint64_t t = 1'000'000) { tree->end(tok.depth, t); }
 
   // An API call made inside `instance` (kNoInstance: outside every scope); returns its correlation.
   std::uint64_t launch(std::uint64_t instance, std::uint64_t api_start = 1) {
@@ -47,11 +34,6 @@ struct Fixture {
     k.static_shared_bytes = 1024;
     k.dynamic_shared_bytes = 2048;
     agg.on(k);
-  }
-  Report report() {
-    Report r;
-    agg.build(r);
-    return r;
   }
 };
 

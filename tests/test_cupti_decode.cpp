@@ -4,8 +4,7 @@
 #include <memory>
 
 #include "cupti_buffer.hpp"
-#include "model/aggregator.hpp"
-#include "model/range_tree.hpp"
+#include "model_fixture.hpp"
 #include "producers/cupti/adapter.hpp"
 #include "producers/cupti/decode.hpp"
 #include "producers/cupti/errors.hpp"
@@ -19,27 +18,13 @@ using namespace cuscope::model;
 
 namespace {
 
-struct Fixture {
-  std::unique_ptr<Forest> forest = std::make_unique<Forest>();
-  Aggregator agg{*forest};
-  ThreadTree* tree = nullptr;
+struct Fixture : cuscope_test::ModelFixture {
   CuptiBuffer buffer;
 
-  Fixture() {
-    forest->record_instances = true;
-    tree = forest->make_tree();
-  }
-  ThreadTree::Token begin(const char* name) { return tree->begin(forest->names.intern(name), 0); }
-  void end(const ThreadTree::Token& t) { tree->end(t.depth, 1); }
   cuscope::detail::DecodeCounts consume(std::uint64_t dropped = 0) {
     const auto counts = consume_buffer(buffer.data(), buffer.size(), dropped, agg);
     buffer.clear();
     return counts;
-  }
-  Report report() {
-    Report r;
-    agg.build(r);
-    return r;
   }
 };
 

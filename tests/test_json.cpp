@@ -11,6 +11,7 @@
 
 #include "cuscope/report.hpp"
 #include "cuscope/version.hpp"
+#include "report_builder.hpp"
 
 using cuscope::CopyKind;
 using cuscope::format_json;
@@ -18,20 +19,12 @@ using cuscope::KernelStats;
 using cuscope::RangeStats;
 using cuscope::Report;
 using cuscope::SortKey;
+using cuscope_test::make_range;
 using nlohmann::json;
 
 namespace {
 
 constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
-
-RangeStats make_range(std::string name, std::string path, std::size_t parent, int depth) {
-  RangeStats r;
-  r.name = std::move(name);
-  r.path = std::move(path);
-  r.parent = parent;
-  r.depth = depth;
-  return r;
-}
 
 // root ─┬─ step ─┬─ forward
 //       │        └─ mlp

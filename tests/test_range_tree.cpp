@@ -1,31 +1,13 @@
 // The range tree: nesting, siblings, recursion, depth limits and unbalanced ends, fed with range
 // begin/end events directly (no session, no clock).
 #include <catch2/catch.hpp>
-#include <memory>
 
-#include "model/aggregator.hpp"
-#include "model/range_tree.hpp"
+#include "model_fixture.hpp"
 
 using cuscope::Report;
-using cuscope::model::Aggregator;
-using cuscope::model::Forest;
 using cuscope::model::ThreadTree;
 
-namespace {
-
-struct Fixture {
-  std::unique_ptr<Forest> forest = std::make_unique<Forest>();
-  ThreadTree* tree = forest->make_tree();
-  std::uint32_t id(const char* name) { return forest->names.intern(name); }
-  Report report() {
-    Aggregator agg(*forest);
-    Report r;
-    agg.build(r);
-    return r;
-  }
-};
-
-}  // namespace
+using Fixture = cuscope_test::ModelFixture;
 
 TEST_CASE("nested ranges form a path and time their parents inclusively", "[tree]") {
   Fixture f;

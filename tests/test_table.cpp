@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cuscope/report.hpp"
+#include "report_builder.hpp"
 #include "views/format.hpp"
 
 using cuscope::ActivityStats;
@@ -18,19 +19,11 @@ using cuscope::RangeStats;
 using cuscope::Report;
 using cuscope::SortKey;
 using cuscope::TableOptions;
+using cuscope_test::make_range;
 
 namespace {
 
 constexpr std::uint64_t kMs = 1'000'000;
-
-RangeStats make_range(std::string name, std::string path, std::size_t parent, int depth) {
-  RangeStats r;
-  r.name = std::move(name);
-  r.path = std::move(path);
-  r.parent = parent;
-  r.depth = depth;
-  return r;
-}
 
 void set_host(RangeStats& r, std::uint64_t calls, std::uint64_t total_ms, std::uint64_t self_ms) {
   r.calls = calls;

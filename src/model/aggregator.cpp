@@ -262,25 +262,10 @@ void Aggregator::apply_memory(const MemoryActivity& m, const Target& t) {
 }
 
 bool Aggregator::apply(const Record& r) {
-  const std::uint64_t correlation = std::visit([](const auto& x) { return x.correlation; }, r);
-  const Target t = locate(correlation);
+  const Target t = locate(std::visit([](const auto& x) { return x.correlation; }, r));
   if (t.where == Where::Unknown) return false;
-  apply_located(r, t);
+  std::visit([&](const auto& x) { apply_at(x, t); }, r);
   return true;
-}
-
-void Aggregator::apply_located(const Record& r, const Target& t) {
-  if (const auto* k = std::get_if<Kernel>(&r)) {
-    apply_at(*k, t);
-  } else if (const auto* c = std::get_if<MemcpyActivity>(&r)) {
-    apply_at(*c, t);
-  } else if (const auto* m = std::get_if<MemsetActivity>(&r)) {
-    apply_at(*m, t);
-  } else if (const auto* y = std::get_if<SyncActivity>(&r)) {
-    apply_at(*y, t);
-  } else if (const auto* a = std::get_if<MemoryActivity>(&r)) {
-    apply_at(*a, t);
-  }
 }
 
 template <class R>

@@ -166,7 +166,6 @@ class Aggregator {
 
   // Returns false when the record must wait for its correlation.
   bool apply(const Record& r);
-  void apply_located(const Record& r, const Target& t);
   void apply_kernel(const Kernel& k, const Target& t);
   void apply_memory(const MemoryActivity& m, const Target& t);
   void spread_interval(const Target& t, std::uint64_t start, std::uint64_t end);

@@ -65,13 +65,15 @@ std::uint32_t push_correlation(std::uint64_t instance) {
   return kPushed;
 }
 
+// The calling thread's state, attached on its first scope or count (nullptr past the thread limit).
+ThreadState* this_thread() noexcept {
+  if (t_state == nullptr) t_state = attach_thread();
+  return t_state;
+}
+
 ThreadState* enter_id(std::uint32_t id, cudaStream_t stream, std::uint32_t& token) noexcept {
-  ThreadState* ts = t_state;
-  if (ts == nullptr) {
-    ts = attach_thread();
-    if (ts == nullptr) return nullptr;
-    t_state = ts;
-  }
+  ThreadState* ts = this_thread();
+  if (ts == nullptr) return nullptr;
   nvtx_push(nvtx_handle(id));
   const std::uint32_t flags = g_flags.load(std::memory_order_relaxed);
   std::uint32_t tok = 0;
@@ -90,6 +92,18 @@ ThreadState* enter_id(std::uint32_t id, cudaStream_t stream, std::uint32_t& toke
 }
 
 bool started() noexcept { return g_state.load(std::memory_order_relaxed) == kOn || start_from_scope(); }
+
+// Adds to the counter `id` of the calling thread's innermost scope.
+void count_id(std::uint32_t id, double amount) noexcept {
+  ThreadState* ts = this_thread();
+  if (ts == nullptr) return;
+  try {
+    ts->tree->count(id, amount);
+  } catch (...) {  // out of memory on a first count: the count is lost, the program goes on
+  }
+}
+
+bool counting() noexcept { return started() && (g_flags.load(std::memory_order_relaxed) & kRecording) != 0; }
 
 }  // namespace
 
@@ -142,30 +156,17 @@ void exit(ThreadState* ts, std::uint32_t token) noexcept {
 }
 
 void count(Site& site, double amount) noexcept {
-  if (!started()) return;
-  if ((g_flags.load(std::memory_order_relaxed) & kRecording) == 0) return;
+  if (!counting()) return;
   std::uint32_t id = site.id.load(std::memory_order_acquire);
   if (id == 0) id = intern_site(site);
-  ThreadState* ts = t_state;
-  if (ts == nullptr && (ts = t_state = attach_thread()) == nullptr) return;
-  try {
-    ts->tree->count(id, amount);
-  } catch (...) {  // out of memory on a first count: the count is lost, the program goes on
-  }
+  count_id(id, amount);
 }
 
 }  // namespace detail
 
 void count(std::string_view name, double amount) noexcept {
-  if (detail::g_state.load(std::memory_order_relaxed) == detail::kOff || !detail::started()) return;
-  if ((detail::g_flags.load(std::memory_order_relaxed) & detail::kRecording) == 0) return;
-  const std::uint32_t id = detail::session().forest.names.intern(name);
-  detail::ThreadState* ts = detail::t_state;
-  if (ts == nullptr && (ts = detail::t_state = detail::attach_thread()) == nullptr) return;
-  try {
-    ts->tree->count(id, amount);
-  } catch (...) {
-  }
+  if (!detail::counting()) return;
+  detail::count_id(detail::session().forest.names.intern(name), amount);
 }
 
 void push(std::string_view name, cudaStream_t stream) noexcept {

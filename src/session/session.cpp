@@ -101,7 +101,6 @@ thread_local struct ThreadRelease {
   ThreadState* state = nullptr;
   ~ThreadRelease() {
     if (state == nullptr) return;
-    state->live.store(false, std::memory_order_relaxed);
     Session& s = *state->owner;
     std::lock_guard lock(s.threads_mutex);
     s.released_threads.push_back(state);
@@ -183,7 +182,6 @@ ThreadState* attach_thread() noexcept {
       s.released_threads.pop_back();
       for (std::uint32_t d = ts->tree->open_depth(); d > 0 && ts->gpu; --d) ts->gpu->abandon(d);
       ts->tree->abandon_open();  // the exited thread left them open
-      ts->live.store(true, std::memory_order_relaxed);
     } else {
       model::ThreadTree* tree = s.forest.make_tree();
       if (tree == nullptr) return nullptr;
@@ -236,7 +234,6 @@ bool start(const Options& options) {
     } else {
       s.device = "not queried (GPU timing and tracing are off)";
     }
-    s.gpu_available = probe.available;
     if (!options.gpu_events) {
       s.gpu_timing = "disabled by option (CUSCOPE_GPU_EVENTS=0)";
     } else {

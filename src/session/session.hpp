@@ -45,7 +45,6 @@ struct ThreadState {
   Session* owner = nullptr;
   model::ThreadTree* tree = nullptr;
   std::unique_ptr<GpuEvents> gpu;
-  std::atomic<bool> live{true};
 };
 
 /// The process's name table: outlives sessions, since call sites cache its ids.
@@ -73,7 +72,6 @@ class Session {
   std::string counters_status{kCountersNotRequested};
   std::vector<Metric> counter_metrics;  // the plan the range profiler follows, when it runs
   model::DevicePeaks peaks;
-  std::vector<std::string> notes;  // guarded by lifecycle_mutex
   std::uint64_t start_ns = 0;
 
   std::atomic<std::uint64_t> steps{0};
@@ -84,7 +82,6 @@ class Session {
   std::mutex lifecycle_mutex;
   bool started = false;
   bool shut_down = false;
-  bool gpu_available = false;
   std::atomic<bool> tracing{false};  // CUPTI traces: scopes push correlation ids
 
   std::thread collector;
