@@ -58,8 +58,15 @@ class CuptiBuffer {
     return add(e);
   }
   CuptiBuffer& api(std::uint32_t correlation, std::uint64_t start, bool driver = false) {
+    return api_of_kind(correlation, start, driver ? CUPTI_ACTIVITY_KIND_DRIVER : CUPTI_ACTIVITY_KIND_RUNTIME);
+  }
+  /// The API record of a launch CUDA made internally on the program's behalf.
+  CuptiBuffer& internal_launch(std::uint32_t correlation, std::uint64_t start) {
+    return api_of_kind(correlation, start, CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API);
+  }
+  CuptiBuffer& api_of_kind(std::uint32_t correlation, std::uint64_t start, CUpti_ActivityKind kind) {
     CUpti_ActivityAPI a{};
-    a.kind = driver ? CUPTI_ACTIVITY_KIND_DRIVER : CUPTI_ACTIVITY_KIND_RUNTIME;
+    a.kind = kind;
     a.cbid = 1;
     a.start = start;
     a.end = start + 1;
@@ -74,6 +81,21 @@ class CuptiBuffer {
     m.bytes = bytes;
     m.start = start;
     m.end = end;
+    m.correlationId = correlation;
+    return add(m);
+  }
+  /// A peer-to-peer copy (CUPTI_ACTIVITY_KIND_MEMCPY2) from device `src` to device `dst`.
+  CuptiBuffer& peer_copy(std::uint32_t correlation, std::uint64_t bytes, std::uint64_t start,
+                         std::uint64_t end, std::uint32_t src = 0, std::uint32_t dst = 1) {
+    CUpti_ActivityMemcpyPtoP4 m{};
+    m.kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
+    m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
+    m.bytes = bytes;
+    m.start = start;
+    m.end = end;
+    m.deviceId = src;
+    m.srcDeviceId = src;
+    m.dstDeviceId = dst;
     m.correlationId = correlation;
     return add(m);
   }
@@ -101,10 +123,12 @@ class CuptiBuffer {
     m.timestamp = timestamp;
     return add(m);
   }
-  CuptiBuffer& sync(std::uint32_t correlation, std::uint64_t start, std::uint64_t end) {
+  CuptiBuffer& sync(
+      std::uint32_t correlation, std::uint64_t start, std::uint64_t end,
+      CUpti_ActivitySynchronizationType type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE) {
     CUpti_ActivitySynchronization2 s{};
     s.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
-    s.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
+    s.type = type;
     s.start = start;
     s.end = end;
     s.correlationId = correlation;

@@ -58,10 +58,19 @@ use_deps() {
   export LD_LIBRARY_PATH="$PWD/$DEPS_DIR/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 }
 
+# The commit measured: CUSCOPE_COMMIT when set (the GPU machine's copy may have no .git), else git's.
+commit_id() {
+  if [[ -n ${CUSCOPE_COMMIT:-} ]]; then
+    echo "$CUSCOPE_COMMIT"
+  else
+    git rev-parse HEAD 2>/dev/null || echo "unknown (no git commit; set CUSCOPE_COMMIT)"
+  fi
+}
+
 log_header() {
   local commit dirty=""
-  commit=$(git rev-parse HEAD 2>/dev/null) || commit="unknown (no git commit)"
-  if [[ -n $(git status --porcelain 2>/dev/null) ]]; then dirty=" dirty"; fi
+  commit=$(commit_id)
+  if [[ -z ${CUSCOPE_COMMIT:-} && -n $(git status --porcelain 2>/dev/null) ]]; then dirty=" dirty"; fi
   echo "date:   $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
   echo "commit: $commit$dirty"
   if command -v nvidia-smi >/dev/null; then
@@ -132,10 +141,15 @@ check() {
   # Issue 5: the demo with the sol counters on its MLP range prints a verdict per range.
   section "demo, counters: sol on step/mlp" env CUSCOPE_METRICS=sol CUSCOPE_METRIC_RANGES=step/mlp \
     "$BUILD_DIR/cuda/cuscope_demo" --steps 5 --warmup 2
-  # CUPTI taken by another tool: tracing says why it is off, host timing goes on, exit 0.
+  # CUPTI taken by another tool: the table says in exactly one line why tracing is off, host
+  # timing goes on, and the demo exits 0.
   if command -v compute-sanitizer >/dev/null; then
-    section "demo under compute-sanitizer (CUPTI taken)" compute-sanitizer --tool memcheck \
-      "$BUILD_DIR/cuda/cuscope_demo" --steps 3 --warmup 1
+    section "demo under compute-sanitizer (CUPTI taken)" bash -c \
+      "out=\$(compute-sanitizer --tool memcheck '$BUILD_DIR/cuda/cuscope_demo' --steps 3 --warmup 1 2>&1); code=\$?
+       printf '%s\n' \"\$out\"
+       lines=\$(grep -c '^GPU activity: off — ' <<<\"\$out\")
+       echo \"gpu-check: exit \$code, \$lines line(s) saying why GPU activity is off\"
+       [[ \$code == 0 && \$lines == 1 ]] && grep -Eq '^step +[0-9]+ ' <<<\"\$out\""
   else
     echo "=== demo under compute-sanitizer (skipped: compute-sanitizer not found) ===" | tee -a "$log"
   fi
@@ -152,7 +166,7 @@ check() {
   fi
   # Benchmarks (bench/README.md): their tables go to the log, their JSON next to it.
   local commit results="${OUT:-$BUILD_DIR}"
-  commit=$(git rev-parse HEAD 2>/dev/null) || commit="unknown"
+  commit=$(commit_id)
   run_if_built "gpu bench" "$BUILD_DIR/bench/cuscope_gpu_bench" --json="$results/gpu-bench.json" \
     --git-commit="$commit"
   run_if_built "cpu bench" "$BUILD_DIR/bench/cuscope_bench" --json="$results/cpu-bench.json" \

@@ -8,6 +8,7 @@
 #include "producers/cupti/adapter.hpp"
 #include "producers/cupti/decode.hpp"
 #include "producers/cupti/errors.hpp"
+#include "producers/gpu_events.hpp"
 #include "session_fixture.hpp"
 
 using cuscope::CopyKind;
@@ -257,7 +258,7 @@ TEST_CASE("activity tracing starts, or says why not and leaves nothing hooked", 
   if (status == "on") {  // a machine with a driver
     CHECK(s.tracing.load());
     CHECK(cuscope::detail::g_push_correlation.load() != nullptr);
-    cuscope::detail::stop_activity_tracing(false);
+    cuscope::detail::stop_activity_tracing();
   } else {  // no driver: CUPTI refuses at its first call
     CHECK(status.rfind("CUPTI refused: cuptiActivity", 0) == 0);
     CHECK(status.find(" returned CUPTI_ERROR_") != std::string::npos);
@@ -276,11 +277,13 @@ TEST_CASE("CUPTI's own iterator steps over every decoded kind by its 8-aligned s
       .api(2, 1, true)
       .memcpy(3, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 8, 1, 2);
   b.memset(4, 8, 1, 2).memory(5, true, 0x10, 8, 1).sync(6, 1, 2).overhead(1, 2);
-  const std::size_t sizes[] = {sizeof(CUpti_ActivityKernel10), sizeof(CUpti_ActivityExternalCorrelation),
-                               sizeof(CUpti_ActivityAPI),      sizeof(CUpti_ActivityAPI),
-                               sizeof(CUpti_ActivityMemcpy6),  sizeof(CUpti_ActivityMemset4),
-                               sizeof(CUpti_ActivityMemory4),  sizeof(CUpti_ActivitySynchronization2),
-                               sizeof(CUpti_ActivityOverhead3)};
+  b.peer_copy(7, 8, 1, 2).internal_launch(8, 1);
+  const std::size_t sizes[] = {sizeof(CUpti_ActivityKernel10),  sizeof(CUpti_ActivityExternalCorrelation),
+                               sizeof(CUpti_ActivityAPI),       sizeof(CUpti_ActivityAPI),
+                               sizeof(CUpti_ActivityMemcpy6),   sizeof(CUpti_ActivityMemset4),
+                               sizeof(CUpti_ActivityMemory4),   sizeof(CUpti_ActivitySynchronization2),
+                               sizeof(CUpti_ActivityOverhead3), sizeof(CUpti_ActivityMemcpyPtoP4),
+                               sizeof(CUpti_ActivityAPI)};
   CUpti_Activity* record = nullptr;
   std::size_t expected = 0;
   for (std::size_t size : sizes) {
@@ -290,4 +293,204 @@ TEST_CASE("CUPTI's own iterator steps over every decoded kind by its 8-aligned s
   }
   CHECK(cuptiActivityGetNextRecord(b.data(), b.size(), &record) == CUPTI_ERROR_MAX_LIMIT_REACHED);
   CHECK(expected == b.size());
+}
+
+// --- the GPU-side review's points, shown on synthetic records ---------------------------------
+
+TEST_CASE("1 M kernels interleaved with sync records of untraced calls: none left unresolved", "[cupti]") {
+  // Per-thread buffers deliver a kernel before its correlation; SYNCHRONIZATION records of calls
+  // whose API is not traced never resolve. They must delay nothing and block nothing.
+  Fixture f;
+  auto a = f.begin("step");
+  f.end(a);
+  constexpr std::uint32_t kKernels = 1'000'000;
+  constexpr std::uint32_t kPerBuffer = 2'000;  // fits the 1 MiB test buffer
+  std::uint32_t correlation = 1;
+  std::uint64_t t = 1000;
+  for (std::uint32_t done = 0; done < kKernels; done += kPerBuffer) {
+    for (std::uint32_t i = 0; i < kPerBuffer; ++i) {
+      const std::uint32_t sync_corr = correlation++;  // its cudaStreamWaitEvent was not traced
+      const std::uint32_t kernel_corr = correlation++;
+      f.buffer.sync(sync_corr, t, t + 5, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT);
+      f.buffer.kernel(kernel_corr, t + 10, t + 20, "_Z1kv");
+      f.buffer.external(kernel_corr, a.instance).api(kernel_corr, t);
+      t += 100;
+    }
+    f.consume();
+    f.agg.settle();  // the collector's periodic poll
+  }
+  const Report r = f.report();
+  CHECK(r.find("step")->self.kernel_calls == kKernels);
+  CHECK(r.find("step")->self.sync_count == 0);
+  CHECK(f.agg.pending() <= cuscope::model::Aggregator::kMaxPending);
+  CHECK(r.diagnostics.unresolved_records + f.agg.pending() == kKernels);  // the syncs, counted
+}
+
+TEST_CASE("waiting records age on the periodic poll, about a second of patience", "[cupti]") {
+  Fixture f;
+  auto a = f.begin("late");
+  f.end(a);
+  f.buffer.kernel(50, 500, 700, "_Z1kv");
+  f.consume();
+  for (unsigned i = 1; i < cuscope::model::Aggregator::kMaxAge; ++i) f.agg.settle();
+  CHECK(f.agg.pending() == 1);
+  f.agg.settle();
+  CHECK(f.agg.pending() == 0);
+  CHECK(f.report().diagnostics.unresolved_records == 1);
+}
+
+TEST_CASE("a full waiting queue makes room by dropping its oldest record, counted", "[cupti]") {
+  Fixture f;
+  auto a = f.begin("room");
+  f.end(a);
+  const std::uint32_t n = cuscope::model::Aggregator::kMaxPending;
+  CuptiBuffer syncs(std::size_t{n} * 64);
+  for (std::uint32_t c = 1; c <= n; ++c) syncs.sync(c, 10, 20);  // never resolve
+  consume_buffer(syncs.data(), syncs.size(), 0, f.agg);
+  CHECK(f.agg.pending() == n);
+  f.buffer.kernel(n + 1, 30, 40, "_Z1kv").external(n + 1, a.instance);
+  f.consume();
+  const Report r = f.report();
+  CHECK(r.find("room")->self.kernel_calls == 1);
+  CHECK(r.diagnostics.unresolved_records == 1);  // the oldest sync
+  CHECK(f.agg.pending() == n - 1);
+}
+
+TEST_CASE("a record with correlation id 0 is unresolved, not (unscoped)", "[cupti]") {
+  Fixture f;
+  f.buffer.api(0, 5).kernel(0, 10, 20, "_Z1kv").memcpy(0, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 64, 30, 40);
+  f.consume();
+  const Report r = f.report();
+  CHECK(r.find("(unscoped)") == nullptr);
+  CHECK(r.diagnostics.unresolved_records == 2);
+  CHECK(f.agg.pending() == 0);
+}
+
+TEST_CASE("cuscope's own CUDA calls are kept out of the report", "[cupti]") {
+  Fixture f;
+  f.buffer.external(60, cuscope::model::kCuscopeInternal).api(60, 5).sync(60, 10, 20);
+  f.buffer.sync(61, 30, 40).external(61, cuscope::model::kCuscopeInternal).api(61, 25);
+  f.consume();
+  f.agg.settle();
+  const Report r = f.report();
+  CHECK(r.find("(unscoped)") == nullptr);
+  CHECK(r.diagnostics.unresolved_records == 0);
+  CHECK(r.diagnostics.outside_window_records == 0);
+  CHECK(f.agg.pending() == 0);
+}
+
+TEST_CASE("peer-to-peer copies (MEMCPY2) are recorded as PtoP", "[cupti]") {
+  Fixture f;
+  auto a = f.begin("p2p");
+  f.end(a);
+  f.buffer.external(70, a.instance).api(70, 5).peer_copy(70, 1 << 20, 10, 110);
+  const auto counts = f.consume();
+  CHECK(counts.unknown == 0);
+  const Report r = f.report();
+  const auto& c = r.find("p2p")->self.memcpy[static_cast<std::size_t>(CopyKind::PtoP)];
+  CHECK(c.count == 1);
+  CHECK(c.bytes == (1u << 20));
+  CHECK(c.total_ns == 100);
+}
+
+TEST_CASE("launches CUDA makes internally (INTERNAL_LAUNCH_API) are attributed", "[cupti]") {
+  Fixture f;
+  auto a = f.begin("library_call");
+  f.end(a);
+  f.buffer.external(80, a.instance).internal_launch(80, 5).kernel(80, 10, 30, "_Z8internalv");
+  f.buffer.internal_launch(81, 40).kernel(81, 50, 60, "_Z8internalv");  // outside every scope
+  const auto counts = f.consume();
+  CHECK(counts.unknown == 0);
+  const Report r = f.report();
+  CHECK(r.find("library_call")->self.kernel_calls == 1);
+  CHECK(r.find("(unscoped)")->self.kernel_calls == 1);
+  CHECK(r.diagnostics.unresolved_records == 0);
+}
+
+TEST_CASE("work still running at shutdown is counted apart from zero-timestamp records", "[cupti]") {
+  Fixture f;
+  auto a = f.begin("running");
+  f.end(a);
+  f.buffer.external(90, a.instance).api(90, 5).kernel(90, 0, 0, "_Z1kv");
+  f.consume();
+  f.agg.set_final_flush(true);  // what the forced flush at shutdown hands back
+  f.buffer.kernel(90, 10, 0, "_Z1kv");
+  f.consume();
+  const Report r = f.report();
+  CHECK(r.diagnostics.zero_timestamp_records == 1);
+  CHECK(r.diagnostics.incomplete_at_exit == 1);
+  CHECK(cuscope::format_table(r).find("1 record still running at exit") != std::string::npos);
+}
+
+TEST_CASE("the loaded libcupti's version decides how buffers are walked", "[cupti]") {
+  using cuscope::detail::check_layouts;
+  using cuscope::detail::Walk;
+  const auto same = check_layouts(130001, 130001);
+  CHECK(same.walk == Walk::BySize);
+  CHECK(same.refusal.empty());
+  CHECK(same.note.empty());
+  const auto newer = check_layouts(130200, 130001);
+  CHECK(newer.walk == Walk::ByCupti);
+  CHECK(newer.refusal.empty());
+  CHECK(newer.note ==
+        "libcupti API version 130200 is newer than the 130001 cuscope was built with: activity records "
+        "are stepped with CUPTI's iterator");
+  const auto older = check_layouts(120800, 130001);
+  CHECK(older.refusal ==
+        "libcupti API version 120800 is older than the 130001 cuscope was built with: its record layouts "
+        "cannot be read safely (load the libcupti of the CUDA toolkit cuscope was built with)");
+  std::uint32_t loaded = 0;
+  REQUIRE(cuptiGetVersion(&loaded) == CUPTI_SUCCESS);
+  CHECK(loaded == CUPTI_API_VERSION);  // this machine's libcupti is the one built against
+}
+
+TEST_CASE("walking with CUPTI's iterator reads the same records as walking by size", "[cupti]") {
+  auto fill = [](Fixture& f, std::uint64_t instance) {
+    f.buffer.external(1, instance).api(1, 5).kernel(1, 10, 20, "_Z1kv").context_record();
+    f.buffer.memcpy(1, CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, 32, 30, 40).peer_copy(1, 64, 50, 60);
+    f.buffer.memset(1, 16, 70, 80).sync(1, 90, 95).internal_launch(2, 96).overhead(97, 99);
+  };
+  Fixture by_size;
+  Fixture by_cupti;
+  auto a = by_size.begin("w");
+  by_size.end(a);
+  auto b = by_cupti.begin("w");
+  by_cupti.end(b);
+  fill(by_size, a.instance);
+  fill(by_cupti, b.instance);
+  const auto size_counts = cuscope::detail::decode_buffer(by_size.buffer.data(), by_size.buffer.size(),
+                                                          by_size.agg, cuscope::detail::Walk::BySize);
+  const auto cupti_counts = cuscope::detail::decode_buffer(by_cupti.buffer.data(), by_cupti.buffer.size(),
+                                                           by_cupti.agg, cuscope::detail::Walk::ByCupti);
+  CHECK(size_counts.records == 10);
+  CHECK(cupti_counts.records == 10);
+  CHECK(size_counts.unknown == 1);
+  CHECK(cupti_counts.unknown == 1);
+  CHECK(cuscope::format_json(by_size.report()) == cuscope::format_json(by_cupti.report()));
+}
+
+TEST_CASE("an older libcupti than cuscope was built with: tracing refused in one line", "[cupti]") {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.activities = false;
+  cuscope_test::Session fixture(o);
+  cuscope::detail::set_cupti_version_for_testing(120800);
+  const std::string status = cuscope::detail::start_activity_tracing(cuscope::detail::session());
+  cuscope::detail::set_cupti_version_for_testing(0);
+  CHECK(status.rfind("libcupti API version 120800 is older than the ", 0) == 0);
+  CHECK(status.find('\n') == std::string::npos);
+  CHECK_FALSE(cuscope::detail::session().tracing.load());
+  CHECK(cuscope::detail::g_push_correlation.load() == nullptr);
+}
+
+TEST_CASE("a scope without a stream, or on the legacy stream, records no CUDA event", "[cupti]") {
+  using cuscope::detail::events_allowed_on;
+  CHECK_FALSE(events_allowed_on(nullptr));
+  CHECK_FALSE(events_allowed_on(cudaStreamLegacy));
+  CHECK(events_allowed_on(cudaStreamPerThread));
+  cuscope::detail::GpuEvents events;
+  CHECK_FALSE(events.begin(1, nullptr));
+  CHECK_FALSE(events.begin(1, cudaStreamLegacy));
+  CHECK(events.failures.load() == 0);  // by design, not a failure
+  CHECK(events.in_capture.load() == 0);
+  CHECK(events.resolve());
 }

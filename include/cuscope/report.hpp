@@ -168,6 +168,9 @@ struct Diagnostics {
   std::uint64_t overhead_records = 0;        ///< CUPTI overhead records (their time is in overhead_ns)
   std::uint64_t overhead_ns = 0;
   std::uint64_t counter_ranges_dropped = 0;  ///< replayed kernels whose counters could not be read
+  std::uint64_t incomplete_at_exit = 0;      ///< GPU work still running at shutdown (records CUPTI could not complete)
+  std::uint64_t activity_buffers_refused = 0;  ///< CUPTI buffer requests past cuscope's memory bound (records dropped)
+  std::uint64_t scopes_in_capture = 0;  ///< scopes whose stream was being captured into a CUDA graph (no CUDA-event time)
 };
 
 /// Report::counters_status when no hardware counters were asked for.

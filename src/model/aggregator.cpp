@@ -129,14 +129,16 @@ bool Aggregator::in_window(std::uint64_t t) const {
 }
 
 void Aggregator::on(const ApiCall& a) {
+  if (a.correlation == 0) return;  // CUPTI's "no correlation": nothing can point at it
   Correlation& slot = correlation_slot(a.correlation);
   if (slot.correlation == a.correlation) return;  // scoped: its external correlation came first
   slot = Correlation{a.correlation, kNoInstance, a.start_ns};
 }
 
 void Aggregator::on(const ExternalCorrelation& e) {
+  if (e.correlation == 0) return;
   correlation_slot(e.correlation) = Correlation{e.correlation, e.instance, 0};
-  if (e.instance > kOutsideWindow) instance(e.instance);  // resolve while its ring slot is fresh
+  if (e.instance > kCuscopeInternal) instance(e.instance);  // resolve while its ring slot is fresh
 }
 
 Aggregator::Instance* Aggregator::instance(std::uint64_t id) {
@@ -153,9 +155,12 @@ Aggregator::Instance* Aggregator::instance(std::uint64_t id) {
 }
 
 Aggregator::Target Aggregator::locate(std::uint64_t correlation) {
+  // Correlation 0 is CUPTI's "none": such a record can never be tied to an API call.
+  if (correlation == 0) return {Where::Unresolved, nullptr};
   const Correlation& c = correlation_slot(correlation);
   if (c.correlation != correlation) return {Where::Unknown, nullptr};
   if (c.instance == kOutsideWindow) return {Where::Outside, nullptr};
+  if (c.instance == kCuscopeInternal) return {Where::Own, nullptr};
   if (c.instance == kNoInstance)
     return {in_window(c.api_start_ns) ? Where::Unscoped : Where::Outside, nullptr};
   Instance* inst = instance(c.instance);
@@ -274,6 +279,7 @@ void Aggregator::apply_at(const R& r, const Target& t) {
     diag_.outside_window_records += 1;
     return;
   }
+  if (t.where == Where::Own) return;  // cuscope's own calls (event queries): not the program's work
   if (t.where == Where::Unresolved) {
     diag_.unresolved_records += 1;
     return;
@@ -308,16 +314,25 @@ void Aggregator::handle(const R& r) {
     return;
   }
   if (pending_.size() >= kMaxPending) {
+    // The oldest waiting record is the least likely to resolve: it makes room for this one.
     diag_.unresolved_records += 1;
-    return;
+    pending_.pop_front();
   }
   pending_.push_back(Pending{Record{r}, 0});
+}
+
+void Aggregator::count_zero_timestamp() {
+  if (final_flush_) {
+    diag_.incomplete_at_exit += 1;
+  } else {
+    diag_.zero_timestamp_records += 1;
+  }
 }
 
 template <class R>
 void Aggregator::handle_timed(const R& r) {
   if (r.start_ns == 0 || r.end_ns == 0) {
-    diag_.zero_timestamp_records += 1;
+    count_zero_timestamp();
     return;
   }
   handle(r);
@@ -325,7 +340,7 @@ void Aggregator::handle_timed(const R& r) {
 
 void Aggregator::on(const KernelActivity& k) {
   if (k.start_ns == 0 || k.end_ns == 0) {
-    diag_.zero_timestamp_records += 1;
+    count_zero_timestamp();
     return;
   }
   handle(Kernel{k.correlation, k.start_ns, k.end_ns, kernel_name(k.name), k.grid, k.block,
@@ -338,7 +353,7 @@ void Aggregator::on(const SyncActivity& s) { handle_timed(s); }
 
 void Aggregator::on(const MemoryActivity& m) {
   if (m.timestamp_ns == 0) {
-    diag_.zero_timestamp_records += 1;
+    count_zero_timestamp();
     return;
   }
   handle(m);
@@ -567,6 +582,8 @@ void Aggregator::build(Report& report) const {
   out.overhead_records += d.overhead_records;
   out.overhead_ns += d.overhead_ns;
   out.counter_ranges_dropped += d.counter_ranges_dropped;
+  out.incomplete_at_exit += d.incomplete_at_exit;
+  out.activity_buffers_refused += d.activity_buffers_refused;
   out.adjusted_names += forest_.names.adjusted();
   out.name_table_full += forest_.names.overflowed();
 }

@@ -31,7 +31,12 @@ namespace cuscope::model {
 
 class Aggregator {
  public:
+  /// Records waiting for their correlation. When full, the oldest waiting record makes room
+  /// (counted as unresolved): a record that never resolves can delay, never block, the others.
   static constexpr std::size_t kMaxPending = 1u << 16;
+  /// Settles a waiting record survives before it counts as unresolved. The collector settles
+  /// after each periodic poll (100 ms), flush() once more: about a second of patience.
+  static constexpr unsigned kMaxAge = 10;
   /// Correlations remembered: CUPTI's ids are dense and increasing, so a direct-mapped table of the
   /// last 2^18 API calls needs no hashing and never grows.
   static constexpr std::size_t kCorrelationSlots = 1u << 18;
@@ -62,12 +67,16 @@ class Aggregator {
   /// One replayed kernel's metric values, for the range `node` (the innermost when it ran).
   void add_counters(const Node* node, const std::vector<double>& values);
   void add_unknown(std::uint64_t n) { diag_.unknown_records += n; }
+  void add_refused_buffers(std::uint64_t n) { diag_.activity_buffers_refused += n; }
+  /// From now on a record with a zero timestamp is work that was still running when the session
+  /// ended (the forced flush at shutdown), counted as incomplete_at_exit.
+  void set_final_flush(bool final_flush) { final_flush_ = final_flush; }
   void add_zero_timestamp(std::uint64_t n) { diag_.zero_timestamp_records += n; }
 
   /// Retries waiting records. With `age`, each one still waiting grows one older, and those
   /// `max_age` old are counted as unresolved and dropped. Producers retry after each batch of
   /// records without aging, and age at each full flush (correlations can come batches later).
-  void settle(unsigned max_age = 2, bool age = true);
+  void settle(unsigned max_age = kMaxAge, bool age = true);
 
   /// The step window: work launched outside every scope counts only while recording. Before the
   /// first call, everything records.
@@ -129,7 +138,7 @@ class Aggregator {
     std::uint64_t self_start = 0, self_end = 0;
     std::uint64_t total_start = 0, total_end = 0;
   };
-  enum class Where : std::uint8_t { Range, Unscoped, Outside, Unknown, Unresolved };
+  enum class Where : std::uint8_t { Range, Unscoped, Outside, Own, Unknown, Unresolved };
   struct Target {
     Where where;
     Instance* instance;  // Where::Range: the innermost instance, valid until the next lookup
@@ -175,6 +184,7 @@ class Aggregator {
   void apply_at(const R& r, const Target& t);
   template <class R>
   void handle_timed(const R& r);  // drops and counts records with a zero timestamp
+  void count_zero_timestamp();
   void roll_up_metrics(std::size_t i, RangeStats& r, const std::vector<RangeStats>& ranges,
                        std::vector<std::vector<double>>& sum, std::vector<std::vector<double>>& weight) const;
 
@@ -196,6 +206,7 @@ class Aggregator {
   std::vector<std::string> kernel_names_;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> windows_;  // recording intervals
   bool windowed_ = false;
+  bool final_flush_ = false;
   bool recording_ = true;
   CounterPlan plan_;
 };

@@ -86,6 +86,7 @@ inline constexpr std::uint32_t kHardMaxDepth = 256;
 /// External correlation ids with a meaning of their own (instance ids have a thread slot >= 1).
 inline constexpr std::uint64_t kNoInstance = 0;
 inline constexpr std::uint64_t kOutsideWindow = 1;  ///< a scope open during wait/warm-up steps
+inline constexpr std::uint64_t kCuscopeInternal = 2;  ///< cuscope's own CUDA calls (event queries)
 inline constexpr unsigned kInstanceSeqBits = 48;
 inline constexpr std::uint64_t kInstanceSeqMask = (std::uint64_t{1} << kInstanceSeqBits) - 1;
 

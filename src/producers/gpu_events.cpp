@@ -1,35 +1,84 @@
-// producers/gpu_events.cpp — see gpu_events.hpp. Never synchronizes: a pair is read only once
-// cudaEventQuery says its stop event has completed.
+// producers/gpu_events.cpp — see gpu_events.hpp.
 #include "producers/gpu_events.hpp"
 
+#include <algorithm>
+
 namespace cuscope::inline v0::detail {
+namespace {
 
-GpuEvents::GpuEvents() = default;
-
-GpuEvents::Pair* GpuEvents::acquire() noexcept {
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) {
-    cudaGetLastError();
-    return nullptr;
+// Makes `device` current for its lifetime (events are created on the current device), then puts
+// the program's device back.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) noexcept {
+    if (cudaGetDevice(&previous_) != cudaSuccess || previous_ == device) {
+      cudaGetLastError();
+      previous_ = -1;
+      return;
+    }
+    if (cudaSetDevice(device) != cudaSuccess) {
+      cudaGetLastError();
+      previous_ = -1;
+    }
   }
+  ~DeviceGuard() {
+    if (previous_ >= 0) cudaSetDevice(previous_);
+  }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int previous_ = -1;
+};
+
+// The device `stream` belongs to (the current device when CUDA cannot say), or -1.
+int device_of(cudaStream_t stream) {
+  int device = -1;
+  if (cudaStreamGetDevice(stream, &device) == cudaSuccess) return device;
+  cudaGetLastError();
+  if (cudaGetDevice(&device) == cudaSuccess) return device;
+  cudaGetLastError();
+  return -1;
+}
+
+// Whether `stream` is being captured into a graph; an error counts as capturing (do nothing).
+bool capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &status) == cudaSuccess) return status != cudaStreamCaptureStatusNone;
+  cudaGetLastError();
+  return true;
+}
+
+}  // namespace
+
+bool events_allowed_on(cudaStream_t stream) noexcept {
+  return stream != nullptr && stream != cudaStreamLegacy;
+}
+
+GpuEvents::GpuEvents() { waiting_.reserve(kRing); }
+
+GpuEvents::Pair* GpuEvents::acquire(int device) noexcept {
   Pair* p = spare_;
   if (p != nullptr) {
     spare_ = p->next;
   } else {
     free_.pop(p);
   }
-  if (p != nullptr && p->device != device) {
-    // Events belong to a device; re-create this pair on the current one.
+  if (p != nullptr && p->start != nullptr && p->device != device) {
+    // Events belong to a device; re-create this pair on the stream's.
     cudaEventDestroy(p->start);
     cudaEventDestroy(p->stop);
+    cudaGetLastError();
     p->start = p->stop = nullptr;
   }
   if (p == nullptr) {
     if (created_ >= kMaxPairs) return nullptr;
-    p = new Pair;
+    p = new (std::nothrow) Pair;
+    if (p == nullptr) return nullptr;
     ++created_;
   }
   if (p->start == nullptr) {
+    DeviceGuard on(device);
     if (cudaEventCreate(&p->start) != cudaSuccess || cudaEventCreate(&p->stop) != cudaSuccess) {
       cudaGetLastError();
       if (p->start != nullptr) cudaEventDestroy(p->start);
@@ -42,26 +91,37 @@ GpuEvents::Pair* GpuEvents::acquire() noexcept {
   return p;
 }
 
+// Records `p`'s start event. A failure on a pair that worked before means its handles died with
+// their context (cudaDeviceReset): they are forgotten (not destroyed: the context that owned them
+// is gone) and the pair is made afresh once.
+bool GpuEvents::record_start(Pair*& p, int device, cudaStream_t stream) noexcept {
+  if (cudaEventRecord(p->start, stream) == cudaSuccess) return true;
+  cudaGetLastError();
+  p->start = p->stop = nullptr;
+  spare(p);
+  p = acquire(device);
+  if (p == nullptr) return false;
+  if (cudaEventRecord(p->start, stream) == cudaSuccess) return true;
+  cudaGetLastError();
+  p->start = p->stop = nullptr;
+  spare(p);
+  return false;
+}
+
 bool GpuEvents::begin(std::uint32_t depth, cudaStream_t stream) noexcept {
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess || capture != cudaStreamCaptureStatusNone) {
-    cudaGetLastError();
-    fail();  // an event recorded into a capture would become part of the user's graph
+  if (!events_allowed_on(stream)) return false;  // by design: GPU time comes from CUPTI's span
+  if (capturing(stream)) {
+    in_capture.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
-  Pair* p = acquire();
-  if (p == nullptr) {
+  const int device = device_of(stream);
+  Pair* p = device >= 0 ? acquire(device) : nullptr;
+  if (p == nullptr || !record_start(p, device, stream)) {
     fail();
     return false;
   }
-  if (cudaEventRecord(p->start, stream) != cudaSuccess) {
-    cudaGetLastError();
-    spare(p);
-    fail();
-    return false;
-  }
+  p->stream = stream;
   open_[depth - 1] = p;
-  streams_[depth - 1] = stream;
   return true;
 }
 
@@ -69,8 +129,14 @@ void GpuEvents::end(std::uint32_t depth, model::Node* node) noexcept {
   Pair* p = open_[depth - 1];
   open_[depth - 1] = nullptr;
   if (p == nullptr) return;
-  if (cudaEventRecord(p->stop, streams_[depth - 1]) != cudaSuccess) {
+  if (capturing(p->stream)) {  // a capture began inside the scope: its stop cannot be recorded
+    in_capture.fetch_add(1, std::memory_order_relaxed);
+    spare(p);
+    return;
+  }
+  if (cudaEventRecord(p->stop, p->stream) != cudaSuccess) {
     cudaGetLastError();
+    p->start = p->stop = nullptr;  // dead handles are made afresh on the pair's next use
     spare(p);
     fail();
     return;
@@ -89,29 +155,36 @@ void GpuEvents::abandon(std::uint32_t depth) noexcept {
 }
 
 bool GpuEvents::resolve() noexcept {
-  for (Pair** slot = pending_.front(); slot != nullptr; slot = pending_.front()) {
-    Pair* p = *slot;
-    const cudaError_t q = cudaEventQuery(p->stop);
+  for (Pair* p = nullptr; pending_.pop(p);) waiting_.push_back(p);
+  // Streams met unfinished in this pass: their later pairs cannot have finished either.
+  constexpr std::size_t kBlockedMax = 64;
+  cudaStream_t blocked[kBlockedMax];
+  std::size_t n_blocked = 0;
+  std::size_t kept = 0;
+  for (Pair* p : waiting_) {
+    const bool skip = std::find(blocked, blocked + n_blocked, p->stream) != blocked + n_blocked;
+    const cudaError_t q = skip ? cudaErrorNotReady : cudaEventQuery(p->stop);
     if (q == cudaErrorNotReady) {
-      cudaGetLastError();
-      return false;
+      if (!skip) {
+        cudaGetLastError();
+        if (n_blocked < kBlockedMax) blocked[n_blocked++] = p->stream;
+      }
+      waiting_[kept++] = p;
+      continue;
     }
     float ms = 0.0f;
     if (q == cudaSuccess && cudaEventElapsedTime(&ms, p->start, p->stop) == cudaSuccess && ms >= 0.0f) {
       p->node->gpu.add(static_cast<std::uint64_t>(static_cast<double>(ms) * 1e6));
     } else {
-      // A broken pair (its context was reset, say) is re-created on its next use, not reused.
-      cudaGetLastError();
-      cudaEventDestroy(p->start);
-      cudaEventDestroy(p->stop);
+      // A broken pair (its context was reset, say) is made afresh on its next use, not reused.
       cudaGetLastError();
       p->start = p->stop = nullptr;
       fail();
     }
-    pending_.pop();
     free_.push(p);
   }
-  return true;
+  waiting_.resize(kept);
+  return waiting_.empty();
 }
 
 }  // namespace cuscope::inline v0::detail

@@ -1,55 +1,72 @@
 // producers/gpu_events.hpp — CUDA-event timing of scopes, without synchronizing.
 //
 // The owner thread records a start event when a scope opens and a stop event when it closes,
-// using event pairs from its own pool (created once, reused forever), and queues the pair.
-// The resolver (collector thread or flush) reads finished pairs with cudaEventQuery and
-// cudaEventElapsedTime, adds the time to the scope's node, and returns the pair to the pool.
+// using event pairs from its own pool (created once, reused), and queues the pair. The resolver
+// (collector thread or flush) reads finished pairs with cudaEventQuery and cudaEventElapsedTime,
+// adds the time to the scope's node, and returns the pair to the pool.
 // Hot path: no lock, no allocation once the pool has warmed up; two cudaEventRecord calls.
+//
+// What this must never do to the program:
+// - record on the legacy NULL stream: such an event is a barrier with every blocking stream and
+//   would serialize streams the program meant to overlap. A scope given no stream (or
+//   cudaStreamLegacy) records no events; its GPU time is the span of its kernels (CUPTI).
+// - record into a stream that is being captured into a CUDA graph: the event would become part
+//   of the user's graph. Such a scope is counted as inside a capture and gets no event time.
+// - wait: a pair is read only once cudaEventQuery says its stop event has completed.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <atomic>
 #include <cstdint>
+#include <vector>
 
 #include "model/range_tree.hpp"
 #include "producers/spsc_ring.hpp"
 
 namespace cuscope::inline v0::detail {
 
+/// Whether a scope on `stream` may record CUDA events: false for no stream and the legacy stream.
+bool events_allowed_on(cudaStream_t stream) noexcept;
+
 class GpuEvents {
  public:
   static constexpr std::size_t kRing = 4096;      // pairs in flight per thread
-  static constexpr std::size_t kMaxPairs = 4096;  // pairs created per thread, ever
+  static constexpr std::size_t kMaxPairs = 4096;  // pairs alive per thread at once
 
   GpuEvents();
   GpuEvents(const GpuEvents&) = delete;
   GpuEvents& operator=(const GpuEvents&) = delete;
 
-  /// Records the start event of the frame at `depth` on `stream`. False when it could not
-  /// (stream capturing, pool exhausted, CUDA error): the scope then has no GPU time.
+  /// Records the start event of the frame at `depth` on `stream`. False when it did not (no
+  /// stream, stream capturing, pool exhausted, CUDA error): the scope then has no event time.
   bool begin(std::uint32_t depth, cudaStream_t stream) noexcept;
   /// Records the stop event of the frame at `depth` and queues the pair for `node`.
   void end(std::uint32_t depth, model::Node* node) noexcept;
   /// Forgets the frame at `depth` (its scope ended out of order).
   void abandon(std::uint32_t depth) noexcept;
 
-  /// Resolver side (one resolver at a time): folds every finished pair into its node, in order,
-  /// stopping at the first pair still running. Returns true when nothing is left pending.
+  /// Resolver side (one resolver at a time): folds every finished pair into its node. Pairs on
+  /// one stream finish in order, so the first unfinished pair of a stream stops that stream's
+  /// pass; other streams go on. Returns true when nothing is left pending.
   bool resolve() noexcept;
 
   /// Scopes whose events could not be recorded or read.
   std::atomic<std::uint64_t> failures{0};
+  /// Scopes whose stream was capturing when they began or ended.
+  std::atomic<std::uint64_t> in_capture{0};
 
  private:
   struct Pair {
     cudaEvent_t start = nullptr;
     cudaEvent_t stop = nullptr;
     int device = -1;
+    cudaStream_t stream = nullptr;
     model::Node* node = nullptr;
     Pair* next = nullptr;  // owner's spare list
   };
-  Pair* acquire() noexcept;
+  Pair* acquire(int device) noexcept;
+  bool record_start(Pair*& p, int device, cudaStream_t stream) noexcept;
   void fail() noexcept { failures.fetch_add(1, std::memory_order_relaxed); }
   void spare(Pair* p) noexcept {
     p->next = spare_;
@@ -57,11 +74,11 @@ class GpuEvents {
   }
 
   Pair* open_[model::kHardMaxDepth] = {};
-  cudaStream_t streams_[model::kHardMaxDepth] = {};
   Pair* spare_ = nullptr;           // owner only: pairs the owner got back without a round trip
   SpscRing<Pair*> pending_{kRing};  // owner -> resolver
   SpscRing<Pair*> free_{kRing};     // resolver -> owner
-  std::size_t created_ = 0;
+  std::size_t created_ = 0;         // owner only
+  std::vector<Pair*> waiting_;      // resolver only: taken off pending_, not finished yet
 };
 
 }  // namespace cuscope::inline v0::detail

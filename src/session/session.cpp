@@ -70,6 +70,10 @@ std::uint32_t flags_for(const Session& s, Phase p) {
 // Resolves CUDA events every 10 ms and asks CUPTI for its completed buffers every 100 ms, so a
 // snapshot sees recent work without a flush and CUPTI's buffers stay few.
 void collector_loop(Session* s) {
+  // Relaxed capture mode: this thread's cudaEventQuery calls must not invalidate a stream capture
+  // that another thread runs in global mode (the default of cudaStreamBeginCapture).
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  if (cudaThreadExchangeStreamCaptureMode(&mode) != cudaSuccess) cudaGetLastError();
   std::unique_lock lock(s->collector_mutex);
   for (unsigned tick = 1; !s->collector_stop; ++tick) {
     s->collector_cv.wait_for(lock, std::chrono::milliseconds(10));
@@ -157,7 +161,7 @@ void reset_for_testing() noexcept {
   g_state.store(kNotStarted, std::memory_order_release);
   g_flags.store(0, std::memory_order_relaxed);
   disable_range_profiler();
-  stop_activity_tracing(/*finalize=*/false);         // the next session starts tracing again
+  stop_activity_tracing();                           // the next session starts tracing again
   static auto* retired = new std::vector<Session*>;  // kept reachable: threads may still point into them
   retired->push_back(g_session);
   g_session = new Session();
@@ -199,11 +203,49 @@ ThreadState* attach_thread() noexcept {
   }
 }
 
+namespace {
+
+// Marks the calling thread's CUDA calls as cuscope's own while it lives: capture mode relaxed (so
+// that its event queries never invalidate another thread's global-mode stream capture), and,
+// while CUPTI traces, an external correlation id that keeps those calls out of the report.
+class OwnCudaCalls {
+ public:
+  OwnCudaCalls() noexcept {
+    if (cudaThreadExchangeStreamCaptureMode(&mode_) != cudaSuccess) {
+      cudaGetLastError();
+      restore_mode_ = false;
+    }
+    if (CorrelationHook push = g_push_correlation.load(std::memory_order_acquire)) {
+      push(model::kCuscopeInternal);
+      pushed_ = true;
+    }
+  }
+  ~OwnCudaCalls() {
+    if (pushed_) {
+      if (CorrelationPopHook pop = g_pop_correlation.load(std::memory_order_acquire)) pop();
+    }
+    if (restore_mode_) cudaThreadExchangeStreamCaptureMode(&mode_);
+  }
+  OwnCudaCalls(const OwnCudaCalls&) = delete;
+  OwnCudaCalls& operator=(const OwnCudaCalls&) = delete;
+
+ private:
+  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
+  bool restore_mode_ = true;
+  bool pushed_ = false;
+};
+
+}  // namespace
+
 bool resolve_gpu_events() noexcept {
   Session& s = session();
   std::lock_guard resolve(s.resolve_mutex);
   std::lock_guard threads(s.threads_mutex);
   bool done = true;
+  bool any = false;
+  for (const auto& ts : s.threads) any = any || ts->gpu;
+  if (!any) return true;
+  const OwnCudaCalls own;
   for (const auto& ts : s.threads) {
     if (ts->gpu && !ts->gpu->resolve()) done = false;
   }
@@ -296,10 +338,9 @@ bool enabled() { return detail::g_state.load(std::memory_order_relaxed) == detai
 void flush() {
   using namespace detail;
   Session& s = session();
+  // A normal flush: work still running stays with CUPTI and arrives complete later.
   if (s.tracing.load(std::memory_order_acquire)) flush_activity();  // takes the aggregator lock itself
   resolve_gpu_events();
-  std::lock_guard agg(s.aggregator_mutex);
-  s.aggregator.settle();
 }
 
 Report snapshot() {
@@ -318,6 +359,7 @@ Report snapshot() {
       r.gpu_timing = s.gpu_timing;
       r.activity_status = s.activity_status;
       r.counters_status = s.counters_status;
+      if (std::string failure = counters_failure(); !failure.empty()) r.counters_status = failure;
       apply_verdicts(r, s.peaks, s.counter_metrics);
       r.wall_ns = s.started ? now_ns() - s.start_ns : 0;
     }
@@ -331,7 +373,9 @@ Report snapshot() {
     r.diagnostics.unbalanced_ends += s.stray_pops.load(std::memory_order_relaxed);
     std::lock_guard threads(s.threads_mutex);
     for (const auto& ts : s.threads) {
-      if (ts->gpu) r.diagnostics.gpu_event_failures += ts->gpu->failures.load(std::memory_order_relaxed);
+      if (!ts->gpu) continue;
+      r.diagnostics.gpu_event_failures += ts->gpu->failures.load(std::memory_order_relaxed);
+      r.diagnostics.scopes_in_capture += ts->gpu->in_capture.load(std::memory_order_relaxed);
     }
   } catch (const std::exception& e) {
     warn_once(fmt::format("snapshot failed: {}", e.what()));
@@ -358,11 +402,13 @@ void shutdown() {
     for (int i = 0; i < 1000 && !resolve_gpu_events(); ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     disable_range_profiler();  // collects an open counter window first
-    flush();
-    stop_activity_tracing();  // flushes what is left, then finalizes CUPTI before CUDA's teardown
+    resolve_gpu_events();
+    // Delivers what finished, then forces out what did not (counted as incomplete at exit), and
+    // detaches from CUPTI before CUDA's teardown.
+    stop_activity_tracing();
     {
       std::lock_guard agg(s.aggregator_mutex);
-      s.aggregator.settle(1);
+      s.aggregator.settle(1);  // what still waits for its correlation now never gets it
     }
     if (!s.options.print_at_exit && s.options.json_path.empty()) return;
     const Report r = snapshot();

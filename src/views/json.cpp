@@ -285,6 +285,9 @@ void write_diagnostics(JsonWriter& w, const Diagnostics& d) {
   w.field("overhead_records", d.overhead_records);
   w.field("counter_ranges_dropped", d.counter_ranges_dropped);
   w.field("overhead_ns", d.overhead_ns);
+  w.field("incomplete_at_exit", d.incomplete_at_exit);
+  w.field("activity_buffers_refused", d.activity_buffers_refused);
+  w.field("scopes_in_capture", d.scopes_in_capture);
   w.end_object();
 }
 

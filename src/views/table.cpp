@@ -86,7 +86,7 @@ struct Counter {
   std::string_view many;
 };
 
-constexpr std::array<Counter, 14> kCounters{{
+constexpr std::array<Counter, 17> kCounters{{
     {&Diagnostics::dropped_records, "dropped record", "dropped records"},
     {&Diagnostics::zero_timestamp_records, "record with a zero timestamp", "records with a zero timestamp"},
     {&Diagnostics::unresolved_records, "record not matched to a scope", "records not matched to a scope"},
@@ -102,6 +102,11 @@ constexpr std::array<Counter, 14> kCounters{{
     {&Diagnostics::overhead_records, "CUPTI overhead record", "CUPTI overhead records"},
     {&Diagnostics::counter_ranges_dropped, "replayed kernel without counters",
      "replayed kernels without counters"},
+    {&Diagnostics::incomplete_at_exit, "record still running at exit", "records still running at exit"},
+    {&Diagnostics::activity_buffers_refused, "CUPTI buffer refused (memory bound)",
+     "CUPTI buffers refused (memory bound)"},
+    {&Diagnostics::scopes_in_capture, "scope inside a graph capture (no CUDA-event time)",
+     "scopes inside a graph capture (no CUDA-event time)"},
 }};
 
 std::string diagnostics_line(const Diagnostics& d) {

@@ -258,3 +258,113 @@ TEST_CASE("a million kernel launches: none dropped, all counted", "[gpu][cupti][
   CHECK(range(r, "million").self.kernel_calls == kLaunches);
   CHECK(range(r, "million").kernels.size() == 1);
 }
+
+// A CUDA event on the legacy stream is a barrier with every blocking stream: a scope that recorded
+// there would serialize the two kernels below. Without a stream, a scope records no event.
+TEST_CASE("scopes without a stream leave kernels on two blocking streams overlapping", "[gpu][cupti]") {
+  cuscope_test::Session session;
+  warm_up();
+  cudaStream_t s1 = nullptr;
+  cudaStream_t s2 = nullptr;
+  CHECK_CUDA(cudaStreamCreate(&s1));
+  CHECK_CUDA(cudaStreamCreate(&s2));
+  const long long cycles = cycles_for_ms(20.0);
+  {
+    CUSCOPE_SCOPE("both");
+    {
+      CUSCOPE_SCOPE("on_s1");
+      spin_kernel<<<1, 1, 0, s1>>>(cycles);
+    }
+    {
+      CUSCOPE_SCOPE("on_s2");
+      spin_kernel<<<1, 1, 0, s2>>>(cycles);
+    }
+  }
+  const cuscope::Report r = settled();
+  const auto& both = range(r, "both");
+  REQUIRE(both.total.kernel_calls == 2);
+  CHECK(double(both.total.gpu_busy_ns) < 0.75 * double(both.total.kernel_ns));  // they overlapped
+  CHECK(both.gpu.count == 0);  // no events: its GPU time is the span of its kernels
+  CHECK(both.total.gpu_span_ns > 0);
+  CHECK(r.diagnostics.gpu_event_failures == 0);
+  cudaStreamDestroy(s1);
+  cudaStreamDestroy(s2);
+}
+
+// A forced flush would hand back the running kernel's record with zero timestamps (lost).
+TEST_CASE("flush while a kernel runs loses nothing: its record arrives complete later", "[gpu][cupti]") {
+  cuscope_test::Session session;
+  warm_up();
+  cudaStream_t stream = nullptr;
+  CHECK_CUDA(cudaStreamCreate(&stream));
+  {
+    CUSCOPE_SCOPE("long", stream);
+    spin_kernel<<<1, 1, 0, stream>>>(cycles_for_ms(300.0));
+  }
+  cuscope::flush();  // the kernel still runs
+  CHECK(cuscope::snapshot().diagnostics.zero_timestamp_records == 0);
+  const cuscope::Report r = settled();
+  CHECK(range(r, "long").self.kernel_calls == 1);
+  CHECK(r.diagnostics.zero_timestamp_records == 0);
+  CHECK(r.diagnostics.unresolved_records == 0);
+  cudaStreamDestroy(stream);
+}
+
+// cudaStreamWaitEvent and event queries make SYNCHRONIZATION records; their API calls are traced
+// so that they resolve, and cuscope's own queries stay out of the report.
+TEST_CASE("stream waits and event queries are attributed, never left unresolved", "[gpu][cupti]") {
+  cuscope_test::Session session;
+  warm_up();
+  cudaStream_t s1 = nullptr;
+  cudaStream_t s2 = nullptr;
+  cudaEvent_t e = nullptr;
+  CHECK_CUDA(cudaStreamCreate(&s1));
+  CHECK_CUDA(cudaStreamCreate(&s2));
+  CHECK_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  {
+    CUSCOPE_SCOPE("waits", s1);
+    for (int i = 0; i < 100; ++i) {
+      empty_kernel<<<1, 1, 0, s1>>>();
+      CHECK_CUDA(cudaEventRecord(e, s1));
+      CHECK_CUDA(cudaStreamWaitEvent(s2, e, 0));
+      empty_kernel<<<1, 1, 0, s2>>>();
+      (void)cudaEventQuery(e);
+    }
+  }
+  const cuscope::Report r = settled();
+  const auto& waits = range(r, "waits");
+  CHECK(waits.self.kernel_calls == 200);
+  CHECK(waits.self.sync_count >= 100);
+  CHECK(r.diagnostics.unresolved_records == 0);
+  CHECK(r.diagnostics.dropped_records == 0);
+  cudaEventDestroy(e);
+  cudaStreamDestroy(s1);
+  cudaStreamDestroy(s2);
+}
+
+// CUPTI 13.0 keeps a buffer per CUDA-calling thread: a cap on the number of buffers would drop
+// the records of every thread past it.
+TEST_CASE("a hundred CUDA-calling threads: every kernel counted, none dropped", "[gpu][cupti]") {
+  cuscope_test::Session session;
+  warm_up();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 100; ++t) {
+    threads.emplace_back([] {
+      cudaStream_t s = nullptr;
+      if (cudaStreamCreate(&s) != cudaSuccess) return;
+      {
+        CUSCOPE_SCOPE("threaded", s);
+        for (int i = 0; i < 10; ++i) empty_kernel<<<1, 1, 0, s>>>();
+      }
+      cudaStreamSynchronize(s);
+      cudaStreamDestroy(s);
+    });
+  }
+  for (auto& t : threads) t.join();
+  const cuscope::Report r = settled();
+  CHECK(range(r, "threaded").self.kernel_calls == 1000);
+  CHECK(range(r, "threaded").threads == 100);
+  CHECK(r.diagnostics.dropped_records == 0);
+  CHECK(r.diagnostics.activity_buffers_refused == 0);
+  CHECK(r.diagnostics.unresolved_records == 0);
+}

@@ -14,34 +14,51 @@
 #include "producers/clock.hpp"
 #include "producers/cupti/decode.hpp"
 #include "producers/cupti/errors.hpp"
+#include "session/log.hpp"
 #include "session/session.hpp"
 
 namespace cuscope::inline v0::detail {
 namespace {
 
-constexpr std::size_t kBufferBytes = 4u << 20;
-constexpr std::size_t kMaxBuffers = 64;  // 256 MiB at most in CUPTI's hands
+// CUPTI 13.0 keeps one buffer per thread that calls CUDA, so the number of buffers out grows with
+// the program's threads. Memory is bounded in bytes instead: large buffers while few are out,
+// small ones past that, none past the budget (CUPTI then drops records and counts them; cuscope
+// counts the refusals too).
+constexpr std::size_t kLargeBuffer = 4u << 20;
+constexpr std::size_t kSmallBuffer = 256u << 10;
+constexpr std::size_t kLargeBudget = 128u << 20;  // 32 large buffers
+constexpr std::size_t kBudget = 256u << 20;       // then 512 small ones
 
 constexpr std::array kKinds = {
     CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,  // not KERNEL, which serializes kernels
     CUPTI_ACTIVITY_KIND_MEMCPY,
+    CUPTI_ACTIVITY_KIND_MEMCPY2,  // peer-to-peer copies
     CUPTI_ACTIVITY_KIND_MEMSET,
     CUPTI_ACTIVITY_KIND_MEMORY2,
     CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
     CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
     CUPTI_ACTIVITY_KIND_OVERHEAD,
+    CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API,  // launches CUDA makes for the program (their API records)
 };
 
-// API calls whose records cuscope needs: those that launch, copy, set, allocate, free or wait.
-constexpr std::array<std::string_view, 6> kTracedCalls = {"Launch", "Memcpy", "Memset",
-                                                          "Malloc", "Free",   "Synchronize"};
+// API calls whose records cuscope needs: those that launch, copy, set, allocate, free or wait, and
+// every call that produces SYNCHRONIZATION records (stream waits, event and stream queries):
+// a record whose API call is not traced could never be tied to a scope.
+constexpr std::array<std::string_view, 9> kTracedCalls = {
+    "Launch", "Memcpy", "Memset", "Malloc", "Free", "Synchronize", "WaitEvent", "EventQuery", "StreamQuery"};
 constexpr std::array<std::string_view, 1> kTracedDriverCalls = {"MemAlloc"};
+
+struct Buffer {
+  std::uint8_t* data;
+  std::size_t size;
+};
 
 struct State {
   std::atomic<Session*> target{nullptr};
   std::mutex pool_mutex;
-  std::vector<std::uint8_t*> free_buffers;  // guarded by pool_mutex
-  std::size_t buffers_out = 0;              // guarded by pool_mutex
+  std::vector<Buffer> free_buffers;  // guarded by pool_mutex
+  std::size_t bytes_made = 0;        // guarded by pool_mutex: every buffer made, out or free
+  std::atomic<std::uint64_t> refused{0};
   std::vector<CUpti_ActivityKind> enabled;  // kinds to disable at stop
   std::vector<std::pair<CUpti_CallbackDomain, CUpti_CallbackId>> traced_calls;
 };
@@ -51,6 +68,8 @@ State& state() {
   return *s;
 }
 
+std::atomic<std::uint32_t> g_fake_version{0};  // tests: a libcupti of another API version
+
 std::string refusal(const char* what, CUptiResult r) { return cupti_refusal(what, static_cast<int>(r)); }
 
 std::uint64_t CUPTIAPI timestamp() { return now_ns(); }
@@ -58,21 +77,28 @@ std::uint64_t CUPTIAPI timestamp() { return now_ns(); }
 void CUPTIAPI buffer_requested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records) {
   State& s = state();
   *max_records = 0;
+  *buffer = nullptr;
+  *size = 0;
   std::lock_guard lock(s.pool_mutex);
   if (!s.free_buffers.empty()) {
-    *buffer = s.free_buffers.back();
+    *buffer = s.free_buffers.back().data;
+    *size = s.free_buffers.back().size;
     s.free_buffers.pop_back();
-  } else if (s.buffers_out < kMaxBuffers) {
-    *buffer = static_cast<std::uint8_t*>(std::aligned_alloc(8, kBufferBytes));
-  } else {
-    *buffer = nullptr;  // CUPTI drops records and counts them (dropped records, in the report)
+    return;
   }
-  *size = *buffer != nullptr ? kBufferBytes : 0;
-  if (*buffer != nullptr) ++s.buffers_out;
+  const std::size_t bytes = s.bytes_made + kLargeBuffer <= kLargeBudget ? kLargeBuffer : kSmallBuffer;
+  if (s.bytes_made + bytes <= kBudget) *buffer = static_cast<std::uint8_t*>(std::aligned_alloc(8, bytes));
+  if (*buffer == nullptr) {
+    // CUPTI drops this queue's records until it gets a buffer, and counts them (dropped records).
+    s.refused.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  s.bytes_made += bytes;
+  *size = bytes;
 }
 
-void CUPTIAPI buffer_completed(CUcontext context, std::uint32_t stream, std::uint8_t* buffer, std::size_t,
-                               std::size_t valid) {
+void CUPTIAPI buffer_completed(CUcontext context, std::uint32_t stream, std::uint8_t* buffer,
+                               std::size_t size, std::size_t valid) {
   State& s = state();
   std::size_t dropped = 0;
   if (cuptiActivityGetNumDroppedRecords(context, stream, &dropped) != CUPTI_SUCCESS)
@@ -80,11 +106,11 @@ void CUPTIAPI buffer_completed(CUcontext context, std::uint32_t stream, std::uin
   if (Session* target = s.target.load(std::memory_order_acquire)) {
     std::lock_guard lock(target->aggregator_mutex);
     consume_buffer(buffer, valid, dropped, target->aggregator);
+    target->aggregator.add_refused_buffers(s.refused.exchange(0, std::memory_order_relaxed));
   }
   if (buffer == nullptr) return;
   std::lock_guard lock(s.pool_mutex);
-  --s.buffers_out;
-  s.free_buffers.push_back(buffer);
+  s.free_buffers.push_back(Buffer{buffer, size});
 }
 
 void push_correlation(std::uint64_t instance) noexcept {
@@ -160,11 +186,36 @@ const char* kind_name(CUpti_ActivityKind kind) {
   }
 }
 
+std::uint32_t loaded_version() {
+  if (std::uint32_t fake = g_fake_version.load(std::memory_order_relaxed)) return fake;
+  std::uint32_t v = 0;
+  return cuptiGetVersion(&v) == CUPTI_SUCCESS ? v : 0;
+}
+
+// Delivers buffers CUPTI has completed (`flags` 0), or every buffer, incomplete records included
+// (FORCED), then retries and ages the records waiting for their correlation.
+void deliver(std::uint32_t flags) {
+  cuptiActivityFlushAll(flags);  // no cuscope lock held: CUPTI calls buffer_completed from here
+  if (Session* target = state().target.load(std::memory_order_acquire)) {
+    std::lock_guard lock(target->aggregator_mutex);
+    target->aggregator.settle();
+  }
+}
+
 }  // namespace
+
+void set_cupti_version_for_testing(std::uint32_t version) noexcept {
+  g_fake_version.store(version, std::memory_order_relaxed);
+}
 
 std::string start_activity_tracing(Session& session) noexcept {
   try {
     State& s = state();
+    const std::uint32_t version = loaded_version();
+    const LayoutCheck layouts = check_layouts(version, CUPTI_API_VERSION);
+    if (!layouts.refusal.empty()) return layouts.refusal;
+    if (!layouts.note.empty()) warn_once(layouts.note);
+    set_walk(layouts.walk);
     // The timestamp callback must come before any kind is enabled: every record is then on the
     // clock of the host scopes.
     CUptiResult r = cuptiActivityRegisterTimestampCallback(&timestamp);
@@ -181,6 +232,9 @@ std::string start_activity_tracing(Session& session) noexcept {
       }
       s.enabled.push_back(kind);
     }
+    // Queries of events and streams whose work has not finished yet say nothing about waiting;
+    // without this every poll of a running event would be a record.
+    cuptiActivityEnableAllSyncRecords(0);
     r = trace_calls(s);
     if (r != CUPTI_SUCCESS) {
       disable_all(s);
@@ -197,22 +251,29 @@ std::string start_activity_tracing(Session& session) noexcept {
   }
 }
 
-void flush_activity() noexcept { cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); }
+void flush_activity() noexcept { deliver(0); }
 
-void poll_activity() noexcept { cuptiActivityFlushAll(0); }
+void poll_activity() noexcept { deliver(0); }
 
-void stop_activity_tracing(bool finalize) noexcept {
+void stop_activity_tracing() noexcept {
   State& s = state();
   Session* target = s.target.load(std::memory_order_acquire);
   if (target == nullptr) return;
   target->tracing.store(false, std::memory_order_release);
   g_push_correlation.store(nullptr, std::memory_order_release);
   g_pop_correlation.store(nullptr, std::memory_order_release);
-  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  deliver(0);  // everything that finished, complete
+  {
+    // What a forced flush hands back with zero timestamps was still running: counted apart.
+    std::lock_guard lock(target->aggregator_mutex);
+    target->aggregator.set_final_flush(true);
+  }
+  deliver(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   disable_all(s);
-  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  deliver(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   s.target.store(nullptr, std::memory_order_release);
-  if (finalize) cuptiFinalize();
+  // Not cuptiFinalize: from an exit handler it can race CUDA's own teardown and other tools'
+  // CUPTI use. Disabled kinds and a detached target leave CUPTI nothing to call cuscope for.
 }
 
 }  // namespace cuscope::inline v0::detail

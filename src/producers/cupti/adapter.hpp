@@ -8,6 +8,7 @@
 // while calling into CUPTI, and the buffer callback calls nothing in CUPTI under a lock.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace cuscope::inline v0::detail {
@@ -17,12 +18,16 @@ class Session;
 /// Starts tracing into `session`: "on", or one line saying why tracing is off (nothing is left
 /// enabled then). The CUDA device must have been found.
 std::string start_activity_tracing(Session& session) noexcept;
-/// Delivers every record CUPTI holds, finished buffers or not (forced flush).
+/// Delivers every buffer whose records are complete (a normal flush: work still running stays
+/// with CUPTI and comes later, never as a record with zero timestamps), then ages waiting records.
 void flush_activity() noexcept;
-/// Delivers the buffers CUPTI has completed (the collector thread's periodic call).
+/// The same, as the collector thread's periodic call.
 void poll_activity() noexcept;
-/// Flushes and disables every kind; the session stops receiving records. With `finalize` (at
-/// shutdown) CUPTI is finalized too, before CUDA's teardown.
-void stop_activity_tracing(bool finalize = true) noexcept;
+/// Delivers what is complete, then forces out the rest (counted as incomplete at exit), disables
+/// every kind and detaches the session. CUPTI is not finalized (see adapter.cpp).
+void stop_activity_tracing() noexcept;
+
+/// Tests: the libcupti API version cuscope believes is loaded (0: ask cuptiGetVersion).
+void set_cupti_version_for_testing(std::uint32_t version) noexcept;
 
 }  // namespace cuscope::inline v0::detail

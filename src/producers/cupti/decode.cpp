@@ -2,6 +2,9 @@
 #include "producers/cupti/decode.hpp"
 
 #include <cupti.h>
+#include <fmt/format.h>
+
+#include <atomic>
 
 namespace cuscope::inline v0::detail {
 namespace {
@@ -43,7 +46,10 @@ std::size_t record_size(CUpti_ActivityKind kind) {
       return aligned(sizeof(CUpti_ActivityExternalCorrelation));
     case CUPTI_ACTIVITY_KIND_RUNTIME:
     case CUPTI_ACTIVITY_KIND_DRIVER:
+    case CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API:
       return aligned(sizeof(CUpti_ActivityAPI));
+    case CUPTI_ACTIVITY_KIND_MEMCPY2:
+      return aligned(sizeof(CUpti_ActivityMemcpyPtoP4));
     case CUPTI_ACTIVITY_KIND_OVERHEAD:
       return aligned(sizeof(CUpti_ActivityOverhead3));
     default:
@@ -81,6 +87,12 @@ bool decode(const CUpti_Activity* record, model::Aggregator& sink) {
                                     r->deviceId});
       return true;
     }
+    case CUPTI_ACTIVITY_KIND_MEMCPY2: {  // peer to peer, between two devices
+      const auto* r = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(record);
+      sink.on(
+          model::MemcpyActivity{r->correlationId, r->start, r->end, r->bytes, CopyKind::PtoP, r->deviceId});
+      return true;
+    }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
       const auto* r = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
       sink.on(model::MemsetActivity{r->correlationId, r->start, r->end, r->bytes, r->deviceId});
@@ -109,7 +121,8 @@ bool decode(const CUpti_Activity* record, model::Aggregator& sink) {
       return true;
     }
     case CUPTI_ACTIVITY_KIND_RUNTIME:
-    case CUPTI_ACTIVITY_KIND_DRIVER: {
+    case CUPTI_ACTIVITY_KIND_DRIVER:
+    case CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API: {  // launches CUDA makes on the program's behalf
       const auto* r = reinterpret_cast<const CUpti_ActivityAPI*>(record);
       sink.on(model::ApiCall{r->correlationId, r->start, r->end});
       return true;
@@ -124,12 +137,29 @@ bool decode(const CUpti_Activity* record, model::Aggregator& sink) {
   }
 }
 
-}  // namespace
+std::atomic<Walk> g_walk{Walk::BySize};
 
-// Walks the records: kinds cuscope decodes are stepped over by their own size (the layouts CUPTI
-// 13.0 packs, 8-byte aligned; the decode tests check CUPTI's iterator agrees), and CUPTI's
-// iterator steps over every other kind, so a kind only CUPTI knows is skipped correctly.
-DecodeCounts decode_buffer(std::uint8_t* buffer, std::size_t valid_bytes, model::Aggregator& sink) {
+// Steps with CUPTI's iterator: right for any layout the loaded libcupti writes.
+DecodeCounts walk_by_cupti(std::uint8_t* buffer, std::size_t valid_bytes, model::Aggregator& sink) {
+  DecodeCounts counts;
+  CUpti_Activity* record = nullptr;
+  for (;;) {
+    const CUptiResult status = cuptiActivityGetNextRecord(buffer, valid_bytes, &record);
+    if (status == CUPTI_ERROR_MAX_LIMIT_REACHED) break;
+    if (status != CUPTI_SUCCESS) {
+      ++counts.unknown;  // a kind CUPTI cannot size: the rest of the buffer cannot be read
+      break;
+    }
+    ++counts.records;
+    if (!decode(record, sink)) ++counts.unknown;
+  }
+  return counts;
+}
+
+// Steps decoded kinds by their compiled size (the layouts CUPTI 13.0 packs, 8-byte aligned; the
+// decode tests check CUPTI's iterator agrees), and every other kind with CUPTI's iterator, so a
+// kind only CUPTI knows is skipped correctly.
+DecodeCounts walk_by_size(std::uint8_t* buffer, std::size_t valid_bytes, model::Aggregator& sink) {
   DecodeCounts counts;
   std::size_t at = 0;
   while (at + sizeof(CUpti_ActivityKind) <= valid_bytes) {
@@ -160,13 +190,44 @@ DecodeCounts decode_buffer(std::uint8_t* buffer, std::size_t valid_bytes, model:
     ++counts.unknown;
     at = static_cast<std::size_t>(reinterpret_cast<std::uint8_t*>(next) - buffer);
   }
+  return counts;
+}
+
+}  // namespace
+
+LayoutCheck check_layouts(std::uint32_t loaded_version, std::uint32_t compiled_version) {
+  LayoutCheck c;
+  if (loaded_version == compiled_version) return c;
+  if (loaded_version > compiled_version) {
+    c.walk = Walk::ByCupti;
+    c.note = fmt::format(
+        "libcupti API version {} is newer than the {} cuscope was built with: activity records are "
+        "stepped with CUPTI's iterator",
+        loaded_version, compiled_version);
+    return c;
+  }
+  c.refusal = fmt::format(
+      "libcupti API version {} is older than the {} cuscope was built with: its record layouts "
+      "cannot be read safely (load the libcupti of the CUDA toolkit cuscope was built with)",
+      loaded_version, compiled_version);
+  return c;
+}
+
+void set_walk(Walk walk) noexcept { g_walk.store(walk, std::memory_order_relaxed); }
+
+DecodeCounts decode_buffer(std::uint8_t* buffer, std::size_t valid_bytes, model::Aggregator& sink,
+                           Walk walk) {
+  const DecodeCounts counts = walk == Walk::ByCupti ? walk_by_cupti(buffer, valid_bytes, sink)
+                                                    : walk_by_size(buffer, valid_bytes, sink);
   sink.add_unknown(counts.unknown);
   return counts;
 }
 
 DecodeCounts consume_buffer(std::uint8_t* buffer, std::size_t valid_bytes, std::uint64_t dropped,
                             model::Aggregator& sink) {
-  const DecodeCounts counts = valid_bytes > 0 ? decode_buffer(buffer, valid_bytes, sink) : DecodeCounts{};
+  const DecodeCounts counts =
+      valid_bytes > 0 ? decode_buffer(buffer, valid_bytes, sink, g_walk.load(std::memory_order_relaxed))
+                      : DecodeCounts{};
   sink.add_dropped(dropped);
   sink.settle(2, false);
   return counts;

@@ -44,6 +44,9 @@ struct State {
   const model::Node* window_root = nullptr;
   const model::Node* target = nullptr;
   std::vector<std::vector<std::uint32_t>> chosen;  // name-id paths; empty = every range
+  int device = -1;                                 // the profiled context's device and id
+  unsigned long long context_id = 0;
+  std::string failure;  // why counters turned off after they started ("" while they work)
 };
 
 State& state() {
@@ -71,10 +74,10 @@ bool chosen(const State& s, const model::Node* node) {
   return yes;
 }
 
-bool start(State& s) {
+CUptiResult start_profiler(State& s) {
   auto p = params<CUpti_RangeProfiler_Start_Params>(CUpti_RangeProfiler_Start_Params_STRUCT_SIZE);
   p.pRangeProfilerObject = s.profiler;
-  return cuptiRangeProfilerStart(&p) == CUPTI_SUCCESS;
+  return cuptiRangeProfilerStart(&p);
 }
 
 // Stops the profiler, evaluates every kernel profiled since the last start, adds them to `into`,
@@ -142,19 +145,68 @@ std::string fail(State& s, const char* call, CUptiResult r) {
   return cupti_refusal(call, static_cast<int>(r));
 }
 
-CUcontext current_context() {
-  cudaFree(nullptr);  // makes the primary context current, allocating nothing
+template <class Fn>
+Fn driver_fn(const char* name, int version) {
   void* entry = nullptr;
   cudaDriverEntryPointQueryResult found{};
-  if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &entry, 4000, cudaEnableDefault, &found) !=
-          cudaSuccess ||
+  if (cudaGetDriverEntryPointByVersion(name, &entry, version, cudaEnableDefault, &found) != cudaSuccess ||
       found != cudaDriverEntryPointSuccess) {
     cudaGetLastError();
     return nullptr;
   }
+  return reinterpret_cast<Fn>(entry);
+}
+
+CUcontext current_context() {
+  cudaFree(nullptr);  // makes the primary context current, allocating nothing
+  auto get = driver_fn<PFN_cuCtxGetCurrent_v4000>("cuCtxGetCurrent", 4000);
   CUcontext ctx = nullptr;
-  if (reinterpret_cast<PFN_cuCtxGetCurrent_v4000>(entry)(&ctx) != CUDA_SUCCESS) return nullptr;
+  if (get == nullptr || get(&ctx) != CUDA_SUCCESS) return nullptr;
   return ctx;
+}
+
+// The calling thread's current context, as (device, unique id); false when it has none.
+bool current_context_id(int* device, unsigned long long* id) {
+  static auto get = driver_fn<PFN_cuCtxGetCurrent_v4000>("cuCtxGetCurrent", 4000);
+  static auto get_device = driver_fn<PFN_cuCtxGetDevice_v2000>("cuCtxGetDevice", 2000);
+  static auto get_id = driver_fn<PFN_cuCtxGetId_v12000>("cuCtxGetId", 12000);
+  CUcontext ctx = nullptr;
+  CUdevice dev = 0;
+  if (get == nullptr || get_device == nullptr || get_id == nullptr) return false;
+  if (get(&ctx) != CUDA_SUCCESS || ctx == nullptr || get_device(&dev) != CUDA_SUCCESS) return false;
+  if (get_id(ctx, id) != CUDA_SUCCESS) return false;
+  *device = static_cast<int>(dev);
+  return true;
+}
+
+// Whether the profiled context still exists: its device's primary context is active, and when the
+// calling thread's context is on that device, it is the same one (cudaDeviceReset makes a new one).
+bool context_alive(const State& s) {
+  static auto state_of = driver_fn<PFN_cuDevicePrimaryCtxGetState_v7000>("cuDevicePrimaryCtxGetState", 7000);
+  unsigned flags = 0;
+  int active = 0;
+  if (state_of == nullptr || state_of(static_cast<CUdevice>(s.device), &flags, &active) != CUDA_SUCCESS ||
+      active == 0) {
+    return false;
+  }
+  int device = -1;
+  unsigned long long id = 0;
+  return !current_context_id(&device, &id) || device != s.device || id == s.context_id;
+}
+
+// Counters stop for good: the profiler objects are released (unless their context is gone, when
+// CUPTI must not be called on them) and the report says why.
+void turn_off(State& s, std::string why, bool context_gone) {
+  if (context_gone) {
+    s.profiler = nullptr;
+    s.host = nullptr;
+  } else {
+    release(s);
+  }
+  s.window_open = false;
+  g_window_open.store(false, std::memory_order_release);
+  g_enabled.store(false, std::memory_order_release);
+  s.failure = std::move(why);
 }
 
 }  // namespace
@@ -190,7 +242,9 @@ std::string enable_range_profiler(Session& session, CounterPlan plan) noexcept {
     if (CUptiResult r = cuptiProfilerInitialize(&init); r != CUPTI_SUCCESS)
       return fail(s, "cuptiProfilerInitialize", r);
     CUcontext ctx = current_context();
-    if (ctx == nullptr) return "no current CUDA context to profile";
+    if (ctx == nullptr || !current_context_id(&s.device, &s.context_id))
+      return "no current CUDA context to profile";
+    s.failure.clear();
     auto enable = params<CUpti_RangeProfiler_Enable_Params>(CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE);
     enable.ctx = ctx;
     if (CUptiResult r = cuptiRangeProfilerEnable(&enable); r != CUPTI_SUCCESS) {
@@ -260,6 +314,10 @@ void disable_range_profiler() noexcept {
   State& s = state();
   std::lock_guard lock(s.mutex);
   if (!g_enabled.exchange(false)) return;
+  if (!context_alive(s)) {  // cudaDeviceReset destroyed it: nothing of it may be called
+    turn_off(s, "the CUDA context the counters ran on was destroyed (cudaDeviceReset)", true);
+    return;
+  }
   if (s.window_open) {
     collect(s, s.target);
     s.window_open = false;
@@ -283,10 +341,23 @@ void counters_on_enter(const model::Node* entered) noexcept {
     if (s.owner != std::this_thread::get_id()) return;
     collect(s, s.target);  // what ran so far belongs to the scope that was innermost
     s.target = entered;
-    start(s);
+    start_profiler(s);
     return;
   }
-  if (!chosen(s, entered) || !start(s)) return;
+  if (!chosen(s, entered)) return;
+  int device = -1;
+  unsigned long long id = 0;
+  if (!current_context_id(&device, &id) || device != s.device) return;  // not the profiled context
+  if (id != s.context_id) {
+    turn_off(s, "the CUDA context the counters ran on was destroyed (cudaDeviceReset); counters stay off",
+             true);
+    return;
+  }
+  if (CUptiResult r = start_profiler(s); r != CUPTI_SUCCESS) {
+    // Enable and SetConfig can succeed where Start fails (no permission, counters busy).
+    turn_off(s, cupti_refusal("cuptiRangeProfilerStart", static_cast<int>(r)), false);
+    return;
+  }
   s.window_open = true;
   g_window_open.store(true, std::memory_order_release);
   s.owner = std::this_thread::get_id();
@@ -306,7 +377,17 @@ void counters_on_exit(const model::Node* left, const model::Node* innermost) noe
     return;
   }
   s.target = innermost;
-  start(s);
+  start_profiler(s);
+}
+
+std::string counters_failure() noexcept {
+  try {
+    State& s = state();
+    std::lock_guard lock(s.mutex);
+    return s.failure;
+  } catch (...) {
+    return {};
+  }
 }
 
 }  // namespace cuscope::inline v0::detail

@@ -40,6 +40,10 @@ std::string enable_range_profiler(Session& session, CounterPlan plan) noexcept;
 /// Closes any open window (collecting it) and turns the range profiler off.
 void disable_range_profiler() noexcept;
 
+/// Why counters turned off after they had started (cuptiRangeProfilerStart refused, the context
+/// was destroyed), or "" while they work or never started.
+std::string counters_failure() noexcept;
+
 /// Scope hooks, called on the scope's thread while counters may be collected (flag kCounters).
 void counters_on_enter(const model::Node* entered) noexcept;
 /// `innermost` is the range innermost once `left` has closed (nullptr at the top).
