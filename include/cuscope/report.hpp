@@ -192,6 +192,8 @@ struct Report {
   std::string counters_status{kCountersNotRequested};  ///< "on: ...", or why hardware counters are off
                                                        ///< (the table prints "off — <reason>")
   std::vector<std::string> notes;                      ///< other things a reader must know (bad options, ...)
+  std::string clock;  ///< what times are read from: "TSC, kept on the CLOCK_MONOTONIC basis (...)", or
+                      ///< "CLOCK_MONOTONIC (why)"
   DevicePeaks peaks;
 
   std::uint64_t steps = 0;           ///< steps marked with cuscope::step()

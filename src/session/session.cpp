@@ -79,6 +79,7 @@ void collector_loop(Session* s) {
     s->collector_cv.wait_for(lock, std::chrono::milliseconds(10));
     lock.unlock();
     resolve_gpu_events();
+    recalibrate_clock();  // does something about once a second
     if (tick % 10 == 0 && s->tracing.load(std::memory_order_acquire)) poll_activity();
     lock.lock();
   }
@@ -264,6 +265,7 @@ bool start(const Options& options) {
     if (s.started) return false;
     s.started = true;
     s.options = options;
+    start_clock(true);
     s.start_ns = now_ns();
     s.forest.max_depth.store(options.max_depth, std::memory_order_relaxed);
     nvtx_domain();
@@ -296,7 +298,7 @@ bool start(const Options& options) {
       std::lock_guard agg(s.aggregator_mutex);
       s.aggregator.set_recording(false, s.start_ns);
     }
-    if (s.gpu_timing == "on" || s.tracing.load()) s.collector = std::thread(collector_loop, &s);
+    s.collector = std::thread(collector_loop, &s);  // also keeps the clock calibrated
     std::call_once(g_atexit_once, [] { std::atexit(at_exit); });
     g_state.store(options.enabled ? kOn : kOff, std::memory_order_release);
     return true;
@@ -359,6 +361,7 @@ Report snapshot() {
       r.gpu_timing = s.gpu_timing;
       r.activity_status = s.activity_status;
       r.counters_status = s.counters_status;
+      r.clock = clock_description();
       if (std::string failure = counters_failure(); !failure.empty()) r.counters_status = failure;
       apply_verdicts(r, s.peaks, s.counter_metrics);
       r.wall_ns = s.started ? now_ns() - s.start_ns : 0;

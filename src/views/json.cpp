@@ -302,6 +302,7 @@ std::string format_json(const Report& report) {
   w.field("gpu_timing", report.gpu_timing);
   w.field("activity_status", report.activity_status);
   w.field("counters_status", report.counters_status);
+  w.field("clock", report.clock);
   w.key("peaks");
   w.begin_object();
   w.field("dram_bytes_per_s", report.peaks.dram_bytes_per_s);
