@@ -385,12 +385,13 @@ TEST_CASE("header names every diagnostics counter when all are set", "[table]") 
   Report r = two_siblings();
   cuscope::Diagnostics& d = r.diagnostics;
   d = {2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2'000};
+  d.unrecorded_scopes = 2;
   REQUIRE(
       header_line(format_table(r), "lost or off:") ==
       "lost or off: 2 dropped records, 2 records with a zero timestamp, 2 records not matched to a scope, "
       "2 records of an unknown kind, 2 records outside the window, 2 scopes still open, 2 unbalanced ends, "
       "2 scopes ended on another thread, 2 entries past the maximum depth, 2 adjusted names, "
-      "2 entries past a full name table, 2 CUDA event failures, 2 CUPTI overhead records, "
+      "2 entries past a full name table, 2 scopes past the thread limit, 2 CUDA event failures, 2 CUPTI overhead records, "
       "2.00 µs of CUPTI overhead");
 }
 

@@ -137,7 +137,7 @@ struct RangeStats {
   std::uint64_t calls = 0;            ///< completed entries, direct recursion included
   std::uint64_t open = 0;             ///< entries still open when the snapshot was taken
   std::uint64_t recursive_calls = 0;  ///< entries that re-entered an open range of the same name
-  std::uint32_t threads = 0;          ///< threads that entered this range
+  std::uint32_t threads = 0;          ///< distinct threads that entered this range
   DurationStats host;                 ///< inclusive host time per completed (outermost) entry
   std::uint64_t host_self_ns = 0;     ///< host time minus the time of child ranges
   DurationStats gpu;                  ///< CUDA-event time between the scope's start and stop events
@@ -168,6 +168,7 @@ struct Diagnostics {
   std::uint64_t overhead_records = 0;        ///< CUPTI overhead records (their time is in overhead_ns)
   std::uint64_t overhead_ns = 0;
   std::uint64_t counter_ranges_dropped = 0;  ///< replayed kernels whose counters could not be read
+  std::uint64_t unrecorded_scopes = 0;       ///< entries not recorded: 65535 threads already held a tree
 };
 
 /// Report::counters_status when no hardware counters were asked for.
