@@ -7,10 +7,9 @@
 #include "session/session.hpp"
 
 #include <fmt/format.h>
+#include <pthread.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
-
-#include <pthread.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -128,11 +127,17 @@ Session* g_forking = nullptr;  // the session whose thread lock fork() holds
 // fork(): the child must find the thread registry free, whatever another thread was doing.
 void register_fork_handlers() {
   static const bool registered = [] {
-    pthread_atfork([] {
-      g_forking = g_session;
-      if (g_forking) g_forking->threads_mutex.lock();
-    }, [] { if (g_forking) g_forking->threads_mutex.unlock(); },
-                   [] { if (g_forking) g_forking->threads_mutex.unlock(); });
+    pthread_atfork(
+        [] {
+          g_forking = g_session;
+          if (g_forking) g_forking->threads_mutex.lock();
+        },
+        [] {
+          if (g_forking) g_forking->threads_mutex.unlock();
+        },
+        [] {
+          if (g_forking) g_forking->threads_mutex.unlock();
+        });
     return true;
   }();
   (void)registered;
