@@ -4,6 +4,7 @@
 
 #include "model/names.hpp"
 
+using cuscope::model::kMaxNameBytes;
 using cuscope::model::NameTable;
 using cuscope::model::sanitize_name;
 
@@ -78,4 +79,53 @@ TEST_CASE("a full name table maps new names to one overflow name and counts them
   CHECK(t.name(last) == "(name table full)");
   CHECK(t.overflowed() == 3);  // the table holds kMaxNames - 1 ids, two of them built in
   CHECK(t.intern("n5") != NameTable::kFullId);
+}
+
+TEST_CASE("a name adjusted for its slash stays apart from a genuine name that prints alike", "[names]") {
+  NameTable t;
+  const auto adjusted = t.intern("a/b");
+  const auto genuine = t.intern("a\u2215b");
+  CHECK(adjusted != genuine);
+  CHECK(t.name(adjusted) == "a\u2215b");
+  CHECK(t.name(genuine) == "a\u2215b");
+  CHECK(t.intern("a\u2215b") == genuine);
+  CHECK(t.intern("a/b") == adjusted);
+  CHECK(t.adjusted() == 1);
+  CHECK(t.intern("x\ny") != t.intern("x?y"));
+}
+
+TEST_CASE("long names that shorten alike are stored once, at their adjusted length", "[names]") {
+  NameTable t;
+  std::string raw(4096, 'n');
+  const auto first = t.intern(raw);
+  const std::size_t bytes = t.text_bytes();
+  for (int i = 1; i < 100'000; ++i) {
+    const std::string tail = std::to_string(i);
+    raw.replace(raw.size() - tail.size(), tail.size(), tail);
+    REQUIRE(t.intern(raw) == first);
+  }
+  CHECK(t.size() == 3);  // two built in, one for all of them
+  CHECK(t.name(first).size() == kMaxNameBytes + std::string_view("\u2026").size());
+  CHECK(t.text_bytes() == bytes);
+  CHECK(t.adjusted() == 100'000);
+  CHECK(t.intern(std::string(4096, 'n')) == first);  // seen before: not counted again
+  CHECK(t.adjusted() == 100'000);
+}
+
+TEST_CASE("the name table is bounded in bytes as well as in names", "[names]") {
+  NameTable t;
+  const std::size_t builtin = t.text_bytes();
+  CHECK(builtin == std::string_view("(unscoped)(name table full)").size());
+  const std::size_t fit = (NameTable::kMaxTextBytes - builtin) / kMaxNameBytes;
+  auto nth = [](std::size_t i) {
+    const std::string digits = std::to_string(i);
+    return digits + std::string(kMaxNameBytes - digits.size(), 'b');
+  };
+  for (std::size_t i = 0; i < fit; ++i) REQUIRE(t.intern(nth(i)) != NameTable::kFullId);
+  CHECK(t.text_bytes() == builtin + fit * kMaxNameBytes);
+  CHECK(t.intern(nth(fit)) == NameTable::kFullId);
+  CHECK(t.intern(nth(fit + 1)) == NameTable::kFullId);
+  CHECK(t.overflowed() == 2);
+  CHECK(t.intern(nth(7)) != NameTable::kFullId);   // names already held are still found
+  CHECK(t.intern("short") != NameTable::kFullId);  // and a short one still fits
 }

@@ -184,3 +184,141 @@ TEST_CASE("trees of several threads merge by path", "[tree]") {
   CHECK(w->host.min_ns == 10);
   CHECK(w->host.max_ns == 30);
 }
+
+TEST_CASE("direct recursion uses no depth: 10,001 entries are one frame", "[tree]") {
+  Fixture f;
+  f.forest->max_depth = 3;
+  auto a = f.begin("a", 0);
+  auto b = f.begin("b", 0);
+  std::vector<ThreadTree::Token> tokens;
+  for (std::uint64_t i = 0; i < 10'001; ++i) tokens.push_back(f.tree->begin(f.id("r"), 100 + i));
+  CHECK(tokens.back().depth == 3);
+  CHECK(f.tree->open_depth() == 3);
+  CHECK(f.tree->reentries(3) == 10'000);
+  const Report open = f.report();
+  CHECK(open.diagnostics.open_scopes == 10'003);
+  CHECK(open.find("a/b/r")->open == 10'001);
+  for (std::size_t i = tokens.size(); i-- > 0;) f.tree->end(tokens[i].depth, 20'100 + (10'000 - i));
+  f.tree->end(b.depth, 40'000);
+  f.tree->end(a.depth, 40'000);
+  const Report r = f.report();
+  const auto* rr = r.find("a/b/r");
+  REQUIRE(rr != nullptr);
+  CHECK(rr->calls == 10'001);
+  CHECK(rr->recursive_calls == 10'000);
+  CHECK(rr->host.count == 1);
+  CHECK(rr->host.total_ns == 30'100 - 100);
+  CHECK(r.diagnostics.depth_overflows == 0);
+  CHECK(r.diagnostics.unbalanced_ends == 0);
+  CHECK(r.diagnostics.open_scopes == 0);
+  CHECK(r.ranges.size() == 4);
+}
+
+TEST_CASE("a range with 100,000 siblings is found again, in order of first entry", "[tree]") {
+  Fixture f;
+  constexpr int kSiblings = 100'000;
+  std::vector<std::uint32_t> ids;
+  for (int i = 0; i < kSiblings; ++i) ids.push_back(f.id(("s" + std::to_string(i)).c_str()));
+  auto p = f.begin("parent", 0);
+  for (int round = 0; round < 2; ++round) {
+    for (int i = 0; i < kSiblings; ++i) {
+      // Every other sibling first, then the rest, so entries do not follow creation order.
+      const auto id = ids[std::size_t((i * 2) % kSiblings + (i * 2 >= kSiblings ? 1 : 0))];
+      const auto t = f.tree->begin(id, 10);
+      f.tree->end(t.depth, 10 + std::uint64_t(round + 1));
+    }
+  }
+  f.tree->end(p.depth, 100);
+  const Report r = f.report();
+  const auto* parent = r.find("parent");
+  REQUIRE(parent != nullptr);
+  REQUIRE(parent->children.size() == std::size_t(kSiblings));
+  CHECK(r.ranges[parent->children[0]].name == "s0");
+  CHECK(r.ranges[parent->children[1]].name == "s2");
+  CHECK(r.ranges[parent->children[kSiblings / 2]].name == "s1");
+  for (std::size_t c : parent->children) {
+    REQUIRE(r.ranges[c].calls == 2);
+    REQUIRE(r.ranges[c].host.total_ns == 3);
+  }
+  CHECK(r.ranges.size() == std::size_t(kSiblings) + 2);
+}
+
+TEST_CASE("a tree handed to a new thread counts that thread once per range", "[tree]") {
+  Fixture f;
+  for (int owner = 0; owner < 3; ++owner) {
+    if (owner > 0) f.tree->new_owner();
+    for (int i = 0; i < 5; ++i) {
+      auto w = f.begin("work", 0);
+      if (owner == 2) f.end(f.begin("only_third", 0), 1);
+      f.end(w, 2);
+    }
+  }
+  const Report r = f.report();
+  CHECK(r.find("work")->threads == 3);
+  CHECK(r.find("work")->calls == 15);
+  CHECK(r.find("work/only_third")->threads == 1);
+}
+
+TEST_CASE("an end posted by another thread closes the frame at the owner's next boundary", "[tree]") {
+  Fixture f;
+  auto x = f.begin("x", 100);
+  CHECK(f.tree->post_remote_end(x.depth, x.tag, ThreadTree::kRemotePushed, 250));
+  CHECK_FALSE(f.tree->post_remote_end(x.depth, x.tag, 0, 260));  // already ended
+  ThreadTree::RemoteEnd e{};
+  REQUIRE(f.tree->close_remote(&e));
+  CHECK(e.depth == 1);
+  CHECK(e.bits == ThreadTree::kRemotePushed);
+  CHECK_FALSE(f.tree->close_remote(&e));
+  CHECK_FALSE(f.tree->post_remote_end(x.depth, x.tag, 0, 270));  // closed: stale
+  f.end(f.begin("after", 300), 400);
+  const Report r = f.report();
+  CHECK(r.find("x")->calls == 1);
+  CHECK(r.find("x")->host.total_ns == 150);
+  CHECK(r.find("after")->calls == 1);
+  CHECK(r.find("x/after") == nullptr);
+  CHECK(r.diagnostics.unbalanced_ends == 0);
+  CHECK(r.diagnostics.open_scopes == 0);
+}
+
+TEST_CASE("a frame ended elsewhere below an open one closes once that one ends", "[tree]") {
+  Fixture f;
+  auto x = f.begin("x", 0);
+  auto y = f.begin("y", 10);
+  REQUIRE(f.tree->post_remote_end(x.depth, x.tag, 0, 50));
+  ThreadTree::RemoteEnd e{};
+  CHECK_FALSE(f.tree->close_remote(&e));  // y is innermost: x waits
+  f.end(y, 80);
+  REQUIRE(f.tree->close_remote(&e));
+  CHECK(e.depth == 1);
+  f.end(f.begin("z", 90), 95);
+  const Report r = f.report();
+  CHECK(r.find("x")->host.total_ns == 50);
+  CHECK(r.find("x/y")->host.total_ns == 70);
+  CHECK(r.find("z")->calls == 1);
+  CHECK(r.diagnostics.unbalanced_ends == 0);
+}
+
+TEST_CASE("a stale end from another thread does not touch a later frame at that depth", "[tree]") {
+  Fixture f;
+  auto x = f.begin("x", 0);
+  f.end(x, 10);
+  auto y = f.begin("y", 20);
+  CHECK(y.tag != x.tag);
+  CHECK_FALSE(f.tree->post_remote_end(x.depth, x.tag, 0, 30));
+  ThreadTree::RemoteEnd e{};
+  CHECK_FALSE(f.tree->close_remote(&e));
+  f.end(y, 40);
+  CHECK(f.report().find("y")->host.total_ns == 20);
+}
+
+TEST_CASE("trees are made lock-free up to the limit, then refused", "[tree]") {
+  Fixture f;
+  f.forest->max_trees = 3;
+  CHECK(f.forest->make_tree() != nullptr);
+  CHECK(f.forest->make_tree() != nullptr);
+  CHECK(f.forest->full());
+  CHECK(f.forest->make_tree() == nullptr);
+  int trees = 0;
+  f.forest->for_each_tree([&](const ThreadTree&) { ++trees; });
+  CHECK(trees == 3);
+}

@@ -17,6 +17,11 @@ int fib(int n) {
   return n < 2 ? n : fib(n - 1) + fib(n - 2);
 }
 
+int descend(int n) {
+  CUSCOPE_FUNCTION();
+  return n == 0 ? 0 : 1 + descend(n - 1);
+}
+
 }  // namespace
 
 TEST_CASE("scopes nest per thread and time the host", "[scopes]") {
@@ -150,8 +155,16 @@ TEST_CASE("a scope ended on another thread is counted, and does not corrupt that
   const cuscope::Report r = cuscope::snapshot();
   CHECK(r.diagnostics.cross_thread_ends == 1);
   CHECK(r.find("other_thread_work")->calls == 2);
-  CHECK(r.diagnostics.open_scopes == 1);  // still open on the thread that began it
+  CHECK(r.diagnostics.open_scopes == 1);  // closed on its own thread at that thread's next boundary
   CHECK(r.find("wanderer")->calls == 0);
+  { CUSCOPE_SCOPE("next_on_this_thread"); }
+  const cuscope::Report after = cuscope::snapshot();
+  CHECK(after.find("wanderer")->calls == 1);
+  CHECK(after.find("wanderer")->host.count == 1);
+  CHECK(after.find("next_on_this_thread")->calls == 1);  // top-level, not under "wanderer"
+  CHECK(after.find("wanderer/next_on_this_thread") == nullptr);
+  CHECK(after.diagnostics.open_scopes == 0);
+  CHECK(after.diagnostics.unbalanced_ends == 0);
 }
 
 TEST_CASE("the run-time switch turns recording off and on", "[scopes]") {
@@ -230,4 +243,112 @@ TEST_CASE("counts outside every scope go to the root; warm-up counts are left ou
   REQUIRE(r.root().counts.size() == 1);
   CHECK(r.root().counts[0].self == 7.5);
   CHECK(r.root().counts[0].total == 7.5);
+}
+
+TEST_CASE("direct recursion 10,001 deep is one range: every call counted, time once", "[scopes]") {
+  cuscope_test::Session session;
+  CHECK(descend(10'000) == 10'000);
+  const cuscope::Report r = cuscope::snapshot();
+  const auto* d = r.find("descend");
+  REQUIRE(d != nullptr);
+  CHECK(d->calls == 10'001);
+  CHECK(d->recursive_calls == 10'000);
+  CHECK(d->host.count == 1);
+  CHECK(d->children.empty());
+  CHECK(r.diagnostics.depth_overflows == 0);
+  CHECK(r.diagnostics.unbalanced_ends == 0);
+  CHECK(r.diagnostics.open_scopes == 0);
+}
+
+TEST_CASE("recursive pushes re-enter the open range at any depth", "[scopes]") {
+  cuscope_test::Session session;
+  for (int i = 0; i < 10'001; ++i) cuscope::push("again");
+  CHECK(cuscope::snapshot().diagnostics.open_scopes == 10'001);
+  for (int i = 0; i < 10'001; ++i) cuscope::pop();
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(r.find("again")->calls == 10'001);
+  CHECK(r.find("again")->recursive_calls == 10'000);
+  CHECK(r.diagnostics.depth_overflows == 0);
+  CHECK(r.diagnostics.unbalanced_ends == 0);
+  CHECK(r.diagnostics.open_scopes == 0);
+}
+
+TEST_CASE("balanced pushes deeper than the depth limit are counted once and end balanced", "[scopes]") {
+  cuscope_test::Session session;  // max_depth 64
+  constexpr int kDepth = 1'000;
+  for (int i = 0; i < kDepth; ++i) cuscope::push("level_" + std::to_string(i));
+  for (int i = 0; i < kDepth; ++i) cuscope::pop();
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(r.diagnostics.depth_overflows == kDepth - 64);
+  CHECK(r.diagnostics.unbalanced_ends == 0);
+  CHECK(r.diagnostics.open_scopes == 0);
+  CHECK(r.ranges.size() == 65);
+  CHECK(r.ranges.back().calls == 1);
+  CHECK(r.ranges.back().depth == 64);
+}
+
+TEST_CASE("push and pop stay paired while recording is off by option", "[scopes]") {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.enabled = false;
+  cuscope_test::Session session(o);
+  for (int i = 0; i < 100'000; ++i) {
+    cuscope::push("off");
+    cuscope::pop();
+  }
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(r.diagnostics.unbalanced_ends == 0);
+  CHECK(r.find("off") == nullptr);
+}
+
+TEST_CASE("a pop matches its push whatever the recording state was at either end", "[scopes]") {
+  cuscope_test::Session session;
+  cuscope::push("opened_on");
+  cuscope::set_enabled(false);
+  cuscope::push("opened_off");
+  cuscope::set_enabled(true);
+  cuscope::push("opened_on_again");
+  cuscope::pop();  // opened_on_again
+  cuscope::pop();  // opened_off: nothing to close
+  cuscope::set_enabled(false);
+  cuscope::pop();  // opened_on: closed although recording is off
+  cuscope::set_enabled(true);
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(r.find("opened_on")->calls == 1);
+  CHECK(r.find("opened_on/opened_on_again")->calls == 1);
+  CHECK(r.find("opened_on/opened_off") == nullptr);
+  CHECK(r.diagnostics.unbalanced_ends == 0);
+  CHECK(r.diagnostics.open_scopes == 0);
+  cuscope::pop();  // a real stray pop is still counted
+  CHECK(cuscope::snapshot().diagnostics.unbalanced_ends == 1);
+}
+
+TEST_CASE("push and pop after shutdown are not misuse", "[scopes]") {
+  cuscope_test::Session session;
+  cuscope::push("before_shutdown");
+  cuscope::shutdown();
+  cuscope::pop();
+  for (int i = 0; i < 1'000; ++i) {
+    cuscope::push("after_shutdown");
+    cuscope::pop();
+  }
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(r.diagnostics.unbalanced_ends == 0);
+  CHECK(r.find("before_shutdown")->calls == 1);
+  CHECK(r.find("after_shutdown") == nullptr);
+}
+
+TEST_CASE("a genuine name and an adjusted one that prints alike are two ranges", "[scopes]") {
+  cuscope_test::Session session;
+  { cuscope::Scope s{std::string_view("a/b")}; }
+  for (int i = 0; i < 2; ++i) {
+    cuscope::Scope s{std::string_view("a\u2215b")};
+  }
+  const cuscope::Report r = cuscope::snapshot();
+  REQUIRE(r.root().children.size() == 2);
+  const auto& first = r.ranges[r.root().children[0]];
+  const auto& second = r.ranges[r.root().children[1]];
+  CHECK(first.name == "a\u2215b");
+  CHECK(first.calls == 1);
+  CHECK(second.name == "a\u2215b");
+  CHECK(second.calls == 2);
 }

@@ -384,14 +384,14 @@ TEST_CASE("header lists exactly the non-zero diagnostics", "[table]") {
 TEST_CASE("header names every diagnostics counter when all are set", "[table]") {
   Report r = two_siblings();
   cuscope::Diagnostics& d = r.diagnostics;
-  d = {2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2'000, 2, 2, 2, 2};
+  d = {2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2'000, 2, 2, 2, 2, 2};
   REQUIRE(
       header_line(format_table(r), "lost or off:") ==
       "lost or off: 2 dropped records, 2 records with a zero timestamp, 2 records not matched to a scope, "
       "2 records of an unknown kind, 2 records outside the window, 2 scopes still open, 2 unbalanced ends, "
       "2 scopes ended on another thread, 2 entries past the maximum depth, 2 adjusted names, "
-      "2 entries past a full name table, 2 CUDA event failures, 2 CUPTI overhead records, "
-      "2 replayed kernels without counters, 2 records still running at exit, "
+      "2 entries past a full name table, 2 scopes past the thread limit, 2 CUDA event failures, "
+      "2 CUPTI overhead records, 2 replayed kernels without counters, 2 records still running at exit, "
       "2 CUPTI buffers refused (memory bound), 2 scopes inside a graph capture (no CUDA-event time), "
       "2.00 µs of CUPTI overhead");
 }

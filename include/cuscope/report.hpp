@@ -137,7 +137,7 @@ struct RangeStats {
   std::uint64_t calls = 0;            ///< completed entries, direct recursion included
   std::uint64_t open = 0;             ///< entries still open when the snapshot was taken
   std::uint64_t recursive_calls = 0;  ///< entries that re-entered an open range of the same name
-  std::uint32_t threads = 0;          ///< threads that entered this range
+  std::uint32_t threads = 0;          ///< distinct threads that entered this range
   DurationStats host;                 ///< inclusive host time per completed (outermost) entry
   std::uint64_t host_self_ns = 0;     ///< host time minus the time of child ranges
   DurationStats gpu;                  ///< CUDA-event time between the scope's start and stop events
@@ -171,6 +171,7 @@ struct Diagnostics {
   std::uint64_t incomplete_at_exit = 0;      ///< GPU work still running at shutdown (records CUPTI could not complete)
   std::uint64_t activity_buffers_refused = 0;  ///< CUPTI buffer requests past cuscope's memory bound (records dropped)
   std::uint64_t scopes_in_capture = 0;  ///< scopes whose stream was being captured into a CUDA graph (no CUDA-event time)
+  std::uint64_t unrecorded_scopes = 0;       ///< entries not recorded: 65535 threads already held a tree
 };
 
 /// Report::counters_status when no hardware counters were asked for.

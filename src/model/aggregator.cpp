@@ -489,6 +489,7 @@ void Aggregator::build(Report& report) const {
     add_counts(report.ranges[0].counts, tree.root(), forest_.names);
     const std::uint32_t open_depth = tree.open_depth();
     report.diagnostics.open_scopes += open_depth;
+    for (std::uint32_t d = 1; d <= open_depth; ++d) report.diagnostics.open_scopes += tree.reentries(d);
     report.diagnostics.depth_overflows += tree.depth_overflows.get();
     report.diagnostics.unbalanced_ends += tree.unbalanced_ends.get();
     std::vector<std::pair<const Node*, std::size_t>> stack;
@@ -506,7 +507,7 @@ void Aggregator::build(Report& report) const {
       const std::uint64_t calls = node->calls.get();
       r.calls += calls;
       r.recursive_calls += node->recursive_calls.get();
-      if (calls > 0) r.threads += 1;
+      r.threads += static_cast<std::uint32_t>(node->threads.get());
       add_solo(r.host, node->host);
       host_children[idx] += node->host_children_ns.get();
       add_solo(r.gpu, node->gpu);
@@ -522,7 +523,7 @@ void Aggregator::build(Report& report) const {
     for (std::uint32_t d = 1; d <= open_depth; ++d) {
       // A node created after the walk above (racing owner) is not in the index: skip it.
       if (auto it = node_index.find(tree.open_node(d)); it != node_index.end())
-        report.ranges[it->second].open += 1;
+        report.ranges[it->second].open += 1 + tree.reentries(d);
     }
   });
 
@@ -586,6 +587,7 @@ void Aggregator::build(Report& report) const {
   out.activity_buffers_refused += d.activity_buffers_refused;
   out.adjusted_names += forest_.names.adjusted();
   out.name_table_full += forest_.names.overflowed();
+  out.unrecorded_scopes += forest_.unrecorded_scopes.load(std::memory_order_relaxed);
 }
 
 }  // namespace cuscope::model

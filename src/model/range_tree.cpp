@@ -2,7 +2,27 @@
 // no lock and no allocation once a path has been seen.
 #include "model/range_tree.hpp"
 
+#include <algorithm>
+#include <new>
+
 namespace cuscope::model {
+namespace {
+
+static_assert(std::is_trivially_destructible_v<Node>, "nodes live in raw blocks, never destroyed one by one");
+
+constexpr std::uint64_t kTagMask = ThreadTree::kMaxTag;
+constexpr std::uint64_t kRemoteEnded = std::uint64_t{1} << 13;
+constexpr unsigned kRemoteBitsShift = 14;
+constexpr unsigned kElapsedShift = 16;
+constexpr std::uint64_t kMaxElapsed = (std::uint64_t{1} << (64 - kElapsedShift)) - 1;
+
+std::size_t child_hash(const Node* parent, std::uint32_t name_id) {
+  std::uint64_t h = (reinterpret_cast<std::uintptr_t>(parent) >> 3) * 0x9E3779B97F4A7C15ull;
+  h ^= name_id * 0xC2B2AE3D27D4EB4Full;
+  return static_cast<std::size_t>(h ^ (h >> 29));
+}
+
+}  // namespace
 
 ThreadTree::ThreadTree(Forest& forest, std::uint32_t slot)
     : forest_(forest), slot_(slot), root_(0, 0, nullptr, 0) {}
@@ -10,11 +30,50 @@ ThreadTree::ThreadTree(Forest& forest, std::uint32_t slot)
 ThreadTree::~ThreadTree() { delete[] instances_.load(std::memory_order_relaxed); }
 
 Node* ThreadTree::child(Node* parent, std::uint32_t name_id) {
-  for (Node* c = parent->first_child.load(std::memory_order_relaxed); c != nullptr;
-       c = c->next_sibling.load(std::memory_order_relaxed)) {
-    if (c->name_id == name_id) return c;
+  if (Node* h = parent->hint; h != nullptr && h->name_id == name_id) return h;
+  Node* found = nullptr;
+  if (children_ != nullptr) {
+    for (std::size_t i = child_hash(parent, name_id) & children_mask_;; i = (i + 1) & children_mask_) {
+      Node* c = children_[i];
+      if (c == nullptr) break;
+      if (c->parent == parent && c->name_id == name_id) {
+        found = c;
+        break;
+      }
+    }
   }
-  Node* n = forest_.make_node(name_id, parent, parent->depth + 1);
+  if (found == nullptr) found = make_child(parent, name_id);
+  parent->hint = found;
+  return found;
+}
+
+void ThreadTree::index_child(Node* n) {
+  std::size_t i = child_hash(n->parent, n->name_id) & children_mask_;
+  while (children_[i] != nullptr) i = (i + 1) & children_mask_;
+  children_[i] = n;
+}
+
+Node* ThreadTree::make_child(Node* parent, std::uint32_t name_id) {
+  // Grow first (at most half full), so a failed allocation leaves the tree as it was.
+  if ((children_used_ + 1) * 2 > children_mask_ + 1 || children_ == nullptr) {
+    const std::size_t capacity = children_ == nullptr ? 64 : (children_mask_ + 1) * 2;
+    auto grown = std::make_unique<Node*[]>(capacity);  // value-initialized: all null
+    std::unique_ptr<Node*[]> old = std::move(children_);
+    const std::size_t old_capacity = old ? children_mask_ + 1 : 0;
+    children_ = std::move(grown);
+    children_mask_ = capacity - 1;
+    for (std::size_t i = 0; i < old_capacity; ++i) {
+      if (old[i] != nullptr) index_child(old[i]);
+    }
+  }
+  if (block_used_ == NodeBlock::kNodes) {
+    node_blocks_.push_back(std::make_unique<NodeBlock>());
+    block_used_ = 0;
+  }
+  void* where = node_blocks_.back()->bytes + sizeof(Node) * block_used_++;
+  Node* n = new (where) Node(name_id, forest_.next_node_id(), parent, parent->depth + 1);
+  index_child(n);
+  ++children_used_;
   if (parent->last_child != nullptr) {
     parent->last_child->next_sibling.store(n, std::memory_order_release);
   } else {
@@ -27,52 +86,66 @@ Node* ThreadTree::child(Node* parent, std::uint32_t name_id) {
 ThreadTree::Token ThreadTree::begin(std::uint32_t name_id, std::uint64_t now_ns) {
   const std::uint32_t d = depth_.load(std::memory_order_relaxed);
   const std::uint64_t slot_bits = std::uint64_t{slot_} << kInstanceSeqBits;
+  if (overflow_open_ == 0 && d > 0 && frames_[d - 1].node->name_id == name_id) {
+    // Direct recursion re-enters the open frame and shares its instance: no depth used.
+    Frame& f = frames_[d - 1];
+    reentries_[d - 1].store(reentries_[d - 1].load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    f.node->recursive_calls.add(1);
+    return {d, slot_bits | f.seq, f.tag, true};
+  }
   if (overflow_open_ > 0 || d >= forest_.max_depth.load(std::memory_order_relaxed) || d >= kHardMaxDepth) {
     ++overflow_open_;
     depth_overflows.add(1);
     return {kOverflowDepth, d ? (slot_bits | frames_[d - 1].seq) : kNoInstance};
   }
   Node* parent = d ? frames_[d - 1].node : &root_;
-  Frame& f = frames_[d];
-  if (d > 0 && parent->name_id == name_id) {
-    // Direct recursion re-enters the open node and shares its instance.
-    f = {parent, now_ns, 0, frames_[d - 1].seq, true};
-    parent->recursive_calls.add(1);
-  } else {
-    f = {child(parent, name_id), now_ns, 0, next_seq_++, false};
-    if (forest_.record_instances.load(std::memory_order_relaxed)) {
-      InstanceSlot* ring = instances_.load(std::memory_order_relaxed);
-      if (ring == nullptr) {
-        ring = new InstanceSlot[kInstanceRing];
-        instances_.store(ring, std::memory_order_release);
-      }
-      InstanceSlot& s = ring[f.seq & (kInstanceRing - 1)];
-      s.seq.store(0, std::memory_order_relaxed);
-      std::atomic_thread_fence(std::memory_order_release);
-      s.node.store(f.node, std::memory_order_relaxed);
-      s.parent_seq.store(d ? frames_[d - 1].seq : 0, std::memory_order_relaxed);
-      s.seq.store(f.seq, std::memory_order_release);
-    }
+  Node* node = child(parent, name_id);
+  if (node->owner_generation != generation_) {
+    node->owner_generation = generation_;
+    node->threads.add(1);
   }
+  next_tag_ = next_tag_ == kMaxTag ? 1 : next_tag_ + 1;
+  Frame& f = frames_[d];
+  f = {node, now_ns, 0, next_seq_++, next_tag_, false, 0, 0};
+  if (forest_.record_instances.load(std::memory_order_relaxed)) {
+    InstanceSlot* ring = instances_.load(std::memory_order_relaxed);
+    if (ring == nullptr) {
+      ring = new InstanceSlot[kInstanceRing];
+      instances_.store(ring, std::memory_order_release);
+    }
+    InstanceSlot& s = ring[f.seq & (kInstanceRing - 1)];
+    s.seq.store(0, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
+    s.node.store(f.node, std::memory_order_relaxed);
+    s.parent_seq.store(d ? frames_[d - 1].seq : 0, std::memory_order_relaxed);
+    s.seq.store(f.seq, std::memory_order_release);
+  }
+  frame_start_[d].store(now_ns, std::memory_order_relaxed);
+  remote_[d].store(f.tag, std::memory_order_release);
   open_[d].store(f.node, std::memory_order_relaxed);
   depth_.store(d + 1, std::memory_order_release);
-  return {d + 1, slot_bits | f.seq};
+  return {d + 1, slot_bits | f.seq, f.tag, false};
 }
 
 void ThreadTree::close_top(std::uint64_t now_ns, bool timed) {
   const std::uint32_t d = depth_.load(std::memory_order_relaxed) - 1;
   Frame& f = frames_[d];
+  const std::uint32_t reentered = reentries_[d].load(std::memory_order_relaxed);
   if (timed) {
     const std::uint64_t duration = now_ns > f.start_ns ? now_ns - f.start_ns : 0;
     f.node->calls.add(1);
-    if (f.recursive) {
-      frames_[d - 1].children_ns += f.children_ns;  // the outer entry of the same node owns them
-    } else {
-      f.node->host.add(duration);
-      f.node->host_children_ns.add(f.children_ns < duration ? f.children_ns : duration);
-      if (d > 0) frames_[d - 1].children_ns += duration;
-    }
+    f.node->host.add(duration);
+    f.node->host_children_ns.add(f.children_ns < duration ? f.children_ns : duration);
+    if (d > 0) frames_[d - 1].children_ns += duration;
+  } else {
+    unbalanced_ends.add(1 + reentered);
   }
+  if (reentered != 0) reentries_[d].store(0, std::memory_order_relaxed);
+  if (f.remote_pending) {
+    f.remote_pending = false;
+    --remote_waiting_;
+  }
+  remote_[d].store(0, std::memory_order_relaxed);
   depth_.store(d, std::memory_order_relaxed);
 }
 
@@ -94,27 +167,105 @@ void ThreadTree::end(std::uint32_t depth, std::uint64_t now_ns) {
     unbalanced_ends.add(overflow_open_);
     overflow_open_ = 0;
   }
-  for (; d > depth; --d) {
-    close_top(now_ns, false);
-    unbalanced_ends.add(1);
+  for (; d > depth; --d) close_top(now_ns, false);
+  if (const std::uint32_t r = reentries_[depth - 1].load(std::memory_order_relaxed); r > 0) {
+    reentries_[depth - 1].store(r - 1, std::memory_order_relaxed);  // an inner entry: counted, not timed
+    frames_[depth - 1].node->calls.add(1);
+    return;
   }
   close_top(now_ns, true);
 }
 
 void ThreadTree::end_innermost(std::uint64_t now_ns) {
+  const std::uint32_t d = depth_.load(std::memory_order_relaxed);
   if (overflow_open_ > 0) {
     --overflow_open_;
-  } else if (depth_.load(std::memory_order_relaxed) > 0) {
-    close_top(now_ns, true);
+  } else if (d > 0) {
+    end(d, now_ns);
   } else {
     unbalanced_ends.add(1);
   }
 }
 
 void ThreadTree::abandon_open() {
-  unbalanced_ends.add(depth_.load(std::memory_order_relaxed) + overflow_open_);
+  const std::uint32_t d = depth_.load(std::memory_order_relaxed);
+  std::uint64_t open = overflow_open_;
+  for (std::uint32_t i = 0; i < d; ++i) {
+    open += 1 + reentries_[i].load(std::memory_order_relaxed);
+    reentries_[i].store(0, std::memory_order_relaxed);
+    frames_[i].remote_pending = false;
+  }
+  for (auto& w : remote_) w.store(0, std::memory_order_relaxed);
+  for (auto& n : remote_unframed_) n.store(0, std::memory_order_relaxed);
+  remote_posted_.store(false, std::memory_order_relaxed);
+  remote_waiting_ = 0;
+  unbalanced_ends.add(open);
   overflow_open_ = 0;
   depth_.store(0, std::memory_order_relaxed);
+}
+
+bool ThreadTree::post_remote_end(std::uint32_t depth, std::uint32_t tag, std::uint32_t bits,
+                                 std::uint64_t now_ns) {
+  if (depth == 0 || depth > kHardMaxDepth || tag == 0 || tag > kMaxTag) return false;
+  std::atomic<std::uint64_t>& word = remote_[depth - 1];
+  std::uint64_t expected = tag;  // that frame, open, not ended yet
+  if (word.load(std::memory_order_acquire) != expected) return false;
+  const std::uint64_t start = frame_start_[depth - 1].load(std::memory_order_relaxed);
+  const std::uint64_t elapsed = std::min(now_ns > start ? now_ns - start : 0, kMaxElapsed);
+  const std::uint64_t ended =
+      tag | kRemoteEnded | (std::uint64_t{bits & 3} << kRemoteBitsShift) | (elapsed << kElapsedShift);
+  if (!word.compare_exchange_strong(expected, ended, std::memory_order_acq_rel)) return false;
+  remote_posted_.store(true, std::memory_order_release);
+  return true;
+}
+
+void ThreadTree::post_remote_unframed(bool overflow, std::uint32_t bits) {
+  remote_unframed_[(overflow ? 2 : 0) + ((bits & kRemotePushed) ? 1 : 0)].fetch_add(
+      1, std::memory_order_relaxed);
+  remote_posted_.store(true, std::memory_order_release);
+}
+
+void ThreadTree::take_remote_posts() {
+  const std::uint32_t d = depth_.load(std::memory_order_relaxed);
+  for (std::uint32_t i = 0; i < d; ++i) {
+    Frame& f = frames_[i];
+    const std::uint64_t w = remote_[i].load(std::memory_order_acquire);
+    if (!(w & kRemoteEnded) || (w & kTagMask) != f.tag) continue;
+    if (f.remote_pending) {  // a second end of this frame (a re-entry's): taken after the first
+      remote_posted_.store(true, std::memory_order_relaxed);
+      continue;
+    }
+    f.remote_pending = true;
+    f.remote_bits = static_cast<std::uint32_t>((w >> kRemoteBitsShift) & 3);
+    f.remote_end_ns = f.start_ns + (w >> kElapsedShift);
+    ++remote_waiting_;
+    remote_[i].store(f.tag, std::memory_order_relaxed);  // open again for a further re-entry's end
+  }
+}
+
+bool ThreadTree::close_remote(RemoteEnd* out) {
+  if (remote_posted_.load(std::memory_order_relaxed) &&
+      remote_posted_.exchange(false, std::memory_order_acquire))
+    take_remote_posts();
+  // Entries with no frame: overflow ones sit above every frame.
+  for (int k = 3; k >= 0; --k) {
+    std::atomic<std::uint64_t>& n = remote_unframed_[k];
+    if (n.load(std::memory_order_relaxed) == 0) continue;
+    n.fetch_sub(1, std::memory_order_relaxed);
+    const bool overflow = k >= 2;
+    if (overflow && overflow_open_ > 0) --overflow_open_;
+    *out = {overflow ? kOverflowDepth : 0, (k & 1) ? std::uint32_t{kRemotePushed} : 0};
+    return true;
+  }
+  const std::uint32_t d = depth_.load(std::memory_order_relaxed);
+  if (remote_waiting_ == 0 || d == 0 || overflow_open_ > 0) return false;
+  Frame& f = frames_[d - 1];
+  if (!f.remote_pending) return false;
+  f.remote_pending = false;
+  --remote_waiting_;
+  *out = {d, f.remote_bits};
+  end(d, f.remote_end_ns);  // a re-entry ends first, then the frame itself
+  return true;
 }
 
 void ThreadTree::count(std::uint32_t name_id, double amount) {
@@ -123,7 +274,8 @@ void ThreadTree::count(std::uint32_t name_id, double amount) {
   NodeCount* c = node->first_count.load(std::memory_order_relaxed);
   while (c != nullptr && c->name_id != name_id) c = c->next.load(std::memory_order_relaxed);
   if (c == nullptr) {
-    c = forest_.make_count(name_id);
+    counts_.push_back(std::make_unique<NodeCount>(name_id));
+    c = counts_.back().get();
     if (node->last_count != nullptr) {
       node->last_count->next.store(c, std::memory_order_release);
     } else {
@@ -152,13 +304,20 @@ Forest::Forest(NameTable* shared)
     : owned_names_(shared ? nullptr : std::make_unique<NameTable>()),
       names(shared ? *shared : *owned_names_) {}
 
+Forest::~Forest() {
+  const std::uint32_t n = tree_count_.load(std::memory_order_acquire);
+  for (std::uint32_t slot = 1; slot <= n; ++slot) delete by_slot_[slot].load(std::memory_order_relaxed);
+}
+
 ThreadTree* Forest::make_tree() {
-  std::lock_guard lock(mutex_);
-  const auto slot = static_cast<std::uint32_t>(trees_.size() + 1);
-  if (slot >= kMaxSlots) return nullptr;
-  trees_.push_back(std::make_unique<ThreadTree>(*this, slot));
-  by_slot_[slot].store(trees_.back().get(), std::memory_order_release);
-  return trees_.back().get();
+  std::uint32_t n = tree_count_.load(std::memory_order_relaxed);
+  do {
+    if (n >= max_trees.load(std::memory_order_relaxed) || n + 1 >= kMaxSlots) return nullptr;
+  } while (
+      !tree_count_.compare_exchange_weak(n, n + 1, std::memory_order_acq_rel, std::memory_order_relaxed));
+  auto* tree = new ThreadTree(*this, n + 1);  // on bad_alloc the slot stays empty
+  by_slot_[n + 1].store(tree, std::memory_order_release);
+  return tree;
 }
 
 bool Forest::resolve_instance(std::uint64_t instance, Node** node, std::uint64_t* parent_instance) const {
@@ -169,18 +328,6 @@ bool Forest::resolve_instance(std::uint64_t instance, Node** node, std::uint64_t
   if (tree == nullptr || !tree->resolve(instance & kInstanceSeqMask, node, &parent_seq)) return false;
   *parent_instance = parent_seq ? ((slot << kInstanceSeqBits) | parent_seq) : kNoInstance;
   return true;
-}
-
-NodeCount* Forest::make_count(std::uint32_t name_id) {
-  std::lock_guard lock(node_mutex_);
-  counts_.push_back(std::make_unique<NodeCount>(name_id));
-  return counts_.back().get();
-}
-
-Node* Forest::make_node(std::uint32_t name_id, Node* parent, std::uint32_t depth) {
-  std::lock_guard lock(node_mutex_);
-  nodes_.push_back(std::make_unique<Node>(name_id, next_node_id_++, parent, depth));
-  return nodes_.back().get();
 }
 
 }  // namespace cuscope::model

@@ -6,9 +6,17 @@
 // the number of distinct paths, never with the number of entries.
 //
 // Recursion: a range entered while the innermost open range has the same name re-enters that
-// node (counted in recursive_calls; only the outermost entry adds host time). Indirect
-// recursion makes deeper paths, up to the tree's max depth; deeper entries are counted and
-// their time stays in the deepest recorded range.
+// frame (a re-entry count on the frame, counted in recursive_calls; only the outermost entry
+// adds host time), so direct recursion uses no depth at any depth. Indirect recursion makes
+// deeper paths, up to the tree's max depth; deeper entries are counted and their time stays in
+// the deepest recorded range.
+//
+// Children are found through a per-tree hash of (parent, name), so entering a range costs the
+// same with one sibling or 100,000; the append-only sibling lists stay for readers.
+//
+// Ends from other threads: a scope ended on another thread posts its end into the owner's
+// frame (one CAS on a per-depth word that also holds the frame's tag); the owner closes it at
+// its next scope boundary, once it is the innermost open entry (see close_remote()).
 //
 // Instances: every recorded entry gets an instance id (thread slot << 48 | per-thread sequence)
 // and an InstanceSlot that GPU records, which carry the id as external correlation, resolve to
@@ -18,7 +26,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
+#include <type_traits>
 #include <vector>
 
 #include "model/names.hpp"
@@ -70,6 +78,9 @@ struct Node {
   // Written by the owner thread only.
   SoloCounter calls;
   SoloCounter recursive_calls;
+  SoloCounter threads;                 // distinct threads that entered it (a reused tree counts each owner)
+  std::uint32_t owner_generation = 0;  // owner thread only: the tree generation that counted it
+  Node* hint = nullptr;                // owner thread only: the child entered last
   SoloDurations host;
   SoloCounter host_children_ns;  // time of child ranges inside completed outermost entries
   // Written by whoever resolves CUDA events (serialized by the session).
@@ -78,7 +89,7 @@ struct Node {
   /// Whether hardware counters are collected inside this range: 0 not decided yet, 1 yes, 2 no
   /// (decided once, by the range profiler, so other ranges pay one load).
   mutable std::atomic<std::uint8_t> counters_choice{0};
-  NodeCount* last_count = nullptr;               // owner thread only
+  NodeCount* last_count = nullptr;  // owner thread only
 };
 
 inline constexpr std::uint32_t kHardMaxDepth = 256;
@@ -104,9 +115,19 @@ class ThreadTree {
   struct Token {
     std::uint32_t depth;
     std::uint64_t instance;  ///< external correlation id of this entry, kNoInstance if none
+    std::uint32_t tag = 0;   ///< the frame's tag (1..kMaxTag) for post_remote_end; 0 on overflow
+    bool reentry = false;    ///< direct recursion: re-entered the innermost frame
   };
   static constexpr std::uint32_t kOverflowDepth = UINT32_MAX;
   static constexpr std::uint32_t kInstanceRing = 1u << 14;
+  static constexpr std::uint32_t kMaxTag = (1u << 13) - 1;
+  /// What the entry did that its owner must undo when another thread ends it (post_remote_*).
+  enum RemoteBits : std::uint32_t { kRemotePushed = 1, kRemoteGpu = 2 };
+  /// An entry ended on another thread, closed by the owner (close_remote()).
+  struct RemoteEnd {
+    std::uint32_t depth;  ///< the frame's depth; kOverflowDepth or 0 (unrecorded) for no frame
+    std::uint32_t bits;   ///< RemoteBits
+  };
 
   ThreadTree(Forest& forest, std::uint32_t slot);
   ~ThreadTree();
@@ -123,6 +144,22 @@ class ThreadTree {
 
   /// Forgets open ranges (when a thread exits with ranges open); they count as unbalanced.
   void abandon_open();
+  /// The tree passes to a new thread (its previous owner exited): ranges it enters count as
+  /// entered by one more thread. Called under the lock that hands the tree over.
+  void new_owner() { ++generation_; }
+
+  /// Another thread ended the entry at `depth` with `tag` at `now_ns` (any thread). False when
+  /// that entry is no longer open (it was closed as unbalanced, or its thread has exited).
+  bool post_remote_end(std::uint32_t depth, std::uint32_t tag, std::uint32_t bits, std::uint64_t now_ns);
+  /// Same for an entry past the maximum depth, or one made while not recording (no frame).
+  void post_remote_unframed(bool overflow, std::uint32_t bits);
+  /// Owner: whether close_remote() may have work (one relaxed load).
+  [[nodiscard]] bool has_remote_ends() const {
+    return remote_waiting_ != 0 || remote_posted_.load(std::memory_order_relaxed);
+  }
+  /// Owner: closes the innermost open entry if another thread ended it (timed at that end) and
+  /// says what to undo; false when the innermost entry is not one. Call until false.
+  bool close_remote(RemoteEnd* out);
 
   /// Adds `amount` to counter `name_id` of the innermost open range (the root when none).
   /// Allocates once per (range, counter), on its first count.
@@ -135,6 +172,10 @@ class ThreadTree {
   }
   [[nodiscard]] std::uint32_t slot() const { return slot_; }
   [[nodiscard]] std::uint32_t open_depth() const { return depth_.load(std::memory_order_acquire); }
+  /// Re-entries (direct recursion) open in the frame at `depth` (1-based); any thread.
+  [[nodiscard]] std::uint32_t reentries(std::uint32_t depth) const {
+    return reentries_[depth - 1].load(std::memory_order_relaxed);
+  }
   [[nodiscard]] Node* innermost() const {
     return depth_.load(std::memory_order_relaxed) ? frames_[depth_.load(std::memory_order_relaxed) - 1].node
                                                   : nullptr;
@@ -152,20 +193,47 @@ class ThreadTree {
     std::uint64_t start_ns;
     std::uint64_t children_ns;
     std::uint64_t seq;
-    bool recursive;
+    std::uint32_t tag;
+    bool remote_pending;        // ended on another thread, closed when it is innermost
+    std::uint32_t remote_bits;  // what that end asks the owner to undo
+    std::uint64_t remote_end_ns;
+  };
+  struct NodeBlock {
+    static constexpr std::size_t kNodes = 256;
+    alignas(Node) unsigned char bytes[sizeof(Node) * kNodes];
   };
   Node* child(Node* parent, std::uint32_t name_id);
+  Node* make_child(Node* parent, std::uint32_t name_id);
+  void index_child(Node* n);
   void close_top(std::uint64_t now_ns, bool timed);
+  void take_remote_posts();
 
   Forest& forest_;
   const std::uint32_t slot_;
   Node root_;
   Frame frames_[kHardMaxDepth];
-  std::atomic<Node*> open_[kHardMaxDepth] = {};  // frames_[i].node, for readers on other threads
+  std::atomic<Node*> open_[kHardMaxDepth] = {};               // frames_[i].node, for readers on other threads
+  std::atomic<std::uint32_t> reentries_[kHardMaxDepth] = {};  // owner writes, anyone reads
+  // Per frame, for ends posted by other threads: tag | kRemoteEnded | bits << 14 | elapsed << 16.
+  std::atomic<std::uint64_t> remote_[kHardMaxDepth] = {};
+  std::atomic<std::uint64_t> frame_start_[kHardMaxDepth] = {};  // frames_[i].start_ns, for posters
+  std::atomic<bool> remote_posted_{false};
+  std::atomic<std::uint64_t> remote_unframed_[4] = {};  // [overflow * 2 + pushed]: posted ends
+  std::uint32_t remote_waiting_ = 0;                    // owner only: frames with remote_pending
   std::atomic<std::uint32_t> depth_{0};
   std::uint32_t overflow_open_ = 0;
+  std::uint32_t generation_ = 1;
+  std::uint32_t next_tag_ = 0;
   std::uint64_t next_seq_ = 1;
   std::atomic<InstanceSlot*> instances_{nullptr};  // allocated on first need, never freed early
+
+  // Owner only: nodes and counters live in per-tree blocks; children are found by hash.
+  std::vector<std::unique_ptr<NodeBlock>> node_blocks_;
+  std::size_t block_used_ = NodeBlock::kNodes;
+  std::vector<std::unique_ptr<NodeCount>> counts_;
+  std::unique_ptr<Node*[]> children_;  // open addressing on (parent, name_id); null: empty
+  std::size_t children_mask_ = 0;
+  std::size_t children_used_ = 0;
 };
 
 /// All thread trees, the name table and the node registry of one session.
@@ -183,15 +251,23 @@ class Forest {
  public:
   NameTable& names;
 
-  /// A new tree, for a thread that opens its first scope; it lives as long as the forest.
-  /// Nullptr past 65535 trees (threads reuse the trees of exited threads).
-  ThreadTree* make_tree();
+  ~Forest();
 
-  /// Visits every tree (live or released), under the registry lock.
+  /// A new tree, for a thread that opens its first scope; it lives as long as the forest.
+  /// Lock-free. Nullptr past max_trees trees (threads reuse the trees of exited threads).
+  ThreadTree* make_tree();
+  /// Whether make_tree() would fail (lock-free).
+  [[nodiscard]] bool full() const {
+    return tree_count_.load(std::memory_order_acquire) >= max_trees.load(std::memory_order_relaxed);
+  }
+
+  /// Visits every tree (live or released); lock-free, concurrent with make_tree().
   template <class F>
   void for_each_tree(F&& f) const {
-    std::lock_guard lock(mutex_);
-    for (const auto& t : trees_) f(*t);
+    const std::uint32_t n = tree_count_.load(std::memory_order_acquire);
+    for (std::uint32_t slot = 1; slot <= n; ++slot) {
+      if (const ThreadTree* t = by_slot_[slot].load(std::memory_order_acquire)) f(*t);
+    }
   }
 
   /// Resolves an external correlation id to its node and its parent instance id (0 if none).
@@ -204,24 +280,24 @@ class Forest {
     return resolve_instance(instance, &node, &parent) ? node : nullptr;
   }
 
-  /// Makes a node with a fresh id (owner threads call it on first visits).
-  Node* make_node(std::uint32_t name_id, Node* parent, std::uint32_t depth);
-  NodeCount* make_count(std::uint32_t name_id);
+  /// A fresh node id, unique across the forest's trees (lock-free).
+  std::uint32_t next_node_id() { return next_node_id_.fetch_add(1, std::memory_order_relaxed); }
+
+  static constexpr std::uint32_t kMaxSlots = 1u << 16;
 
   std::atomic<std::uint32_t> max_depth{64};
   std::atomic<bool> record_instances{false};
+  /// Live thread trees at most (instance ids hold 16 bits of slot); tests lower it.
+  std::atomic<std::uint32_t> max_trees{kMaxSlots - 1};
+  /// Trees whose thread exited, waiting for a new thread (kept by the session that hands them).
+  std::atomic<std::uint32_t> idle_trees{0};
+  /// Scope entries not recorded because their thread found no tree (max_trees threads alive).
+  std::atomic<std::uint64_t> unrecorded_scopes{0};
 
  private:
-  static constexpr std::uint32_t kMaxSlots = 1u << 16;
-
-  mutable std::mutex mutex_;
-  std::vector<std::unique_ptr<ThreadTree>> trees_;  // index = slot - 1
+  std::atomic<std::uint32_t> tree_count_{0};  // slots [1, tree_count_] are claimed
   std::atomic<ThreadTree*> by_slot_[kMaxSlots] = {};
-
-  std::mutex node_mutex_;
-  std::vector<std::unique_ptr<Node>> nodes_;        // owns every node; guarded by node_mutex_
-  std::vector<std::unique_ptr<NodeCount>> counts_;  // guarded by node_mutex_
-  std::uint32_t next_node_id_ = 1;                  // guarded by node_mutex_
+  std::atomic<std::uint32_t> next_node_id_{1};
 };
 
 }  // namespace cuscope::model

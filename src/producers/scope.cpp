@@ -24,18 +24,31 @@ std::atomic<CorrelationPopHook> g_pop_correlation{nullptr};
 
 namespace {
 
-// A scope's token (Scope::depth_): the tree depth it opened at, and what it did.
+// A scope's token (Scope::depth_): the tree depth it opened at, what it did, and the tag of its
+// frame (so that an end on another thread finds that very frame).
 constexpr std::uint32_t kDepthMask = 0xFFFF;
 constexpr std::uint32_t kOverflow = 0xFFFF;
 constexpr std::uint32_t kRecorded = 1u << 16;
 constexpr std::uint32_t kPushed = 1u << 17;
 constexpr std::uint32_t kTimedGpu = 1u << 18;
+constexpr unsigned kTagShift = 19;
+static_assert(model::ThreadTree::kMaxTag <= (UINT32_MAX >> kTagShift));
 
 thread_local ThreadState* t_state = nullptr;
 
+// push()/pop() tokens. Equal neighbours (recursion, entries past the maximum depth, pushes while
+// recording is off) share one entry, so balanced use never runs out; past kMaxEntries distinct
+// ones, a push records nothing (counted as a depth overflow) and its pop undoes nothing.
 struct ThreadPushes {
-  std::uint32_t tokens[model::kHardMaxDepth];
+  static constexpr std::uint32_t kMaxEntries = 2 * model::kHardMaxDepth;
+  struct Entry {
+    std::uint32_t token;
+    std::uint32_t repeat;
+    bool entered;  // enter_named() returned a state: the pop must exit() it
+  };
+  Entry entries[kMaxEntries];
   std::uint32_t depth = 0;
+  std::uint64_t skipped = 0;
 };
 thread_local ThreadPushes t_pushes;
 
@@ -65,6 +78,36 @@ std::uint32_t push_correlation(std::uint64_t instance) {
   return kPushed;
 }
 
+void pop_correlation() {
+  if (CorrelationPopHook pop = g_pop_correlation.load(std::memory_order_acquire)) pop();
+}
+
+// Closes, on their own thread, the entries that other threads ended: the correlation id and the
+// NVTX range they pushed here are popped here, in order, once each is the innermost.
+void settle_remote(ThreadState* ts) noexcept {
+  model::ThreadTree::RemoteEnd r{};
+  while (ts->tree->close_remote(&r)) {
+    if ((r.bits & model::ThreadTree::kRemoteGpu) && ts->gpu) ts->gpu->abandon(r.depth);
+    if (r.bits & model::ThreadTree::kRemotePushed) pop_correlation();
+    nvtx_pop();
+  }
+}
+
+// exit() on a thread that is not the scope's: only the owner may touch its stacks, so the end
+// is posted to the owner, which closes it at its next scope boundary.
+void end_elsewhere(ThreadState* ts, std::uint32_t token, std::uint64_t now) noexcept {
+  session().cross_thread_ends.fetch_add(1, std::memory_order_relaxed);
+  std::uint32_t bits = 0;
+  if (token & kPushed) bits |= model::ThreadTree::kRemotePushed;
+  if (token & kTimedGpu) bits |= model::ThreadTree::kRemoteGpu;
+  const std::uint32_t depth = token & kDepthMask;
+  if (!(token & kRecorded) || depth == kOverflow) {
+    ts->tree->post_remote_unframed((token & kRecorded) != 0, bits);
+  } else {
+    ts->tree->post_remote_end(depth, token >> kTagShift, bits, now);
+  }
+}
+
 // The calling thread's state, attached on its first scope or count (nullptr past the thread limit).
 ThreadState* this_thread() noexcept {
   if (t_state == nullptr) t_state = attach_thread();
@@ -73,17 +116,23 @@ ThreadState* this_thread() noexcept {
 
 ThreadState* enter_id(std::uint32_t id, cudaStream_t stream, std::uint32_t& token) noexcept {
   ThreadState* ts = this_thread();
-  if (ts == nullptr) return nullptr;
+  if (ts == nullptr) {
+    if (g_flags.load(std::memory_order_relaxed) & kRecording)
+      session().forest.unrecorded_scopes.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  if (ts->tree->has_remote_ends()) settle_remote(ts);
   nvtx_push(nvtx_handle(id));
   const std::uint32_t flags = g_flags.load(std::memory_order_relaxed);
   std::uint32_t tok = 0;
   if (flags & kRecording) {
     const model::ThreadTree::Token b = ts->tree->begin(id, now_ns());
     const bool overflow = b.depth == model::ThreadTree::kOverflowDepth;
-    tok = kRecorded | (overflow ? kOverflow : b.depth);
+    tok = kRecorded | (overflow ? kOverflow : b.depth) | (b.tag << kTagShift);
     if (flags & kCorrelation) tok |= push_correlation(b.instance);
-    if ((flags & kCounters) && !overflow) counters_on_enter(ts->tree->innermost());
-    if ((flags & kGpuEvents) && !overflow && ts->gpu && ts->gpu->begin(b.depth, stream)) tok |= kTimedGpu;
+    const bool framed = !overflow && !b.reentry;  // a re-entry keeps its frame's timers
+    if ((flags & kCounters) && framed) counters_on_enter(ts->tree->innermost());
+    if ((flags & kGpuEvents) && framed && ts->gpu && ts->gpu->begin(b.depth, stream)) tok |= kTimedGpu;
   } else if (flags & kCorrelation) {
     tok |= push_correlation(model::kOutsideWindow);
   }
@@ -110,6 +159,7 @@ bool counting() noexcept { return started() && (g_flags.load(std::memory_order_r
 void forget_this_thread() noexcept {
   t_state = nullptr;
   t_pushes.depth = 0;
+  t_pushes.skipped = 0;
 }
 
 ThreadState* enter(Site& site, cudaStream_t stream, std::uint32_t& depth) noexcept {
@@ -129,30 +179,29 @@ ThreadState* enter_named(std::string_view name, cudaStream_t stream, std::uint32
 void exit(ThreadState* ts, std::uint32_t token) noexcept {
   const std::uint64_t now = now_ns();
   if (ts != t_state) {
-    // Ended on another thread: this thread's stacks are not the scope's. The scope stays open
-    // on its own thread and is closed there as unbalanced by the next end.
-    session().cross_thread_ends.fetch_add(1, std::memory_order_relaxed);
+    end_elsewhere(ts, token, now);
     return;
   }
+  model::ThreadTree& tree = *ts->tree;
+  if (tree.has_remote_ends()) settle_remote(ts);
   if (token & kRecorded) {
     const std::uint32_t depth = token & kDepthMask;
+    const bool innermost = depth != kOverflow && tree.open_depth() == depth;
+    const bool framed = innermost && tree.reentries(depth) == 0;  // this entry owns the frame
     if (token & kTimedGpu) {
-      if (ts->tree->open_depth() == depth) {
-        ts->gpu->end(depth, ts->tree->innermost());
+      if (framed) {
+        ts->gpu->end(depth, tree.innermost());
       } else {
         ts->gpu->abandon(depth);
       }
     }
-    if ((g_flags.load(std::memory_order_relaxed) & kCounters) && depth != kOverflow &&
-        ts->tree->open_depth() == depth) {
-      counters_on_exit(ts->tree->innermost(), depth > 1 ? ts->tree->open_node(depth - 1) : nullptr);
-    }
-    ts->tree->end(depth == kOverflow ? model::ThreadTree::kOverflowDepth : depth, now);
+    if ((g_flags.load(std::memory_order_relaxed) & kCounters) && framed)
+      counters_on_exit(tree.innermost(), depth > 1 ? tree.open_node(depth - 1) : nullptr);
+    tree.end(depth == kOverflow ? model::ThreadTree::kOverflowDepth : depth, now);
   }
-  if (token & kPushed) {
-    if (CorrelationPopHook pop = g_pop_correlation.load(std::memory_order_acquire)) pop();
-  }
+  if (token & kPushed) pop_correlation();
   nvtx_pop();
+  if (tree.has_remote_ends()) settle_remote(ts);  // an entry below, ended elsewhere, is innermost now
 }
 
 void count(Site& site, double amount) noexcept {
@@ -170,21 +219,33 @@ void count(std::string_view name, double amount) noexcept {
 }
 
 void push(std::string_view name, cudaStream_t stream) noexcept {
-  if (detail::g_state.load(std::memory_order_relaxed) == detail::kOff) return;
   auto& pushes = detail::t_pushes;
-  std::uint32_t token = 0;
-  detail::ThreadState* ts = detail::enter_named(name, stream, token);
-  if (ts == nullptr) return;
-  if (pushes.depth >= model::kHardMaxDepth) {
-    detail::exit(ts, token);  // too deep to remember: closed at once, counted as an overflow
-    ts->tree->depth_overflows.add(1);
+  if (pushes.depth == detail::ThreadPushes::kMaxEntries) {
+    ++pushes.skipped;
+    if (detail::t_state != nullptr) detail::t_state->tree->depth_overflows.add(1);
     return;
   }
-  pushes.tokens[pushes.depth++] = token;
+  std::uint32_t token = 0;
+  detail::ThreadState* ts = nullptr;
+  if (detail::g_state.load(std::memory_order_relaxed) != detail::kOff)
+    ts = detail::enter_named(name, stream, token);
+  const bool entered = ts != nullptr;
+  if (pushes.depth > 0) {
+    auto& top = pushes.entries[pushes.depth - 1];
+    if (top.token == token && top.entered == entered && top.repeat != UINT32_MAX) {
+      ++top.repeat;
+      return;
+    }
+  }
+  pushes.entries[pushes.depth++] = {token, 1, entered};
 }
 
 void pop() noexcept {
   auto& pushes = detail::t_pushes;
+  if (pushes.skipped > 0) {
+    --pushes.skipped;
+    return;
+  }
   detail::ThreadState* ts = detail::t_state;
   if (pushes.depth == 0) {
     if (ts != nullptr) {
@@ -194,7 +255,11 @@ void pop() noexcept {
     }
     return;
   }
-  detail::exit(ts, pushes.tokens[--pushes.depth]);
+  auto& top = pushes.entries[pushes.depth - 1];
+  const std::uint32_t token = top.token;
+  const bool entered = top.entered;
+  if (--top.repeat == 0) --pushes.depth;
+  if (entered && ts != nullptr) detail::exit(ts, token);
 }
 
 }  // namespace v0

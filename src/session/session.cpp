@@ -7,6 +7,7 @@
 #include "session/session.hpp"
 
 #include <fmt/format.h>
+#include <pthread.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -15,6 +16,7 @@
 #include <exception>
 #include <fstream>
 #include <set>
+#include <stdexcept>
 
 #include "producers/clock.hpp"
 #include "producers/cuda_probe.hpp"
@@ -38,6 +40,7 @@ spdlog::logger& logger() {
   return *l;
 }
 
+Session* g_session = nullptr;
 std::mutex g_notes_mutex;
 std::set<std::string>* g_warned = new std::set<std::string>;  // leaked: used until the very end
 
@@ -102,17 +105,49 @@ void write_text(const std::string& path, const std::string& text, const char* wh
   }
 }
 
-thread_local struct ThreadRelease {
-  ThreadState* state = nullptr;
-  ~ThreadRelease() {
-    if (state == nullptr) return;
-    Session& s = *state->owner;
-    std::lock_guard lock(s.threads_mutex);
-    s.released_threads.push_back(state);
-  }
-} t_release;
+// A thread's tree is handed on only after the thread's last scope: from a pthread key
+// destructor, which runs after every C++ thread_local destructor of the thread (a thread_local
+// built before the thread's first scope may still open scopes in its destructor). A scope in a
+// later key destructor attaches again, and the key releases again (POSIX repeats the round).
+void release_thread(void* state) {
+  auto* ts = static_cast<ThreadState*>(state);
+  forget_this_thread();
+  Session& s = *ts->owner;
+  std::lock_guard lock(s.threads_mutex);
+  s.released_threads.push_back(ts);
+  s.forest.idle_trees.fetch_add(1, std::memory_order_release);
+}
 
-Session* g_session = nullptr;
+pthread_key_t release_key() {
+  static const pthread_key_t key = [] {
+    pthread_key_t k{};
+    if (pthread_key_create(&k, release_thread) != 0) throw std::runtime_error("no pthread key left");
+    return k;
+  }();
+  return key;
+}
+
+Session* g_forking = nullptr;  // the session whose thread lock fork() holds
+
+// fork(): the child must find the thread registry free, whatever another thread was doing.
+void register_fork_handlers() {
+  static const bool registered = [] {
+    pthread_atfork(
+        [] {
+          g_forking = g_session;
+          if (g_forking) g_forking->threads_mutex.lock();
+        },
+        [] {
+          if (g_forking) g_forking->threads_mutex.unlock();
+        },
+        [] {
+          if (g_forking) g_forking->threads_mutex.unlock();
+        });
+    return true;
+  }();
+  (void)registered;
+}
+
 std::once_flag g_atexit_once;
 
 void stop_collector(Session& s) {
@@ -146,6 +181,7 @@ model::NameTable& process_names() {
 Session& session() {
   static const bool made = [] {
     g_session = new Session();  // leaked on purpose (see file comment)
+    register_fork_handlers();
     return true;
   }();
   (void)made;
@@ -167,7 +203,7 @@ void reset_for_testing() noexcept {
   retired->push_back(g_session);
   g_session = new Session();
   forget_this_thread();
-  t_release.state = nullptr;
+  pthread_setspecific(release_key(), nullptr);
   std::lock_guard lock(g_notes_mutex);
   g_warned->clear();
 }
@@ -180,13 +216,19 @@ bool start_from_scope() noexcept {
 ThreadState* attach_thread() noexcept {
   try {
     Session& s = session();
+    // Past the thread limit every scope retries: lock-free until a tree is free again.
+    if (s.forest.idle_trees.load(std::memory_order_acquire) == 0 && s.forest.full()) return nullptr;
+    register_fork_handlers();
+    const pthread_key_t key = release_key();
     std::lock_guard lock(s.threads_mutex);
     ThreadState* ts = nullptr;
     if (!s.released_threads.empty()) {
       ts = s.released_threads.back();
       s.released_threads.pop_back();
+      s.forest.idle_trees.fetch_sub(1, std::memory_order_relaxed);
       for (std::uint32_t d = ts->tree->open_depth(); d > 0 && ts->gpu; --d) ts->gpu->abandon(d);
       ts->tree->abandon_open();  // the exited thread left them open
+      ts->tree->new_owner();
     } else {
       model::ThreadTree* tree = s.forest.make_tree();
       if (tree == nullptr) return nullptr;
@@ -197,7 +239,7 @@ ThreadState* attach_thread() noexcept {
       ts = fresh.get();
       s.threads.push_back(std::move(fresh));
     }
-    t_release.state = ts;
+    pthread_setspecific(key, ts);
     return ts;
   } catch (...) {
     return nullptr;

@@ -281,6 +281,7 @@ void write_diagnostics(JsonWriter& w, const Diagnostics& d) {
   w.field("depth_overflows", d.depth_overflows);
   w.field("adjusted_names", d.adjusted_names);
   w.field("name_table_full", d.name_table_full);
+  w.field("unrecorded_scopes", d.unrecorded_scopes);
   w.field("gpu_event_failures", d.gpu_event_failures);
   w.field("overhead_records", d.overhead_records);
   w.field("counter_ranges_dropped", d.counter_ranges_dropped);

@@ -86,7 +86,7 @@ struct Counter {
   std::string_view many;
 };
 
-constexpr std::array<Counter, 17> kCounters{{
+constexpr std::array<Counter, 18> kCounters{{
     {&Diagnostics::dropped_records, "dropped record", "dropped records"},
     {&Diagnostics::zero_timestamp_records, "record with a zero timestamp", "records with a zero timestamp"},
     {&Diagnostics::unresolved_records, "record not matched to a scope", "records not matched to a scope"},
@@ -98,6 +98,7 @@ constexpr std::array<Counter, 17> kCounters{{
     {&Diagnostics::depth_overflows, "entry past the maximum depth", "entries past the maximum depth"},
     {&Diagnostics::adjusted_names, "adjusted name", "adjusted names"},
     {&Diagnostics::name_table_full, "entry past a full name table", "entries past a full name table"},
+    {&Diagnostics::unrecorded_scopes, "scope past the thread limit", "scopes past the thread limit"},
     {&Diagnostics::gpu_event_failures, "CUDA event failure", "CUDA event failures"},
     {&Diagnostics::overhead_records, "CUPTI overhead record", "CUPTI overhead records"},
     {&Diagnostics::counter_ranges_dropped, "replayed kernel without counters",
