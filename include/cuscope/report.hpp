@@ -168,6 +168,8 @@ struct Diagnostics {
   std::uint64_t overhead_records = 0;        ///< CUPTI overhead records (their time is in overhead_ns)
   std::uint64_t overhead_ns = 0;
   std::uint64_t counter_ranges_dropped = 0;  ///< replayed kernels whose counters could not be read
+  std::uint64_t outside_window_scopes = 0;   ///< scope entries outside the step window, left out
+  std::uint64_t rejected_counts = 0;         ///< count() amounts that were inf or NaN, not added
 };
 
 /// Report::counters_status when no hardware counters were asked for.
@@ -191,9 +193,10 @@ struct Report {
   std::vector<std::string> notes;                      ///< other things a reader must know (bad options, ...)
   DevicePeaks peaks;
 
-  std::uint64_t steps = 0;           ///< steps marked with cuscope::step()
-  std::uint64_t recorded_steps = 0;  ///< of those, steps inside the active window
-  std::uint64_t wall_ns = 0;         ///< session start to snapshot
+  std::uint64_t steps = 0;              ///< steps marked with cuscope::step()
+  std::uint64_t recorded_steps = 0;     ///< of those, steps inside the active window
+  std::uint64_t window_start_step = 0;  ///< steps before the window opens (wait + warm-up)
+  std::uint64_t wall_ns = 0;            ///< session start to snapshot
 
   /// The range at `path` ("a/b/c"; "" is the root), or nullptr.
   [[nodiscard]] const RangeStats* find(std::string_view path) const;

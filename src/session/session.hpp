@@ -45,6 +45,7 @@ struct ThreadState {
   Session* owner = nullptr;
   model::ThreadTree* tree = nullptr;
   std::unique_ptr<GpuEvents> gpu;
+  model::SoloCounter outside_window;  // scopes entered outside the step window (left out)
 };
 
 /// The process's name table: outlives sessions, since call sites cache its ids.
@@ -77,7 +78,8 @@ class Session {
   std::atomic<std::uint64_t> steps{0};
   std::atomic<std::uint64_t> recorded_steps{0};
   std::atomic<std::uint64_t> cross_thread_ends{0};
-  std::atomic<std::uint64_t> stray_pops{0};  // pop() on a thread that never opened a scope
+  std::atomic<std::uint64_t> stray_pops{0};       // pop() on a thread that never opened a scope
+  std::atomic<std::uint64_t> rejected_counts{0};  // count() amounts that were inf or NaN
 
   std::mutex lifecycle_mutex;
   bool started = false;
