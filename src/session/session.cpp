@@ -439,6 +439,7 @@ Report snapshot() {
       r.counters_status = s.counters_status;
       apply_verdicts(r, s.peaks, s.counter_metrics);
       r.wall_ns = s.started ? now_ns() - s.start_ns : 0;
+      r.window_start_step = std::uint64_t{s.options.wait_steps} + s.options.warmup_steps;
     }
     {
       std::lock_guard lock(g_notes_mutex);
@@ -446,7 +447,6 @@ Report snapshot() {
     }
     r.steps = s.steps.load(std::memory_order_relaxed);
     r.recorded_steps = s.recorded_steps.load(std::memory_order_relaxed);
-    r.window_start_step = std::uint64_t{s.options.wait_steps} + s.options.warmup_steps;
     r.diagnostics.cross_thread_ends = s.cross_thread_ends.load(std::memory_order_relaxed);
     r.diagnostics.unbalanced_ends += s.stray_pops.load(std::memory_order_relaxed);
     r.diagnostics.rejected_counts = s.rejected_counts.load(std::memory_order_relaxed);
