@@ -368,3 +368,22 @@ TEST_CASE("a child made by fork() has cuscope off and leaves the parent's sessio
   CHECK(nlohmann::json::parse(read_file(o.json_path))["ranges"].size() == 4);  // root + the three
   std::remove(o.json_path.c_str());
 }
+
+TEST_CASE("after shutdown the report is final: step(), flush() and scopes change nothing", "[session]") {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.warmup_steps = 1;
+  cuscope_test::Session session(o);
+  cuscope::step();
+  { CUSCOPE_SCOPE("recorded_before_shutdown"); }
+  cuscope::shutdown();
+  cuscope::step();
+  cuscope::flush();
+  { CUSCOPE_SCOPE("after_final"); }
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(r.steps == 1);
+  CHECK(r.recorded_steps == 0);
+  CHECK(r.find("recorded_before_shutdown")->calls == 1);
+  CHECK(r.find("after_final") == nullptr);
+  CHECK(r.diagnostics.outside_window_scopes == 0);
+  CHECK_FALSE(cuscope::enabled());
+}

@@ -377,6 +377,7 @@ void step() {
   if (forked_child()) return;
   Session& s = session();
   if (g_state.load(std::memory_order_acquire) == kNotStarted) start();
+  if (s.closed.load(std::memory_order_acquire)) return;  // the summary is written: steps are final
   const Options& o = s.options;
   const std::uint64_t finished = s.steps.fetch_add(1, std::memory_order_relaxed);
   const Phase was = phase_of(o, finished);
@@ -414,6 +415,7 @@ void flush() {
   using namespace detail;
   if (forked_child()) return;
   Session& s = session();
+  if (s.closed.load(std::memory_order_acquire)) return;             // CUPTI is finalized, CUDA may be gone
   if (s.tracing.load(std::memory_order_acquire)) flush_activity();  // takes the aggregator lock itself
   resolve_gpu_events();
   std::lock_guard agg(s.aggregator_mutex);
@@ -426,7 +428,7 @@ Report snapshot() {
   Report r;
   try {
     Session& s = session();
-    resolve_gpu_events();
+    if (!s.closed.load(std::memory_order_acquire)) resolve_gpu_events();  // else CUDA may be gone
     {
       std::lock_guard agg(s.aggregator_mutex);
       s.aggregator.build(r);
@@ -487,6 +489,7 @@ void shutdown() {
       std::lock_guard agg(s.aggregator_mutex);
       s.aggregator.settle(1);
     }
+    s.closed.store(true, std::memory_order_release);
     if (!s.options.print_at_exit && s.options.json_path.empty()) return;
     const Report r = snapshot();
     if (s.options.print_at_exit) write_text(s.options.output_path, format_table(r, s.options.table), "table");

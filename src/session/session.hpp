@@ -85,6 +85,9 @@ class Session {
   bool started = false;
   bool shut_down = false;
   std::atomic<bool> tracing{false};  // CUPTI traces: scopes push correlation ids
+  // shutdown() has collected everything: CUDA may be torn down next (static destructors after
+  // it), so step(), flush() and snapshot() touch nothing of CUDA, CUPTI or the window any more.
+  std::atomic<bool> closed{false};
 
   std::thread collector;
   std::mutex collector_mutex;
