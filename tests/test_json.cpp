@@ -182,15 +182,15 @@ TEST_CASE("json writes means as doubles that read back exactly", "[json]") {
 
 TEST_CASE("json lists every Diagnostics field by its C++ name", "[json]") {
   Report r = make_report();
-  r.diagnostics = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19};
+  r.diagnostics = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21};
   const json expected{
-      {"dropped_records", 1},   {"zero_timestamp_records", 2}, {"unresolved_records", 3},
-      {"unknown_records", 4},   {"outside_window_records", 5}, {"open_scopes", 6},
-      {"unbalanced_ends", 7},   {"cross_thread_ends", 8},      {"depth_overflows", 9},
-      {"adjusted_names", 10},   {"name_table_full", 11},       {"gpu_event_failures", 12},
-      {"overhead_records", 13}, {"overhead_ns", 14},           {"counter_ranges_dropped", 15},
-      {"incomplete_at_exit", 16}, {"activity_buffers_refused", 17}, {"scopes_in_capture", 18},
-      {"unrecorded_scopes", 19},
+      {"dropped_records", 1},        {"zero_timestamp_records", 2}, {"unresolved_records", 3},
+      {"unknown_records", 4},        {"outside_window_records", 5}, {"open_scopes", 6},
+      {"unbalanced_ends", 7},        {"cross_thread_ends", 8},      {"depth_overflows", 9},
+      {"adjusted_names", 10},        {"name_table_full", 11},       {"gpu_event_failures", 12},
+      {"overhead_records", 13},      {"overhead_ns", 14},           {"counter_ranges_dropped", 15},
+      {"incomplete_at_exit", 16},    {"activity_buffers_refused", 17}, {"scopes_in_capture", 18},
+      {"unrecorded_scopes", 19},     {"outside_window_scopes", 20}, {"rejected_counts", 21},
   };
   REQUIRE(parsed(r).at("diagnostics") == expected);
 }
@@ -307,4 +307,52 @@ TEST_CASE("json carries verdicts, counters, peaks and the counters' status", "[j
   CHECK(step.at("metrics")[0].at("name") == "dram__bytes_read.sum");
   CHECK(step.at("metrics")[0].at("value") == 1048576.0);
   CHECK(j.at("ranges")[2].at("verdict").at("bound") == "unknown");
+}
+
+TEST_CASE("json replaces bytes that are not UTF-8 in every string, so the file always parses", "[json]") {
+  Report r = make_report();
+  r.device = "dev\xff";
+  r.gpu_timing = "cut \xe2\x82";  // a sequence cut short
+  r.notes = {"CUSCOPE_X='\xc0\xaf'", "surrogate \xed\xa0\x80", "fine: µs — € 😀", "big \xf4\x90\x80\x80"};
+  r.ranges[1].name = "step\x80";
+  r.ranges[2].kernels[0].name = "gemm\xfe";
+  const std::string text = format_json(r);
+  const json j = json::parse(text);  // throws on invalid UTF-8
+  CHECK(j["device"] == "dev\uFFFD");
+  CHECK(j["gpu_timing"] == "cut \uFFFD\uFFFD");
+  CHECK(j["notes"] == json{"CUSCOPE_X='\uFFFD\uFFFD'", "surrogate \uFFFD\uFFFD\uFFFD", "fine: µs — € 😀",
+                           "big \uFFFD\uFFFD\uFFFD\uFFFD"});
+  CHECK(j["ranges"][1]["name"] == "step\uFFFD");
+  CHECK(j["ranges"][2]["kernels"][0]["name"] == "gemm\uFFFD");
+  CHECK(text.find("\"fine: µs — € 😀\"") != std::string::npos);  // valid UTF-8 is not escaped
+}
+
+TEST_CASE("json writes every double as a finite number, even one that overflowed", "[json]") {
+  Report r = make_report();
+  cuscope::CountStats c;
+  c.name = "huge";
+  c.self = std::numeric_limits<double>::infinity();
+  c.total = -std::numeric_limits<double>::infinity();
+  c.per_host_second = std::numeric_limits<double>::quiet_NaN();
+  c.per_gpu_second = 1.5;
+  r.ranges[1].counts = {c};
+  r.ranges[1].verdict.flop_per_s = std::numeric_limits<double>::infinity();
+  const std::string text = format_json(r);
+  const std::size_t first_null = text.find("null");
+  CHECK(first_null == text.find("\"parent\": null") + 10);  // the root's parent is the only null
+  CHECK(text.find("null", first_null + 1) == std::string::npos);
+  const json j = json::parse(text);
+  const json& counts = j["ranges"][1]["counts"][0];
+  CHECK(counts["self"].get<double>() == std::numeric_limits<double>::max());
+  CHECK(counts["total"].get<double>() == -std::numeric_limits<double>::max());
+  CHECK(counts["per_host_second"].get<double>() == 0.0);
+  CHECK(counts["per_host_second"].is_number_float());
+  CHECK(counts["per_gpu_second"].get<double>() == 1.5);
+  CHECK(j["ranges"][1]["verdict"]["flop_per_s"].get<double>() == std::numeric_limits<double>::max());
+}
+
+TEST_CASE("json carries the step at which the window opens", "[json]") {
+  Report r = make_report();
+  r.window_start_step = 7;
+  CHECK(parsed(r)["window_start_step"] == 7);
 }

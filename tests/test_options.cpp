@@ -4,6 +4,7 @@
 #include <map>
 #include <string>
 
+#include "session/log.hpp"
 #include "session_fixture.hpp"
 
 namespace {
@@ -129,11 +130,58 @@ TEST_CASE("environment problems are warned once and shown in the report's notes"
   REQUIRE(errors.size() == 2);
   CHECK(errors[0].variable == "CUSCOPE_ROWS");
   CHECK(errors[1].variable == "CUSCOPE_WARMPU");
-  CHECK(errors[1].message == "CUSCOPE_WARMPU is not a cuscope option; ignored (see README, Options)");
+  CHECK(errors[1].value == "2");
+  CHECK(errors[1].message == "CUSCOPE_WARMPU='2' is not a cuscope option; ignored (see README, Options)");
   cuscope::start(o);
   const cuscope::Report r = cuscope::snapshot();
   CHECK(r.notes.size() == 2);
   CHECK(std::count(r.notes.begin(), r.notes.end(), "CUSCOPE_ROWS='ten' is not a whole number; keeping 50") ==
         1);
-  CHECK(cuscope::format_table(r).find("note: CUSCOPE_WARMPU is not a cuscope option") != std::string::npos);
+  CHECK(cuscope::format_table(r).find("note: CUSCOPE_WARMPU='2' is not a cuscope option") !=
+        std::string::npos);
+}
+
+TEST_CASE("a value with a newline, a control byte or a stray byte is quoted on one line", "[options]") {
+  std::vector<cuscope::OptionError> errors;
+  const cuscope::Options o = parse({{"CUSCOPE_ROWS", "1\n2"},
+                                    {"CUSCOPE_PRINT", "ye\ts\r"},
+                                    {"CUSCOPE_SORT", "caf\xe9\x01"},
+                                    {"CUSCOPE_MAX_DEPTH", "\xc3\xa9t\xc3\xa9"}},  // valid UTF-8: kept
+                                   errors);
+  CHECK(o.table.max_rows == 50);
+  REQUIRE(errors.size() == 4);
+  CHECK(errors[0].value == "ye\ts\r");  // the value as given; the message is what gets escaped
+  CHECK(errors[0].message ==
+        "CUSCOPE_PRINT='ye\\ts\\r' is not a boolean (use 1/0, true/false, yes/no, on/off); keeping 1");
+  CHECK(errors[1].message ==
+        "CUSCOPE_SORT='caf\\xe9\\x01' is not a sort key (one of: host_total, host_self, gpu_total, "
+        "kernel_total, gpu_busy, calls, name); keeping host_total");
+  CHECK(errors[2].message == "CUSCOPE_ROWS='1\\n2' is not a whole number; keeping 50");
+  CHECK(errors[3].message == "CUSCOPE_MAX_DEPTH='\xc3\xa9t\xc3\xa9' is not a whole number; keeping 64");
+}
+
+TEST_CASE("an unknown variable is warned with its value, on one line, and kept as a note", "[options]") {
+  cuscope_test::Session session(cuscope_test::quiet_options(), false);
+  ::setenv("CUSCOPE_TPYO", "first\nsecond\xff", 1);
+  std::vector<cuscope::OptionError> errors;
+  (void)cuscope::options_from_env(cuscope_test::quiet_options(), &errors);
+  ::unsetenv("CUSCOPE_TPYO");
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0].variable == "CUSCOPE_TPYO");
+  CHECK(errors[0].value == "first\nsecond\xff");
+  const std::string expected =
+      "CUSCOPE_TPYO='first\\nsecond\\xff' is not a cuscope option; ignored (see README, Options)";
+  CHECK(errors[0].message == expected);
+  cuscope::start(cuscope_test::quiet_options());
+  CHECK(cuscope::snapshot().notes == std::vector<std::string>{expected});
+}
+
+TEST_CASE("one_line escapes what would break a line and keeps valid UTF-8", "[options]") {
+  using cuscope::detail::one_line;
+  CHECK(one_line("plain µs — ok") == "plain µs — ok");
+  CHECK(one_line("a\nb\rc\td\x7f\x1b") == "a\\nb\\rc\\td\\x7f\\x1b");
+  // Stray continuation byte, overlong '/', surrogate, past U+10FFFF, cut short at the end.
+  CHECK(one_line("\x80|\xc0\xaf|\xed\xa0\x80|\xf4\x90\x80\x80|\xe2\x82") ==
+        "\\x80|\\xc0\\xaf|\\xed\\xa0\\x80|\\xf4\\x90\\x80\\x80|\\xe2\\x82");
+  CHECK(one_line(one_line("x\ny\xff")) == one_line("x\ny\xff"));
 }

@@ -1,12 +1,19 @@
 // The session: what it says without a GPU, the step window, explicit and at-exit output.
 #include <cuda_runtime_api.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "session_fixture.hpp"
 
@@ -161,4 +168,222 @@ TEST_CASE("an output path that cannot be written falls back to stderr with a not
   REQUIRE(notes.size() == 1);
   CHECK(notes[0] ==
         "could not write the table to '/nonexistent-dir/cuscope/table.txt'; printing it to stderr instead");
+}
+
+TEST_CASE("a max_depth outside 1-256 given to start() falls back to the default with a note", "[session]") {
+  for (const std::uint32_t bad : {0u, 257u}) {
+    cuscope::Options o = cuscope_test::quiet_options();
+    o.max_depth = bad;
+    cuscope_test::Session session(o);
+    CHECK(cuscope::current_options().max_depth == 64);
+    CHECK(cuscope::snapshot().notes == std::vector<std::string>{"Options::max_depth=" + std::to_string(bad) +
+                                                                " is out of range [1, 256]; using 64"});
+    {
+      CUSCOPE_SCOPE("depth_a");
+      CUSCOPE_SCOPE("depth_b");
+    }
+    const cuscope::Report r = cuscope::snapshot();
+    CHECK(r.find("depth_a/depth_b")->calls == 1);
+    CHECK(r.diagnostics.depth_overflows == 0);
+  }
+  for (const std::uint32_t good : {1u, 256u}) {
+    cuscope::Options o = cuscope_test::quiet_options();
+    o.max_depth = good;
+    cuscope_test::Session session(o);
+    CHECK(cuscope::current_options().max_depth == good);
+    CHECK(cuscope::snapshot().notes.empty());
+  }
+}
+
+TEST_CASE("enabled() before the session starts says whether the first scope will record", "[session]") {
+  {
+    cuscope_test::Session session(cuscope_test::quiet_options(), false);
+    CHECK(cuscope::enabled());
+    { CUSCOPE_SCOPE("enabled_first"); }
+    CHECK(cuscope::enabled());
+    CHECK(cuscope::snapshot().find("enabled_first")->calls == 1);
+  }
+  {
+    cuscope_test::Session session(cuscope_test::quiet_options(), false);
+    ::setenv("CUSCOPE_ENABLE", "0", 1);
+    const bool before = cuscope::enabled();
+    { CUSCOPE_SCOPE("disabled_first"); }
+    ::unsetenv("CUSCOPE_ENABLE");
+    CHECK_FALSE(before);
+    CHECK_FALSE(cuscope::enabled());
+    CHECK(cuscope::snapshot().find("disabled_first") == nullptr);
+  }
+}
+
+// Two macros on one line, as a macro of the program's own expands them.
+#define TWO_SCOPES_ON_ONE_LINE \
+  CUSCOPE_SCOPE("line_outer"); \
+  CUSCOPE_SCOPE("line_inner")
+
+TEST_CASE("two scope macros on one line compile and nest", "[session]") {
+  cuscope_test::Session session;
+  for (int i = 0; i < 2; ++i) {
+    TWO_SCOPES_ON_ONE_LINE;
+  }
+  // clang-format off
+  { CUSCOPE_SCOPE("same_a"); CUSCOPE_SCOPE("same_b"); CUSCOPE_FUNCTION(); }
+  // clang-format on
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(r.find("line_outer")->calls == 2);
+  CHECK(r.find("line_outer/line_inner")->calls == 2);
+  CHECK(r.find("same_a/same_b")->calls == 1);
+  CHECK(r.find("same_a/same_b")->children.size() == 1);
+}
+
+TEST_CASE("count() refuses inf and NaN, counts them, and the JSON stays typed", "[session]") {
+  cuscope_test::Session session;
+  {
+    CUSCOPE_SCOPE("counted");
+    cuscope::count("items", 2.5);
+    cuscope::count("items", std::numeric_limits<double>::infinity());
+    cuscope::count("items", -std::numeric_limits<double>::infinity());
+    cuscope::count("items", std::numeric_limits<double>::quiet_NaN());
+    CUSCOPE_COUNT("items", std::nan(""));
+    CUSCOPE_COUNT("items", 1);
+    cuscope::count("never_finite", std::numeric_limits<double>::infinity());
+  }
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(r.diagnostics.rejected_counts == 5);
+  const cuscope::RangeStats* counted = r.find("counted");
+  REQUIRE(counted->counts.size() == 1);  // a refused amount makes no counter
+  CHECK(counted->counts[0].name == "items");
+  CHECK(counted->counts[0].total == 3.5);
+  const std::string table = cuscope::format_table(r);
+  INFO(table);
+  // (Other cases' adjusted names are process-wide, so this one's counter is looked for in the line.)
+  CHECK(table.find("\nlost or off: ") != std::string::npos);
+  CHECK(table.find(" 5 counts of inf or NaN refused") != std::string::npos);
+  const auto json = nlohmann::json::parse(cuscope::format_json(r));
+  CHECK(json["diagnostics"]["rejected_counts"] == 5);
+  for (const auto& range : json["ranges"]) {
+    for (const auto& c : range["counts"]) {
+      for (const char* field : {"self", "total", "per_host_second", "per_gpu_second"}) {
+        CHECK(c[field].is_number_float());
+      }
+    }
+  }
+}
+
+TEST_CASE("scopes outside the step window are counted, and the table says when it never opened",
+          "[session]") {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.wait_steps = 1;
+  o.warmup_steps = 2;
+  cuscope_test::Session session(o);
+  for (int i = 0; i < 5; ++i) {
+    CUSCOPE_SCOPE("before_window");
+  }
+  cuscope::push("pushed_before_window");
+  cuscope::pop();
+  cuscope::step();
+  { CUSCOPE_SCOPE("before_window"); }
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(r.steps == 1);
+  CHECK(r.window_start_step == 3);
+  CHECK(r.diagnostics.outside_window_scopes == 7);
+  CHECK(r.find("before_window") == nullptr);
+  const std::string table = cuscope::format_table(r);
+  INFO(table);
+  CHECK(table.find("\nlost or off: 7 scopes outside the window") != std::string::npos);
+  CHECK(table.substr(table.rfind('\n', table.size() - 2) + 1) ==
+        "(no ranges recorded: the step window was never reached — it opens after step 3, and 1 step was "
+        "marked with cuscope::step(); 7 scopes left out)\n");
+  CHECK(nlohmann::json::parse(cuscope::format_json(r))["diagnostics"]["outside_window_scopes"] == 7);
+}
+
+TEST_CASE("scopes of warm-up steps and of steps after the active ones are counted as left out", "[session]") {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.warmup_steps = 2;
+  o.active_steps = 3;
+  cuscope_test::Session session(o);
+  for (int i = 0; i < 8; ++i) {
+    { CUSCOPE_SCOPE("stepped"); }
+    cuscope::step();
+  }
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(r.find("stepped")->calls == 3);
+  CHECK(r.diagnostics.outside_window_scopes == 5);
+}
+
+TEST_CASE("a child made by fork() has cuscope off and leaves the parent's session alone",
+          "[session][threads]") {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.json_path = temp_path("fork_child.json");
+  std::remove(o.json_path.c_str());
+  cuscope_test::Session session(o);
+  { CUSCOPE_SCOPE("before_fork"); }
+  std::thread busy([] {
+    for (int i = 0; i < 1000; ++i) {
+      CUSCOPE_SCOPE("busy_thread");
+    }
+  });
+  const pid_t parent = ::getpid();
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    // No Catch2 here: the child reports by its exit status, one bit per failed check.
+    int failed = 0;
+    { CUSCOPE_SCOPE("in_child"); }
+    cuscope::count("child_items", 1);
+    cuscope::push("child_push");
+    cuscope::pop();
+    cuscope::step();
+    cuscope::set_enabled(true);
+    cuscope::flush();
+    const cuscope::Report r = cuscope::snapshot();
+    if (cuscope::enabled()) failed |= 1;
+    if (r.ranges.size() != 1) failed |= 2;
+    if (r.notes != std::vector<std::string>{
+                       "cuscope is off in this process: it was created by fork() from process " +
+                       std::to_string(parent) + ", whose session goes on there (see README, Lifetime)"})
+      failed |= 4;
+    if (cuscope::start(cuscope_test::quiet_options())) failed |= 8;
+    if (!cuscope::current_options().json_path.empty()) failed |= 16;
+    cuscope::shutdown();
+    std::FILE* json = std::fopen(o.json_path.c_str(), "r");
+    if (json != nullptr) {
+      failed |= 32;
+      std::fclose(json);
+    }
+    ::_exit(failed);
+  }
+  busy.join();
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  { CUSCOPE_SCOPE("after_fork"); }
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(r.find("before_fork")->calls == 1);
+  CHECK(r.find("after_fork")->calls == 1);
+  CHECK(r.find("busy_thread")->calls == 1000);
+  CHECK(r.find("in_child") == nullptr);
+  CHECK(cuscope::enabled());
+  cuscope::shutdown();
+  CHECK(nlohmann::json::parse(read_file(o.json_path))["ranges"].size() == 4);  // root + the three
+  std::remove(o.json_path.c_str());
+}
+
+TEST_CASE("after shutdown the report is final: step(), flush() and scopes change nothing", "[session]") {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.warmup_steps = 1;
+  cuscope_test::Session session(o);
+  cuscope::step();
+  { CUSCOPE_SCOPE("recorded_before_shutdown"); }
+  cuscope::shutdown();
+  cuscope::step();
+  cuscope::flush();
+  { CUSCOPE_SCOPE("after_final"); }
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(r.steps == 1);
+  CHECK(r.recorded_steps == 0);
+  CHECK(r.find("recorded_before_shutdown")->calls == 1);
+  CHECK(r.find("after_final") == nullptr);
+  CHECK(r.diagnostics.outside_window_scopes == 0);
+  CHECK_FALSE(cuscope::enabled());
 }

@@ -511,3 +511,42 @@ TEST_CASE("table says why hardware counters are off only when they were asked fo
   CHECK(header_line(format_table(r), "hardware counters:") ==
         "hardware counters: off — no permission for GPU performance counters (ERR_NVGPUCTRPERM)");
 }
+
+TEST_CASE("an empty table says when the step window was never reached and what it left out", "[table]") {
+  Report r;
+  r.device = "no GPU";
+  r.gpu_timing = "on";
+  r.activity_status = "on";
+  r.window_start_step = 5;
+  r.steps = 0;
+  r.diagnostics.outside_window_scopes = 12;
+  const auto after_header = [](const std::string& text) { return text.substr(text.find("\n\n") + 2); };
+  const std::string text = format_table(r);
+  REQUIRE(header_line(text, "lost or off:") == "lost or off: 12 scopes outside the window");
+  REQUIRE(after_header(text) ==
+          "(no ranges recorded: the step window was never reached — it opens after step 5, and 0 steps were "
+          "marked with cuscope::step(); 12 scopes left out)\n");
+
+  r.steps = 1;
+  r.diagnostics.outside_window_scopes = 1;
+  REQUIRE(after_header(format_table(r)) ==
+          "(no ranges recorded: the step window was never reached — it opens after step 5, and 1 step was "
+          "marked with cuscope::step(); 1 scope left out)\n");
+
+  r.steps = 9;  // the window opened, but every scope ran before or after it
+  REQUIRE(after_header(format_table(r)) ==
+          "(no ranges recorded: 1 scope outside the step window left out)\n");
+
+  r.diagnostics.outside_window_scopes = 0;  // nothing ran at all
+  REQUIRE(after_header(format_table(r)) == "(no ranges recorded)\n");
+}
+
+TEST_CASE("header counts refused counts and scopes outside the window", "[table]") {
+  Report r = two_siblings();
+  r.diagnostics.rejected_counts = 1;
+  REQUIRE(header_line(format_table(r), "lost or off:") == "lost or off: 1 count of inf or NaN refused");
+  r.diagnostics.rejected_counts = 3;
+  r.diagnostics.outside_window_scopes = 1;
+  REQUIRE(header_line(format_table(r), "lost or off:") ==
+          "lost or off: 1 scope outside the window, 3 counts of inf or NaN refused");
+}

@@ -172,6 +172,8 @@ struct Diagnostics {
   std::uint64_t activity_buffers_refused = 0;  ///< CUPTI buffer requests past cuscope's memory bound (records dropped)
   std::uint64_t scopes_in_capture = 0;  ///< scopes whose stream was being captured into a CUDA graph (no CUDA-event time)
   std::uint64_t unrecorded_scopes = 0;       ///< entries not recorded: 65535 threads already held a tree
+  std::uint64_t outside_window_scopes = 0;   ///< scope entries outside the step window, left out
+  std::uint64_t rejected_counts = 0;         ///< count() amounts that were inf or NaN, not added
 };
 
 /// Report::counters_status when no hardware counters were asked for.
@@ -197,9 +199,10 @@ struct Report {
                       ///< "CLOCK_MONOTONIC (why)"
   DevicePeaks peaks;
 
-  std::uint64_t steps = 0;           ///< steps marked with cuscope::step()
-  std::uint64_t recorded_steps = 0;  ///< of those, steps inside the active window
-  std::uint64_t wall_ns = 0;         ///< session start to snapshot
+  std::uint64_t steps = 0;              ///< steps marked with cuscope::step()
+  std::uint64_t recorded_steps = 0;     ///< of those, steps inside the active window
+  std::uint64_t window_start_step = 0;  ///< steps before the window opens (wait + warm-up)
+  std::uint64_t wall_ns = 0;            ///< session start to snapshot
 
   /// The range at `path` ("a/b/c"; "" is the root), or nullptr.
   [[nodiscard]] const RangeStats* find(std::string_view path) const;

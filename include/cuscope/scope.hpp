@@ -85,7 +85,8 @@ class Scope {
 
 /// Adds `amount` to the user counter `name` of the innermost open scope on this thread (of the
 /// thread's root when none is open); the report shows it per range with its rates per second of
-/// host and GPU time. Looks the name up on each call: CUSCOPE_COUNT is the cheap form.
+/// host and GPU time. Looks the name up on each call: CUSCOPE_COUNT is the cheap form. An amount
+/// that is inf or NaN is not added; it is counted in Diagnostics::rejected_counts.
 ///
 /// Example:
 ///   CUSCOPE_SCOPE("decode");
@@ -105,11 +106,12 @@ void pop() noexcept;
 
 /// CUSCOPE_SCOPE("name") or CUSCOPE_SCOPE("name", stream): a scope until the end of the block.
 /// The name must be a string literal (it is kept, not copied; anything else does not compile).
+/// Variables are named by __COUNTER__, so several scopes may share a line (as macros expand).
 #define CUSCOPE_SCOPE(name, ...) \
-  CUSCOPE_SCOPE_IMPL_(CUSCOPE_CONCAT_(cuscope_scope_, __LINE__), "" name, __VA_ARGS__)
+  CUSCOPE_SCOPE_IMPL_(CUSCOPE_CONCAT_(cuscope_scope_, __COUNTER__), "" name, __VA_ARGS__)
 /// CUSCOPE_FUNCTION() or CUSCOPE_FUNCTION(stream): a scope named after the enclosing function.
 #define CUSCOPE_FUNCTION(...) \
-  CUSCOPE_SCOPE_IMPL_(CUSCOPE_CONCAT_(cuscope_scope_, __LINE__), __func__, __VA_ARGS__)
+  CUSCOPE_SCOPE_IMPL_(CUSCOPE_CONCAT_(cuscope_scope_, __COUNTER__), __func__, __VA_ARGS__)
 
 /// CUSCOPE_COUNT("tokens", n): cuscope::count with the name interned once per call site.
 #define CUSCOPE_COUNT(name, amount)                                                  \

@@ -11,7 +11,11 @@
 //   for (int i = 0; i < 10; ++i) { CUSCOPE_SCOPE("step"); train_step(); cuscope::step(); }
 //   // the table prints at exit; cuscope::snapshot() reads the same numbers at any time
 //
-// None of these functions throws; all are safe to call from any thread.
+// None of these functions throws; all are safe to call from any thread, and from static
+// constructors and destructors (before main and after it). The summary is written once: when main
+// returns, on exit(), on std::quick_exit() or at shutdown(). In a child created by fork(), cuscope
+// is off: scopes record nothing, snapshot() is empty with a note, and nothing is written at exit
+// (the parent's CUSCOPE_OUTPUT and CUSCOPE_JSON stay the parent's).
 #pragma once
 
 #include <cstdint>
@@ -35,7 +39,8 @@ struct Options {
   std::string output_path;         ///< CUSCOPE_OUTPUT: write the exit table here ("" = stderr)
   std::string json_path;           ///< CUSCOPE_JSON: also write the exit report as JSON here
   TableOptions table;              ///< CUSCOPE_SORT, CUSCOPE_ROWS, CUSCOPE_TOP_KERNELS
-  std::uint32_t max_depth = 64;    ///< CUSCOPE_MAX_DEPTH: deeper scopes time into their parent
+  std::uint32_t max_depth = 64;    ///< CUSCOPE_MAX_DEPTH: deeper scopes time into their parent; 1-256
+                                   ///< (start() uses 64 instead of a value outside, with a note)
   /// CUSCOPE_METRICS: hardware counters by kernel replay, as named sets ("sol", "memory",
   /// "compute", "occupancy") and/or CUPTI metric names, comma-separated; "" = none (replay is slow).
   std::string metrics;
@@ -71,6 +76,8 @@ void step();
 
 /// Turns recording on or off at run time; a scope costs about one branch while off.
 void set_enabled(bool enabled);
+/// Whether scopes record; before the session starts, whether the first scope will (CUSCOPE_ENABLE).
+/// False after shutdown() and in a forked child.
 [[nodiscard]] bool enabled();
 
 /// Makes every finished piece of GPU work visible to the next snapshot (resolves CUDA events,

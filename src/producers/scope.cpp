@@ -5,6 +5,7 @@
 // cudaEventRecord calls when GPU timing is on and a correlation push/pop when CUPTI traces.
 // Never here: locks, allocation, string copies or hashing (those happen on a call site's first
 // visit only), device synchronization.
+#include <cmath>
 #include <cuscope/scope.hpp>
 
 #include "model/range_tree.hpp"
@@ -133,8 +134,9 @@ ThreadState* enter_id(std::uint32_t id, cudaStream_t stream, std::uint32_t& toke
     const bool framed = !overflow && !b.reentry;  // a re-entry keeps its frame's timers
     if ((flags & kCounters) && framed) counters_on_enter(ts->tree->innermost());
     if ((flags & kGpuEvents) && framed && ts->gpu && ts->gpu->begin(b.depth, stream)) tok |= kTimedGpu;
-  } else if (flags & kCorrelation) {
-    tok |= push_correlation(model::kOutsideWindow);
+  } else {
+    ts->outside_window.add(1);  // left out: counted, so a window never reached is visible
+    if (flags & kCorrelation) tok |= push_correlation(model::kOutsideWindow);
   }
   token = tok;
   return ts;
@@ -142,8 +144,13 @@ ThreadState* enter_id(std::uint32_t id, cudaStream_t stream, std::uint32_t& toke
 
 bool started() noexcept { return g_state.load(std::memory_order_relaxed) == kOn || start_from_scope(); }
 
-// Adds to the counter `id` of the calling thread's innermost scope.
+// Adds to the counter `id` of the calling thread's innermost scope. An inf or NaN amount would
+// poison every total above it: it is refused and counted instead.
 void count_id(std::uint32_t id, double amount) noexcept {
+  if (!std::isfinite(amount)) {
+    session().rejected_counts.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   ThreadState* ts = this_thread();
   if (ts == nullptr) return;
   try {

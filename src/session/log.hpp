@@ -3,9 +3,15 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 namespace cuscope::inline v0::detail {
 
+/// Prints the message once (as one line, see one_line) and keeps it for the report's notes.
 void warn_once(const std::string& message) noexcept;
+
+/// `text` made printable on one line: newline, tab, other control bytes and bytes that are not
+/// UTF-8 written as `\n`, `\t`, `\xNN`; valid UTF-8 is kept as it is. Idempotent.
+std::string one_line(std::string_view text);
 
 }  // namespace cuscope::inline v0::detail

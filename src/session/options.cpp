@@ -21,6 +21,10 @@ namespace cuscope {
 inline namespace v0 {
 namespace {
 
+// A value as messages quote it: on one line, printable (a newline in a value must not split the
+// warning, a stray byte must not end up in the report's notes as it is).
+std::string shown(std::string_view value) { return detail::one_line(value); }
+
 struct Reader {
   EnvLookup lookup;
   std::vector<OptionError>* errors;
@@ -50,7 +54,7 @@ struct Reader {
     } else {
       error(name, raw,
             fmt::format("{}='{}' is not a boolean (use 1/0, true/false, yes/no, on/off); keeping {}", name,
-                        raw, field ? 1 : 0));
+                        shown(raw), field ? 1 : 0));
     }
   }
 
@@ -62,10 +66,10 @@ struct Reader {
     std::uint64_t parsed = 0;
     const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), parsed);
     if (v.empty() || ec == std::errc::invalid_argument || end != v.data() + v.size()) {
-      error(name, raw, fmt::format("{}='{}' is not a whole number; keeping {}", name, raw, field));
+      error(name, raw, fmt::format("{}='{}' is not a whole number; keeping {}", name, shown(raw), field));
     } else if (ec == std::errc::result_out_of_range || parsed < min || parsed > max) {
       error(name, raw,
-            fmt::format("{}='{}' is out of range [{}, {}]; keeping {}", name, raw, min, max, field));
+            fmt::format("{}='{}' is out of range [{}, {}]; keeping {}", name, shown(raw), min, max, field));
     } else {
       field = static_cast<T>(parsed);
     }
@@ -112,9 +116,9 @@ struct Reader {
     }
     std::string all;
     for (SortKey k : keys) all += fmt::format("{}{}", all.empty() ? "" : ", ", to_string(k));
-    error(
-        name, raw,
-        fmt::format("{}='{}' is not a sort key (one of: {}); keeping {}", name, raw, all, to_string(field)));
+    error(name, raw,
+          fmt::format("{}='{}' is not a sort key (one of: {}); keeping {}", name, shown(raw), all,
+                      to_string(field)));
   }
 };
 
@@ -158,8 +162,10 @@ Options options_from_env(Options base, std::vector<OptionError>* errors) {
     const bool known =
         std::any_of(std::begin(kKnown), std::end(kKnown), [&](const char* k) { return name == k; });
     if (!known) {
-      found.push_back({std::string(name), std::string(entry.substr(std::min(entry.size(), name.size() + 1))),
-                       fmt::format("{} is not a cuscope option; ignored (see README, Options)", name)});
+      const std::string_view value = entry.substr(std::min(entry.size(), name.size() + 1));
+      found.push_back({std::string(name), std::string(value),
+                       fmt::format("{}='{}' is not a cuscope option; ignored (see README, Options)",
+                                   shown(name), shown(value))});
     }
   }
   for (const OptionError& e : found) detail::warn_once(e.message);

@@ -2,14 +2,22 @@
 // window, the collector thread that resolves CUDA events, flush, snapshot, and the exit summary.
 //
 // Exit: start() probes CUDA first (which initializes the runtime), then registers its atexit
-// handler, so the handler runs before CUDA's own teardown. Nothing here may throw into the
-// program: every public entry point catches.
+// (and at_quick_exit) handler, so the handler runs before CUDA's own teardown. Nothing here may
+// throw into the program: every public entry point catches.
+//
+// Lifetime: every entry point works in a static constructor before main and in a static
+// destructor after it. So nothing they reach has a dynamic initializer at namespace scope: state
+// is constant-initialized (atomics, std::mutex, std::once_flag) or a leaked function-local static.
+//
+// fork(): a child process has cuscope off (see cuscope/session.hpp). Its other threads are gone
+// and any lock they held stays held, so in the child every entry point returns before taking one.
 #include "session/session.hpp"
 
 #include <fmt/format.h>
 #include <pthread.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -25,6 +33,7 @@
 #include "producers/nvtx_domain.hpp"
 #include "session/hardware.hpp"
 #include "session/log.hpp"
+#include "views/utf8.hpp"
 
 namespace cuscope {
 inline namespace v0 {
@@ -41,8 +50,31 @@ spdlog::logger& logger() {
 }
 
 Session* g_session = nullptr;
-std::mutex g_notes_mutex;
-std::set<std::string>* g_warned = new std::set<std::string>;  // leaked: used until the very end
+std::mutex g_notes_mutex;  // constexpr-constructed: usable before any dynamic initializer ran
+
+// Function-local, so a warning in a static constructor finds it made; leaked: used until the end.
+std::set<std::string>& warned() {
+  static auto* set = new std::set<std::string>;
+  return *set;
+}
+
+// Set in a child created by fork(): cuscope is off there (constant-initialized).
+std::atomic<bool> g_forked_child{false};
+std::atomic<long> g_parent_pid{0};
+
+bool forked_child() noexcept { return g_forked_child.load(std::memory_order_relaxed); }
+
+void before_fork() noexcept;
+void after_fork_in_parent() noexcept;
+void after_fork_in_child() noexcept;
+
+// Once per process, at load time (below) and again from session() in case a program forks from a
+// static constructor that runs before ours.
+void register_fork_handlers() noexcept {
+  static const bool registered = pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child) == 0;
+  (void)registered;
+}
+[[gnu::constructor]] void register_fork_handlers_at_load() { register_fork_handlers(); }
 
 enum class Phase { Wait, Warmup, Record, Done };
 
@@ -127,28 +159,37 @@ pthread_key_t release_key() {
   return key;
 }
 
+// Held across fork(), so that the child finds them free and what they guard whole: the session's
+// thread registry (thread exits take it), then the notes (a leaf lock: nothing else is taken
+// while it is held, but the logger's).
 Session* g_forking = nullptr;  // the session whose thread lock fork() holds
 
-// fork(): the child must find the thread registry free, whatever another thread was doing.
-void register_fork_handlers() {
-  static const bool registered = [] {
-    pthread_atfork(
-        [] {
-          g_forking = g_session;
-          if (g_forking) g_forking->threads_mutex.lock();
-        },
-        [] {
-          if (g_forking) g_forking->threads_mutex.unlock();
-        },
-        [] {
-          if (g_forking) g_forking->threads_mutex.unlock();
-        });
-    return true;
-  }();
-  (void)registered;
+void before_fork() noexcept {
+  g_forking = g_session;
+  if (g_forking) g_forking->threads_mutex.lock();
+  g_notes_mutex.lock();
+}
+
+void after_fork_in_parent() noexcept {
+  g_notes_mutex.unlock();
+  if (g_forking) g_forking->threads_mutex.unlock();
 }
 
 std::once_flag g_atexit_once;
+
+// The child's only thread is the one that called fork(). Its scopes still open from the parent
+// end without touching the tree (ended "on another thread"), and its exit releases nothing, since
+// the session's locks may be held by threads that no longer exist.
+void after_fork_in_child() noexcept {
+  g_notes_mutex.unlock();
+  if (g_forking) g_forking->threads_mutex.unlock();
+  g_parent_pid.store(static_cast<long>(getppid()), std::memory_order_relaxed);
+  g_forked_child.store(true, std::memory_order_relaxed);
+  g_state.store(kOff, std::memory_order_release);
+  g_flags.store(0, std::memory_order_relaxed);
+  forget_this_thread();
+  pthread_setspecific(release_key(), nullptr);  // the child's thread exit releases nothing
+}
 
 void stop_collector(Session& s) {
   if (!s.collector.joinable()) return;
@@ -160,13 +201,56 @@ void stop_collector(Session& s) {
   s.collector.join();
 }
 
+// What snapshot() returns in a forked child: nothing recorded, and why.
+Report forked_child_report() {
+  Report r;
+  const std::string off = "off in a process created by fork()";
+  r.device = "not queried (cuscope is off in a process created by fork())";
+  r.gpu_timing = r.activity_status = r.counters_status = off;
+  r.notes.push_back(
+      fmt::format("cuscope is off in this process: it was created by fork() from process {}, "
+                  "whose session goes on there (see README, Lifetime)",
+                  g_parent_pid.load(std::memory_order_relaxed)));
+  return r;
+}
+
 }  // namespace
+
+std::string one_line(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    const std::size_t len = views::utf8_sequence_length(text, i);
+    if (byte == '\n') {
+      out += "\\n";
+    } else if (byte == '\r') {
+      out += "\\r";
+    } else if (byte == '\t') {
+      out += "\\t";
+    } else if (len == 0 || byte < 0x20 || byte == 0x7f) {
+      out += fmt::format("\\x{:02x}", byte);
+    } else {
+      out.append(text, i, len);
+      i += len;
+      continue;
+    }
+    ++i;
+  }
+  return out;
+}
 
 void warn_once(const std::string& message) noexcept {
   try {
+    const std::string line = one_line(message);  // one message, one line, whatever it quotes
     std::lock_guard lock(g_notes_mutex);
-    if (!g_warned->insert(message).second) return;
-    logger().warn("{}", message);
+    if (!warned().insert(line).second) return;
+    if (forked_child()) {
+      // The logger's lock may be held by a thread the parent had: plain stdio, which fork resets.
+      std::fputs(("cuscope: " + line + "\n").c_str(), stderr);
+      return;
+    }
+    logger().warn("{}", line);
   } catch (...) {  // a warning must never take the program down
   }
 }
@@ -180,8 +264,8 @@ model::NameTable& process_names() {
 
 Session& session() {
   static const bool made = [] {
-    g_session = new Session();  // leaked on purpose (see file comment)
     register_fork_handlers();
+    g_session = new Session();  // leaked on purpose (see file comment)
     return true;
   }();
   (void)made;
@@ -205,7 +289,7 @@ void reset_for_testing() noexcept {
   forget_this_thread();
   pthread_setspecific(release_key(), nullptr);
   std::lock_guard lock(g_notes_mutex);
-  g_warned->clear();
+  warned().clear();
 }
 
 bool start_from_scope() noexcept {
@@ -297,15 +381,27 @@ bool resolve_gpu_events() noexcept {
 
 }  // namespace detail
 
-bool start() { return start(options_from_env()); }
+bool start() {
+  if (detail::forked_child()) return false;
+  return start(options_from_env());
+}
 
-bool start(const Options& options) {
+bool start(const Options& given) {
   using namespace detail;
+  if (forked_child()) return false;
   try {
     Session& s = session();
     std::lock_guard lock(s.lifecycle_mutex);
     if (s.started) return false;
     s.started = true;
+    Options options = given;
+    if (options.max_depth < 1 || options.max_depth > model::kHardMaxDepth) {
+      // What CUSCOPE_MAX_DEPTH does with such a value: keep the default, and say so.
+      const std::uint32_t fallback = Options{}.max_depth;
+      warn_once(fmt::format("Options::max_depth={} is out of range [1, {}]; using {}", options.max_depth,
+                            model::kHardMaxDepth, fallback));
+      options.max_depth = fallback;
+    }
     s.options = options;
     start_clock(true);
     s.start_ns = now_ns();
@@ -341,7 +437,10 @@ bool start(const Options& options) {
       s.aggregator.set_recording(false, s.start_ns);
     }
     s.collector = std::thread(collector_loop, &s);  // also keeps the clock calibrated
-    std::call_once(g_atexit_once, [] { std::atexit(at_exit); });
+    std::call_once(g_atexit_once, [] {
+      std::atexit(at_exit);
+      std::at_quick_exit(at_exit);  // std::quick_exit runs these, not the atexit ones
+    });
     g_state.store(options.enabled ? kOn : kOff, std::memory_order_release);
     return true;
   } catch (const std::exception& e) {
@@ -353,8 +452,10 @@ bool start(const Options& options) {
 
 void step() {
   using namespace detail;
+  if (forked_child()) return;
   Session& s = session();
   if (g_state.load(std::memory_order_acquire) == kNotStarted) start();
+  if (s.closed.load(std::memory_order_acquire)) return;  // the summary is written: steps are final
   const Options& o = s.options;
   const std::uint64_t finished = s.steps.fetch_add(1, std::memory_order_relaxed);
   const Phase was = phase_of(o, finished);
@@ -370,6 +471,7 @@ void step() {
 
 void set_enabled(bool on) {
   using namespace detail;
+  if (forked_child()) return;
   if (g_state.load(std::memory_order_acquire) == kNotStarted) start();
   Session& s = session();
   std::lock_guard lock(s.lifecycle_mutex);
@@ -377,11 +479,21 @@ void set_enabled(bool on) {
   g_state.store(on ? kOn : kOff, std::memory_order_release);
 }
 
-bool enabled() { return detail::g_state.load(std::memory_order_relaxed) == detail::kOn; }
+bool enabled() {
+  using namespace detail;
+  const int state = g_state.load(std::memory_order_acquire);
+  if (state != kNotStarted) return state == kOn;
+  // Not started: what the first scope would do, which starts the session from the environment.
+  // Read quietly: start() reports bad values once.
+  return options_from([](const char* name) -> const char* { return std::getenv(name); }, Options{}, nullptr)
+      .enabled;
+}
 
 void flush() {
   using namespace detail;
+  if (forked_child()) return;
   Session& s = session();
+  if (s.closed.load(std::memory_order_acquire)) return;  // the report is final, CUDA may be gone
   // A normal flush: work still running stays with CUPTI and arrives complete later.
   if (s.tracing.load(std::memory_order_acquire)) flush_activity();  // takes the aggregator lock itself
   resolve_gpu_events();
@@ -389,10 +501,11 @@ void flush() {
 
 Report snapshot() {
   using namespace detail;
+  if (forked_child()) return forked_child_report();
   Report r;
   try {
     Session& s = session();
-    resolve_gpu_events();
+    if (!s.closed.load(std::memory_order_acquire)) resolve_gpu_events();  // else CUDA may be gone
     {
       std::lock_guard agg(s.aggregator_mutex);
       s.aggregator.build(r);
@@ -407,17 +520,20 @@ Report snapshot() {
       if (std::string failure = counters_failure(); !failure.empty()) r.counters_status = failure;
       apply_verdicts(r, s.peaks, s.counter_metrics);
       r.wall_ns = s.started ? now_ns() - s.start_ns : 0;
+      r.window_start_step = std::uint64_t{s.options.wait_steps} + s.options.warmup_steps;
     }
     {
       std::lock_guard lock(g_notes_mutex);
-      r.notes.assign(g_warned->begin(), g_warned->end());
+      r.notes.assign(warned().begin(), warned().end());
     }
     r.steps = s.steps.load(std::memory_order_relaxed);
     r.recorded_steps = s.recorded_steps.load(std::memory_order_relaxed);
     r.diagnostics.cross_thread_ends = s.cross_thread_ends.load(std::memory_order_relaxed);
     r.diagnostics.unbalanced_ends += s.stray_pops.load(std::memory_order_relaxed);
+    r.diagnostics.rejected_counts = s.rejected_counts.load(std::memory_order_relaxed);
     std::lock_guard threads(s.threads_mutex);
     for (const auto& ts : s.threads) {
+      r.diagnostics.outside_window_scopes += ts->outside_window.get();
       if (!ts->gpu) continue;
       r.diagnostics.gpu_event_failures += ts->gpu->failures.load(std::memory_order_relaxed);
       r.diagnostics.scopes_in_capture += ts->gpu->in_capture.load(std::memory_order_relaxed);
@@ -430,6 +546,7 @@ Report snapshot() {
 
 void shutdown() {
   using namespace detail;
+  if (forked_child()) return;  // the parent's table and files are the parent's
   try {
     Session& s = session();
     {
@@ -455,6 +572,7 @@ void shutdown() {
       std::lock_guard agg(s.aggregator_mutex);
       s.aggregator.settle(1);  // what still waits for its correlation now never gets it
     }
+    s.closed.store(true, std::memory_order_release);
     if (!s.options.print_at_exit && s.options.json_path.empty()) return;
     const Report r = snapshot();
     if (s.options.print_at_exit) write_text(s.options.output_path, format_table(r, s.options.table), "table");
@@ -465,6 +583,12 @@ void shutdown() {
 }
 
 Options current_options() {
+  if (detail::forked_child()) {
+    Options off;
+    off.enabled = false;
+    off.print_at_exit = false;
+    return off;
+  }
   detail::Session& s = detail::session();
   std::lock_guard lock(s.lifecycle_mutex);
   return s.options;

@@ -45,6 +45,7 @@ struct ThreadState {
   Session* owner = nullptr;
   model::ThreadTree* tree = nullptr;
   std::unique_ptr<GpuEvents> gpu;
+  model::SoloCounter outside_window;  // scopes entered outside the step window (left out)
 };
 
 /// The process's name table: outlives sessions, since call sites cache its ids.
@@ -77,12 +78,16 @@ class Session {
   std::atomic<std::uint64_t> steps{0};
   std::atomic<std::uint64_t> recorded_steps{0};
   std::atomic<std::uint64_t> cross_thread_ends{0};
-  std::atomic<std::uint64_t> stray_pops{0};  // pop() on a thread that never opened a scope
+  std::atomic<std::uint64_t> stray_pops{0};       // pop() on a thread that never opened a scope
+  std::atomic<std::uint64_t> rejected_counts{0};  // count() amounts that were inf or NaN
 
   std::mutex lifecycle_mutex;
   bool started = false;
   bool shut_down = false;
   std::atomic<bool> tracing{false};  // CUPTI traces: scopes push correlation ids
+  // shutdown() has collected everything: CUDA may be torn down next (static destructors after
+  // it), so step(), flush() and snapshot() touch nothing of CUDA, CUPTI or the window any more.
+  std::atomic<bool> closed{false};
 
   std::thread collector;
   std::mutex collector_mutex;

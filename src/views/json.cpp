@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -16,6 +17,7 @@
 
 #include "cuscope/report.hpp"
 #include "cuscope/version.hpp"
+#include "views/utf8.hpp"
 
 namespace cuscope {
 inline namespace v0 {
@@ -54,13 +56,13 @@ class JsonWriter {
     fmt::format_to(std::back_inserter(out_), "{}", v);
   }
   // Shortest text that reads back as the same double, always with a '.' or an exponent so that
-  // readers see a floating-point number; JSON has no inf or NaN, so those are null.
+  // readers see a floating-point number. JSON has no inf or NaN and the schema types these fields
+  // as numbers: a sum that overflowed is written as the largest finite double of its sign, and a
+  // NaN (which no input can make: count() refuses it) as 0.0.
   void put(double v) {
     separate();
-    if (!std::isfinite(v)) {
-      out_ += "null";
-      return;
-    }
+    if (std::isnan(v)) v = 0.0;
+    if (std::isinf(v)) v = std::copysign(std::numeric_limits<double>::max(), v);
     const std::string text = fmt::format("{}", v);
     out_ += text;
     if (text.find_first_of(".e") == std::string::npos) out_ += ".0";
@@ -107,19 +109,27 @@ class JsonWriter {
     out_.append(2 * open_.size(), ' ');
   }
 
-  // Bytes from 0x80 up are copied as they are: names reach the report as UTF-8.
+  // Valid UTF-8 is copied as it is; a byte that does not start a valid sequence (from an option
+  // value, a path, a device string) becomes U+FFFD, so the file always reads as UTF-8.
   void quoted(std::string_view s) {
     out_ += '"';
-    for (char c : s) {
+    for (std::size_t i = 0; i < s.size();) {
+      const char c = s[i];
       const auto byte = static_cast<unsigned char>(c);
+      const std::size_t len = views::utf8_sequence_length(s, i);
       if (c == '"' || c == '\\') {
         out_ += '\\';
         out_ += c;
       } else if (byte < 0x20) {
         fmt::format_to(std::back_inserter(out_), "\\u{:04x}", byte);
+      } else if (len == 0) {
+        out_ += "\\ufffd";
       } else {
-        out_ += c;
+        out_.append(s, i, len);
+        i += len;
+        continue;
       }
+      ++i;
     }
     out_ += '"';
   }
@@ -289,6 +299,8 @@ void write_diagnostics(JsonWriter& w, const Diagnostics& d) {
   w.field("incomplete_at_exit", d.incomplete_at_exit);
   w.field("activity_buffers_refused", d.activity_buffers_refused);
   w.field("scopes_in_capture", d.scopes_in_capture);
+  w.field("outside_window_scopes", d.outside_window_scopes);
+  w.field("rejected_counts", d.rejected_counts);
   w.end_object();
 }
 
@@ -318,6 +330,7 @@ std::string format_json(const Report& report) {
   w.end_array();
   w.field("steps", report.steps);
   w.field("recorded_steps", report.recorded_steps);
+  w.field("window_start_step", report.window_start_step);
   w.field("wall_ns", report.wall_ns);
   w.key("diagnostics");
   write_diagnostics(w, report.diagnostics);

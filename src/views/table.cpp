@@ -86,12 +86,13 @@ struct Counter {
   std::string_view many;
 };
 
-constexpr std::array<Counter, 18> kCounters{{
+constexpr std::array<Counter, 20> kCounters{{
     {&Diagnostics::dropped_records, "dropped record", "dropped records"},
     {&Diagnostics::zero_timestamp_records, "record with a zero timestamp", "records with a zero timestamp"},
     {&Diagnostics::unresolved_records, "record not matched to a scope", "records not matched to a scope"},
     {&Diagnostics::unknown_records, "record of an unknown kind", "records of an unknown kind"},
     {&Diagnostics::outside_window_records, "record outside the window", "records outside the window"},
+    {&Diagnostics::outside_window_scopes, "scope outside the window", "scopes outside the window"},
     {&Diagnostics::open_scopes, "scope still open", "scopes still open"},
     {&Diagnostics::unbalanced_ends, "unbalanced end", "unbalanced ends"},
     {&Diagnostics::cross_thread_ends, "scope ended on another thread", "scopes ended on another thread"},
@@ -108,6 +109,7 @@ constexpr std::array<Counter, 18> kCounters{{
      "CUPTI buffers refused (memory bound)"},
     {&Diagnostics::scopes_in_capture, "scope inside a graph capture (no CUDA-event time)",
      "scopes inside a graph capture (no CUDA-event time)"},
+    {&Diagnostics::rejected_counts, "count of inf or NaN refused", "counts of inf or NaN refused"},
 }};
 
 std::string diagnostics_line(const Diagnostics& d) {
@@ -376,6 +378,25 @@ std::string count_lines(const RangeStats& range, std::size_t level) {
   return out;
 }
 
+std::string plural(std::uint64_t n, std::string_view one, std::string_view many) {
+  return fmt::format("{} {}", n, n == 1 ? one : many);
+}
+
+// Why the table is empty, when the step window is the reason: scopes ran, all outside it.
+std::string no_rows_line(const Report& report) {
+  const std::uint64_t left_out = report.diagnostics.outside_window_scopes;
+  if (left_out == 0) return "(no ranges recorded)\n";
+  if (report.steps < report.window_start_step) {
+    return fmt::format(
+        "(no ranges recorded: the step window was never reached — it opens after step {}, and {} "
+        "marked with cuscope::step(); {} left out)\n",
+        report.window_start_step, plural(report.steps, "step was", "steps were"),
+        plural(left_out, "scope", "scopes"));
+  }
+  return fmt::format("(no ranges recorded: {} outside the step window left out)\n",
+                     plural(left_out, "scope", "scopes"));
+}
+
 }  // namespace
 
 std::string format_table(const Report& report, const TableOptions& options) {
@@ -383,7 +404,7 @@ std::string format_table(const Report& report, const TableOptions& options) {
   out += "\n";
 
   const std::vector<Shown> rows = RowCollector(report, options).collect();
-  if (rows.empty()) return out + "(no ranges recorded)\n";
+  if (rows.empty()) return out + no_rows_line(report);
   const std::size_t listed = options.max_rows == 0 ? rows.size() : std::min(options.max_rows, rows.size());
 
   std::vector<Cells> table;
