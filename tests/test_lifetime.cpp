@@ -1,6 +1,7 @@
 // Thread lifetimes and process events around scopes: thread_local destructors, thread trees
 // handed from exited threads to new ones, the thread limit, scopes ended on another thread
 // (with the CUPTI correlation stack of each thread), recording switched while threads run, fork.
+#include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -87,6 +88,31 @@ TEST_CASE("scopes in a late thread_local destructor count exactly, in the thread
   CHECK(r.diagnostics.unbalanced_ends == 0);
   CHECK(r.diagnostics.open_scopes == 0);
   CHECK(count_trees() == 2);  // the second thread could not take the first one's tree
+}
+
+TEST_CASE("scopes in a pthread key destructor after cuscope's own are recorded and released again",
+          "[threads][lifetime]") {
+  cuscope_test::Session session;
+  { CUSCOPE_SCOPE("main_first"); }  // cuscope's key exists before the one below
+  pthread_key_t key{};
+  REQUIRE(pthread_key_create(&key, [](void*) {
+            for (int i = 0; i < 100; ++i) {
+              CUSCOPE_SCOPE("key_late");
+            }
+          }) == 0);
+  std::thread([key] {
+    pthread_setspecific(key, reinterpret_cast<void*>(1));
+    CUSCOPE_SCOPE("worker");
+  }).join();
+  std::thread([] { CUSCOPE_SCOPE("next_worker"); }).join();  // takes the released tree
+  pthread_key_delete(key);
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(r.find("key_late")->calls == 100);
+  CHECK(r.find("worker")->calls == 1);
+  CHECK(r.find("next_worker")->calls == 1);
+  CHECK(r.diagnostics.unbalanced_ends == 0);
+  CHECK(r.diagnostics.open_scopes == 0);
+  CHECK(count_trees() == 2);  // main's, and one handed from thread to thread
 }
 
 TEST_CASE("threads that take over an exited thread's tree count as distinct threads", "[threads][lifetime]") {

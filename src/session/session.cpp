@@ -302,7 +302,6 @@ ThreadState* attach_thread() noexcept {
     Session& s = session();
     // Past the thread limit every scope retries: lock-free until a tree is free again.
     if (s.forest.idle_trees.load(std::memory_order_acquire) == 0 && s.forest.full()) return nullptr;
-    register_fork_handlers();
     const pthread_key_t key = release_key();
     std::lock_guard lock(s.threads_mutex);
     ThreadState* ts = nullptr;
