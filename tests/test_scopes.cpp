@@ -352,3 +352,31 @@ TEST_CASE("a genuine name and an adjusted one that prints alike are two ranges",
   CHECK(second.name == "a\u2215b");
   CHECK(second.calls == 2);
 }
+
+// Steps with hardware counters run their kernels replayed and serialized: their scopes are
+// reported apart under "(counted steps)", and the normal ranges hold only uncounted steps.
+TEST_CASE("scopes of steps with hardware counters are reported apart under (counted steps)", "[scopes]") {
+  cuscope_test::Session session;
+  using cuscope::detail::g_flags;
+  const std::uint32_t normal = g_flags.load();
+  REQUIRE((normal & cuscope::detail::kRecording) != 0);
+  for (int step = 0; step < 5; ++step) {
+    // What flags_for() sets during the first CUSCOPE_METRIC_STEPS recorded steps.
+    if (step < 2) g_flags.store(normal | cuscope::detail::kCounters);
+    {
+      CUSCOPE_SCOPE("step");
+      { CUSCOPE_SCOPE("mlp"); }
+    }
+    g_flags.store(normal);
+  }
+  const cuscope::Report r = cuscope::snapshot();
+  REQUIRE(r.find("step") != nullptr);
+  CHECK(r.find("step")->calls == 3);
+  CHECK(r.find("step/mlp")->calls == 3);
+  REQUIRE(r.find("(counted steps)") != nullptr);
+  CHECK(r.find("(counted steps)")->calls == 2);
+  CHECK(r.find("(counted steps)/step")->calls == 2);
+  CHECK(r.find("(counted steps)/step/mlp")->calls == 2);
+  CHECK(r.diagnostics.open_scopes == 0);
+  CHECK(r.diagnostics.unbalanced_ends == 0);
+}

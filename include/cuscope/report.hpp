@@ -182,6 +182,11 @@ inline constexpr std::string_view kCountersNotRequested = "not requested (CUSCOP
 /// The name of the top-level range that holds GPU work launched outside every scope.
 inline constexpr std::string_view kUnscopedName = "(unscoped)";
 
+/// The top-level range under which the steps that ran with hardware counters are reported, apart
+/// from the others: kernel replay serializes and re-runs their kernels, so their host, CUDA-event
+/// and kernel times are not those of a normal step.
+inline constexpr std::string_view kCountedStepsName = "(counted steps)";
+
 /// A snapshot of everything cuscope knows. `ranges[0]` is the root (always present); a top-level
 /// range named kUnscopedName holds GPU work launched outside every scope. The root's `total`
 /// sums its children's; its busy time sums theirs too (top-level ranges rarely overlap).

@@ -131,6 +131,7 @@ NameTable::NameTable() {
   std::lock_guard lock(mutex_);
   add_locked(kUnscopedName, false);
   add_locked("(name table full)", false);
+  add_locked(kCountedStepsName, false);
 }
 
 NameTable::~NameTable() {

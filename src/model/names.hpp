@@ -47,8 +47,9 @@ class NameTable {
   static constexpr std::uint32_t kMaxNames = kChunkSize * kMaxChunks;
   static constexpr std::size_t kMaxTextBytes = std::size_t{8} << 20;
   static constexpr std::size_t kMaxRemembered = kMaxNames;
-  static constexpr std::uint32_t kUnscopedId = 1;  ///< "(unscoped)", GPU work outside every scope
-  static constexpr std::uint32_t kFullId = 2;      ///< "(name table full)"
+  static constexpr std::uint32_t kUnscopedId = 1;      ///< "(unscoped)", GPU work outside every scope
+  static constexpr std::uint32_t kFullId = 2;          ///< "(name table full)"
+  static constexpr std::uint32_t kCountedStepsId = 3;  ///< "(counted steps)", steps with hardware counters
 
   NameTable();
   ~NameTable();

@@ -109,6 +109,13 @@ void end_elsewhere(ThreadState* ts, std::uint32_t token, std::uint64_t now) noex
   }
 }
 
+// Closes the "(counted steps)" frame once the top-level scope under it has closed.
+void close_counted_root(ThreadState* ts, std::uint64_t now) noexcept {
+  ts->counted_root = false;
+  const model::Node* top = ts->tree->open_depth() == 1 ? ts->tree->open_node(1) : nullptr;
+  if (top != nullptr && top->name_id == model::NameTable::kCountedStepsId) ts->tree->end(1, now);
+}
+
 // The calling thread's state, attached on its first scope or count (nullptr past the thread limit).
 ThreadState* this_thread() noexcept {
   if (t_state == nullptr) t_state = attach_thread();
@@ -127,7 +134,13 @@ ThreadState* enter_id(std::uint32_t id, cudaStream_t stream, std::uint32_t& toke
   const std::uint32_t flags = g_flags.load(std::memory_order_relaxed);
   std::uint32_t tok = 0;
   if (flags & kRecording) {
-    const model::ThreadTree::Token b = ts->tree->begin(id, now_ns());
+    const std::uint64_t now = now_ns();
+    if ((flags & kCounters) && ts->tree->open_depth() == 0) {
+      // A step with hardware counters: its top-level scopes go under "(counted steps)", apart.
+      ts->tree->begin(model::NameTable::kCountedStepsId, now);
+      ts->counted_root = true;
+    }
+    const model::ThreadTree::Token b = ts->tree->begin(id, now);
     const bool overflow = b.depth == model::ThreadTree::kOverflowDepth;
     tok = kRecorded | (overflow ? kOverflow : b.depth) | (b.tag << kTagShift);
     if (flags & kCorrelation) tok |= push_correlation(b.instance);
@@ -205,6 +218,7 @@ void exit(ThreadState* ts, std::uint32_t token) noexcept {
     if ((g_flags.load(std::memory_order_relaxed) & kCounters) && framed)
       counters_on_exit(tree.innermost(), depth > 1 ? tree.open_node(depth - 1) : nullptr);
     tree.end(depth == kOverflow ? model::ThreadTree::kOverflowDepth : depth, now);
+    if (ts->counted_root && tree.open_depth() <= 1) close_counted_root(ts, now);
   }
   if (token & kPushed) pop_correlation();
   nvtx_pop();

@@ -74,11 +74,14 @@ std::string start_counters(Session& session) noexcept {
     const std::string status = enable_range_profiler(session, std::move(plan));
     if (status != "on") return status;
     session.counter_metrics = config.metrics;
-    return fmt::format("on: {} on {} ({} replay pass{} per kernel) in {}, during {}", joined(names), chip,
-                       passes, passes == 1 ? "" : "es",
-                       o.metric_ranges.empty() ? "every range" : joined(o.metric_ranges),
-                       o.metric_steps == 0 ? "every recorded step"
-                                           : fmt::format("the first {} recorded steps", o.metric_steps));
+    return fmt::format(
+        "on: {} on {} ({} replay pass{} per kernel) in {}, during {}; those steps are reported apart under "
+        "{} (kernel replay serializes and re-runs their kernels, so their times are not a normal step's)",
+        joined(names), chip, passes, passes == 1 ? "" : "es",
+        o.metric_ranges.empty() ? "every range" : joined(o.metric_ranges),
+        o.metric_steps == 0 ? "every recorded step"
+                            : fmt::format("the first {} recorded steps", o.metric_steps),
+        kCountedStepsName);
   } catch (const std::exception& e) {
     return fmt::format("counters could not start: {}", e.what());
   }

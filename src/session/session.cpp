@@ -93,7 +93,7 @@ std::uint32_t flags_for(const Session& s, Phase p) {
     f |= kRecording;
     if (s.gpu_timing == "on") f |= kGpuEvents;
     const std::uint64_t recorded = s.recorded_steps.load(std::memory_order_relaxed);
-    if (s.counters_status.rfind("on", 0) == 0 &&
+    if (s.counters_status.rfind("on", 0) == 0 && counters_failure().empty() &&
         (s.options.metric_steps == 0 || recorded < s.options.metric_steps)) {
       f |= kCounters;
     }

@@ -46,6 +46,7 @@ struct ThreadState {
   model::ThreadTree* tree = nullptr;
   std::unique_ptr<GpuEvents> gpu;
   model::SoloCounter outside_window;  // scopes entered outside the step window (left out)
+  bool counted_root = false;          // owner only: a "(counted steps)" frame is open at depth 1
 };
 
 /// The process's name table: outlives sessions, since call sites cache its ids.

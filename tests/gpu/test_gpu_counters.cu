@@ -87,8 +87,9 @@ TEST_CASE("counters: bytes of a copy, FLOPs of an FMA loop, verdicts, and no rep
   cuscope::flush();
   const cuscope::Report r = cuscope::snapshot();
 
-  const auto& copy = range(r, "copy");
-  const auto& fma = range(r, "fma");
+  // Every recorded step ran with counters (CUSCOPE_METRIC_STEPS=0): all under "(counted steps)".
+  const auto& copy = range(r, "(counted steps)/copy");
+  const auto& fma = range(r, "(counted steps)/fma");
   // For tests/gpu-check.sh, which prints Nsight Compute's values for the same kernels below these.
   std::printf("cuscope counters: copy_kernel dram__bytes_read.sum %.0f dram__bytes_write.sum %.0f\n",
               copy.metrics.empty() ? 0.0 : metric(copy, "dram__bytes_read.sum"),
@@ -108,7 +109,7 @@ TEST_CASE("counters: bytes of a copy, FLOPs of an FMA loop, verdicts, and no rep
   CHECK(fma.verdict.flop_per_s > 0);
   CHECK(fma.verdict.bound == cuscope::Bound::compute);
 
-  const auto& other = range(r, "other");
+  const auto& other = range(r, "(counted steps)/other");
   CHECK(other.profiled_kernels == 0);
   CHECK(other.metrics.empty());
   CHECK(other.self.kernel_calls == 1);  // counted once: not replayed
@@ -116,4 +117,32 @@ TEST_CASE("counters: bytes of a copy, FLOPs of an FMA loop, verdicts, and no rep
   CHECK(r.diagnostics.counter_ranges_dropped == 0);
   cudaFree(in);
   cudaFree(out);
+}
+
+TEST_CASE("counters: a counted step is reported apart, the next step is timed normally", "[gpu][metrics]") {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.metrics = "sol";
+  o.metric_steps = 1;
+  cuscope_test::Session session(o);
+  REQUIRE(cuscope::snapshot().counters_status.rfind("on:", 0) == 0);
+  float* x = nullptr;
+  CHECK_CUDA(cudaMalloc(&x, kFloats * sizeof(float)));
+  for (int step = 0; step < 3; ++step) {
+    {
+      CUSCOPE_SCOPE("step");
+      fma_kernel<<<kFmaBlocks, kFmaThreads>>>(x, 0.999f, 0.001f);
+    }
+    cuscope::step();
+  }
+  CHECK_CUDA(cudaDeviceSynchronize());
+  cuscope::flush();
+  const cuscope::Report r = cuscope::snapshot();
+  const auto& counted = range(r, "(counted steps)/step");
+  const auto& normal = range(r, "step");
+  CHECK(counted.calls == 1);
+  CHECK(counted.profiled_kernels == 1);
+  CHECK(normal.calls == 2);
+  CHECK(normal.profiled_kernels == 0);
+  CHECK(normal.self.kernel_calls == 2);
+  cudaFree(x);
 }

@@ -57,12 +57,18 @@ State& state() {
 std::atomic<bool> g_enabled{false};
 std::atomic<bool> g_window_open{false};  // mirrors State::window_open, read without the lock
 
+// Whether `node`'s path is `path`; the "(counted steps)" frame that counted steps run under is
+// not part of the path the user named.
 bool path_matches(const model::Node* node, const std::vector<std::uint32_t>& path) {
+  auto top = [](const model::Node* n) {
+    return n == nullptr || n->id == 0 ||
+           (n->name_id == model::NameTable::kCountedStepsId && (n->parent == nullptr || n->parent->id == 0));
+  };
   std::size_t i = path.size();
-  for (; node != nullptr && node->id != 0 && i > 0; node = node->parent) {
+  for (; !top(node) && i > 0; node = node->parent) {
     if (node->name_id != path[--i]) return false;
   }
-  return i == 0 && (node == nullptr || node->id == 0);
+  return i == 0 && top(node);
 }
 
 bool chosen(const State& s, const model::Node* node) {
