@@ -171,6 +171,7 @@ struct Diagnostics {
   std::uint64_t incomplete_at_exit = 0;      ///< GPU work still running at shutdown (records CUPTI could not complete)
   std::uint64_t activity_buffers_refused = 0;  ///< CUPTI buffer requests past cuscope's memory bound (records dropped)
   std::uint64_t scopes_in_capture = 0;  ///< scopes whose stream was being captured into a CUDA graph (no CUDA-event time)
+  std::uint64_t trace_records_dropped = 0;  ///< trace mode: records that did not fit (CUSCOPE_TRACE_LIMIT); the trace is truncated
 };
 
 /// Report::counters_status when no hardware counters were asked for.

@@ -288,6 +288,7 @@ void write_diagnostics(JsonWriter& w, const Diagnostics& d) {
   w.field("incomplete_at_exit", d.incomplete_at_exit);
   w.field("activity_buffers_refused", d.activity_buffers_refused);
   w.field("scopes_in_capture", d.scopes_in_capture);
+  w.field("trace_records_dropped", d.trace_records_dropped);
   w.end_object();
 }
 

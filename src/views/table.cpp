@@ -86,7 +86,7 @@ struct Counter {
   std::string_view many;
 };
 
-constexpr std::array<Counter, 17> kCounters{{
+constexpr std::array<Counter, 18> kCounters{{
     {&Diagnostics::dropped_records, "dropped record", "dropped records"},
     {&Diagnostics::zero_timestamp_records, "record with a zero timestamp", "records with a zero timestamp"},
     {&Diagnostics::unresolved_records, "record not matched to a scope", "records not matched to a scope"},
@@ -107,6 +107,8 @@ constexpr std::array<Counter, 17> kCounters{{
      "CUPTI buffers refused (memory bound)"},
     {&Diagnostics::scopes_in_capture, "scope inside a graph capture (no CUDA-event time)",
      "scopes inside a graph capture (no CUDA-event time)"},
+    {&Diagnostics::trace_records_dropped, "trace record dropped (trace truncated)",
+     "trace records dropped (trace truncated)"},
 }};
 
 std::string diagnostics_line(const Diagnostics& d) {
