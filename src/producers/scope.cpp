@@ -7,11 +7,14 @@
 // visit only), device synchronization.
 #include <cuscope/scope.hpp>
 
+#include <bit>
+
 #include "model/range_tree.hpp"
 #include "producers/clock.hpp"
 #include "producers/cupti/range_profiler.hpp"
 #include "producers/nvtx_domain.hpp"
 #include "session/session.hpp"
+#include "trace/writer.hpp"
 
 namespace cuscope {
 inline namespace v0 {
@@ -30,6 +33,7 @@ constexpr std::uint32_t kOverflow = 0xFFFF;
 constexpr std::uint32_t kRecorded = 1u << 16;
 constexpr std::uint32_t kPushed = 1u << 17;
 constexpr std::uint32_t kTimedGpu = 1u << 18;
+constexpr std::uint32_t kTraced = 1u << 19;
 
 thread_local ThreadState* t_state = nullptr;
 
@@ -78,9 +82,14 @@ ThreadState* enter_id(std::uint32_t id, cudaStream_t stream, std::uint32_t& toke
   const std::uint32_t flags = g_flags.load(std::memory_order_relaxed);
   std::uint32_t tok = 0;
   if (flags & kRecording) {
-    const model::ThreadTree::Token b = ts->tree->begin(id, now_ns());
+    const std::uint64_t t = now_ns();
+    const model::ThreadTree::Token b = ts->tree->begin(id, t);
     const bool overflow = b.depth == model::ThreadTree::kOverflowDepth;
     tok = kRecorded | (overflow ? kOverflow : b.depth);
+    if (flags & kTrace) {
+      trace::record(trace::ScopeKind::Enter, ts->tree->slot(), id, t, b.instance);
+      tok |= kTraced;
+    }
     if (flags & kCorrelation) tok |= push_correlation(b.instance);
     if ((flags & kCounters) && !overflow) counters_on_enter(ts->tree->innermost());
     if ((flags & kGpuEvents) && !overflow && ts->gpu && ts->gpu->begin(b.depth, stream)) tok |= kTimedGpu;
@@ -99,6 +108,8 @@ void count_id(std::uint32_t id, double amount) noexcept {
   if (ts == nullptr) return;
   try {
     ts->tree->count(id, amount);
+    if (g_flags.load(std::memory_order_relaxed) & kTrace)
+      trace::record(trace::ScopeKind::Count, ts->tree->slot(), id, now_ns(), std::bit_cast<std::uint64_t>(amount));
   } catch (...) {  // out of memory on a first count: the count is lost, the program goes on
   }
 }
@@ -147,7 +158,9 @@ void exit(ThreadState* ts, std::uint32_t token) noexcept {
         ts->tree->open_depth() == depth) {
       counters_on_exit(ts->tree->innermost(), depth > 1 ? ts->tree->open_node(depth - 1) : nullptr);
     }
-    ts->tree->end(depth == kOverflow ? model::ThreadTree::kOverflowDepth : depth, now);
+    const std::uint32_t tree_depth = depth == kOverflow ? model::ThreadTree::kOverflowDepth : depth;
+    ts->tree->end(tree_depth, now);
+    if (token & kTraced) trace::record(trace::ScopeKind::Exit, ts->tree->slot(), tree_depth, now);
   }
   if (token & kPushed) {
     if (CorrelationPopHook pop = g_pop_correlation.load(std::memory_order_acquire)) pop();
@@ -178,6 +191,7 @@ void push(std::string_view name, cudaStream_t stream) noexcept {
   if (pushes.depth >= model::kHardMaxDepth) {
     detail::exit(ts, token);  // too deep to remember: closed at once, counted as an overflow
     ts->tree->depth_overflows.add(1);
+    if (token & detail::kTraced) trace::record(trace::ScopeKind::Overflow, ts->tree->slot(), 0, detail::now_ns());
     return;
   }
   pushes.tokens[pushes.depth++] = token;

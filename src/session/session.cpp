@@ -23,6 +23,7 @@
 #include "producers/nvtx_domain.hpp"
 #include "session/hardware.hpp"
 #include "session/log.hpp"
+#include "trace/session_trace.hpp"
 
 namespace cuscope {
 inline namespace v0 {
@@ -64,6 +65,7 @@ std::uint32_t flags_for(const Session& s, Phase p) {
     }
   }
   if (tracing && (p == Phase::Record || p == Phase::Warmup)) f |= kCorrelation;
+  if (p == Phase::Record && trace_on()) f |= kTrace;
   return f;
 }
 
@@ -162,6 +164,8 @@ void reset_for_testing() noexcept {
   g_flags.store(0, std::memory_order_relaxed);
   disable_range_profiler();
   stop_activity_tracing();                           // the next session starts tracing again
+  finish_trace();
+  close_trace(old, Report{});
   static auto* retired = new std::vector<Session*>;  // kept reachable: threads may still point into them
   retired->push_back(g_session);
   g_session = new Session();
@@ -290,6 +294,8 @@ bool start(const Options& options) {
     }
     if (!options.metrics.empty()) s.counters_status = probe.available ? start_counters(s) : probe.reason;
     if (probe.available) s.peaks = device_peaks();
+    if (std::string off = start_trace(s); !off.empty()) warn_once(off);
+    trace_step(s.start_ns, 0, phase_of(options, 0) == Phase::Record);
 
     g_flags.store(flags_for(s, phase_of(options, 0)), std::memory_order_relaxed);
     if (phase_of(options, 0) != Phase::Record) {
@@ -317,6 +323,7 @@ void step() {
   const Phase next = phase_of(o, finished + 1);
   if (was == Phase::Record) s.recorded_steps.fetch_add(1, std::memory_order_relaxed);
   g_flags.store(flags_for(s, next), std::memory_order_relaxed);  // also ends the counters' steps
+  trace_step(now_ns(), finished + 1, next == Phase::Record);
   if (was == next) return;
   if ((was == Phase::Record) != (next == Phase::Record)) {
     std::lock_guard agg(s.aggregator_mutex);
@@ -371,6 +378,7 @@ Report snapshot() {
     r.recorded_steps = s.recorded_steps.load(std::memory_order_relaxed);
     r.diagnostics.cross_thread_ends = s.cross_thread_ends.load(std::memory_order_relaxed);
     r.diagnostics.unbalanced_ends += s.stray_pops.load(std::memory_order_relaxed);
+    r.diagnostics.trace_records_dropped = trace_dropped();
     std::lock_guard threads(s.threads_mutex);
     for (const auto& ts : s.threads) {
       if (!ts->gpu) continue;
@@ -410,8 +418,10 @@ void shutdown() {
       std::lock_guard agg(s.aggregator_mutex);
       s.aggregator.settle(1);  // what still waits for its correlation now never gets it
     }
-    if (!s.options.print_at_exit && s.options.json_path.empty()) return;
+    finish_trace();  // all recorded is written: the report knows what the trace dropped
+    if (!s.options.print_at_exit && s.options.json_path.empty() && s.options.trace_path.empty()) return;
     const Report r = snapshot();
+    close_trace(s, r);
     if (s.options.print_at_exit) write_text(s.options.output_path, format_table(r, s.options.table), "table");
     if (!s.options.json_path.empty()) write_text(s.options.json_path, format_json(r), "JSON report");
   } catch (const std::exception& e) {
