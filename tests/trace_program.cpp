@@ -80,7 +80,8 @@ int main(int argc, char** argv) {
       std::map<std::uint32_t, std::uint64_t> stream_end;
       for (const Launch& l : kForward) {
         ++correlation;
-        buffer.api(correlation, t).external(correlation, step > 0 ? instance : cuscope::model::kOutsideWindow);
+        buffer.api(correlation, t)
+            .external(correlation, step > 0 ? instance : cuscope::model::kOutsideWindow);
         std::uint64_t start = std::max(t + 2'000, stream_end[l.stream]);
         if (l.overlaps_previous) start = stream_end[l.stream] - 10'000;
         buffer.kernel(correlation, start, start + l.duration_ns, l.name, 64, 256, l.stream);

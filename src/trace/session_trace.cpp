@@ -17,6 +17,7 @@ namespace {
 // The session's writer. Leaked, like the session: a scope on another thread may still be inside
 // Writer::record() when the session ends.
 trace::Writer* g_active = nullptr;
+auto* g_closed = new std::vector<trace::Writer*>;  // kept reachable, never destroyed
 std::string* g_path = new std::string;
 
 std::string options_line(const Options& o) {
@@ -98,6 +99,10 @@ void close_trace(Session& s, const Report& r) noexcept {
       warn_once(fmt::format("the trace '{}' could not be written completely", *g_path));
   } catch (...) {
     warn_once(fmt::format("the trace '{}' could not be finished", *g_path));
+  }
+  try {
+    g_closed->push_back(g_active);
+  } catch (...) {  // out of memory: the writer stays allocated, unreferenced
   }
   g_active = nullptr;
 }

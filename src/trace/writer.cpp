@@ -6,6 +6,7 @@
 #include <absl/strings/string_view.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 
 namespace cuscope::trace {
@@ -23,15 +24,31 @@ struct Writer::Ring {
 
 namespace {
 
-// The calling thread's ring in the current writer. A thread that exits marks its ring released;
-// the writer frees it once drained. Rings of threads alive when a writer closes stay allocated.
+// Writers alive, by id. A thread's ring outlives its writer when the writer is destroyed first
+// (tests; a session's writer is never destroyed): the thread then frees it itself.
+std::mutex g_live_mutex;
+std::vector<std::uint64_t>* g_live = new std::vector<std::uint64_t>;  // leaked: used at thread exit
+std::atomic<std::uint64_t> g_next_id{1};
+
+bool alive(std::uint64_t id) { return std::find(g_live->begin(), g_live->end(), id) != g_live->end(); }
+
+// The calling thread's ring in the writer `writer_id`. A thread that exits, or moves on to another
+// writer, hands its ring back: released, for its writer to free once drained, or freed here.
 struct ThreadRing {
-  const Writer* writer = nullptr;
-  std::atomic<bool>* released = nullptr;
-  void* ring = nullptr;
-  ~ThreadRing() {
-    if (released != nullptr) released->store(true, std::memory_order_release);
+  std::uint64_t writer_id = 0;
+  Writer::Ring* ring = nullptr;
+  void hand_back() {
+    if (ring == nullptr) return;
+    std::lock_guard lock(g_live_mutex);
+    if (alive(writer_id)) {
+      Writer::release(ring);
+    } else {
+      Writer::free(ring);
+    }
+    ring = nullptr;
+    writer_id = 0;
   }
+  ~ThreadRing() { hand_back(); }
 };
 thread_local ThreadRing t_ring;
 
@@ -58,13 +75,23 @@ std::unique_ptr<Writer> Writer::open(const std::string& path, std::uint64_t limi
 }
 
 Writer::Writer(std::FILE* file, std::uint64_t limit_bytes, const model::NameTable& names)
-    : file_(file), limit_bytes_(limit_bytes), names_(names) {}
+    : id_(g_next_id.fetch_add(1)), file_(file), limit_bytes_(limit_bytes), names_(names) {
+  std::lock_guard lock(g_live_mutex);
+  g_live->push_back(id_);
+}
 
 Writer::~Writer() {
   if (thread_.joinable()) finish_events();
   if (file_ != nullptr) std::fclose(file_);
-  for (Ring* r : rings_) delete r;
+  std::lock_guard lock(g_live_mutex);
+  std::erase(*g_live, id_);
+  // Rings still held by their threads are theirs to free now (ThreadRing::hand_back).
+  for (Ring* r : rings_)
+    if (r->released.load(std::memory_order_acquire)) delete r;
 }
+
+void Writer::release(Ring* r) { r->released.store(true, std::memory_order_release); }
+void Writer::free(Ring* r) { delete r; }
 
 void Writer::meta(std::string_view key, std::string_view value) {
   std::string out;
@@ -90,10 +117,8 @@ Writer::Ring* Writer::ring_for_this_thread() noexcept {
       rings_.push_back(r);
     }
     ring.release();
-    if (t_ring.released != nullptr) t_ring.released->store(true, std::memory_order_release);
-    t_ring = ThreadRing{};
-    t_ring.writer = this;
-    t_ring.released = &r->released;
+    t_ring.hand_back();
+    t_ring.writer_id = id_;
     t_ring.ring = r;
     return r;
   } catch (...) {
@@ -104,8 +129,8 @@ Writer::Ring* Writer::ring_for_this_thread() noexcept {
 
 void Writer::record(ScopeKind kind, std::uint32_t slot, std::uint32_t arg, std::uint64_t ns,
                     std::uint64_t value) noexcept {
-  Ring* r = static_cast<Ring*>(t_ring.ring);
-  if (t_ring.writer != this) {
+  Ring* r = t_ring.ring;
+  if (t_ring.writer_id != id_) {
     r = ring_for_this_thread();
     if (r == nullptr) return;
     record(ScopeKind::Attach, slot, 0, ns, static_cast<std::uint64_t>(::gettid()));  // a fresh ring has room

@@ -79,8 +79,12 @@ class Writer {
   [[nodiscard]] std::uint64_t dropped() const;
   [[nodiscard]] std::uint64_t bytes_written() const { return written_.load(std::memory_order_relaxed); }
 
- private:
+  /// A thread's ring (writer.cpp); a thread hands its own back with release() or free().
   struct Ring;
+  static void release(Ring* r);
+  static void free(Ring* r);
+
+ private:
   Writer(std::FILE* file, std::uint64_t limit_bytes, const model::NameTable& names);
   Ring* ring_for_this_thread() noexcept;
   void loop();
@@ -92,6 +96,7 @@ class Writer {
   void end_activity(std::size_t at);         // activity_mutex_ held
   void name_record(std::uint32_t id);
 
+  const std::uint64_t id_;  // unique per writer: a thread's ring is found by it, never by address
   std::FILE* file_;
   const std::uint64_t limit_bytes_;
   const model::NameTable& names_;
