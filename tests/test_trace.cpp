@@ -216,7 +216,7 @@ TEST_CASE("the trace reader rejects bad input with one line", "[trace]") {
   SECTION("cut inside a record") {
     write_file(path, good.substr(0, good.size() - 3));
     CHECK_FALSE(trace::replay_file(path, &r, &error));
-    CHECK(error == fmt::format("truncated: the file ends inside a end record at byte {}", good.size() - 16));
+    CHECK(error == fmt::format("truncated: the file ends inside an end record at byte {}", good.size() - 16));
   }
   SECTION("cut between records (no end record)") {
     write_file(path, good.substr(0, good.size() - 16));

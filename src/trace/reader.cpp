@@ -56,6 +56,15 @@ std::string describe(RecordType t) {
   return "unknown";
 }
 
+namespace {
+
+std::string a(RecordType t) {
+  const std::string d = describe(t);
+  return (std::string_view("aeiou").find(d[0]) != std::string_view::npos ? "an " : "a ") + d;
+}
+
+}  // namespace
+
 Reader::~Reader() {
   if (file_ != nullptr) std::fclose(file_);
 }
@@ -139,20 +148,20 @@ bool Reader::read(Visitor& v, std::string* error) {
     }
     const auto type = static_cast<RecordType>(raw_type);
     if (size > kMaxRecordBytes) {
-      *error = fmt::format("malformed: {} record of {} bytes at byte {} (at most {})", describe(type), size,
-                           at, kMaxRecordBytes);
+      *error = fmt::format("malformed: {} record of {} bytes at byte {} (at most {})", a(type), size, at,
+                           kMaxRecordBytes);
       return false;
     }
     payload_.resize(size);
     if (fill(payload_.data(), size) != size) {
-      *error = fmt::format("truncated: the file ends inside a {} record at byte {}", describe(type), at);
+      *error = fmt::format("truncated: the file ends inside {} record at byte {}", a(type), at);
       return false;
     }
     Decoder d(payload_.data(), size);
     if (!dispatch(type, d, v, error)) {
       const std::string detail = *error;
-      *error = fmt::format("malformed: {} record at byte {}{}", describe(type), at,
-                           detail.empty() ? "" : ": " + detail);
+      *error =
+          fmt::format("malformed: {} record at byte {}{}", a(type), at, detail.empty() ? "" : ": " + detail);
       return false;
     }
     if (type == RecordType::End) {
