@@ -132,6 +132,9 @@ void record_run(Recorded& rec) {
     rec.on(model::ApiCall{10 * i + 2, t + 40, t + 50});
     rec.on(model::ExternalCorrelation{10 * i + 2, fwd});
     rec.on(model::MemcpyActivity{10 * i + 2, t + 6'000, t + 7'000, 4096, cuscope::CopyKind::HtoD, 0, 7});
+    model::Node* forward = rec.tree->innermost();
+    forward->gpu.add(7'000 + i);  // what the CUDA-event resolver adds, and tells the writer
+    rec.writer->gpu_time(forward, 7'000 + i);
     rec.end(2, t + 8'000);
     rec.on(model::ApiCall{10 * i + 3, t + 8'100, t + 8'200});
     rec.on(model::MemsetActivity{10 * i + 3, t + 8'300, t + 8'400, 512, 0, 7});
@@ -161,6 +164,8 @@ TEST_CASE("a trace replays to the report its live model built", "[trace]") {
   REQUIRE(fwd->kernels.size() == 1);
   CHECK(fwd->kernels[0].name == "gemm(float*)");
   CHECK(fwd->counts.at(0).total == 384);
+  CHECK(fwd->gpu.count == 3);
+  CHECK(fwd->gpu.total_ns == 21'003);
   CHECK(replayed.find("(unscoped)")->self.memset_count == 3);  // launched outside every scope
 }
 

@@ -26,6 +26,7 @@ inline constexpr std::uint32_t kVersion = 1;
 inline constexpr std::uint32_t kHeaderBytes = 24;
 inline constexpr std::uint32_t kRecordHeaderBytes = 8;
 inline constexpr std::uint32_t kMaxRecordBytes = 1u << 20;
+inline constexpr std::uint32_t kMaxPathDepth = 256;  ///< range paths are at most this deep (GpuTime)
 
 enum class RecordType : std::uint32_t {
   Meta = 1,         ///< string key, string value: version, clock, options, device, max_depth
@@ -45,6 +46,7 @@ enum class RecordType : std::uint32_t {
   Step = 15,        ///< u64 now_ns, step, u8 recording: step `step` ended (0: the session began)
   Summary = 16,     ///< the session's own fields of its exit report (see Summary)
   End = 17,         ///< u64 records dropped (trace bound or a full thread buffer)
+  GpuTime = 18,     ///< u64 ns, u32 n, n u32 name ids: a scope's CUDA-event time, by its range path
 };
 
 /// One host event of a thread. `word` = kind (low 8 bits) | thread slot << 8.

@@ -52,6 +52,8 @@ std::string describe(RecordType t) {
       return "summary";
     case RecordType::End:
       return "end";
+    case RecordType::GpuTime:
+      return "GPU time";
   }
   return "unknown";
 }
@@ -142,7 +144,7 @@ bool Reader::read(Visitor& v, std::string* error) {
     const auto raw_type = hd.get<std::uint32_t>();
     const auto size = hd.get<std::uint32_t>();
     if (raw_type < static_cast<std::uint32_t>(RecordType::Meta) ||
-        raw_type > static_cast<std::uint32_t>(RecordType::End)) {
+        raw_type > static_cast<std::uint32_t>(RecordType::GpuTime)) {
       *error = fmt::format("malformed: unknown record type {} at byte {}", raw_type, at);
       return false;
     }
@@ -362,6 +364,21 @@ bool Reader::dispatch(RecordType type, Decoder& d, Visitor& v, std::string* erro
         *x = d.get<std::uint64_t>();
       if (!d.done()) return false;
       v.summary(s);
+      return true;
+    }
+    case RecordType::GpuTime: {
+      const auto ns = d.get<std::uint64_t>();
+      const auto n = d.get<std::uint32_t>();
+      if (d.failed() || n == 0 || n > kMaxPathDepth || d.left() != std::uint64_t{n} * 4) return false;
+      path_.resize(n);
+      for (auto& id : path_) {
+        id = d.get<std::uint32_t>();
+        if (id >= names_.size() || !names_[id]) {
+          *error = fmt::format("uses name {} before its name record", id);
+          return false;
+        }
+      }
+      v.gpu_time(ns, path_);
       return true;
     }
     case RecordType::End: {

@@ -34,6 +34,8 @@ class Visitor {
   virtual void on(const model::OverheadActivity& /*o*/) {}
   virtual void buffer_end(std::uint64_t /*dropped*/, std::uint64_t /*unknown*/) {}
   virtual void final_flush() {}
+  /// A scope's CUDA-event time for the range whose path is `names` (name ids, top-level first).
+  virtual void gpu_time(std::uint64_t /*ns*/, const std::vector<std::uint32_t>& /*names*/) {}
   virtual void step(std::uint64_t /*now_ns*/, std::uint64_t /*step*/, bool /*recording*/) {}
   virtual void summary(const Summary& /*s*/) {}
   virtual void end(std::uint64_t /*dropped*/) {}
@@ -69,6 +71,7 @@ class Reader {
   std::string payload_;
   std::deque<std::string> kernel_names_;  // index = id - 1; a deque: names never move
   std::vector<bool> names_;               // range/counter name ids announced
+  std::vector<std::uint32_t> path_;
 };
 
 /// A record type in words, for error lines.

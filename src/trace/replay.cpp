@@ -75,6 +75,24 @@ class Replay final : public Visitor {
     agg_.settle(2, false);
   }
   void final_flush() override { agg_.set_final_flush(true); }
+  // Ranges merge by path across threads: the first tree that holds the path takes the time.
+  void gpu_time(std::uint64_t ns, const std::vector<std::uint32_t>& path) override {
+    for (const auto& [slot, tree] : trees_) {
+      if (tree == nullptr) continue;
+      const model::Node* node = &tree->root();
+      for (std::uint32_t live_id : path) {
+        const std::uint32_t id = names_[live_id];
+        const model::Node* c = node->first_child.load(std::memory_order_acquire);
+        while (c != nullptr && c->name_id != id) c = c->next_sibling.load(std::memory_order_acquire);
+        node = c;
+        if (node == nullptr) break;
+      }
+      if (node != nullptr) {
+        const_cast<model::Node*>(node)->gpu.add(ns);
+        return;
+      }
+    }
+  }
   void step(std::uint64_t now_ns, std::uint64_t /*step*/, bool recording) override {
     if (recording == recording_) return;
     recording_ = recording;

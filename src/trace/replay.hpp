@@ -2,8 +2,7 @@
 // aggregator as the live session, fed the same events in the same order, so the Report it builds
 // is the one the session built (`cuscope json TRACE` against CUSCOPE_JSON of the same run).
 //
-// Not replayed: hardware counters (CUSCOPE_METRICS) and CUDA-event times of scopes, which the
-// trace does not record; a replayed report says so in its notes when the session had them on.
+// Not replayed: hardware counters (CUSCOPE_METRICS), which the trace does not record.
 #pragma once
 
 #include <cuscope/report.hpp>

@@ -283,6 +283,21 @@ void Writer::buffer_end(std::uint64_t dropped, std::uint64_t unknown) {
   end_activity(at);
 }
 
+void Writer::gpu_time(const model::Node* node, std::uint64_t ns) {
+  std::uint32_t path[model::kHardMaxDepth];
+  std::uint32_t n = 0;
+  for (const model::Node* x = node; x != nullptr && x->parent != nullptr && n < model::kHardMaxDepth;
+       x = x->parent)
+    path[n++] = x->name_id;
+  std::lock_guard lock(activity_mutex_);
+  const std::size_t at = begin_activity(RecordType::GpuTime);
+  Encoder e(activity_);
+  e.put(ns);
+  e.put(n);
+  for (std::uint32_t i = n; i > 0; --i) e.put(path[i - 1]);  // from the top-level range down
+  end_activity(at);
+}
+
 void Writer::final_flush() {
   std::lock_guard lock(activity_mutex_);
   end_activity(begin_activity(RecordType::FinalFlush));

@@ -26,6 +26,7 @@
 
 #include "model/events.hpp"
 #include "model/names.hpp"
+#include "model/range_tree.hpp"
 #include "trace/format.hpp"
 
 namespace cuscope::trace {
@@ -65,6 +66,8 @@ class Writer {
   void on(const model::OverheadActivity& o);
   void buffer_end(std::uint64_t dropped, std::uint64_t unknown);
   void final_flush();
+  /// A scope's CUDA-event time, for the range `node` (resolver thread).
+  void gpu_time(const model::Node* node, std::uint64_t ns);
   /// A step mark: step number `step` (1-based) ended at `now_ns`; 0 is the session's start. `recording`:
   /// whether the steps from now on are inside the window.
   void step(std::uint64_t now_ns, std::uint64_t step, bool recording);

@@ -48,6 +48,7 @@ def all_records():
     out += record(13, struct.pack("<QQ", 0, 0))
     out += record(15, struct.pack("<QQB", 1310, 1, 1))
     out += record(14, b"")
+    out += record(18, struct.pack("<QIII", 5000, 2, 3, 3))
     summary = s("no GPU") + s("off") + s("off") + s("not requested") + struct.pack("<I", 1) + s("a note")
     summary += struct.pack("<dddd", 0, 0, 0, 0) + s("") + struct.pack("<10Q", 1, 1, 400, 0, 0, 0, 0, 0, 0, 0)
     out += record(16, summary)
