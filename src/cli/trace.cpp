@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include <bit>
+#include <cmath>
 #include <cstdio>
 #include <deque>
 #include <string>
@@ -46,21 +47,48 @@ constexpr std::size_t kMaxStack = 4096;
 constexpr std::uint64_t kHostTrackBase = 0x7FFF0000;  // tids of host tracks that are no thread
 constexpr std::uint64_t kLaneStride = 1'000'000'000;  // tid of lane k = tid + k * stride
 
+// The length of the valid UTF-8 sequence at s[i], or 0 (overlong forms and surrogates are invalid).
+std::size_t utf8_length(std::string_view s, std::size_t i) {
+  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  const unsigned char c = b(0);
+  std::size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (std::size_t k = 1; k < n; ++k)
+    if ((b(k) >> 6) != 0x2) return 0;
+  if (n == 2 && c < 0xC2) return 0;
+  if (n == 3 && ((c == 0xE0 && b(1) < 0xA0) || (c == 0xED && b(1) >= 0xA0))) return 0;
+  if (n == 4 && ((c == 0xF0 && b(1) < 0x90) || c > 0xF4 || (c == 0xF4 && b(1) >= 0x90))) return 0;
+  return n;
+}
+
+// A JSON string's contents: quotes, backslashes and control bytes escaped; bytes that are not
+// UTF-8 (a kernel name is the producer's bytes) become U+FFFD, so the file always parses.
 std::string escape(std::string_view s) {
   std::string out;
   out.reserve(s.size() + 2);
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const std::size_t n = utf8_length(s, i);
+    if (n == 0) {
+      out += "\\ufffd";
+      ++i;
+    } else if (c == '"' || c == '\\') {
       out += '\\';
       out += static_cast<char>(c);
+      ++i;
     } else if (c < 0x20) {
       out += fmt::format("\\u{:04x}", c);
+      ++i;
     } else {
-      out += static_cast<char>(c);
+      out.append(s.substr(i, n));
+      i += n;
     }
   }
   return out;
 }
+
+// A JSON number, or null where JSON has none (a user count can be NaN or infinite).
+std::string number_or_null(double x) { return std::isfinite(x) ? fmt::format("{}", x) : "null"; }
 
 class Kineto final : public trace::Visitor {
  public:
@@ -119,7 +147,7 @@ class Kineto final : public trace::Visitor {
         total += std::bit_cast<double>(e.value);
         event(fmt::format(
             R"({{"ph": "C", "name": "{}", "pid": {}, "tid": {}, "ts": {}, "args": {{"value": {}}}}})",
-            escape(names_[e.arg]), host_pid(), t.tid, ts(e.ns), total));
+            escape(names_[e.arg]), host_pid(), t.tid, ts(e.ns), number_or_null(total)));
         break;
       }
       case trace::ScopeKind::Overflow:

@@ -58,6 +58,10 @@ for seed in "$here"/corpus/*; do
   "$cli" trace "$seed" -o corpus.json >/dev/null 2>err.txt
   rc=$?
   [[ $rc -le 1 && $(wc -l <err.txt) -le 2 ]] || fail "corpus $(basename "$seed"): trace exit $rc: $(cat err.txt)"
+  if [[ $rc -eq 0 ]]; then
+    python3 -c 'import json, sys; json.load(open(sys.argv[1], encoding="utf-8"))' corpus.json ||
+      fail "corpus $(basename "$seed"): cuscope trace wrote JSON that does not parse"
+  fi
 done
 echo "ok: every fuzz corpus file gives a report or one line"
 
