@@ -109,7 +109,8 @@ void count_id(std::uint32_t id, double amount) noexcept {
   try {
     ts->tree->count(id, amount);
     if (g_flags.load(std::memory_order_relaxed) & kTrace)
-      trace::record(trace::ScopeKind::Count, ts->tree->slot(), id, now_ns(), std::bit_cast<std::uint64_t>(amount));
+      trace::record(trace::ScopeKind::Count, ts->tree->slot(), id, now_ns(),
+                    std::bit_cast<std::uint64_t>(amount));
   } catch (...) {  // out of memory on a first count: the count is lost, the program goes on
   }
 }
@@ -191,7 +192,8 @@ void push(std::string_view name, cudaStream_t stream) noexcept {
   if (pushes.depth >= model::kHardMaxDepth) {
     detail::exit(ts, token);  // too deep to remember: closed at once, counted as an overflow
     ts->tree->depth_overflows.add(1);
-    if (token & detail::kTraced) trace::record(trace::ScopeKind::Overflow, ts->tree->slot(), 0, detail::now_ns());
+    if (token & detail::kTraced)
+      trace::record(trace::ScopeKind::Overflow, ts->tree->slot(), 0, detail::now_ns());
     return;
   }
   pushes.tokens[pushes.depth++] = token;

@@ -92,8 +92,8 @@ bool decode(const CUpti_Activity* record, Sink& sink) {
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY2: {  // peer to peer, between two devices
       const auto* r = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(record);
-      sink.on(
-          model::MemcpyActivity{r->correlationId, r->start, r->end, r->bytes, CopyKind::PtoP, r->deviceId, r->streamId});
+      sink.on(model::MemcpyActivity{r->correlationId, r->start, r->end, r->bytes, CopyKind::PtoP, r->deviceId,
+                                    r->streamId});
       return true;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
