@@ -393,3 +393,24 @@ TEST_CASE("a trace path that cannot be written turns trace mode off with a note"
       "trace mode is off: cannot open '/nonexistent-dir/x.cuscope' for writing (CUSCOPE_TRACE)";
   CHECK(std::count(r.notes.begin(), r.notes.end(), note) == 1);
 }
+
+TEST_CASE("CUSCOPE_TRACE and CUSCOPE_TRACE_LIMIT set trace mode's options", "[trace][options]") {
+  static const char* limit = nullptr;
+  const auto lookup = [](const char* name) -> const char* {
+    if (std::string_view(name) == "CUSCOPE_TRACE") return "/tmp/run.cuscope";
+    if (std::string_view(name) == "CUSCOPE_TRACE_LIMIT") return limit;
+    return nullptr;
+  };
+  std::vector<cuscope::OptionError> errors;
+  CHECK(cuscope::Options{}.trace_limit_mb == 256);
+  limit = "64";
+  cuscope::Options o = cuscope::options_from(lookup, {}, &errors);
+  CHECK(errors.empty());
+  CHECK(o.trace_path == "/tmp/run.cuscope");
+  CHECK(o.trace_limit_mb == 64);
+  limit = "0";
+  o = cuscope::options_from(lookup, {}, &errors);
+  CHECK(o.trace_limit_mb == 256);
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0].message == "CUSCOPE_TRACE_LIMIT='0' is out of range [1, 1000000]; keeping 256");
+}
