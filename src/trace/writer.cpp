@@ -439,13 +439,14 @@ void Writer::finish_events() {
 
 std::uint64_t Writer::dropped() const {
   std::uint64_t n = dropped_.load(std::memory_order_relaxed);
-  std::lock_guard lock(const_cast<std::mutex&>(rings_mutex_));
+  std::lock_guard lock(rings_mutex_);
   for (const Ring* r : rings_) n += r->dropped.load(std::memory_order_relaxed);
   return n;
 }
 
 bool Writer::close(const Summary& s) {
   if (file_ == nullptr) return false;
+  if (thread_.joinable() || accepting_.load(std::memory_order_acquire)) finish_events();
   std::string out;
   Encoder e(out);
   std::size_t at = e.begin(RecordType::Summary);

@@ -74,7 +74,7 @@ class Writer {
 
   /// Stops the writer thread after writing everything recorded so far; record() drops from now.
   void finish_events();
-  /// Writes the session's summary and the End record and closes the file (after finish_events()).
+  /// Writes the session's summary and the End record and closes the file (finishing the events first).
   /// Returns false when the file could not be written completely.
   bool close(const Summary& summary);
 
@@ -108,7 +108,7 @@ class Writer {
   bool full_ = false;  // writer thread only: once a record did not fit, the rest is dropped
   bool io_failed_ = false;
 
-  std::mutex rings_mutex_;
+  mutable std::mutex rings_mutex_;
   std::vector<Ring*> rings_;  // in the order threads first recorded; guarded by rings_mutex_
   std::atomic<bool> accepting_{true};
 
