@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -24,6 +25,7 @@
 #include <nvtx3/nvtx3.hpp>
 #include <string>
 #include <type_traits>
+#include <thread>
 #include <vector>
 
 #include "cupti_buffer.hpp"
@@ -31,7 +33,9 @@
 #include "model/range_tree.hpp"
 #include "producers/clock.hpp"
 #include "producers/cupti/decode.hpp"
+#include "session/session.hpp"
 #include "summary.hpp"
+#include "trace/writer.hpp"
 
 namespace {
 
@@ -113,6 +117,45 @@ void BM_scope_enabled(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_scope_enabled);
+
+// The enabled scope in trace mode, as CUSCOPE_TRACE sets it up (a writer, its thread, the kTrace
+// flag), writing to /dev/null: the hot path's cost, not the disk's. Every 30,000 scopes (60,000
+// events, less than a thread's ring) the clock stops until the writer thread has drained the ring,
+// so no event is dropped and every one pays the full recording path (`dropped` shows it).
+void BM_scope_traced(benchmark::State& state) {
+  namespace d = cuscope::detail;
+  std::string error;
+  auto writer = cuscope::trace::Writer::open("/dev/null", UINT64_MAX, d::session().forest.names, &error);
+  if (!writer) {
+    state.SkipWithError(error.c_str());
+    return;
+  }
+  writer->start();
+  cuscope::trace::g_writer.store(writer.get());
+  cuscope::set_enabled(true);
+  d::g_flags.fetch_or(d::kTrace);
+  std::int64_t n = 0;
+  for (auto _ : state) {
+    CUSCOPE_SCOPE("traced");
+    benchmark::ClobberMemory();
+    if (++n % 30'000 == 0) {
+      state.PauseTiming();
+      // Drained once the file stops growing over more than one writer pass (5 ms).
+      std::uint64_t before = 0;
+      do {
+        before = writer->bytes_written();
+        std::this_thread::sleep_for(std::chrono::milliseconds(7));
+      } while (writer->bytes_written() != before);
+      state.ResumeTiming();
+    }
+  }
+  d::g_flags.fetch_and(~std::uint32_t{d::kTrace});
+  cuscope::trace::g_writer.store(nullptr);
+  writer->finish_events();
+  writer->close({});
+  state.counters["dropped"] = static_cast<double>(writer->dropped());
+}
+BENCHMARK(BM_scope_traced);
 
 void BM_scope_nested_8(benchmark::State& state) {
   cuscope::set_enabled(true);
@@ -501,6 +544,9 @@ cuscope_bench::Summary summarize(const Collector& c, const std::string& commit) 
   const double compiled_out = time("scope.compiled_out", "scope: compiled out", "BM_scope_compiled_out");
   const double disabled = time("scope.disabled", "scope: runtime-disabled", "BM_scope_disabled");
   const double enabled = time("scope.enabled", "scope: enabled, host only", "BM_scope_enabled");
+  const double traced = time("scope.traced", "scope: enabled, trace mode (CUSCOPE_TRACE)", "BM_scope_traced");
+  const double trace_dropped =
+      counter("scope.traced_dropped", "scope: trace mode, events dropped", "BM_scope_traced", "dropped", "events");
   time("scope.nested_8", "scope: nested 8 deep, per scope", "BM_scope_nested_8", 8);
   time("scope.threads_8", "scope: 8 threads at once, per scope (CPU)", "BM_scope_threads");
   const char* pairs_labels[][3] = {{"1", "activity: 1 (range, kernel) pair", "activity.pairs_1"},
@@ -530,6 +576,12 @@ cuscope_bench::Summary summarize(const Collector& c, const std::string& commit) 
   s.targets.push_back({"scope.enabled_over_rdtsc", "enabled scope / two rdtsc", enabled / rdtsc, "x",
                        "<= 1.30x", enabled / rdtsc <= 1.3});
   s.targets.push_back({"scope.enabled_ns", "enabled scope (guide)", enabled, "ns", "< 30 ns", enabled < 30});
+  s.targets.push_back({"scope.traced_over_enabled", "enabled scope: trace mode / without", traced / enabled, "x",
+                       "<= 1.50x", traced / enabled <= 1.5});
+  s.targets.push_back({"scope.traced_minus_enabled", "enabled scope: trace mode - without", traced - enabled,
+                       "ns", "<= 10 ns", traced - enabled <= 10.0});
+  s.targets.push_back({"scope.traced_dropped", "trace mode: events dropped in the benchmark", trace_dropped,
+                       "events", "0", trace_dropped == 0});
   s.targets.push_back({"scope.disabled_minus_empty", "runtime-disabled scope - empty loop", disabled - empty,
                        "ns", "<= 1 ns", disabled - empty <= 1.0});
   s.targets.push_back({"scope.compiled_out_minus_empty", "compiled-out scope - empty loop",

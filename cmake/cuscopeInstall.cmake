@@ -8,6 +8,9 @@ install(TARGETS cuscope EXPORT cuscopeTargets
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/cuscope DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+if(TARGET cuscope_cli)
+  install(TARGETS cuscope_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})  # bin/cuscope
+endif()
 
 set(cuscope_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/cuscope)
 install(EXPORT cuscopeTargets NAMESPACE cuscope:: DESTINATION ${cuscope_cmake_dir})

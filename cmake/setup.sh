@@ -3,7 +3,9 @@
 # CUDA 13 itself (nvcc, cudart, CUPTI, NVTX3) is expected at /usr/local/cuda.
 set -euo pipefail
 
-packages=(cmake ninja-build g++ libabsl-dev libspdlog-dev libfmt-dev catch2 nlohmann-json3-dev libbenchmark-dev)
+# clang-14 and libclang-rt-14-dev: the trace reader's fuzzer (libFuzzer); python3-venv: the HTA test.
+packages=(cmake ninja-build g++ libabsl-dev libspdlog-dev libfmt-dev catch2 nlohmann-json3-dev libbenchmark-dev
+          clang-14 libclang-rt-14-dev python3 python3-venv)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -20,5 +22,17 @@ fi
 if [[ ! -x /usr/local/cuda/bin/nvcc ]]; then
   echo "cuscope setup: CUDA not found at /usr/local/cuda (nvcc, cudart, CUPTI and NVTX3 are needed)" >&2
   exit 1
+fi
+# HolisticTraceAnalysis (PyPI) reads `cuscope trace`'s output in the tests, from its own virtual
+# environment. Offline, this step says so and the setup goes on; that one test then fails saying why.
+root=$(cd "$(dirname "$0")/.." && pwd)
+venv=$root/.cache/hta-venv
+if ! "$venv/bin/python" -c "import hta" 2>/dev/null; then
+  echo "cuscope setup: installing HolisticTraceAnalysis into $venv (for the trace test)"
+  if ! { python3 -m venv "$venv" && "$venv/bin/pip" install -q --disable-pip-version-check \
+           "HolisticTraceAnalysis==0.5.0"; }; then
+    echo "cuscope setup: could not install HolisticTraceAnalysis from PyPI (offline?); the test" \
+         "'trace: HolisticTraceAnalysis reads cuscope trace' will fail until it is installed" >&2
+  fi
 fi
 echo "cuscope setup: ready"

@@ -174,6 +174,7 @@ struct Diagnostics {
   std::uint64_t unrecorded_scopes = 0;       ///< entries not recorded: 65535 threads already held a tree
   std::uint64_t outside_window_scopes = 0;   ///< scope entries outside the step window, left out
   std::uint64_t rejected_counts = 0;         ///< count() amounts that were inf or NaN, not added
+  std::uint64_t trace_records_dropped = 0;  ///< trace mode: records that did not fit (CUSCOPE_TRACE_LIMIT); the trace is truncated
 };
 
 /// Report::counters_status when no hardware counters were asked for.

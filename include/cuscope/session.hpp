@@ -48,6 +48,11 @@ struct Options {
   /// counters, with everything inside them; empty = every range. Other ranges run at full speed.
   std::vector<std::string> metric_ranges;
   std::uint32_t metric_steps = 0;  ///< CUSCOPE_METRIC_STEPS: counters in the first N recorded steps; 0 = all
+  /// CUSCOPE_TRACE: record every scope instance, GPU activity record and step mark of the window to
+  /// this file ("" = no trace); read it with `cuscope show|json|trace` (README, "Trace mode").
+  std::string trace_path;
+  /// CUSCOPE_TRACE_LIMIT: the trace file's bound in MiB; what does not fit is dropped and counted.
+  std::uint32_t trace_limit_mb = 256;
 };
 
 /// One problem found while reading options: `variable` names the setting, `value` what was given.

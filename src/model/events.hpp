@@ -47,6 +47,7 @@ struct MemcpyActivity {
   std::uint64_t bytes = 0;
   CopyKind kind = CopyKind::Other;
   std::uint32_t device = 0;
+  std::uint32_t stream = 0;
 };
 
 struct MemsetActivity {
@@ -55,6 +56,7 @@ struct MemsetActivity {
   std::uint64_t end_ns = 0;
   std::uint64_t bytes = 0;
   std::uint32_t device = 0;
+  std::uint32_t stream = 0;
 };
 
 struct SyncActivity {

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "trace/writer.hpp"
+
 namespace cuscope::inline v0::detail {
 namespace {
 
@@ -174,7 +176,9 @@ bool GpuEvents::resolve() noexcept {
     }
     float ms = 0.0f;
     if (q == cudaSuccess && cudaEventElapsedTime(&ms, p->start, p->stop) == cudaSuccess && ms >= 0.0f) {
-      p->node->gpu.add(static_cast<std::uint64_t>(static_cast<double>(ms) * 1e6));
+      const auto ns = static_cast<std::uint64_t>(static_cast<double>(ms) * 1e6);
+      p->node->gpu.add(ns);
+      if (trace::Writer* w = trace::g_writer.load(std::memory_order_acquire)) w->gpu_time(p->node, ns);
     } else {
       // A broken pair (its context was reset, say) is made afresh on its next use, not reused.
       cudaGetLastError();

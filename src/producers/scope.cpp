@@ -5,6 +5,7 @@
 // cudaEventRecord calls when GPU timing is on and a correlation push/pop when CUPTI traces.
 // Never here: locks, allocation, string copies or hashing (those happen on a call site's first
 // visit only), device synchronization.
+#include <bit>
 #include <cmath>
 #include <cuscope/scope.hpp>
 
@@ -13,6 +14,7 @@
 #include "producers/cupti/range_profiler.hpp"
 #include "producers/nvtx_domain.hpp"
 #include "session/session.hpp"
+#include "trace/writer.hpp"
 
 namespace cuscope {
 inline namespace v0 {
@@ -27,12 +29,14 @@ namespace {
 
 // A scope's token (Scope::depth_): the tree depth it opened at, what it did, and the tag of its
 // frame (so that an end on another thread finds that very frame).
-constexpr std::uint32_t kDepthMask = 0xFFFF;
-constexpr std::uint32_t kOverflow = 0xFFFF;
-constexpr std::uint32_t kRecorded = 1u << 16;
-constexpr std::uint32_t kPushed = 1u << 17;
-constexpr std::uint32_t kTimedGpu = 1u << 18;
-constexpr unsigned kTagShift = 19;
+constexpr std::uint32_t kDepthMask = 0x3FF;
+constexpr std::uint32_t kOverflow = 0x3FF;
+static_assert(model::kHardMaxDepth < kOverflow);
+constexpr std::uint32_t kRecorded = 1u << 10;
+constexpr std::uint32_t kPushed = 1u << 11;
+constexpr std::uint32_t kTimedGpu = 1u << 12;
+constexpr std::uint32_t kTraced = 1u << 13;
+constexpr unsigned kTagShift = 14;
 static_assert(model::ThreadTree::kMaxTag <= (UINT32_MAX >> kTagShift));
 
 thread_local ThreadState* t_state = nullptr;
@@ -109,11 +113,23 @@ void end_elsewhere(ThreadState* ts, std::uint32_t token, std::uint64_t now) noex
   }
 }
 
+// A step with hardware counters: its top-level scopes go under "(counted steps)", apart.
+void open_counted_root(ThreadState* ts, std::uint64_t now, std::uint32_t flags) noexcept {
+  const model::ThreadTree::Token b = ts->tree->begin(model::NameTable::kCountedStepsId, now);
+  ts->counted_root = true;
+  ts->counted_root_traced = (flags & kTrace) != 0;
+  if (ts->counted_root_traced)
+    trace::record(trace::ScopeKind::Enter, ts->tree->slot(), model::NameTable::kCountedStepsId, now,
+                  b.instance);
+}
+
 // Closes the "(counted steps)" frame once the top-level scope under it has closed.
 void close_counted_root(ThreadState* ts, std::uint64_t now) noexcept {
   ts->counted_root = false;
   const model::Node* top = ts->tree->open_depth() == 1 ? ts->tree->open_node(1) : nullptr;
-  if (top != nullptr && top->name_id == model::NameTable::kCountedStepsId) ts->tree->end(1, now);
+  if (top == nullptr || top->name_id != model::NameTable::kCountedStepsId) return;
+  ts->tree->end(1, now);
+  if (ts->counted_root_traced) trace::record(trace::ScopeKind::Exit, ts->tree->slot(), 1, now);
 }
 
 // The calling thread's state, attached on its first scope or count (nullptr past the thread limit).
@@ -135,14 +151,14 @@ ThreadState* enter_id(std::uint32_t id, cudaStream_t stream, std::uint32_t& toke
   std::uint32_t tok = 0;
   if (flags & kRecording) {
     const std::uint64_t now = now_ns();
-    if ((flags & kCounters) && ts->tree->open_depth() == 0) {
-      // A step with hardware counters: its top-level scopes go under "(counted steps)", apart.
-      ts->tree->begin(model::NameTable::kCountedStepsId, now);
-      ts->counted_root = true;
-    }
+    if ((flags & kCounters) && ts->tree->open_depth() == 0) open_counted_root(ts, now, flags);
     const model::ThreadTree::Token b = ts->tree->begin(id, now);
     const bool overflow = b.depth == model::ThreadTree::kOverflowDepth;
     tok = kRecorded | (overflow ? kOverflow : b.depth) | (b.tag << kTagShift);
+    if (flags & kTrace) {
+      trace::record(trace::ScopeKind::Enter, ts->tree->slot(), id, now, b.instance);
+      tok |= kTraced;
+    }
     if (flags & kCorrelation) tok |= push_correlation(b.instance);
     const bool framed = !overflow && !b.reentry;  // a re-entry keeps its frame's timers
     if ((flags & kCounters) && framed) counters_on_enter(ts->tree->innermost());
@@ -168,6 +184,9 @@ void count_id(std::uint32_t id, double amount) noexcept {
   if (ts == nullptr) return;
   try {
     ts->tree->count(id, amount);
+    if (g_flags.load(std::memory_order_relaxed) & kTrace)
+      trace::record(trace::ScopeKind::Count, ts->tree->slot(), id, now_ns(),
+                    std::bit_cast<std::uint64_t>(amount));
   } catch (...) {  // out of memory on a first count: the count is lost, the program goes on
   }
 }
@@ -217,7 +236,9 @@ void exit(ThreadState* ts, std::uint32_t token) noexcept {
     }
     if ((g_flags.load(std::memory_order_relaxed) & kCounters) && framed)
       counters_on_exit(tree.innermost(), depth > 1 ? tree.open_node(depth - 1) : nullptr);
-    tree.end(depth == kOverflow ? model::ThreadTree::kOverflowDepth : depth, now);
+    const std::uint32_t tree_depth = depth == kOverflow ? model::ThreadTree::kOverflowDepth : depth;
+    tree.end(tree_depth, now);
+    if (token & kTraced) trace::record(trace::ScopeKind::Exit, tree.slot(), tree_depth, now);
     if (ts->counted_root && tree.open_depth() <= 1) close_counted_root(ts, now);
   }
   if (token & kPushed) pop_correlation();
@@ -243,7 +264,11 @@ void push(std::string_view name, cudaStream_t stream) noexcept {
   auto& pushes = detail::t_pushes;
   if (pushes.depth == detail::ThreadPushes::kMaxEntries) {
     ++pushes.skipped;
-    if (detail::t_state != nullptr) detail::t_state->tree->depth_overflows.add(1);
+    if (detail::ThreadState* ts = detail::t_state) {
+      ts->tree->depth_overflows.add(1);
+      if (detail::g_flags.load(std::memory_order_relaxed) & detail::kTrace)
+        trace::record(trace::ScopeKind::Overflow, ts->tree->slot(), 0, detail::now_ns());
+    }
     return;
   }
   std::uint32_t token = 0;

@@ -126,7 +126,8 @@ constexpr const char* kKnown[] = {
     "CUSCOPE_ENABLE",    "CUSCOPE_GPU_EVENTS", "CUSCOPE_ACTIVITIES",    "CUSCOPE_WAIT",
     "CUSCOPE_WARMUP",    "CUSCOPE_ACTIVE",     "CUSCOPE_PRINT",         "CUSCOPE_OUTPUT",
     "CUSCOPE_JSON",      "CUSCOPE_SORT",       "CUSCOPE_ROWS",          "CUSCOPE_TOP_KERNELS",
-    "CUSCOPE_MAX_DEPTH", "CUSCOPE_METRICS",    "CUSCOPE_METRIC_RANGES", "CUSCOPE_METRIC_STEPS"};
+    "CUSCOPE_MAX_DEPTH", "CUSCOPE_METRICS",    "CUSCOPE_METRIC_RANGES", "CUSCOPE_METRIC_STEPS",
+    "CUSCOPE_TRACE",     "CUSCOPE_TRACE_LIMIT"};
 
 }  // namespace
 
@@ -148,6 +149,8 @@ Options options_from(EnvLookup lookup, Options base, std::vector<OptionError>* e
   r.path("CUSCOPE_METRICS", base.metrics);
   r.list("CUSCOPE_METRIC_RANGES", base.metric_ranges);
   r.number("CUSCOPE_METRIC_STEPS", base.metric_steps, 0, 1'000'000'000);
+  r.path("CUSCOPE_TRACE", base.trace_path);
+  r.number("CUSCOPE_TRACE_LIMIT", base.trace_limit_mb, 1, 1'000'000);
   return base;
 }
 

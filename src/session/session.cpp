@@ -34,6 +34,7 @@
 #include "session/hardware.hpp"
 #include "session/log.hpp"
 #include "views/utf8.hpp"
+#include "trace/session_trace.hpp"
 
 namespace cuscope {
 inline namespace v0 {
@@ -99,6 +100,7 @@ std::uint32_t flags_for(const Session& s, Phase p) {
     }
   }
   if (tracing && (p == Phase::Record || p == Phase::Warmup)) f |= kCorrelation;
+  if (p == Phase::Record && trace_on()) f |= kTrace;
   return f;
 }
 
@@ -283,6 +285,8 @@ void reset_for_testing() noexcept {
   g_flags.store(0, std::memory_order_relaxed);
   disable_range_profiler();
   stop_activity_tracing();                           // the next session starts tracing again
+  finish_trace();
+  close_trace(old, Report{});
   static auto* retired = new std::vector<Session*>;  // kept reachable: threads may still point into them
   retired->push_back(g_session);
   g_session = new Session();
@@ -429,6 +433,8 @@ bool start(const Options& given) {
     }
     if (!options.metrics.empty()) s.counters_status = probe.available ? start_counters(s) : probe.reason;
     if (probe.available) s.peaks = device_peaks();
+    if (std::string off = start_trace(s); !off.empty()) warn_once(off);
+    trace_step(s.start_ns, 0, phase_of(options, 0) == Phase::Record);
 
     g_flags.store(flags_for(s, phase_of(options, 0)), std::memory_order_relaxed);
     if (phase_of(options, 0) != Phase::Record) {
@@ -461,6 +467,7 @@ void step() {
   const Phase next = phase_of(o, finished + 1);
   if (was == Phase::Record) s.recorded_steps.fetch_add(1, std::memory_order_relaxed);
   g_flags.store(flags_for(s, next), std::memory_order_relaxed);  // also ends the counters' steps
+  trace_step(now_ns(), finished + 1, next == Phase::Record);
   if (was == next) return;
   if ((was == Phase::Record) != (next == Phase::Record)) {
     std::lock_guard agg(s.aggregator_mutex);
@@ -530,6 +537,7 @@ Report snapshot() {
     r.diagnostics.cross_thread_ends = s.cross_thread_ends.load(std::memory_order_relaxed);
     r.diagnostics.unbalanced_ends += s.stray_pops.load(std::memory_order_relaxed);
     r.diagnostics.rejected_counts = s.rejected_counts.load(std::memory_order_relaxed);
+    r.diagnostics.trace_records_dropped = trace_dropped();
     std::lock_guard threads(s.threads_mutex);
     for (const auto& ts : s.threads) {
       r.diagnostics.outside_window_scopes += ts->outside_window.get();
@@ -571,9 +579,11 @@ void shutdown() {
       std::lock_guard agg(s.aggregator_mutex);
       s.aggregator.settle(1);  // what still waits for its correlation now never gets it
     }
+    finish_trace();  // all recorded is written: the report knows what the trace dropped
     s.closed.store(true, std::memory_order_release);
-    if (!s.options.print_at_exit && s.options.json_path.empty()) return;
+    if (!s.options.print_at_exit && s.options.json_path.empty() && s.options.trace_path.empty()) return;
     const Report r = snapshot();
+    close_trace(s, r);
     if (s.options.print_at_exit) write_text(s.options.output_path, format_table(r, s.options.table), "table");
     if (!s.options.json_path.empty()) write_text(s.options.json_path, format_json(r), "JSON report");
   } catch (const std::exception& e) {

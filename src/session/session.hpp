@@ -30,6 +30,7 @@ enum Flags : std::uint32_t {
   kGpuEvents = 1u << 1,    ///< record CUDA events around recorded scopes
   kCorrelation = 1u << 2,  ///< push external correlation ids for CUPTI
   kCounters = 1u << 3,     ///< hardware counters may be collected: scope boundaries call the profiler
+  kTrace = 1u << 4,        ///< trace mode: recorded scopes also go to the trace writer
 };
 extern std::atomic<std::uint32_t> g_flags;
 
@@ -47,6 +48,7 @@ struct ThreadState {
   std::unique_ptr<GpuEvents> gpu;
   model::SoloCounter outside_window;  // scopes entered outside the step window (left out)
   bool counted_root = false;          // owner only: a "(counted steps)" frame is open at depth 1
+  bool counted_root_traced = false;   // owner only: and trace mode recorded its entry
 };
 
 /// The process's name table: outlives sessions, since call sites cache its ids.

@@ -17,6 +17,7 @@
 
 #include "cuscope/report.hpp"
 #include "cuscope/version.hpp"
+#include "views/diagnostics_fields.hpp"
 #include "views/utf8.hpp"
 
 namespace cuscope {
@@ -280,27 +281,7 @@ void write_range(JsonWriter& w, const RangeStats& r, std::size_t id) {
 
 void write_diagnostics(JsonWriter& w, const Diagnostics& d) {
   w.begin_object();
-  w.field("dropped_records", d.dropped_records);
-  w.field("zero_timestamp_records", d.zero_timestamp_records);
-  w.field("unresolved_records", d.unresolved_records);
-  w.field("unknown_records", d.unknown_records);
-  w.field("outside_window_records", d.outside_window_records);
-  w.field("open_scopes", d.open_scopes);
-  w.field("unbalanced_ends", d.unbalanced_ends);
-  w.field("cross_thread_ends", d.cross_thread_ends);
-  w.field("depth_overflows", d.depth_overflows);
-  w.field("adjusted_names", d.adjusted_names);
-  w.field("name_table_full", d.name_table_full);
-  w.field("unrecorded_scopes", d.unrecorded_scopes);
-  w.field("gpu_event_failures", d.gpu_event_failures);
-  w.field("overhead_records", d.overhead_records);
-  w.field("counter_ranges_dropped", d.counter_ranges_dropped);
-  w.field("overhead_ns", d.overhead_ns);
-  w.field("incomplete_at_exit", d.incomplete_at_exit);
-  w.field("activity_buffers_refused", d.activity_buffers_refused);
-  w.field("scopes_in_capture", d.scopes_in_capture);
-  w.field("outside_window_scopes", d.outside_window_scopes);
-  w.field("rejected_counts", d.rejected_counts);
+  for (const views::DiagnosticField& f : views::kDiagnosticFields) w.field(f.json, d.*f.field);
   w.end_object();
 }
 

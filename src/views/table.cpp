@@ -28,6 +28,7 @@
 
 #include "cuscope/report.hpp"
 #include "cuscope/version.hpp"
+#include "views/diagnostics_fields.hpp"
 #include "views/format.hpp"
 
 namespace cuscope {
@@ -80,43 +81,11 @@ bool has_activity(const ActivityStats& a) {
 
 // --- header -------------------------------------------------------------------------------------
 
-struct Counter {
-  std::uint64_t Diagnostics::*field;
-  std::string_view one;
-  std::string_view many;
-};
-
-constexpr std::array<Counter, 20> kCounters{{
-    {&Diagnostics::dropped_records, "dropped record", "dropped records"},
-    {&Diagnostics::zero_timestamp_records, "record with a zero timestamp", "records with a zero timestamp"},
-    {&Diagnostics::unresolved_records, "record not matched to a scope", "records not matched to a scope"},
-    {&Diagnostics::unknown_records, "record of an unknown kind", "records of an unknown kind"},
-    {&Diagnostics::outside_window_records, "record outside the window", "records outside the window"},
-    {&Diagnostics::outside_window_scopes, "scope outside the window", "scopes outside the window"},
-    {&Diagnostics::open_scopes, "scope still open", "scopes still open"},
-    {&Diagnostics::unbalanced_ends, "unbalanced end", "unbalanced ends"},
-    {&Diagnostics::cross_thread_ends, "scope ended on another thread", "scopes ended on another thread"},
-    {&Diagnostics::depth_overflows, "entry past the maximum depth", "entries past the maximum depth"},
-    {&Diagnostics::adjusted_names, "adjusted name", "adjusted names"},
-    {&Diagnostics::name_table_full, "entry past a full name table", "entries past a full name table"},
-    {&Diagnostics::unrecorded_scopes, "scope past the thread limit", "scopes past the thread limit"},
-    {&Diagnostics::gpu_event_failures, "CUDA event failure", "CUDA event failures"},
-    {&Diagnostics::overhead_records, "CUPTI overhead record", "CUPTI overhead records"},
-    {&Diagnostics::counter_ranges_dropped, "replayed kernel without counters",
-     "replayed kernels without counters"},
-    {&Diagnostics::incomplete_at_exit, "record still running at exit", "records still running at exit"},
-    {&Diagnostics::activity_buffers_refused, "CUPTI buffer refused (memory bound)",
-     "CUPTI buffers refused (memory bound)"},
-    {&Diagnostics::scopes_in_capture, "scope inside a graph capture (no CUDA-event time)",
-     "scopes inside a graph capture (no CUDA-event time)"},
-    {&Diagnostics::rejected_counts, "count of inf or NaN refused", "counts of inf or NaN refused"},
-}};
-
 std::string diagnostics_line(const Diagnostics& d) {
   std::vector<std::string> parts;
-  for (const Counter& c : kCounters) {
+  for (const views::DiagnosticField& c : views::kDiagnosticFields) {
     const std::uint64_t n = d.*c.field;
-    if (n != 0) parts.push_back(fmt::format("{} {}", n, n == 1 ? c.one : c.many));
+    if (n != 0 && !c.one.empty()) parts.push_back(fmt::format("{} {}", n, n == 1 ? c.one : c.many));
   }
   if (d.overhead_ns != 0) parts.push_back(format_duration(d.overhead_ns) + " of CUPTI overhead");
   if (parts.empty()) return {};

@@ -16,6 +16,7 @@
 #include "producers/cupti/errors.hpp"
 #include "session/log.hpp"
 #include "session/session.hpp"
+#include "trace/writer.hpp"
 
 namespace cuscope::inline v0::detail {
 namespace {
@@ -267,6 +268,7 @@ void stop_activity_tracing() noexcept {
     // What a forced flush hands back with zero timestamps was still running: counted apart.
     std::lock_guard lock(target->aggregator_mutex);
     target->aggregator.set_final_flush(true);
+    if (trace::Writer* w = trace::g_writer.load(std::memory_order_acquire)) w->final_flush();
   }
   deliver(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   disable_all(s);

@@ -6,6 +6,8 @@
 
 #include <atomic>
 
+#include "trace/writer.hpp"
+
 namespace cuscope::inline v0::detail {
 namespace {
 
@@ -59,7 +61,8 @@ std::size_t record_size(CUpti_ActivityKind kind) {
 
 // Returns false for a kind cuscope does not decode. Records of a decoded kind that carry nothing
 // cuscope reports (host allocations, other tools' correlation ids) return true and are dropped here.
-bool decode(const CUpti_Activity* record, model::Aggregator& sink) {
+template <class Sink>
+bool decode(const CUpti_Activity* record, Sink& sink) {
   switch (record->kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
@@ -84,18 +87,18 @@ bool decode(const CUpti_Activity* record, model::Aggregator& sink) {
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       const auto* r = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
       sink.on(model::MemcpyActivity{r->correlationId, r->start, r->end, r->bytes, copy_kind(r->copyKind),
-                                    r->deviceId});
+                                    r->deviceId, r->streamId});
       return true;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY2: {  // peer to peer, between two devices
       const auto* r = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(record);
-      sink.on(
-          model::MemcpyActivity{r->correlationId, r->start, r->end, r->bytes, CopyKind::PtoP, r->deviceId});
+      sink.on(model::MemcpyActivity{r->correlationId, r->start, r->end, r->bytes, CopyKind::PtoP, r->deviceId,
+                                    r->streamId});
       return true;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
       const auto* r = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
-      sink.on(model::MemsetActivity{r->correlationId, r->start, r->end, r->bytes, r->deviceId});
+      sink.on(model::MemsetActivity{r->correlationId, r->start, r->end, r->bytes, r->deviceId, r->streamId});
       return true;
     }
     case CUPTI_ACTIVITY_KIND_MEMORY2: {
@@ -140,7 +143,8 @@ bool decode(const CUpti_Activity* record, model::Aggregator& sink) {
 std::atomic<Walk> g_walk{Walk::BySize};
 
 // Steps with CUPTI's iterator: right for any layout the loaded libcupti writes.
-DecodeCounts walk_by_cupti(std::uint8_t* buffer, std::size_t valid_bytes, model::Aggregator& sink) {
+template <class Sink>
+DecodeCounts walk_by_cupti(std::uint8_t* buffer, std::size_t valid_bytes, Sink& sink) {
   DecodeCounts counts;
   CUpti_Activity* record = nullptr;
   for (;;) {
@@ -159,7 +163,8 @@ DecodeCounts walk_by_cupti(std::uint8_t* buffer, std::size_t valid_bytes, model:
 // Steps decoded kinds by their compiled size (the layouts CUPTI 13.0 packs, 8-byte aligned; the
 // decode tests check CUPTI's iterator agrees), and every other kind with CUPTI's iterator, so a
 // kind only CUPTI knows is skipped correctly.
-DecodeCounts walk_by_size(std::uint8_t* buffer, std::size_t valid_bytes, model::Aggregator& sink) {
+template <class Sink>
+DecodeCounts walk_by_size(std::uint8_t* buffer, std::size_t valid_bytes, Sink& sink) {
   DecodeCounts counts;
   std::size_t at = 0;
   while (at + sizeof(CUpti_ActivityKind) <= valid_bytes) {
@@ -225,11 +230,21 @@ DecodeCounts decode_buffer(std::uint8_t* buffer, std::size_t valid_bytes, model:
 
 DecodeCounts consume_buffer(std::uint8_t* buffer, std::size_t valid_bytes, std::uint64_t dropped,
                             model::Aggregator& sink) {
+  // Trace mode: the same records once more, to the trace file, before the aggregator sees them.
+  trace::Writer* tee = trace::g_writer.load(std::memory_order_acquire);
+  if (tee != nullptr && valid_bytes > 0) {
+    if (g_walk.load(std::memory_order_relaxed) == Walk::ByCupti) {
+      walk_by_cupti(buffer, valid_bytes, *tee);
+    } else {
+      walk_by_size(buffer, valid_bytes, *tee);
+    }
+  }
   const DecodeCounts counts =
       valid_bytes > 0 ? decode_buffer(buffer, valid_bytes, sink, g_walk.load(std::memory_order_relaxed))
                       : DecodeCounts{};
   sink.add_dropped(dropped);
   sink.settle(2, false);
+  if (tee != nullptr) tee->buffer_end(dropped, counts.unknown);
   return counts;
 }
 

@@ -1,0 +1,30 @@
+// cli/cli.hpp — the `cuscope` command: one file per subcommand, over the library's public API
+// (Report, format_table, format_json, options) and the trace reader. Nothing here reaches into
+// producers or the session.
+#pragma once
+
+#include <cuscope/report.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cuscope::cli {
+
+using Args = std::vector<std::string_view>;
+
+int show(const Args& args);
+int json(const Args& args);
+int trace(const Args& args);
+
+/// A report from a trace file or from a JSON report (cuscope.report/1), told apart by content.
+bool load_report(const std::string& path, Report* out, std::string* error);
+/// A JSON report's text back into a Report (the fields format_json writes).
+bool report_from_json(const std::string& text, Report* out, std::string* error);
+
+/// Prints "cuscope <command>: <message>" to stderr and returns the exit status for bad input.
+int fail(std::string_view command, std::string_view message);
+/// The exit status for a command line that cannot be run (after printing the usage).
+inline constexpr int kUsageError = 2;
+inline constexpr int kInputError = 1;
+
+}  // namespace cuscope::cli

@@ -1,0 +1,54 @@
+// cli/json.cpp — `cuscope json TRACE`: the report a trace replays to, as the session's JSON.
+#include <cstdio>
+#include <string>
+
+#include "cli/cli.hpp"
+#include "trace/replay.hpp"
+
+namespace cuscope::cli {
+
+namespace {
+
+constexpr const char* kHelp =
+    "usage: cuscope json TRACE [-o OUT]\n"
+    "\n"
+    "Replays the trace file TRACE (written by a program run with CUSCOPE_TRACE=TRACE) through\n"
+    "cuscope's model and prints its report as JSON: the same report, built by the same code, as the\n"
+    "session's own CUSCOPE_JSON of that run. Schema: README.md, \"JSON schema\".\n"
+    "\n"
+    "  -o OUT   write to OUT instead of standard output\n";
+
+}  // namespace
+
+int json(const Args& args) {
+  std::string path, out;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--help" || args[i] == "-h") {
+      std::fputs(kHelp, stdout);
+      return 0;
+    }
+    if (args[i] == "-o" && i + 1 < args.size()) {
+      out = std::string(args[++i]);
+    } else if (!args[i].empty() && args[i][0] != '-' && path.empty()) {
+      path = std::string(args[i]);
+    } else {
+      std::fputs(kHelp, stderr);
+      return kUsageError;
+    }
+  }
+  if (path.empty()) {
+    std::fputs(kHelp, stderr);
+    return kUsageError;
+  }
+  Report r;
+  std::string error;
+  if (!trace::replay_file(path, &r, &error)) return fail("json", path + ": " + error);
+  const std::string text = format_json(r);
+  std::FILE* f = out.empty() ? stdout : std::fopen(out.c_str(), "w");
+  if (f == nullptr) return fail("json", "cannot write '" + out + "'");
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (f != stdout && std::fclose(f) != 0) return fail("json", "cannot write '" + out + "'");
+  return ok ? 0 : fail("json", "cannot write the report");
+}
+
+}  // namespace cuscope::cli

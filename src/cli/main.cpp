@@ -1,0 +1,47 @@
+// cli/main.cpp — `cuscope <command> ...`: dispatch and the top-level help.
+#include <cstdio>
+#include <cstring>
+#include <cuscope/version.hpp>
+#include <exception>
+
+#include "cli/cli.hpp"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: cuscope <command> [options] FILE\n"
+    "\n"
+    "Reads what a cuscope session wrote: a trace file (CUSCOPE_TRACE) or a JSON report (CUSCOPE_JSON).\n"
+    "\n"
+    "commands:\n"
+    "  show FILE            the report's table (a trace file or a JSON report)\n"
+    "  json TRACE           the report of a trace as JSON (the session's own CUSCOPE_JSON)\n"
+    "  trace TRACE -o OUT   a Chrome/Perfetto trace (Kineto's JSON shape) of a trace file\n"
+    "\n"
+    "`cuscope <command> --help` describes a command. `cuscope --version` prints the version.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ||
+        std::strcmp(argv[1], "help") == 0) {
+      std::fputs(kUsage, argc < 2 ? stderr : stdout);
+      return argc < 2 ? cuscope::cli::kUsageError : 0;
+    }
+    if (std::strcmp(argv[1], "--version") == 0) {
+      std::printf("cuscope %s\n", cuscope::version());
+      return 0;
+    }
+    const cuscope::cli::Args args(argv + 2, argv + argc);
+    const std::string_view command = argv[1];
+    if (command == "show") return cuscope::cli::show(args);
+    if (command == "json") return cuscope::cli::json(args);
+    if (command == "trace") return cuscope::cli::trace(args);
+    std::fprintf(stderr, "cuscope: unknown command '%s'\n\n%s", argv[1], kUsage);
+    return cuscope::cli::kUsageError;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cuscope: %s\n", e.what());
+    return cuscope::cli::kInputError;
+  }
+}

@@ -1,0 +1,112 @@
+// cli/show.cpp — `cuscope show FILE`: the table of a trace file or of a JSON report, with the
+// table options the session takes from CUSCOPE_SORT, CUSCOPE_ROWS and CUSCOPE_TOP_KERNELS (parsed
+// by the same code, so the values and messages are the same).
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <cuscope/session.hpp>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "cli/cli.hpp"
+#include "trace/format.hpp"
+#include "trace/replay.hpp"
+
+namespace cuscope::cli {
+
+namespace {
+
+constexpr const char* kHelp =
+    "usage: cuscope show [--sort KEY] [--rows N] [--top-kernels N] FILE\n"
+    "\n"
+    "Prints the table of FILE, a trace file (CUSCOPE_TRACE) or a JSON report (CUSCOPE_JSON): the\n"
+    "table the program printed at exit.\n"
+    "\n"
+    "  --sort KEY         order siblings by host_total (default), host_self, gpu_total,\n"
+    "                     kernel_total, gpu_busy, calls or name (as CUSCOPE_SORT)\n"
+    "  --rows N           ranges shown, the rest counted in a last line; 0 = all (CUSCOPE_ROWS)\n"
+    "  --top-kernels N    kernels listed under each range; 0 = none (CUSCOPE_TOP_KERNELS)\n";
+
+// options_from() reads settings through a lookup; the command line is that lookup here.
+std::string g_sort, g_rows, g_top;
+const char* lookup(const char* name) {
+  const std::string_view n = name;
+  if (n == "CUSCOPE_SORT" && !g_sort.empty()) return g_sort.c_str();
+  if (n == "CUSCOPE_ROWS" && !g_rows.empty()) return g_rows.c_str();
+  if (n == "CUSCOPE_TOP_KERNELS" && !g_top.empty()) return g_top.c_str();
+  return nullptr;
+}
+
+}  // namespace
+
+int fail(std::string_view command, std::string_view message) {
+  std::fprintf(stderr, "cuscope %.*s: %.*s\n", static_cast<int>(command.size()), command.data(),
+               static_cast<int>(message.size()), message.data());
+  return kInputError;
+}
+
+bool load_report(const std::string& path, Report* out, std::string* error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *error = "cannot open '" + path + "': " + std::strerror(errno);
+    return false;
+  }
+  char head[sizeof(trace::kMagic)] = {};
+  in.read(head, sizeof(head));
+  if (in.gcount() == sizeof(head) && std::memcmp(head, trace::kMagic, sizeof(head)) == 0)
+    return trace::replay_file(path, out, error);
+  in.clear();
+  in.seekg(0);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return report_from_json(text.str(), out, error);
+}
+
+int show(const Args& args) {
+  std::string path;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string_view a = args[i];
+    if (a == "--help" || a == "-h") {
+      std::fputs(kHelp, stdout);
+      return 0;
+    }
+    std::string* value = a == "--sort"          ? &g_sort
+                         : a == "--rows"        ? &g_rows
+                         : a == "--top-kernels" ? &g_top
+                                                : nullptr;
+    if (value != nullptr && i + 1 < args.size()) {
+      *value = std::string(args[++i]);
+    } else if (value == nullptr && !a.empty() && a[0] != '-' && path.empty()) {
+      path = std::string(a);
+    } else {
+      std::fputs(kHelp, stderr);
+      return kUsageError;
+    }
+  }
+  if (path.empty()) {
+    std::fputs(kHelp, stderr);
+    return kUsageError;
+  }
+  std::vector<OptionError> errors;
+  const Options o = options_from(&lookup, Options{}, &errors);
+  if (!errors.empty()) {
+    std::string message = errors.front().message;
+    for (const char* env : {"CUSCOPE_SORT", "CUSCOPE_ROWS", "CUSCOPE_TOP_KERNELS"}) {
+      const std::string flag = env == std::string_view("CUSCOPE_SORT")   ? "--sort"
+                               : env == std::string_view("CUSCOPE_ROWS") ? "--rows"
+                                                                         : "--top-kernels";
+      if (const auto at = message.find(env); at != std::string::npos)
+        message.replace(at, std::strlen(env), flag);
+    }
+    std::fprintf(stderr, "cuscope show: %s\n", message.c_str());
+    return kUsageError;
+  }
+  Report r;
+  std::string error;
+  if (!load_report(path, &r, &error)) return fail("show", path + ": " + error);
+  std::fputs(format_table(r, o.table).c_str(), stdout);
+  return 0;
+}
+
+}  // namespace cuscope::cli

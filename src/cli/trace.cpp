@@ -1,0 +1,501 @@
+// cli/trace.cpp — `cuscope trace TRACE -o OUT`: a trace file as a Chrome/Perfetto JSON trace in the
+// shape torch.profiler (Kineto) writes, so that Perfetto, chrome://tracing and
+// HolisticTraceAnalysis open it.
+//
+// Host: each scope instance is a complete ("X") event on its thread, nested as the scopes were;
+// CUDA API calls are "cuda_runtime" events on the launching thread. Device: kernels, copies and
+// sets on per-device (pid), per-stream (tid) tracks with Kineto's argument names; flow events
+// ("ac2g", "s" on the launch, "f"/"e" on the work, id = correlation) join them. Perfetto drops
+// complete events that partially overlap on one track, so work that overlaps goes on an extra
+// lane of its track. Step marks become "ProfilerStep#N" annotations.
+//
+// Streaming: memory holds what is open (scope stacks), what is distinct (names, tracks) and a
+// bounded window of API calls waiting for their thread and their work; never the whole trace.
+#include <absl/container/flat_hash_map.h>
+#include <fmt/format.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "cli/cli.hpp"
+#include "model/aggregator.hpp"  // demangle
+#include "model/range_tree.hpp"  // instance id layout, kHardMaxDepth
+#include "trace/reader.hpp"
+
+namespace cuscope::cli {
+
+namespace {
+
+constexpr const char* kHelp =
+    "usage: cuscope trace TRACE -o OUT.json\n"
+    "\n"
+    "Converts the trace file TRACE (CUSCOPE_TRACE) to a Chrome/Perfetto JSON trace in the shape\n"
+    "torch.profiler (Kineto) writes: open it in https://ui.perfetto.dev, chrome://tracing, or\n"
+    "HolisticTraceAnalysis. Scope instances are nested complete events per thread; kernels,\n"
+    "copies and sets are on per-device, per-stream tracks, joined to their launches by flow\n"
+    "arrows. Memory stays bounded whatever the trace's size.\n"
+    "\n"
+    "  -o OUT   the JSON file to write (required)\n";
+
+constexpr std::size_t kApiWindow = 1u << 16;  // API calls waiting for their thread and work
+constexpr std::size_t kMaxLanes = 32;
+constexpr std::size_t kMaxStack = 4096;
+constexpr std::uint64_t kHostTrackBase = 0x7FFF0000;  // tids of host tracks that are no thread
+constexpr std::uint64_t kLaneStride = 1'000'000'000;  // tid of lane k = tid + k * stride
+
+// The length of the valid UTF-8 sequence at s[i], or 0 (overlong forms and surrogates are invalid).
+std::size_t utf8_length(std::string_view s, std::size_t i) {
+  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  const unsigned char c = b(0);
+  std::size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (std::size_t k = 1; k < n; ++k)
+    if ((b(k) >> 6) != 0x2) return 0;
+  if (n == 2 && c < 0xC2) return 0;
+  if (n == 3 && ((c == 0xE0 && b(1) < 0xA0) || (c == 0xED && b(1) >= 0xA0))) return 0;
+  if (n == 4 && ((c == 0xF0 && b(1) < 0x90) || c > 0xF4 || (c == 0xF4 && b(1) >= 0x90))) return 0;
+  return n;
+}
+
+// A JSON string's contents: quotes, backslashes and control bytes escaped; bytes that are not
+// UTF-8 (a kernel name is the producer's bytes) become U+FFFD, so the file always parses.
+std::string escape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 2);
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const std::size_t n = utf8_length(s, i);
+    if (n == 0) {
+      out += "\\ufffd";
+      ++i;
+    } else if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+      ++i;
+    } else if (c < 0x20) {
+      out += fmt::format("\\u{:04x}", c);
+      ++i;
+    } else {
+      out.append(s.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
+}
+
+// A JSON number, or null where JSON has none (a user count can be NaN or infinite).
+std::string number_or_null(double x) { return std::isfinite(x) ? fmt::format("{}", x) : "null"; }
+
+class Kineto final : public trace::Visitor {
+ public:
+  explicit Kineto(std::FILE* out) : out_(out) {}
+
+  void begin() {
+    buf_ += "{\n  \"schemaVersion\": 1,\n  \"distributedInfo\": {\"rank\": 0, \"world_size\": 1},\n";
+    buf_ += "  \"traceEvents\": [\n";
+  }
+
+  bool finish(std::uint64_t* dropped_out) {
+    while (!order_.empty()) evict();
+    for (auto& [slot, t] : threads_) open_ranges_ += t.stack.size() + t.hidden;
+    event(fmt::format(
+        R"({{"ph": "M", "name": "process_name", "pid": {}, "tid": 0, "args": {{"name": "cuscope: host"}}}})",
+        host_pid()));
+    buf_ += fmt::format(
+        "\n  ],\n  \"displayTimeUnit\": \"ms\",\n  \"cuscope\": {{\"records_dropped\": {}, \"open_ranges\": "
+        "{}}}\n}}\n",
+        dropped_, open_ranges_);
+    *dropped_out = dropped_;
+    flush();
+    return ok_;
+  }
+
+  // --- the visitor ---
+
+  void meta(std::string_view key, std::string_view value) override {
+    if (key == "start_ns") base_ns_ = number(value);
+    if (key == "pid") pid_ = number(value);
+    if (key == "max_depth") max_depth_ = number(value);
+    if (key == "device") device_ = std::string(value);
+  }
+  void name(std::uint32_t id, std::string_view text) override { names_[id] = std::string(text); }
+
+  void scope(const trace::ScopeEvent& e) override {
+    const std::uint32_t slot = trace::slot_of(e);
+    Thread& t = thread(slot);
+    switch (trace::kind_of(e)) {
+      case trace::ScopeKind::Attach:
+        open_ranges_ += t.stack.size() + t.hidden;  // left open by a thread that exited
+        t.stack.clear();
+        t.hidden = 0;
+        t.normal = 0;
+        t.tid = e.value != 0 ? e.value : slot;
+        name_thread(host_pid(), t.tid, fmt::format("thread {}", t.tid));
+        break;
+      case trace::ScopeKind::Enter:
+        enter(t, e);
+        break;
+      case trace::ScopeKind::Exit:
+        exit(t, e);
+        break;
+      case trace::ScopeKind::Count: {
+        double& total = counts_[e.arg];
+        total += std::bit_cast<double>(e.value);
+        event(fmt::format(
+            R"({{"ph": "C", "name": "{}", "pid": {}, "tid": {}, "ts": {}, "args": {{"value": {}}}}})",
+            escape(names_[e.arg]), host_pid(), t.tid, ts(e.ns), number_or_null(total)));
+        break;
+      }
+      case trace::ScopeKind::Overflow:
+        break;
+    }
+  }
+
+  void on(const model::KernelActivity& k) override {
+    const std::uint64_t tid =
+        lane(k.device, k.stream, k.start_ns, k.end_ns, fmt::format("stream {}", k.stream));
+    event(fmt::format(
+        R"({{"ph": "X", "cat": "kernel", "name": "{}", "pid": {}, "tid": {}, "ts": {}, "dur": {}, "args": {{)"
+        R"("device": {}, "stream": {}, "correlation": {}, "grid": [{}, {}, {}], "block": [{}, {}, {}], )"
+        R"("registers per thread": {}, "shared memory": {}, "static shared memory": {}, "dynamic shared memory": {}}}}})",
+        escape(kernel_name(k.name)), k.device, tid, ts(k.start_ns), dur(k.start_ns, k.end_ns), k.device,
+        k.stream, k.correlation, k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1], k.block[2],
+        k.registers_per_thread, k.static_shared_bytes + k.dynamic_shared_bytes, k.static_shared_bytes,
+        k.dynamic_shared_bytes));
+    launched(k.correlation, Work::Kernel, k.device, tid, k.start_ns);
+  }
+  void on(const model::MemcpyActivity& m) override {
+    const std::uint64_t tid =
+        lane(m.device, m.stream, m.start_ns, m.end_ns, fmt::format("stream {}", m.stream));
+    const std::uint64_t d = m.end_ns > m.start_ns ? m.end_ns - m.start_ns : 0;
+    event(fmt::format(
+        R"({{"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy {}", "pid": {}, "tid": {}, "ts": {}, "dur": {}, "args": {{)"
+        R"J("device": {}, "stream": {}, "correlation": {}, "bytes": {}, "memory bandwidth (GB/s)": {:.3f}}}}})J",
+        to_string(m.kind), m.device, tid, ts(m.start_ns), dur(m.start_ns, m.end_ns), m.device, m.stream,
+        m.correlation, m.bytes, d ? double(m.bytes) / double(d) : 0.0));
+    launched(m.correlation, Work::Memcpy, m.device, tid, m.start_ns);
+  }
+  void on(const model::MemsetActivity& m) override {
+    const std::uint64_t tid =
+        lane(m.device, m.stream, m.start_ns, m.end_ns, fmt::format("stream {}", m.stream));
+    event(fmt::format(
+        R"J({{"ph": "X", "cat": "gpu_memset", "name": "Memset (Device)", "pid": {}, "tid": {}, "ts": {}, "dur": {}, )J"
+        R"("args": {{"device": {}, "stream": {}, "correlation": {}, "bytes": {}}}}})",
+        m.device, tid, ts(m.start_ns), dur(m.start_ns, m.end_ns), m.device, m.stream, m.correlation,
+        m.bytes));
+    launched(m.correlation, Work::Memset, m.device, tid, m.start_ns);
+  }
+  void on(const model::SyncActivity& s) override {
+    const std::uint64_t tid =
+        lane(host_pid(), kHostTrackBase + 1, s.start_ns, s.end_ns, "CUDA synchronization");
+    event(fmt::format(
+        R"({{"ph": "X", "cat": "cuda_sync", "name": "Synchronization", "pid": {}, "tid": {}, "ts": {}, "dur": {}, )"
+        R"("args": {{"correlation": {}}}}})",
+        host_pid(), tid, ts(s.start_ns), dur(s.start_ns, s.end_ns), s.correlation));
+  }
+  void on(const model::MemoryActivity& m) override {
+    event(fmt::format(
+        R"({{"ph": "i", "s": "p", "cat": "cuda_memory", "name": "{}", "pid": {}, "tid": {}, "ts": {}, )"
+        R"("args": {{"device": {}, "correlation": {}, "bytes": {}, "address": {}}}}})",
+        m.is_alloc ? "Allocate" : "Free", m.device, kHostTrackBase + 2, ts(m.timestamp_ns), m.device,
+        m.correlation, m.bytes, m.address));
+    name_thread(m.device, kHostTrackBase + 2, "memory");
+  }
+  void on(const model::OverheadActivity& o) override {
+    const std::uint64_t tid = lane(host_pid(), kHostTrackBase + 3, o.start_ns, o.end_ns, "CUPTI overhead");
+    event(fmt::format(
+        R"({{"ph": "X", "cat": "overhead", "name": "CUPTI overhead", "pid": {}, "tid": {}, "ts": {}, "dur": {}}})",
+        host_pid(), tid, ts(o.start_ns), dur(o.start_ns, o.end_ns)));
+  }
+  void on(const model::ApiCall& a) override {
+    Pending& p = pending(a.correlation);
+    p.has_api = true;
+    p.api_start = a.start_ns;
+    p.api_end = a.end_ns;
+  }
+  void on(const model::ExternalCorrelation& e) override {
+    Pending& p = pending(e.correlation);
+    p.instance = e.instance;
+    p.has_instance = true;
+    // The launching thread as it is now: a tree taken over by another thread later has new ids.
+    const std::uint64_t slot = e.instance >> model::kInstanceSeqBits;
+    if (auto it = threads_.find(static_cast<std::uint32_t>(slot)); slot != 0 && it != threads_.end())
+      p.tid = it->second.tid;
+  }
+  void step(std::uint64_t now_ns, std::uint64_t step, bool /*recording*/) override {
+    if (step == 0) {
+      last_step_ns_ = now_ns;
+      return;
+    }
+    const std::uint64_t tid = lane(host_pid(), kHostTrackBase, last_step_ns_, now_ns, "steps");
+    event(fmt::format(
+        R"({{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{}", "pid": {}, "tid": {}, "ts": {}, "dur": {}}})",
+        step - 1, host_pid(), tid, ts(last_step_ns_), dur(last_step_ns_, now_ns)));
+    last_step_ns_ = now_ns;
+  }
+  void end(std::uint64_t dropped) override { dropped_ = dropped; }
+
+ private:
+  enum class Work : std::uint8_t { None, Kernel, Memcpy, Memset };
+  struct Open {
+    std::uint32_t name;
+    std::uint64_t begin_ns;
+    std::uint64_t instance;
+  };
+  struct Thread {
+    std::uint64_t tid = 0;
+    std::vector<Open> stack;
+    std::uint32_t normal = 0;  // entries in the range tree (the rest are past the maximum depth)
+    std::uint64_t hidden = 0;  // entries past kMaxStack, not shown
+  };
+  struct Pending {
+    bool has_api = false, has_instance = false, has_target = false;
+    Work work = Work::None;
+    std::uint64_t api_start = 0, api_end = 0, instance = 0, tid = 0;
+    std::uint32_t target_pid = 0;
+    std::uint64_t target_tid = 0, target_ns = 0;
+  };
+  struct Track {
+    std::vector<std::uint64_t> lane_end;
+    std::string label;
+  };
+
+  static std::uint64_t number(std::string_view s) {
+    std::uint64_t n = 0;
+    for (char c : s) {
+      if (c < '0' || c > '9') return 0;
+      n = n * 10 + static_cast<std::uint64_t>(c - '0');
+    }
+    return n;
+  }
+
+  std::uint64_t host_pid() const { return pid_ != 0 ? pid_ : 4'194'304; }  // past Linux's pid_max
+
+  // Microseconds since the session began, with nanosecond digits (Kineto's unit).
+  std::string ts(std::uint64_t ns) const {
+    const bool before = ns < base_ns_;
+    const std::uint64_t d = before ? base_ns_ - ns : ns - base_ns_;
+    return fmt::format("{}{}.{:03}", before ? "-" : "", d / 1000, d % 1000);
+  }
+  static std::string dur(std::uint64_t start, std::uint64_t end) {
+    const std::uint64_t d = end > start ? end - start : 0;
+    return fmt::format("{}.{:03}", d / 1000, d % 1000);
+  }
+
+  void event(const std::string& e) {
+    if (!first_) buf_ += ",\n";
+    first_ = false;
+    buf_ += "    ";
+    buf_ += e;
+    if (buf_.size() > (1u << 20)) flush();
+  }
+  void flush() {
+    if (!buf_.empty() && std::fwrite(buf_.data(), 1, buf_.size(), out_) != buf_.size()) ok_ = false;
+    buf_.clear();
+  }
+
+  void name_thread(std::uint64_t pid, std::uint64_t tid, const std::string& label) {
+    if (!named_.emplace(std::pair{pid, tid}, true).second) return;
+    event(
+        fmt::format(R"({{"ph": "M", "name": "thread_name", "pid": {}, "tid": {}, "args": {{"name": "{}"}}}})",
+                    pid, tid, escape(label)));
+    if (pid != host_pid() && devices_.emplace(pid, true).second)
+      event(fmt::format(
+          R"({{"ph": "M", "name": "process_name", "pid": {}, "tid": 0, "args": {{"name": "GPU {}"}}}})", pid,
+          pid));
+  }
+
+  // The tid of the first lane of track (pid, tid) where [start, end) overlaps nothing before it.
+  std::uint64_t lane(std::uint64_t pid, std::uint64_t tid, std::uint64_t start, std::uint64_t end,
+                     const std::string& label) {
+    Track& t = tracks_[std::pair{pid, tid}];
+    std::size_t k = 0;
+    while (k < t.lane_end.size() && start < t.lane_end[k]) ++k;
+    if (k == t.lane_end.size()) {
+      if (k == kMaxLanes) {
+        k = kMaxLanes - 1;  // past the lanes' bound: may overlap (and be hidden by the viewer)
+      } else {
+        t.lane_end.push_back(0);
+      }
+    }
+    t.lane_end[k] = std::max(t.lane_end[k], end);
+    const std::uint64_t lane_tid = tid + k * kLaneStride;
+    name_thread(pid, lane_tid, k == 0 ? label : fmt::format("{} (overlap {})", label, k));
+    return lane_tid;
+  }
+
+  Thread& thread(std::uint32_t slot) {
+    auto [it, fresh] = threads_.try_emplace(slot);
+    if (fresh) it->second.tid = slot;
+    return it->second;
+  }
+
+  void enter(Thread& t, const trace::ScopeEvent& e) {
+    if (t.stack.size() >= kMaxStack) {
+      ++t.hidden;
+      return;
+    }
+    const bool in_tree =
+        t.normal == t.stack.size() && t.normal < std::min<std::uint64_t>(max_depth_, model::kHardMaxDepth);
+    if (in_tree) ++t.normal;
+    t.stack.push_back(Open{e.arg, e.ns, e.value});
+    name_thread(host_pid(), t.tid, fmt::format("thread {}", t.tid));
+  }
+
+  void exit(Thread& t, const trace::ScopeEvent& e) {
+    if (e.arg == model::ThreadTree::kOverflowDepth) {
+      if (t.hidden > 0) {
+        --t.hidden;
+      } else if (t.stack.size() > t.normal) {
+        close(t, e.ns);
+      }
+      return;
+    }
+    if (e.arg == 0 || e.arg > t.normal) return;  // unbalanced: nothing of ours to close
+    t.hidden = 0;
+    while (t.stack.size() >= e.arg) close(t, e.ns);
+  }
+
+  void close(Thread& t, std::uint64_t end_ns) {
+    std::string path;
+    for (const Open& o : t.stack) {
+      if (!path.empty()) path += '/';
+      path += names_[o.name];
+    }
+    const Open o = t.stack.back();
+    t.stack.pop_back();
+    if (t.normal > t.stack.size()) t.normal = static_cast<std::uint32_t>(t.stack.size());
+    event(fmt::format(
+        R"({{"ph": "X", "cat": "user_annotation", "name": "{}", "pid": {}, "tid": {}, "ts": {}, "dur": {}, )"
+        R"("args": {{"path": "{}", "External id": {}}}}})",
+        escape(names_[o.name]), host_pid(), t.tid, ts(o.begin_ns), dur(o.begin_ns, end_ns), escape(path),
+        o.instance));
+  }
+
+  const std::string& kernel_name(const char* raw) {
+    auto [it, fresh] = demangled_.try_emplace(raw);
+    if (fresh) it->second = model::demangle(raw);
+    return it->second;
+  }
+
+  Pending& pending(std::uint64_t correlation) {
+    auto [it, fresh] = pending_.try_emplace(correlation);
+    if (fresh) {
+      order_.push_back(correlation);
+      if (order_.size() > kApiWindow) {
+        evict();
+        return pending_[correlation];  // rehashing may have moved it
+      }
+    }
+    return it->second;
+  }
+
+  void launched(std::uint64_t correlation, Work work, std::uint32_t pid, std::uint64_t tid,
+                std::uint64_t ns) {
+    Pending& p = pending(correlation);
+    if (p.work == Work::None) p.work = work;
+    if (p.has_target) return;  // one arrow per launch: to its first piece of work
+    p.has_target = true;
+    p.target_pid = pid;
+    p.target_tid = tid;
+    p.target_ns = ns;
+  }
+
+  // Writes the oldest waiting API call with what is known of it by now.
+  void evict() {
+    const std::uint64_t correlation = order_.front();
+    order_.pop_front();
+    auto it = pending_.find(correlation);
+    if (it == pending_.end()) return;
+    const Pending p = it->second;
+    pending_.erase(it);
+    if (!p.has_api) return;
+    const bool internal = p.has_instance && p.instance == model::kCuscopeInternal;
+    const std::uint64_t base = p.tid != 0 ? p.tid : kHostTrackBase + (internal ? 5 : 4);
+    const std::uint64_t tid = p.tid != 0
+                                  ? p.tid
+                                  : lane(host_pid(), base, p.api_start, p.api_end,
+                                         internal ? "cuscope's own CUDA calls" : "CUDA calls outside scopes");
+    const char* name = p.work == Work::Kernel   ? "cudaLaunchKernel"
+                       : p.work == Work::Memcpy ? "cudaMemcpyAsync"
+                       : p.work == Work::Memset ? "cudaMemsetAsync"
+                                                : "CUDA API call";
+    event(fmt::format(
+        R"({{"ph": "X", "cat": "cuda_runtime", "name": "{}", "pid": {}, "tid": {}, "ts": {}, "dur": {}, )"
+        R"("args": {{"correlation": {}, "External id": {}}}}})",
+        name, host_pid(), tid, ts(p.api_start), dur(p.api_start, p.api_end), correlation, p.instance));
+    if (!p.has_target) return;
+    event(fmt::format(
+        R"({{"ph": "s", "cat": "ac2g", "name": "ac2g", "id": {}, "pid": {}, "tid": {}, "ts": {}}})",
+        correlation, host_pid(), tid, ts(p.api_start)));
+    event(fmt::format(
+        R"({{"ph": "f", "bp": "e", "cat": "ac2g", "name": "ac2g", "id": {}, "pid": {}, "tid": {}, "ts": {}}})",
+        correlation, p.target_pid, p.target_tid, ts(p.target_ns)));
+  }
+
+  std::FILE* out_;
+  std::string buf_;
+  bool first_ = true;
+  bool ok_ = true;
+  std::uint64_t base_ns_ = 0, pid_ = 0, max_depth_ = 64, last_step_ns_ = 0;
+  std::uint64_t dropped_ = 0, open_ranges_ = 0;
+  std::string device_;
+  absl::flat_hash_map<std::uint32_t, std::string> names_;
+  absl::flat_hash_map<std::uint32_t, double> counts_;
+  absl::flat_hash_map<std::uint32_t, Thread> threads_;
+  absl::flat_hash_map<const char*, std::string> demangled_;
+  absl::flat_hash_map<std::pair<std::uint64_t, std::uint64_t>, Track> tracks_;
+  absl::flat_hash_map<std::pair<std::uint64_t, std::uint64_t>, bool> named_;
+  absl::flat_hash_map<std::uint64_t, bool> devices_;
+  absl::flat_hash_map<std::uint64_t, Pending> pending_;
+  std::deque<std::uint64_t> order_;
+};
+
+}  // namespace
+
+int trace(const Args& args) {
+  std::string path, out;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--help" || args[i] == "-h") {
+      std::fputs(kHelp, stdout);
+      return 0;
+    }
+    if (args[i] == "-o" && i + 1 < args.size()) {
+      out = std::string(args[++i]);
+    } else if (!args[i].empty() && args[i][0] != '-' && path.empty()) {
+      path = std::string(args[i]);
+    } else {
+      std::fputs(kHelp, stderr);
+      return kUsageError;
+    }
+  }
+  if (path.empty() || out.empty()) {
+    std::fputs(kHelp, stderr);
+    return kUsageError;
+  }
+  trace::Reader reader;
+  std::string error;
+  if (!reader.open(path, &error)) return fail("trace", path + ": " + error);
+  std::FILE* f = std::fopen(out.c_str(), "w");
+  if (f == nullptr) return fail("trace", "cannot write '" + out + "'");
+  Kineto k(f);
+  k.begin();
+  const bool read = reader.read(k, &error);
+  std::uint64_t dropped = 0;
+  const bool written = read && k.finish(&dropped);
+  const bool closed = std::fclose(f) == 0;
+  if (!read || !written || !closed) {
+    std::remove(out.c_str());  // never leave half a JSON file behind
+    return fail("trace", read ? "cannot write '" + out + "'" : path + ": " + error);
+  }
+  if (dropped > 0)
+    std::fprintf(stderr, "cuscope trace: %s is truncated: %llu records did not fit (CUSCOPE_TRACE_LIMIT)\n",
+                 path.c_str(), static_cast<unsigned long long>(dropped));
+  return 0;
+}
+
+}  // namespace cuscope::cli

@@ -1,0 +1,156 @@
+// trace/format.hpp — the trace file (CUSCOPE_TRACE): what the producers produced, in the order
+// the model must see it, so that a reader can replay it into the same model as the live session.
+//
+// Layout (every integer little-endian, no padding):
+//   header  : magic "CUSCOPE-TRACE\n\0\0" (16 bytes), u32 version, u32 header bytes (24)
+//   records : u32 type, u32 payload bytes, payload
+// The last record is End; a file without it was cut short (the process died, or the disk
+// filled). Strings are u32 length + bytes. Every record is bounded (kMaxRecordBytes) so that a
+// reader needs bounded memory whatever the file's size.
+//
+// Nothing here knows CUDA, CUPTI or the session: the writer and the reader both build on it.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cuscope::trace {
+
+inline constexpr char kMagic[16] = {'C', 'U', 'S', 'C', 'O', 'P',  'E', '-',
+                                    'T', 'R', 'A', 'C', 'E', '\n', 0,   0};
+inline constexpr std::uint32_t kVersion = 1;
+inline constexpr std::uint32_t kHeaderBytes = 24;
+inline constexpr std::uint32_t kRecordHeaderBytes = 8;
+inline constexpr std::uint32_t kMaxRecordBytes = 1u << 20;
+inline constexpr std::uint32_t kMaxPathDepth = 256;  ///< range paths are at most this deep (GpuTime)
+
+enum class RecordType : std::uint32_t {
+  Meta = 1,         ///< string key, string value: version, clock, options, device, max_depth
+  Name = 2,         ///< u32 id, string: a range or counter name, before its first use
+  ScopeEvents = 3,  ///< u32 count, then count ScopeEvent (24 bytes each)
+  KernelName = 4,   ///< u32 id, string: a kernel name as the producer got it (maybe mangled)
+  Kernel = 5,       ///< KernelRecord
+  Memcpy = 6,       ///< u64 correlation, start, end, bytes; u8 kind; u32 device, stream
+  Memset = 7,       ///< u64 correlation, start, end, bytes; u32 device, stream
+  Sync = 8,         ///< u64 correlation, start, end
+  Memory = 9,       ///< u64 correlation, timestamp, address, bytes; u8 is_alloc; u32 device
+  Overhead = 10,    ///< u64 start, end
+  ApiCall = 11,     ///< u64 correlation, start, end
+  External = 12,    ///< u64 correlation, instance
+  BufferEnd = 13,   ///< u64 dropped, unknown: the end of one decoded activity buffer
+  FinalFlush = 14,  ///< records after it with a zero timestamp were running at exit
+  Step = 15,        ///< u64 now_ns, step, u8 recording: step `step` ended (0: the session began)
+  Summary = 16,     ///< the session's own fields of its exit report (see Summary)
+  End = 17,         ///< u64 records dropped (trace bound or a full thread buffer)
+  GpuTime = 18,     ///< u64 ns, u32 n, n u32 name ids: a scope's CUDA-event time, by its range path
+};
+
+/// One host event of a thread. `word` = kind (low 8 bits) | thread slot << 8.
+struct ScopeEvent {
+  std::uint32_t word = 0;
+  std::uint32_t arg = 0;    ///< Enter, Count: name id; Exit: tree depth
+  std::uint64_t ns = 0;     ///< session clock
+  std::uint64_t value = 0;  ///< Enter: instance id; Count: the amount's bits (double)
+};
+static_assert(sizeof(ScopeEvent) == 24);
+inline constexpr std::uint32_t kScopeEventBytes = 24;
+
+enum class ScopeKind : std::uint8_t {
+  Attach = 1,  ///< a thread took this slot's tree (a reused tree forgets what was open)
+  Enter = 2,
+  Exit = 3,
+  Count = 4,
+  Overflow = 5,  ///< a push() too deep to remember (counted as a depth overflow)
+};
+
+inline ScopeKind kind_of(const ScopeEvent& e) { return static_cast<ScopeKind>(e.word & 0xFF); }
+inline std::uint32_t slot_of(const ScopeEvent& e) { return e.word >> 8; }
+inline std::uint32_t event_word(ScopeKind k, std::uint32_t slot) {
+  return static_cast<std::uint32_t>(k) | (slot << 8);
+}
+
+/// The session's fields of a report that the model does not hold (they come from the session).
+struct Summary {
+  std::string device, gpu_timing, activity_status, counters_status, clock;
+  std::vector<std::string> notes;
+  double dram_bytes_per_s = 0, fp64_flop_per_s = 0, fp32_flop_per_s = 0, fp16_flop_per_s = 0;
+  std::string peaks_source;
+  std::uint64_t steps = 0, recorded_steps = 0, wall_ns = 0;
+  std::uint64_t cross_thread_ends = 0, stray_pops = 0, gpu_event_failures = 0, scopes_in_capture = 0;
+  std::uint64_t adjusted_names = 0, name_table_full = 0, refused_buffers = 0;
+  std::uint64_t window_start_step = 0, outside_window_scopes = 0, rejected_counts = 0, unrecorded_scopes = 0;
+};
+
+/// Appends little-endian fields to a byte string (x86 and every CUDA host are little-endian).
+class Encoder {
+ public:
+  explicit Encoder(std::string& out) : out_(out) {}
+  template <class T>
+  void put(T v) {
+    char b[sizeof(T)];
+    std::memcpy(b, &v, sizeof(T));
+    out_.append(b, sizeof(T));
+  }
+  void str(std::string_view s) {
+    put(static_cast<std::uint32_t>(s.size()));
+    out_.append(s.data(), s.size());
+  }
+  /// Starts a record; returns where its length goes (finish() fills it).
+  std::size_t begin(RecordType t) {
+    put(static_cast<std::uint32_t>(t));
+    put(std::uint32_t{0});
+    return out_.size();
+  }
+  void finish(std::size_t payload_at) {
+    const auto n = static_cast<std::uint32_t>(out_.size() - payload_at);
+    std::memcpy(out_.data() + payload_at - 4, &n, 4);
+  }
+
+ private:
+  std::string& out_;
+};
+
+/// Reads fields from a record's payload; any read past its end sets failed() and yields zeros.
+class Decoder {
+ public:
+  Decoder(const char* data, std::size_t size) : p_(data), end_(data + size) {}
+  template <class T>
+  T get() {
+    T v{};
+    if (static_cast<std::size_t>(end_ - p_) < sizeof(T)) {
+      failed_ = true;
+      p_ = end_;
+      return v;
+    }
+    std::memcpy(&v, p_, sizeof(T));
+    p_ += sizeof(T);
+    return v;
+  }
+  std::string_view str() {
+    const auto n = get<std::uint32_t>();
+    if (static_cast<std::size_t>(end_ - p_) < n) {
+      failed_ = true;
+      p_ = end_;
+      return {};
+    }
+    std::string_view s(p_, n);
+    p_ += n;
+    return s;
+  }
+  [[nodiscard]] std::size_t left() const { return static_cast<std::size_t>(end_ - p_); }
+  [[nodiscard]] const char* at() const { return p_; }
+  void skip(std::size_t n) { p_ += n < left() ? n : left(); }
+  [[nodiscard]] bool failed() const { return failed_; }
+  [[nodiscard]] bool done() const { return !failed_ && p_ == end_; }
+
+ private:
+  const char* p_;
+  const char* end_;
+  bool failed_ = false;
+};
+
+}  // namespace cuscope::trace

@@ -1,0 +1,180 @@
+// trace/replay.cpp — feeds a trace's events to a Forest and an Aggregator, as the session did.
+//
+// Thread slots are the live session's; replayed trees get their own slots, and instance ids
+// (slot << 48 | sequence) are translated when external correlations name them. Sequences match
+// because each tree sees the same begin() calls in the same order.
+#include "trace/replay.hpp"
+
+#include <absl/container/flat_hash_map.h>
+
+#include <bit>
+#include <cstring>
+#include <vector>
+
+#include "model/aggregator.hpp"
+#include "model/range_tree.hpp"
+#include "session/hardware.hpp"
+
+namespace cuscope::trace {
+
+namespace {
+
+class Replay final : public Visitor {
+ public:
+  Replay() { forest_.record_instances.store(true, std::memory_order_relaxed); }
+
+  void meta(std::string_view key, std::string_view value) override {
+    if (key != "max_depth") return;
+    std::uint32_t depth = 0;
+    for (char c : value) {
+      if (c < '0' || c > '9' || depth > model::kHardMaxDepth) return;
+      depth = depth * 10 + static_cast<std::uint32_t>(c - '0');
+    }
+    if (depth == 0 || depth > model::kHardMaxDepth) return;
+    forest_.max_depth.store(depth, std::memory_order_relaxed);
+  }
+
+  void name(std::uint32_t id, std::string_view text) override { names_[id] = forest_.names.intern(text); }
+
+  void scope(const ScopeEvent& e) override {
+    model::ThreadTree* tree = tree_for(slot_of(e));
+    if (tree == nullptr) return;
+    switch (kind_of(e)) {
+      case ScopeKind::Attach:
+        tree->abandon_open();
+        break;
+      case ScopeKind::Enter:
+        tree->begin(names_[e.arg], e.ns);
+        break;
+      case ScopeKind::Exit:
+        tree->end(e.arg, e.ns);
+        break;
+      case ScopeKind::Count:
+        tree->count(names_[e.arg], std::bit_cast<double>(e.value));
+        break;
+      case ScopeKind::Overflow:
+        tree->depth_overflows.add(1);
+        break;
+    }
+  }
+
+  void on(const model::KernelActivity& k) override { agg_.on(k); }
+  void on(const model::ApiCall& a) override { agg_.on(a); }
+  void on(const model::ExternalCorrelation& e) override {
+    agg_.on(model::ExternalCorrelation{e.correlation, translate(e.instance)});
+  }
+  void on(const model::MemcpyActivity& m) override { agg_.on(m); }
+  void on(const model::MemsetActivity& m) override { agg_.on(m); }
+  void on(const model::SyncActivity& s) override { agg_.on(s); }
+  void on(const model::MemoryActivity& m) override { agg_.on(m); }
+  void on(const model::OverheadActivity& o) override { agg_.on(o); }
+  // What consume_buffer does after each buffer.
+  void buffer_end(std::uint64_t dropped, std::uint64_t unknown) override {
+    agg_.add_unknown(unknown);
+    agg_.add_dropped(dropped);
+    agg_.settle(2, false);
+  }
+  void final_flush() override { agg_.set_final_flush(true); }
+  // Ranges merge by path across threads: the first tree that holds the path takes the time.
+  void gpu_time(std::uint64_t ns, const std::vector<std::uint32_t>& path) override {
+    for (const auto& [slot, tree] : trees_) {
+      if (tree == nullptr) continue;
+      const model::Node* node = &tree->root();
+      for (std::uint32_t live_id : path) {
+        const std::uint32_t id = names_[live_id];
+        const model::Node* c = node->first_child.load(std::memory_order_acquire);
+        while (c != nullptr && c->name_id != id) c = c->next_sibling.load(std::memory_order_acquire);
+        node = c;
+        if (node == nullptr) break;
+      }
+      if (node != nullptr) {
+        const_cast<model::Node*>(node)->gpu.add(ns);
+        return;
+      }
+    }
+  }
+  void step(std::uint64_t now_ns, std::uint64_t /*step*/, bool recording) override {
+    if (recording == recording_) return;
+    recording_ = recording;
+    agg_.set_recording(recording, now_ns);
+  }
+  void summary(const Summary& s) override { summary_ = s; }
+  void end(std::uint64_t dropped) override { dropped_ = dropped; }
+
+  void build(Report& r) {
+    agg_.settle(1);  // as at shutdown: what still waits never resolves
+    agg_.build(r);
+    const Summary& s = summary_;
+    r.device = s.device;
+    r.gpu_timing = s.gpu_timing;
+    r.activity_status = s.activity_status;
+    r.counters_status = s.counters_status;
+    r.clock = s.clock;
+    r.window_start_step = s.window_start_step;
+    r.notes = s.notes;
+    r.steps = s.steps;
+    r.recorded_steps = s.recorded_steps;
+    r.wall_ns = s.wall_ns;
+    Diagnostics& d = r.diagnostics;
+    d.cross_thread_ends = s.cross_thread_ends;
+    d.unbalanced_ends += s.stray_pops;
+    d.gpu_event_failures = s.gpu_event_failures;
+    d.scopes_in_capture = s.scopes_in_capture;
+    d.outside_window_scopes = s.outside_window_scopes;
+    d.rejected_counts = s.rejected_counts;
+    d.unrecorded_scopes = s.unrecorded_scopes;
+    // The live name table is the process's: its adjustments are the program's, not the replay's.
+    d.adjusted_names = s.adjusted_names;
+    d.name_table_full = s.name_table_full;
+    d.activity_buffers_refused += s.refused_buffers;
+    d.trace_records_dropped = dropped_;
+    model::DevicePeaks peaks;
+    peaks.dram_bytes_per_s = s.dram_bytes_per_s;
+    peaks.fp64_flops_per_s = s.fp64_flop_per_s;
+    peaks.fp32_flops_per_s = s.fp32_flop_per_s;
+    peaks.fp16_flops_per_s = s.fp16_flop_per_s;
+    peaks.source = s.peaks_source;
+    detail::apply_verdicts(r, peaks, {});  // sets r.peaks too
+  }
+
+ private:
+  model::ThreadTree* tree_for(std::uint32_t live_slot) {
+    if (auto it = trees_.find(live_slot); it != trees_.end()) return it->second;
+    model::ThreadTree* t = forest_.make_tree();
+    trees_.emplace(live_slot, t);
+    return t;
+  }
+  std::uint64_t translate(std::uint64_t instance) const {
+    const std::uint64_t live_slot = instance >> model::kInstanceSeqBits;
+    if (live_slot == 0) return instance;  // kNoInstance, kOutsideWindow, kCuscopeInternal
+    auto it = trees_.find(static_cast<std::uint32_t>(live_slot));
+    // A thread the trace never saw: an instance no tree holds, so it counts as unresolved.
+    const std::uint64_t slot = it != trees_.end() && it->second ? it->second->slot() : 0xFFFF;
+    return (slot << model::kInstanceSeqBits) | (instance & model::kInstanceSeqMask);
+  }
+
+  model::Forest forest_;
+  model::Aggregator agg_{forest_};
+  absl::flat_hash_map<std::uint32_t, std::uint32_t> names_;  // live name id -> replay id
+  absl::flat_hash_map<std::uint32_t, model::ThreadTree*> trees_;
+  bool recording_ = true;
+  Summary summary_;
+  std::uint64_t dropped_ = 0;
+};
+
+}  // namespace
+
+bool replay(Reader& reader, Report* out, std::string* error) {
+  // The model holds what is distinct (paths, kernels); on the heap, it is large (direct-mapped tables).
+  auto r = std::make_unique<Replay>();
+  if (!reader.read(*r, error)) return false;
+  r->build(*out);
+  return true;
+}
+
+bool replay_file(const std::string& path, Report* out, std::string* error) {
+  Reader reader;
+  return reader.open(path, error) && replay(reader, out, error);
+}
+
+}  // namespace cuscope::trace

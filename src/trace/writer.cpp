@@ -1,0 +1,476 @@
+// trace/writer.cpp — trace mode's writer (see writer.hpp). record() is the hot path: no lock and
+// no allocation once the calling thread has its ring; everything else runs on the writer thread
+// or under the activity lock, which scopes never take.
+#include "trace/writer.hpp"
+
+#include <absl/strings/string_view.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+
+namespace cuscope::trace {
+
+std::atomic<Writer*> g_writer{nullptr};
+
+struct Writer::Ring {
+  std::unique_ptr<ScopeEvent[]> events{new ScopeEvent[kRingEvents]};
+  std::atomic<std::uint64_t> head{0};  // written by the owner thread
+  std::atomic<std::uint64_t> tail{0};  // written by the writer thread
+  std::uint64_t cached_tail = 0;       // owner thread only
+  std::atomic<std::uint64_t> dropped{0};
+  std::atomic<bool> released{false};  // the owner thread exited: freed once drained
+};
+
+namespace {
+
+// Writers alive, by id. A thread's ring outlives its writer when the writer is destroyed first
+// (tests; a session's writer is never destroyed): the thread then frees it itself.
+std::mutex g_live_mutex;
+std::vector<std::uint64_t>* g_live = new std::vector<std::uint64_t>;  // leaked: used at thread exit
+std::atomic<std::uint64_t> g_next_id{1};
+
+bool alive(std::uint64_t id) { return std::find(g_live->begin(), g_live->end(), id) != g_live->end(); }
+
+// The calling thread's ring in the writer `writer_id`. A thread that exits, or moves on to another
+// writer, hands its ring back: released, for its writer to free once drained, or freed here.
+struct ThreadRing {
+  std::uint64_t writer_id = 0;
+  Writer::Ring* ring = nullptr;
+  void hand_back() {
+    if (ring == nullptr) return;
+    std::lock_guard lock(g_live_mutex);
+    if (alive(writer_id)) {
+      Writer::release(ring);
+    } else {
+      Writer::free(ring);
+    }
+    ring = nullptr;
+    writer_id = 0;
+  }
+  ~ThreadRing() { hand_back(); }
+};
+thread_local ThreadRing t_ring;
+
+}  // namespace
+
+std::unique_ptr<Writer> Writer::open(const std::string& path, std::uint64_t limit_bytes,
+                                     const model::NameTable& names, std::string* error) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) {
+    if (error != nullptr) *error = "cannot open '" + path + "' for writing";
+    return nullptr;
+  }
+  std::unique_ptr<Writer> w(new Writer(f, limit_bytes, names));
+  std::string header(kMagic, sizeof(kMagic));
+  Encoder e(header);
+  e.put(kVersion);
+  e.put(kHeaderBytes);
+  if (std::fwrite(header.data(), 1, header.size(), f) != header.size()) {
+    if (error != nullptr) *error = "cannot write to '" + path + "'";
+    return nullptr;
+  }
+  w->written_.store(header.size(), std::memory_order_relaxed);
+  return w;
+}
+
+Writer::Writer(std::FILE* file, std::uint64_t limit_bytes, const model::NameTable& names)
+    : id_(g_next_id.fetch_add(1)), file_(file), limit_bytes_(limit_bytes), names_(names) {
+  std::lock_guard lock(g_live_mutex);
+  g_live->push_back(id_);
+}
+
+Writer::~Writer() {
+  if (thread_.joinable()) finish_events();
+  if (file_ != nullptr) std::fclose(file_);
+  std::lock_guard lock(g_live_mutex);
+  std::erase(*g_live, id_);
+  // Rings still held by their threads are theirs to free now (ThreadRing::hand_back).
+  for (Ring* r : rings_)
+    if (r->released.load(std::memory_order_acquire)) delete r;
+}
+
+void Writer::release(Ring* r) { r->released.store(true, std::memory_order_release); }
+void Writer::free(Ring* r) { delete r; }
+
+void Writer::meta(std::string_view key, std::string_view value) {
+  std::string out;
+  Encoder e(out);
+  const std::size_t at = e.begin(RecordType::Meta);
+  e.str(key);
+  e.str(value);
+  e.finish(at);
+  put_record(out, 1);
+}
+
+void Writer::start() {
+  thread_ = std::thread([this] { loop(); });
+}
+
+Writer::Ring* Writer::ring_for_this_thread() noexcept {
+  if (!accepting_.load(std::memory_order_acquire)) return nullptr;
+  try {
+    auto ring = std::make_unique<Ring>();
+    Ring* r = ring.get();
+    {
+      std::lock_guard lock(rings_mutex_);
+      rings_.push_back(r);
+    }
+    ring.release();
+    t_ring.hand_back();
+    t_ring.writer_id = id_;
+    t_ring.ring = r;
+    return r;
+  } catch (...) {
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+}
+
+void Writer::record(ScopeKind kind, std::uint32_t slot, std::uint32_t arg, std::uint64_t ns,
+                    std::uint64_t value) noexcept {
+  Ring* r = t_ring.ring;
+  if (t_ring.writer_id != id_) {
+    r = ring_for_this_thread();
+    if (r == nullptr) return;
+    record(ScopeKind::Attach, slot, 0, ns, static_cast<std::uint64_t>(::gettid()));  // a fresh ring has room
+  }
+  const std::uint64_t h = r->head.load(std::memory_order_relaxed);
+  if (h - r->cached_tail >= kRingEvents) {
+    r->cached_tail = r->tail.load(std::memory_order_acquire);
+    if (h - r->cached_tail >= kRingEvents) {
+      r->dropped.store(r->dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      return;
+    }
+  }
+  r->events[h & (kRingEvents - 1)] = ScopeEvent{event_word(kind, slot), arg, ns, value};
+  r->head.store(h + 1, std::memory_order_release);
+}
+
+// --- the activity stream ---
+
+std::size_t Writer::begin_activity(RecordType t) {
+  Encoder e(activity_);
+  return e.begin(t);
+}
+
+void Writer::end_activity(std::size_t at) {
+  Encoder(activity_).finish(at);
+  ++activity_records_;
+  if (activity_.size() > kMaxPendingActivityBytes) {
+    // The writer thread is far behind: the newest record goes, counted, and memory stays bounded.
+    activity_.resize(at - kRecordHeaderBytes);
+    --activity_records_;
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void Writer::on(const model::ApiCall& a) {
+  std::lock_guard lock(activity_mutex_);
+  const std::size_t at = begin_activity(RecordType::ApiCall);
+  Encoder e(activity_);
+  e.put(a.correlation);
+  e.put(a.start_ns);
+  e.put(a.end_ns);
+  end_activity(at);
+}
+
+void Writer::on(const model::ExternalCorrelation& x) {
+  std::lock_guard lock(activity_mutex_);
+  const std::size_t at = begin_activity(RecordType::External);
+  Encoder e(activity_);
+  e.put(x.correlation);
+  e.put(x.instance);
+  end_activity(at);
+}
+
+void Writer::on(const model::KernelActivity& k) {
+  std::lock_guard lock(activity_mutex_);
+  const std::string_view name = k.name != nullptr ? std::string_view(k.name) : std::string_view();
+  std::uint32_t id = 0;
+  if (auto it = kernel_names_.find(absl::string_view(name.data(), name.size())); it != kernel_names_.end()) {
+    id = it->second;
+  } else {
+    id = static_cast<std::uint32_t>(kernel_names_.size() + 1);
+    kernel_names_.emplace(std::string(name), id);
+    const std::size_t at = begin_activity(RecordType::KernelName);
+    Encoder e(activity_);
+    e.put(id);
+    e.str(name.substr(0, kMaxRecordBytes / 2));
+    end_activity(at);
+  }
+  const std::size_t at = begin_activity(RecordType::Kernel);
+  Encoder e(activity_);
+  e.put(k.correlation);
+  e.put(k.start_ns);
+  e.put(k.end_ns);
+  e.put(id);
+  for (std::uint32_t v : k.grid) e.put(v);
+  for (std::uint32_t v : k.block) e.put(v);
+  e.put(k.registers_per_thread);
+  e.put(k.static_shared_bytes);
+  e.put(k.dynamic_shared_bytes);
+  e.put(k.device);
+  e.put(k.stream);
+  end_activity(at);
+}
+
+void Writer::on(const model::MemcpyActivity& m) {
+  std::lock_guard lock(activity_mutex_);
+  const std::size_t at = begin_activity(RecordType::Memcpy);
+  Encoder e(activity_);
+  e.put(m.correlation);
+  e.put(m.start_ns);
+  e.put(m.end_ns);
+  e.put(m.bytes);
+  e.put(static_cast<std::uint8_t>(m.kind));
+  e.put(m.device);
+  e.put(m.stream);
+  end_activity(at);
+}
+
+void Writer::on(const model::MemsetActivity& m) {
+  std::lock_guard lock(activity_mutex_);
+  const std::size_t at = begin_activity(RecordType::Memset);
+  Encoder e(activity_);
+  e.put(m.correlation);
+  e.put(m.start_ns);
+  e.put(m.end_ns);
+  e.put(m.bytes);
+  e.put(m.device);
+  e.put(m.stream);
+  end_activity(at);
+}
+
+void Writer::on(const model::SyncActivity& s) {
+  std::lock_guard lock(activity_mutex_);
+  const std::size_t at = begin_activity(RecordType::Sync);
+  Encoder e(activity_);
+  e.put(s.correlation);
+  e.put(s.start_ns);
+  e.put(s.end_ns);
+  end_activity(at);
+}
+
+void Writer::on(const model::MemoryActivity& m) {
+  std::lock_guard lock(activity_mutex_);
+  const std::size_t at = begin_activity(RecordType::Memory);
+  Encoder e(activity_);
+  e.put(m.correlation);
+  e.put(m.timestamp_ns);
+  e.put(m.address);
+  e.put(m.bytes);
+  e.put(static_cast<std::uint8_t>(m.is_alloc ? 1 : 0));
+  e.put(m.device);
+  end_activity(at);
+}
+
+void Writer::on(const model::OverheadActivity& o) {
+  std::lock_guard lock(activity_mutex_);
+  const std::size_t at = begin_activity(RecordType::Overhead);
+  Encoder e(activity_);
+  e.put(o.start_ns);
+  e.put(o.end_ns);
+  end_activity(at);
+}
+
+void Writer::buffer_end(std::uint64_t dropped, std::uint64_t unknown) {
+  std::lock_guard lock(activity_mutex_);
+  const std::size_t at = begin_activity(RecordType::BufferEnd);
+  Encoder e(activity_);
+  e.put(dropped);
+  e.put(unknown);
+  end_activity(at);
+}
+
+void Writer::gpu_time(const model::Node* node, std::uint64_t ns) {
+  std::uint32_t path[model::kHardMaxDepth];
+  std::uint32_t n = 0;
+  for (const model::Node* x = node; x != nullptr && x->parent != nullptr && n < model::kHardMaxDepth;
+       x = x->parent)
+    path[n++] = x->name_id;
+  std::lock_guard lock(activity_mutex_);
+  const std::size_t at = begin_activity(RecordType::GpuTime);
+  Encoder e(activity_);
+  e.put(ns);
+  e.put(n);
+  for (std::uint32_t i = n; i > 0; --i) e.put(path[i - 1]);  // from the top-level range down
+  end_activity(at);
+}
+
+void Writer::final_flush() {
+  std::lock_guard lock(activity_mutex_);
+  end_activity(begin_activity(RecordType::FinalFlush));
+}
+
+void Writer::step(std::uint64_t now_ns, std::uint64_t step, bool recording) {
+  std::lock_guard lock(activity_mutex_);
+  const std::size_t at = begin_activity(RecordType::Step);
+  Encoder e(activity_);
+  e.put(now_ns);
+  e.put(step);
+  e.put(static_cast<std::uint8_t>(recording ? 1 : 0));
+  end_activity(at);
+}
+
+// --- the writer thread ---
+
+void Writer::loop() {
+  std::unique_lock lock(wake_mutex_);
+  while (!stop_) {
+    wake_.wait_for(lock, std::chrono::milliseconds(5));
+    lock.unlock();
+    pass();
+    lock.lock();
+  }
+}
+
+void Writer::put_record(const std::string& bytes, std::uint64_t events) {
+  const std::uint64_t budget =
+      limit_bytes_ > 2 * kEndReserveBytes ? limit_bytes_ - kEndReserveBytes : limit_bytes_ / 2;
+  const std::uint64_t w = written_.load(std::memory_order_relaxed);
+  if (full_ || io_failed_ || w + bytes.size() > budget) {
+    full_ = true;
+    dropped_.fetch_add(events, std::memory_order_relaxed);
+    return;
+  }
+  if (std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size()) {
+    io_failed_ = true;
+    dropped_.fetch_add(events, std::memory_order_relaxed);
+    return;
+  }
+  written_.store(w + bytes.size(), std::memory_order_relaxed);
+}
+
+void Writer::name_record(std::uint32_t id) {
+  if (id < named_.size() && named_[id]) return;
+  if (id >= named_.size()) named_.resize(id + 1024, false);
+  named_[id] = true;
+  Encoder e(names_out_);
+  const std::size_t at = e.begin(RecordType::Name);
+  e.put(id);
+  e.str(names_.name(id));
+  e.finish(at);
+}
+
+void Writer::flush_scope_batch() {
+  if (batch_events_ == 0) return;
+  // Names first: a reader knows every id before the events that use it.
+  for (std::size_t at = 0; at < names_out_.size();) {
+    std::uint32_t n = 0;
+    std::memcpy(&n, names_out_.data() + at + 4, 4);
+    put_record(names_out_.substr(at, kRecordHeaderBytes + n), 1);
+    at += kRecordHeaderBytes + n;
+  }
+  names_out_.clear();
+  std::string out;
+  Encoder e(out);
+  const std::size_t at = e.begin(RecordType::ScopeEvents);
+  e.put(batch_events_);
+  out += batch_;
+  e.finish(at);
+  put_record(out, batch_events_);
+  batch_.clear();
+  batch_events_ = 0;
+}
+
+void Writer::drain(Ring& ring) {
+  const std::uint64_t head = ring.head.load(std::memory_order_acquire);
+  std::uint64_t tail = ring.tail.load(std::memory_order_relaxed);
+  constexpr std::uint32_t kBatchEvents = (kMaxRecordBytes - 64) / kScopeEventBytes;
+  for (; tail != head; ++tail) {
+    const ScopeEvent& ev = ring.events[tail & (kRingEvents - 1)];
+    const ScopeKind k = kind_of(ev);
+    if (k == ScopeKind::Enter || k == ScopeKind::Count) name_record(ev.arg);
+    char bytes[kScopeEventBytes];
+    std::memcpy(bytes, &ev, kScopeEventBytes);
+    batch_.append(bytes, kScopeEventBytes);
+    if (++batch_events_ == kBatchEvents) flush_scope_batch();
+  }
+  ring.tail.store(tail, std::memory_order_release);
+}
+
+void Writer::pass() {
+  std::string chunk;
+  {
+    std::lock_guard lock(activity_mutex_);
+    chunk.swap(activity_);
+    activity_records_ = 0;
+  }
+  std::vector<Ring*> rings;
+  {
+    std::lock_guard lock(rings_mutex_);
+    rings = rings_;
+  }
+  std::vector<Ring*> done;
+  for (Ring* r : rings) {
+    const bool released = r->released.load(std::memory_order_acquire);
+    drain(*r);
+    if (released) done.push_back(r);
+  }
+  flush_scope_batch();
+  for (std::size_t at = 0; at < chunk.size();) {
+    std::uint32_t n = 0;
+    std::memcpy(&n, chunk.data() + at + 4, 4);
+    put_record(chunk.substr(at, kRecordHeaderBytes + n), 1);
+    at += kRecordHeaderBytes + n;
+  }
+  if (done.empty()) return;
+  std::lock_guard lock(rings_mutex_);
+  for (Ring* r : done) {
+    dropped_.fetch_add(r->dropped.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    std::erase(rings_, r);
+    delete r;
+  }
+}
+
+void Writer::finish_events() {
+  accepting_.store(false, std::memory_order_release);
+  if (thread_.joinable()) {
+    {
+      std::lock_guard lock(wake_mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+  pass();
+}
+
+std::uint64_t Writer::dropped() const {
+  std::uint64_t n = dropped_.load(std::memory_order_relaxed);
+  std::lock_guard lock(rings_mutex_);
+  for (const Ring* r : rings_) n += r->dropped.load(std::memory_order_relaxed);
+  return n;
+}
+
+bool Writer::close(const Summary& s) {
+  if (file_ == nullptr) return false;
+  if (thread_.joinable() || accepting_.load(std::memory_order_acquire)) finish_events();
+  std::string out;
+  Encoder e(out);
+  std::size_t at = e.begin(RecordType::Summary);
+  for (const std::string* str : {&s.device, &s.gpu_timing, &s.activity_status, &s.counters_status, &s.clock})
+    e.str(str->substr(0, 4096));
+  e.put(static_cast<std::uint32_t>(s.notes.size() < 64 ? s.notes.size() : 64));
+  for (std::size_t i = 0; i < s.notes.size() && i < 64; ++i) e.str(s.notes[i].substr(0, 4096));
+  for (double d : {s.dram_bytes_per_s, s.fp64_flop_per_s, s.fp32_flop_per_s, s.fp16_flop_per_s}) e.put(d);
+  e.str(s.peaks_source.substr(0, 4096));
+  for (std::uint64_t v :
+       {s.steps, s.recorded_steps, s.wall_ns, s.cross_thread_ends, s.stray_pops, s.gpu_event_failures,
+        s.scopes_in_capture, s.adjusted_names, s.name_table_full, s.refused_buffers, s.window_start_step,
+        s.outside_window_scopes, s.rejected_counts, s.unrecorded_scopes})
+    e.put(v);
+  e.finish(at);
+  at = e.begin(RecordType::End);
+  e.put(dropped());
+  e.finish(at);
+  // The end is always written (its room was kept), unless the disk itself refused.
+  const bool ok = !io_failed_ && std::fwrite(out.data(), 1, out.size(), file_) == out.size();
+  if (ok) written_.fetch_add(out.size(), std::memory_order_relaxed);
+  const bool closed = std::fclose(file_) == 0;
+  file_ = nullptr;
+  return ok && closed;
+}
+
+}  // namespace cuscope::trace

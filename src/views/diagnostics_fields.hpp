@@ -1,0 +1,61 @@
+// views/diagnostics_fields.hpp — every Diagnostics counter once: its JSON name and how the table's
+// header says it (one, many). The JSON writer, the JSON report reader (cuscope show) and the table
+// all walk this list, so a new counter is added here and nowhere else. Order: the table's.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <cuscope/report.hpp>
+#include <string_view>
+
+namespace cuscope::inline v0::views {
+
+struct DiagnosticField {
+  std::uint64_t Diagnostics::*field;
+  std::string_view json;
+  std::string_view one;  ///< "" for counters the header words itself (overhead_ns)
+  std::string_view many;
+};
+
+inline constexpr std::array<DiagnosticField, 22> kDiagnosticFields{{
+    {&Diagnostics::dropped_records, "dropped_records", "dropped record", "dropped records"},
+    {&Diagnostics::zero_timestamp_records, "zero_timestamp_records", "record with a zero timestamp",
+     "records with a zero timestamp"},
+    {&Diagnostics::unresolved_records, "unresolved_records", "record not matched to a scope",
+     "records not matched to a scope"},
+    {&Diagnostics::unknown_records, "unknown_records", "record of an unknown kind",
+     "records of an unknown kind"},
+    {&Diagnostics::outside_window_records, "outside_window_records", "record outside the window",
+     "records outside the window"},
+    {&Diagnostics::outside_window_scopes, "outside_window_scopes", "scope outside the window",
+     "scopes outside the window"},
+    {&Diagnostics::open_scopes, "open_scopes", "scope still open", "scopes still open"},
+    {&Diagnostics::unbalanced_ends, "unbalanced_ends", "unbalanced end", "unbalanced ends"},
+    {&Diagnostics::cross_thread_ends, "cross_thread_ends", "scope ended on another thread",
+     "scopes ended on another thread"},
+    {&Diagnostics::depth_overflows, "depth_overflows", "entry past the maximum depth",
+     "entries past the maximum depth"},
+    {&Diagnostics::adjusted_names, "adjusted_names", "adjusted name", "adjusted names"},
+    {&Diagnostics::name_table_full, "name_table_full", "entry past a full name table",
+     "entries past a full name table"},
+    {&Diagnostics::unrecorded_scopes, "unrecorded_scopes", "scope past the thread limit",
+     "scopes past the thread limit"},
+    {&Diagnostics::gpu_event_failures, "gpu_event_failures", "CUDA event failure", "CUDA event failures"},
+    {&Diagnostics::overhead_records, "overhead_records", "CUPTI overhead record", "CUPTI overhead records"},
+    {&Diagnostics::counter_ranges_dropped, "counter_ranges_dropped", "replayed kernel without counters",
+     "replayed kernels without counters"},
+    {&Diagnostics::incomplete_at_exit, "incomplete_at_exit", "record still running at exit",
+     "records still running at exit"},
+    {&Diagnostics::activity_buffers_refused, "activity_buffers_refused",
+     "CUPTI buffer refused (memory bound)", "CUPTI buffers refused (memory bound)"},
+    {&Diagnostics::scopes_in_capture, "scopes_in_capture",
+     "scope inside a graph capture (no CUDA-event time)",
+     "scopes inside a graph capture (no CUDA-event time)"},
+    {&Diagnostics::rejected_counts, "rejected_counts", "count of inf or NaN refused",
+     "counts of inf or NaN refused"},
+    {&Diagnostics::trace_records_dropped, "trace_records_dropped", "trace record dropped (trace truncated)",
+     "trace records dropped (trace truncated)"},
+    {&Diagnostics::overhead_ns, "overhead_ns", "", ""},
+}};
+
+}  // namespace cuscope::inline v0::views

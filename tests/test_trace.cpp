@@ -1,0 +1,416 @@
+// Trace mode: the writer, the reader and the replay into the model, on synthetic event streams;
+// the reader on bad input; the file's bound; trace mode in a live session.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstring>
+#include <cuscope/cuscope.hpp>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cupti_buffer.hpp"
+#include "model/aggregator.hpp"
+#include "model/range_tree.hpp"
+#include "producers/cupti/decode.hpp"
+#include "session/hardware.hpp"
+#include "session_fixture.hpp"
+#include "trace/reader.hpp"
+#include "trace/replay.hpp"
+#include "trace/writer.hpp"
+
+namespace {
+
+using cuscope::Report;
+namespace trace = cuscope::trace;
+namespace model = cuscope::model;
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("cuscope_test_" + name)).string();
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+// A live model (one thread's tree and an aggregator) whose every input is also written to a trace.
+struct Recorded {
+  std::string path;
+  model::Forest forest;
+  model::Aggregator agg{forest};
+  model::ThreadTree* tree = nullptr;
+  std::unique_ptr<trace::Writer> writer;
+
+  explicit Recorded(const std::string& name, std::uint64_t limit = trace::Writer::kDefaultLimitBytes)
+      : path(temp_path(name)) {
+    forest.record_instances = true;
+    tree = forest.make_tree();
+    std::string error;
+    writer = trace::Writer::open(path, limit, forest.names, &error);
+    REQUIRE(writer != nullptr);
+    writer->meta("max_depth", "64");
+  }
+  ~Recorded() { std::remove(path.c_str()); }
+
+  std::uint64_t begin(const char* name, std::uint64_t t) {
+    const std::uint32_t id = forest.names.intern(name);
+    const auto tok = tree->begin(id, t);
+    writer->record(trace::ScopeKind::Enter, tree->slot(), id, t, tok.instance);
+    return tok.instance;
+  }
+  void end(std::uint32_t depth, std::uint64_t t) {
+    tree->end(depth, t);
+    writer->record(trace::ScopeKind::Exit, tree->slot(), depth, t, 0);
+  }
+  void count(const char* name, double amount) {
+    const std::uint32_t id = forest.names.intern(name);
+    tree->count(id, amount);
+    writer->record(trace::ScopeKind::Count, tree->slot(), id, 0, std::bit_cast<std::uint64_t>(amount));
+  }
+  template <class Record>
+  void on(const Record& r) {
+    writer->on(r);
+    agg.on(r);
+  }
+  void buffer_end() {
+    writer->buffer_end(0, 0);
+    agg.settle(2, false);
+  }
+  Report live() {
+    agg.settle(1);
+    Report r;
+    agg.build(r);
+    r.diagnostics.trace_records_dropped = writer->dropped();
+    cuscope::detail::apply_verdicts(r, {}, {});  // as the session's snapshot does
+    return r;
+  }
+  // Closes the trace with the session fields of `live` (what the session's close_trace does).
+  void close(const Report& live = {}) {
+    writer->finish_events();
+    trace::Summary sum;
+    sum.device = live.device;
+    sum.gpu_timing = live.gpu_timing;
+    sum.activity_status = live.activity_status;
+    sum.counters_status = live.counters_status;
+    REQUIRE(writer->close(sum));
+  }
+};
+
+model::KernelActivity kernel(std::uint64_t correlation, std::uint64_t start, std::uint64_t end,
+                             const char* name, std::uint32_t stream = 7) {
+  model::KernelActivity k;
+  k.correlation = correlation;
+  k.start_ns = start;
+  k.end_ns = end;
+  k.name = name;
+  k.grid = {64, 1, 1};
+  k.block = {256, 1, 1};
+  k.stream = stream;
+  return k;
+}
+
+// A small session of two ranges with kernels, copies, a set, a sync and a count, in a trace.
+void record_run(Recorded& rec) {
+  for (std::uint64_t i = 0; i < 3; ++i) {
+    const std::uint64_t t = 1'000'000 * (i + 1);
+    rec.begin("step", t);
+    const std::uint64_t fwd = rec.begin("forward", t + 10);
+    rec.count("tokens", 128);
+    rec.on(model::ApiCall{10 * i + 1, t + 20, t + 30});
+    rec.on(model::ExternalCorrelation{10 * i + 1, fwd});
+    rec.on(kernel(10 * i + 1, t + 100, t + 5'100, "_Z4gemmPf"));
+    rec.on(model::ApiCall{10 * i + 2, t + 40, t + 50});
+    rec.on(model::ExternalCorrelation{10 * i + 2, fwd});
+    rec.on(model::MemcpyActivity{10 * i + 2, t + 6'000, t + 7'000, 4096, cuscope::CopyKind::HtoD, 0, 7});
+    model::Node* forward = rec.tree->innermost();
+    forward->gpu.add(7'000 + i);  // what the CUDA-event resolver adds, and tells the writer
+    rec.writer->gpu_time(forward, 7'000 + i);
+    rec.end(2, t + 8'000);
+    rec.on(model::ApiCall{10 * i + 3, t + 8'100, t + 8'200});
+    rec.on(model::MemsetActivity{10 * i + 3, t + 8'300, t + 8'400, 512, 0, 7});
+    rec.on(model::SyncActivity{10 * i + 4, t + 8'500, t + 9'000});
+    rec.end(1, t + 10'000);
+    rec.buffer_end();
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a trace replays to the report its live model built", "[trace]") {
+  Recorded rec("replay.cuscope");
+  record_run(rec);
+  const Report live = rec.live();
+  rec.close(live);
+  Report replayed;
+  std::string error;
+  REQUIRE(trace::replay_file(rec.path, &replayed, &error));
+  CHECK(error.empty());
+  CHECK(cuscope::format_json(replayed) == cuscope::format_json(live));
+  const cuscope::RangeStats* fwd = replayed.find("step/forward");
+  REQUIRE(fwd != nullptr);
+  CHECK(fwd->calls == 3);
+  CHECK(fwd->self.kernel_calls == 3);
+  CHECK(fwd->self.kernel_ns == 15'000);
+  REQUIRE(fwd->kernels.size() == 1);
+  CHECK(fwd->kernels[0].name == "gemm(float*)");
+  CHECK(fwd->counts.at(0).total == 384);
+  CHECK(fwd->gpu.count == 3);
+  CHECK(fwd->gpu.total_ns == 21'003);
+  CHECK(replayed.find("(unscoped)")->self.memset_count == 3);  // launched outside every scope
+}
+
+TEST_CASE("a trace file starts with its header and ends with its end record", "[trace]") {
+  Recorded rec("layout.cuscope");
+  record_run(rec);
+  rec.close();
+  const std::string bytes = read_file(rec.path);
+  REQUIRE(bytes.size() > trace::kHeaderBytes + 16);
+  CHECK(bytes.compare(0, 16, std::string(trace::kMagic, 16)) == 0);
+  std::uint32_t version = 0;
+  std::memcpy(&version, bytes.data() + 16, 4);
+  CHECK(version == trace::kVersion);
+  std::uint32_t type = 0, size = 0;
+  std::memcpy(&type, bytes.data() + bytes.size() - 16, 4);
+  std::memcpy(&size, bytes.data() + bytes.size() - 12, 4);
+  CHECK(type == static_cast<std::uint32_t>(trace::RecordType::End));
+  CHECK(size == 8);
+  CHECK(rec.writer->bytes_written() == bytes.size());
+}
+
+TEST_CASE("the trace reader rejects bad input with one line", "[trace]") {
+  Recorded rec("good.cuscope");
+  record_run(rec);
+  rec.close();
+  const std::string good = read_file(rec.path);
+  const std::string path = temp_path("bad.cuscope");
+  Report r;
+  std::string error;
+
+  SECTION("a missing file") {
+    CHECK_FALSE(trace::replay_file(temp_path("does_not_exist.cuscope"), &r, &error));
+    CHECK(error.rfind("cannot open '", 0) == 0);
+    CHECK(error.find("No such file or directory") != std::string::npos);
+  }
+  SECTION("not a trace") {
+    write_file(path, "{\"traceEvents\": []}\n");
+    CHECK_FALSE(trace::replay_file(path, &r, &error));
+    CHECK(error == "not a cuscope trace (no CUSCOPE-TRACE header)");
+  }
+  SECTION("an empty file") {
+    write_file(path, "");
+    CHECK_FALSE(trace::replay_file(path, &r, &error));
+    CHECK(error == "not a cuscope trace (no CUSCOPE-TRACE header)");
+  }
+  SECTION("another version") {
+    std::string v2 = good;
+    v2[16] = 2;
+    write_file(path, v2);
+    CHECK_FALSE(trace::replay_file(path, &r, &error));
+    CHECK(error == "trace format version 2 is not supported (this cuscope reads version 1)");
+  }
+  SECTION("cut inside a record") {
+    write_file(path, good.substr(0, good.size() - 3));
+    CHECK_FALSE(trace::replay_file(path, &r, &error));
+    CHECK(error == fmt::format("truncated: the file ends inside an end record at byte {}", good.size() - 16));
+  }
+  SECTION("cut between records (no end record)") {
+    write_file(path, good.substr(0, good.size() - 16));
+    CHECK_FALSE(trace::replay_file(path, &r, &error));
+    CHECK(error ==
+          fmt::format("truncated: no end record after byte {} (the program did not finish the trace)",
+                      good.size() - 16));
+  }
+  SECTION("an unknown record type") {
+    std::string bad = good;
+    bad[trace::kHeaderBytes] = 99;
+    write_file(path, bad);
+    CHECK_FALSE(trace::replay_file(path, &r, &error));
+    CHECK(error == "malformed: unknown record type 99 at byte 24");
+  }
+  SECTION("data after the end") {
+    write_file(path, good + "x");
+    CHECK_FALSE(trace::replay_file(path, &r, &error));
+    CHECK(error == fmt::format("malformed: data after the end record at byte {}", good.size()));
+  }
+  std::remove(path.c_str());
+}
+
+TEST_CASE("every prefix of a trace is rejected as truncated, and nothing else", "[trace]") {
+  Recorded rec("prefix.cuscope");
+  record_run(rec);
+  rec.close();
+  const std::string good = read_file(rec.path);
+  for (std::size_t n = trace::kHeaderBytes; n < good.size(); ++n) {
+    trace::Reader reader;
+    std::string error;
+    REQUIRE(reader.open_memory(reinterpret_cast<const std::uint8_t*>(good.data()), n, &error));
+    trace::Visitor ignore;
+    REQUIRE_FALSE(reader.read(ignore, &error));
+    INFO("prefix of " << n << " bytes: " << error);
+    REQUIRE(error.rfind("truncated: ", 0) == 0);
+  }
+}
+
+TEST_CASE("records past the trace's bound are dropped, counted, and the file says so", "[trace]") {
+  constexpr std::uint64_t kLimit = 4096;  // the End record keeps half of it
+  Recorded rec("bounded.cuscope", kLimit);
+  for (std::uint64_t i = 0; i < 200; ++i) {
+    rec.begin("step", 10 * i);
+    rec.end(1, 10 * i + 5);
+  }
+  // One batch: the thread's Attach and 400 scope events, 9.6 KB, more than fits.
+  rec.writer->finish_events();
+  CHECK(rec.writer->dropped() == 401);
+  const Report live = rec.live();
+  REQUIRE(rec.writer->close(trace::Summary{}));
+  CHECK(std::filesystem::file_size(rec.path) <= kLimit);
+  Report replayed;
+  std::string error;
+  REQUIRE(trace::replay_file(rec.path, &replayed, &error));
+  CHECK(replayed.diagnostics.trace_records_dropped == 401);
+  CHECK(live.diagnostics.trace_records_dropped == 401);
+  CHECK(cuscope::format_table(replayed).find("401 trace records dropped (trace truncated)") !=
+        std::string::npos);
+  CHECK(replayed.find("step") == nullptr);
+}
+
+TEST_CASE("a thread's full ring drops events, counted, and never blocks the scope", "[trace]") {
+  Recorded rec("ring.cuscope");
+  // No writer thread: the ring fills. Its first slot holds the thread's Attach event.
+  const std::uint32_t id = rec.forest.names.intern("step");
+  for (std::uint32_t i = 0; i < trace::Writer::kRingEvents + 100; ++i)
+    rec.writer->record(trace::ScopeKind::Count, 1, id, i, 0);
+  CHECK(rec.writer->dropped() == 101);
+  rec.close();
+  CHECK(rec.writer->dropped() == 101);
+}
+
+TEST_CASE("threads record into their own rings while the writer thread writes", "[trace][threads]") {
+  Recorded rec("threads.cuscope");
+  rec.writer->start();
+  constexpr int kThreads = 4;
+  constexpr int kScopes = 5000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&rec] {
+      model::ThreadTree* tree = rec.forest.make_tree();
+      const std::uint32_t outer = rec.forest.names.intern("outer");
+      const std::uint32_t inner = rec.forest.names.intern("inner");
+      for (int i = 0; i < kScopes; ++i) {
+        const auto a = tree->begin(outer, 10 * i);
+        rec.writer->record(trace::ScopeKind::Enter, tree->slot(), outer, 10 * i, a.instance);
+        const auto b = tree->begin(inner, 10 * i + 1);
+        rec.writer->record(trace::ScopeKind::Enter, tree->slot(), inner, 10 * i + 1, b.instance);
+        tree->end(b.depth, 10 * i + 2);
+        rec.writer->record(trace::ScopeKind::Exit, tree->slot(), b.depth, 10 * i + 2, 0);
+        tree->end(a.depth, 10 * i + 3);
+        rec.writer->record(trace::ScopeKind::Exit, tree->slot(), a.depth, 10 * i + 3, 0);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  const Report live = rec.live();
+  rec.close(live);
+  CHECK(rec.writer->dropped() == 0);
+  Report replayed;
+  std::string error;
+  REQUIRE(trace::replay_file(rec.path, &replayed, &error));
+  CHECK(replayed.find("outer")->calls == kThreads * kScopes);
+  CHECK(replayed.find("outer/inner")->calls == kThreads * kScopes);
+  CHECK(replayed.find("outer")->threads == kThreads);
+  CHECK(cuscope::format_json(replayed) == cuscope::format_json(live));
+}
+
+TEST_CASE("trace mode in a session: scopes, counts, steps and CUPTI buffers replay to the exit report",
+          "[trace][session]") {
+  const std::string trace_path = temp_path("session.cuscope");
+  const std::string json_path = temp_path("session.json");
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.trace_path = trace_path;
+  o.json_path = json_path;
+  o.warmup_steps = 1;
+  o.max_depth = 2;
+  o.gpu_events = false;  // CUDA-event times are not in a trace: keep them out of the live report
+  o.activities = false;  // the test hands CUPTI buffers to the decoder itself
+  cuscope_test::Session session(o);
+  auto& s = cuscope::detail::session();
+  s.forest.record_instances = true;
+  for (int i = 0; i < 4; ++i) {
+    cuscope_test::CuptiBuffer buffer;
+    {
+      CUSCOPE_SCOPE("step");
+      CUSCOPE_SCOPE("layer");
+      {
+        CUSCOPE_SCOPE("too_deep");  // past max_depth 2: timed into "layer", counted
+      }
+      CUSCOPE_COUNT("tokens", 64);
+      // Instances of this thread's tree (slot 1) in order: step, layer, pushed per recorded step.
+      const std::uint64_t instance = i == 0 ? model::kOutsideWindow : (std::uint64_t{1} << 48) | (3 * i - 1);
+      buffer.api(100 + i, 1).external(100 + i, instance).kernel(100 + i, 10, 20 + i, "k");
+    }
+    cuscope::push("pushed");
+    cuscope::pop();
+    {
+      std::lock_guard lock(s.aggregator_mutex);
+      cuscope::detail::consume_buffer(buffer.data(), buffer.size(), 0, s.aggregator);
+    }
+    cuscope::step();
+  }
+  cuscope::shutdown();
+  const std::string exit_json = read_file(json_path);
+  Report replayed;
+  std::string error;
+  REQUIRE(trace::replay_file(trace_path, &replayed, &error));
+  CHECK(cuscope::format_json(replayed) == exit_json);
+  CHECK(replayed.find("step/layer")->self.kernel_calls == 3);
+  CHECK(replayed.diagnostics.outside_window_records == 1);
+  CHECK(replayed.diagnostics.depth_overflows == 3);
+  CHECK(replayed.find("pushed")->calls == 3);
+  std::remove(trace_path.c_str());
+  std::remove(json_path.c_str());
+}
+
+TEST_CASE("a trace path that cannot be written turns trace mode off with a note", "[trace][session]") {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.trace_path = "/nonexistent-dir/x.cuscope";
+  o.gpu_events = false;
+  o.activities = false;
+  cuscope_test::Session session(o);
+  { CUSCOPE_SCOPE("still_recorded"); }
+  const Report r = cuscope::snapshot();
+  CHECK(r.find("still_recorded")->calls == 1);
+  const std::string note =
+      "trace mode is off: cannot open '/nonexistent-dir/x.cuscope' for writing (CUSCOPE_TRACE)";
+  CHECK(std::count(r.notes.begin(), r.notes.end(), note) == 1);
+}
+
+TEST_CASE("CUSCOPE_TRACE and CUSCOPE_TRACE_LIMIT set trace mode's options", "[trace][options]") {
+  static const char* limit = nullptr;
+  const auto lookup = [](const char* name) -> const char* {
+    if (std::string_view(name) == "CUSCOPE_TRACE") return "/tmp/run.cuscope";
+    if (std::string_view(name) == "CUSCOPE_TRACE_LIMIT") return limit;
+    return nullptr;
+  };
+  std::vector<cuscope::OptionError> errors;
+  CHECK(cuscope::Options{}.trace_limit_mb == 256);
+  limit = "64";
+  cuscope::Options o = cuscope::options_from(lookup, {}, &errors);
+  CHECK(errors.empty());
+  CHECK(o.trace_path == "/tmp/run.cuscope");
+  CHECK(o.trace_limit_mb == 64);
+  limit = "0";
+  o = cuscope::options_from(lookup, {}, &errors);
+  CHECK(o.trace_limit_mb == 256);
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0].message == "CUSCOPE_TRACE_LIMIT='0' is out of range [1, 1000000]; keeping 256");
+}

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The `cuscope` command on real trace files: a known synthetic GPU run (cuscope_trace_program) and,
+# when given, the demo. Exits non-zero at the first check that fails, saying which.
+#
+# usage: check_cli.sh CUSCOPE TRACE_PROGRAM WORK_DIR [DEMO]
+set -uo pipefail
+cli=$1 program=$2 work=$3 demo=${4:-}
+here=$(cd "$(dirname "$0")" && pwd)
+rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 1
+
+fail() { echo "FAIL: $*"; exit 1; }
+# A bad input: exit status 1, exactly one line on stderr, naming the command; no output file left.
+bad_input() {
+  local what=$1; shift
+  "$@" >out.txt 2>err.txt
+  local rc=$?
+  [[ $rc -eq 1 ]] || fail "$what: exit status $rc, expected 1 ($(cat err.txt))"
+  [[ $(wc -l <err.txt) -eq 1 ]] || fail "$what: stderr is not one line: $(cat err.txt)"
+  grep -q "^cuscope $2: " err.txt || fail "$what: stderr does not name the command: $(cat err.txt)"
+  [[ ! -e bad.json ]] || fail "$what: left a partial bad.json behind"
+  echo "ok: $what -> $(cat err.txt)"
+}
+
+"$program" run.cuscope live.json table.txt launched.json || fail "the trace program failed"
+"$cli" json run.cuscope >replayed.json || fail "cuscope json failed"
+cmp -s live.json replayed.json || fail "cuscope json differs from the session's CUSCOPE_JSON: $(diff live.json replayed.json | head)"
+echo "ok: cuscope json equals the session's JSON report"
+"$cli" show run.cuscope >shown.txt || fail "cuscope show (trace) failed"
+cmp -s table.txt shown.txt || fail "cuscope show differs from the exit table: $(diff table.txt shown.txt | head)"
+"$cli" show live.json >shown_json.txt || fail "cuscope show (JSON report) failed"
+cmp -s table.txt shown_json.txt || fail "cuscope show of the JSON report differs: $(diff table.txt shown_json.txt | head)"
+echo "ok: cuscope show prints the exit table, from the trace and from the JSON report"
+"$cli" show --sort name --rows 1 --top-kernels 0 run.cuscope >sorted.txt || fail "cuscope show with options failed"
+grep -q "1 more range" sorted.txt || fail "--rows 1 did not cut the table: $(cat sorted.txt)"
+grep -q "gemm_kernel" sorted.txt && fail "--top-kernels 0 still lists kernels"
+"$cli" show --sort bogus run.cuscope 2>err.txt && fail "a bad --sort was accepted"
+grep -q "^cuscope show: --sort='bogus' is not a sort key" err.txt || fail "bad --sort message: $(cat err.txt)"
+echo "ok: show's table options"
+"$cli" trace run.cuscope -o run.json || fail "cuscope trace failed"
+python3 "$here/check_kineto.py" run.json live.json || fail "the Kineto trace's shape"
+for c in show json trace; do
+  "$cli" $c --help | grep -q "^usage: cuscope $c" || fail "cuscope $c --help"
+done
+echo "ok: --help of each command"
+
+head -c -5 run.cuscope >cut.cuscope
+printf 'CUSCOPE-TRACE\n\0\0\2\0\0\0\30\0\0\0' >v2.cuscope
+bad_input "a missing file" "$cli" json missing.cuscope
+bad_input "not a trace" "$cli" json live.json
+bad_input "a truncated trace" "$cli" json cut.cuscope
+bad_input "another format version" "$cli" json v2.cuscope
+bad_input "a truncated trace (trace)" "$cli" trace cut.cuscope -o bad.json
+bad_input "neither trace nor JSON report (show)" "$cli" show launched.json
+for seed in "$here"/corpus/*; do
+  "$cli" json "$seed" >/dev/null 2>err.txt
+  rc=$?
+  [[ $rc -le 1 && $(wc -l <err.txt) -le 1 ]] || fail "corpus $(basename "$seed"): json exit $rc: $(cat err.txt)"
+  "$cli" trace "$seed" -o corpus.json >/dev/null 2>err.txt
+  rc=$?
+  [[ $rc -le 1 && $(wc -l <err.txt) -le 2 ]] || fail "corpus $(basename "$seed"): trace exit $rc: $(cat err.txt)"
+  if [[ $rc -eq 0 ]]; then
+    python3 -c 'import json, sys; json.load(open(sys.argv[1], encoding="utf-8"))' corpus.json ||
+      fail "corpus $(basename "$seed"): cuscope trace wrote JSON that does not parse"
+  fi
+done
+echo "ok: every fuzz corpus file gives a report or one line"
+
+if [[ -n $demo ]]; then
+  CUSCOPE_TRACE=demo.cuscope CUSCOPE_OUTPUT=demo_table.txt CUSCOPE_JSON=demo.json "$demo" >/dev/null 2>&1 ||
+    fail "the demo failed"
+  "$cli" show demo.cuscope >demo_shown.txt || fail "cuscope show of the demo's trace failed"
+  cmp -s demo_table.txt demo_shown.txt || fail "the demo's table differs: $(diff demo_table.txt demo_shown.txt | head)"
+  "$cli" trace demo.cuscope -o demo_trace.json || fail "cuscope trace of the demo failed"
+  python3 "$here/check_kineto.py" demo_trace.json demo.json || fail "the demo's Kineto trace"
+  echo "ok: the demo's trace shows its exit table, one complete event per scope instance"
+fi
+echo "all trace CLI checks passed"
