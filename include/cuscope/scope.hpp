@@ -30,6 +30,7 @@ struct Site {
   const char* file;
   std::uint32_t line;
   std::atomic<std::uint32_t> id{0};  ///< interned name id, 0 until the first visit
+  std::atomic<void*> nvtx{nullptr};  ///< the name's NVTX registered string, set before `id`
   constexpr Site(const char* n, const char* f, std::uint32_t l) noexcept : name(n), file(f), line(l) {}
 };
 

@@ -3,11 +3,6 @@
 
 namespace cuscope::inline v0::detail {
 
-nvtxDomainHandle_t nvtx_domain() noexcept {
-  static const nvtxDomainHandle_t domain = nvtxDomainCreateA("cuscope");
-  return domain;
-}
-
 nvtxStringHandle_t nvtx_register(const std::string& name) noexcept {
   return nvtxDomainRegisterStringA(nvtx_domain(), name.c_str());
 }

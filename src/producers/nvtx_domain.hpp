@@ -9,7 +9,11 @@
 
 namespace cuscope::inline v0::detail {
 
-nvtxDomainHandle_t nvtx_domain() noexcept;
+/// The "cuscope" domain, created on the first call (inline: the steady state is one guard check).
+inline nvtxDomainHandle_t nvtx_domain() noexcept {
+  static const nvtxDomainHandle_t domain = nvtxDomainCreateA("cuscope");
+  return domain;
+}
 /// Registers `name` in the domain (once per distinct name, off the hot path).
 nvtxStringHandle_t nvtx_register(const std::string& name) noexcept;
 

@@ -72,6 +72,7 @@ void ensure_nvtx(std::uint32_t id) {
 std::uint32_t intern_site(Site& site) {
   const std::uint32_t id = session().forest.names.intern(site.name);
   ensure_nvtx(id);
+  site.nvtx.store(nvtx_handle(id), std::memory_order_relaxed);  // published by the store of `id`
   site.id.store(id, std::memory_order_release);
   return id;
 }
@@ -138,7 +139,8 @@ ThreadState* this_thread() noexcept {
   return t_state;
 }
 
-ThreadState* enter_id(std::uint32_t id, cudaStream_t stream, std::uint32_t& token) noexcept {
+ThreadState* enter_id(std::uint32_t id, nvtxStringHandle_t nvtx, cudaStream_t stream,
+                      std::uint32_t& token) noexcept {
   ThreadState* ts = this_thread();
   if (ts == nullptr) {
     if (g_flags.load(std::memory_order_relaxed) & kRecording)
@@ -146,7 +148,7 @@ ThreadState* enter_id(std::uint32_t id, cudaStream_t stream, std::uint32_t& toke
     return nullptr;
   }
   if (ts->tree->has_remote_ends()) settle_remote(ts);
-  nvtx_push(nvtx_handle(id));
+  nvtx_push(nvtx);
   const std::uint32_t flags = g_flags.load(std::memory_order_relaxed);
   std::uint32_t tok = 0;
   if (flags & kRecording) {
@@ -205,14 +207,15 @@ ThreadState* enter(Site& site, cudaStream_t stream, std::uint32_t& depth) noexce
   if (!started()) return nullptr;
   std::uint32_t id = site.id.load(std::memory_order_acquire);
   if (id == 0) id = intern_site(site);
-  return enter_id(id, stream, depth);
+  return enter_id(id, static_cast<nvtxStringHandle_t>(site.nvtx.load(std::memory_order_relaxed)), stream,
+                  depth);
 }
 
 ThreadState* enter_named(std::string_view name, cudaStream_t stream, std::uint32_t& depth) noexcept {
   if (!started()) return nullptr;
   const std::uint32_t id = session().forest.names.intern(name);
   ensure_nvtx(id);
-  return enter_id(id, stream, depth);
+  return enter_id(id, nvtx_handle(id), stream, depth);
 }
 
 void exit(ThreadState* ts, std::uint32_t token) noexcept {
