@@ -111,6 +111,7 @@ void collector_loop(Session* s) {
   // that another thread runs in global mode (the default of cudaStreamBeginCapture).
   cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
   if (cudaThreadExchangeStreamCaptureMode(&mode) != cudaSuccess) cudaGetLastError();
+  s->collector_ready.store(true, std::memory_order_release);
   std::unique_lock lock(s->collector_mutex);
   for (unsigned tick = 1; !s->collector_stop; ++tick) {
     s->collector_cv.wait_for(lock, std::chrono::milliseconds(10));
@@ -442,6 +443,10 @@ bool start(const Options& given) {
       s.aggregator.set_recording(false, s.start_ns);
     }
     s.collector = std::thread(collector_loop, &s);  // also keeps the clock calibrated
+    // A thread's start-up allocates (its stack and TLS, the CUDA runtime's per-thread state): a
+    // fork() right after start() must not find an allocator lock held by a thread being born.
+    for (int i = 0; i < 2000 && !s.collector_ready.load(std::memory_order_acquire); ++i)
+      std::this_thread::sleep_for(std::chrono::microseconds(500));
     std::call_once(g_atexit_once, [] {
       std::atexit(at_exit);
       std::at_quick_exit(at_exit);  // std::quick_exit runs these, not the atexit ones

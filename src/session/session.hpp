@@ -96,6 +96,7 @@ class Session {
   std::mutex collector_mutex;
   std::condition_variable collector_cv;
   bool collector_stop = false;  // guarded by collector_mutex
+  std::atomic<bool> collector_ready{false};  // its start-up (thread and CUDA runtime set-up) is done
 };
 
 Session& session();
