@@ -21,6 +21,12 @@ bool load_report(const std::string& path, Report* out, std::string* error);
 /// A JSON report's text back into a Report (the fields format_json writes).
 bool report_from_json(const std::string& text, Report* out, std::string* error);
 
+/// Parses "FILE [-o OUT]" (and --help), the command line of `json` and `trace`. Returns -1 when the
+/// command should go on, else the exit status to return (0 after --help, kUsageError after
+/// printing `help` for a line it cannot run). `out_required`: -o must be given.
+int parse_file_and_output(const Args& args, const char* help, bool out_required, std::string* path,
+                          std::string* out);
+
 /// Prints "cuscope <command>: <message>" to stderr and returns the exit status for bad input.
 int fail(std::string_view command, std::string_view message);
 /// The exit status for a command line that cannot be run (after printing the usage).

@@ -22,24 +22,7 @@ constexpr const char* kHelp =
 
 int json(const Args& args) {
   std::string path, out;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--help" || args[i] == "-h") {
-      std::fputs(kHelp, stdout);
-      return 0;
-    }
-    if (args[i] == "-o" && i + 1 < args.size()) {
-      out = std::string(args[++i]);
-    } else if (!args[i].empty() && args[i][0] != '-' && path.empty()) {
-      path = std::string(args[i]);
-    } else {
-      std::fputs(kHelp, stderr);
-      return kUsageError;
-    }
-  }
-  if (path.empty()) {
-    std::fputs(kHelp, stderr);
-    return kUsageError;
-  }
+  if (const int status = parse_file_and_output(args, kHelp, false, &path, &out); status >= 0) return status;
   Report r;
   std::string error;
   if (!trace::replay_file(path, &r, &error)) return fail("json", path + ": " + error);

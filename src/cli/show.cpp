@@ -40,6 +40,29 @@ const char* lookup(const char* name) {
 
 }  // namespace
 
+int parse_file_and_output(const Args& args, const char* help, bool out_required, std::string* path,
+                          std::string* out) {
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--help" || args[i] == "-h") {
+      std::fputs(help, stdout);
+      return 0;
+    }
+    if (args[i] == "-o" && i + 1 < args.size()) {
+      *out = std::string(args[++i]);
+    } else if (!args[i].empty() && args[i][0] != '-' && path->empty()) {
+      *path = std::string(args[i]);
+    } else {
+      std::fputs(help, stderr);
+      return kUsageError;
+    }
+  }
+  if (path->empty() || (out_required && out->empty())) {
+    std::fputs(help, stderr);
+    return kUsageError;
+  }
+  return -1;
+}
+
 int fail(std::string_view command, std::string_view message) {
   std::fprintf(stderr, "cuscope %.*s: %.*s\n", static_cast<int>(command.size()), command.data(),
                static_cast<int>(message.size()), message.data());

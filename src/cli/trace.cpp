@@ -459,24 +459,7 @@ class Kineto final : public trace::Visitor {
 
 int trace(const Args& args) {
   std::string path, out;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--help" || args[i] == "-h") {
-      std::fputs(kHelp, stdout);
-      return 0;
-    }
-    if (args[i] == "-o" && i + 1 < args.size()) {
-      out = std::string(args[++i]);
-    } else if (!args[i].empty() && args[i][0] != '-' && path.empty()) {
-      path = std::string(args[i]);
-    } else {
-      std::fputs(kHelp, stderr);
-      return kUsageError;
-    }
-  }
-  if (path.empty() || out.empty()) {
-    std::fputs(kHelp, stderr);
-    return kUsageError;
-  }
+  if (const int status = parse_file_and_output(args, kHelp, true, &path, &out); status >= 0) return status;
   trace::Reader reader;
   std::string error;
   if (!reader.open(path, &error)) return fail("trace", path + ": " + error);
