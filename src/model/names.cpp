@@ -8,32 +8,10 @@
 #include <cuscope/report.hpp>
 #include <vector>
 
+#include "model/utf8.hpp"
+
 namespace cuscope::model {
 namespace {
-
-// Length of the valid UTF-8 sequence starting at s[i], or 0 when it is not valid.
-std::size_t utf8_sequence_length(const unsigned char* s, std::size_t i, std::size_t n) {
-  const unsigned char c = s[i];
-  std::size_t len = 0;
-  if (c < 0x80) return 1;
-  if ((c & 0xE0) == 0xC0 && c >= 0xC2)
-    len = 2;
-  else if ((c & 0xF0) == 0xE0)
-    len = 3;
-  else if ((c & 0xF8) == 0xF0 && c <= 0xF4)
-    len = 4;
-  else
-    return 0;
-  if (i + len > n) return 0;
-  for (std::size_t k = 1; k < len; ++k) {
-    if ((s[i + k] & 0xC0) != 0x80) return 0;
-  }
-  if (len == 3 && c == 0xE0 && s[i + 1] < 0xA0) return 0;   // overlong
-  if (len == 3 && c == 0xED && s[i + 1] >= 0xA0) return 0;  // surrogate
-  if (len == 4 && c == 0xF0 && s[i + 1] < 0x90) return 0;   // overlong
-  if (len == 4 && c == 0xF4 && s[i + 1] >= 0x90) return 0;  // past U+10FFFF
-  return len;
-}
 
 constexpr std::string_view kDivisionSlash = "\u2215";  // looks like '/', is not the path separator
 constexpr std::string_view kEllipsis = "\u2026";
@@ -57,7 +35,7 @@ std::size_t sanitize_into(const char* raw, std::size_t size, char* out, bool* ad
   const auto* s = reinterpret_cast<const unsigned char*>(raw);
   std::size_t n = 0;
   for (std::size_t i = 0; i < size;) {
-    const std::size_t len = utf8_sequence_length(s, i, size);
+    const std::size_t len = utf8_sequence_length(std::string_view(raw, size), i);
     std::string_view piece;
     if (len == 0 || s[i] < 0x20 || s[i] == 0x7F) {
       piece = "?";

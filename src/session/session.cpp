@@ -26,6 +26,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "model/utf8.hpp"
 #include "producers/clock.hpp"
 #include "producers/cuda_probe.hpp"
 #include "producers/cupti/adapter.hpp"
@@ -33,7 +34,6 @@
 #include "producers/nvtx_domain.hpp"
 #include "session/hardware.hpp"
 #include "session/log.hpp"
-#include "views/utf8.hpp"
 #include "trace/session_trace.hpp"
 
 namespace cuscope {
@@ -224,7 +224,7 @@ std::string one_line(std::string_view text) {
   out.reserve(text.size());
   for (std::size_t i = 0; i < text.size();) {
     const auto byte = static_cast<unsigned char>(text[i]);
-    const std::size_t len = views::utf8_sequence_length(text, i);
+    const std::size_t len = model::utf8_sequence_length(text, i);
     if (byte == '\n') {
       out += "\\n";
     } else if (byte == '\r') {
@@ -285,7 +285,7 @@ void reset_for_testing() noexcept {
   g_state.store(kNotStarted, std::memory_order_release);
   g_flags.store(0, std::memory_order_relaxed);
   disable_range_profiler();
-  stop_activity_tracing();                           // the next session starts tracing again
+  stop_activity_tracing();  // the next session starts tracing again
   finish_trace();
   close_trace(old, Report{});
   static auto* retired = new std::vector<Session*>;  // kept reachable: threads may still point into them

@@ -17,8 +17,8 @@
 
 #include "cuscope/report.hpp"
 #include "cuscope/version.hpp"
+#include "model/utf8.hpp"
 #include "views/diagnostics_fields.hpp"
-#include "views/utf8.hpp"
 
 namespace cuscope {
 inline namespace v0 {
@@ -117,7 +117,7 @@ class JsonWriter {
     for (std::size_t i = 0; i < s.size();) {
       const char c = s[i];
       const auto byte = static_cast<unsigned char>(c);
-      const std::size_t len = views::utf8_sequence_length(s, i);
+      const std::size_t len = model::utf8_sequence_length(s, i);
       if (c == '"' || c == '\\') {
         out_ += '\\';
         out_ += c;

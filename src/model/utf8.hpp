@@ -1,11 +1,12 @@
-// views/utf8.hpp — UTF-8 validation for text cuscope writes out (JSON strings, messages), so a
-// stray byte from a name, a path or an environment variable never makes the output unreadable.
+// model/utf8.hpp — UTF-8 validation, the one copy: range names are sanitized with it (names.cpp),
+// and text cuscope writes out (JSON strings, messages) is checked with it, so a stray byte from a
+// name, a path or an environment variable never makes the output unreadable.
 #pragma once
 
 #include <cstddef>
 #include <string_view>
 
-namespace cuscope::views {
+namespace cuscope::model {
 
 /// Length of the valid UTF-8 sequence starting at s[i] (1 to 4), or 0 when the byte there does not
 /// start one: a stray continuation byte, an overlong form, a surrogate, past U+10FFFF, or cut short.
@@ -34,4 +35,4 @@ inline std::size_t utf8_sequence_length(std::string_view s, std::size_t i) noexc
   return len;
 }
 
-}  // namespace cuscope::views
+}  // namespace cuscope::model
