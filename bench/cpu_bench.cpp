@@ -24,11 +24,12 @@
 #include <memory>
 #include <nvtx3/nvtx3.hpp>
 #include <string>
-#include <type_traits>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "cupti_buffer.hpp"
+#include "host_session.hpp"
 #include "model/aggregator.hpp"
 #include "model/range_tree.hpp"
 #include "producers/clock.hpp"
@@ -545,8 +546,8 @@ cuscope_bench::Summary summarize(const Collector& c, const std::string& commit) 
   const double disabled = time("scope.disabled", "scope: runtime-disabled", "BM_scope_disabled");
   const double enabled = time("scope.enabled", "scope: enabled, host only", "BM_scope_enabled");
   const double traced = time("scope.traced", "scope: enabled, trace mode (CUSCOPE_TRACE)", "BM_scope_traced");
-  const double trace_dropped =
-      counter("scope.traced_dropped", "scope: trace mode, events dropped", "BM_scope_traced", "dropped", "events");
+  const double trace_dropped = counter("scope.traced_dropped", "scope: trace mode, events dropped",
+                                       "BM_scope_traced", "dropped", "events");
   time("scope.nested_8", "scope: nested 8 deep, per scope", "BM_scope_nested_8", 8);
   time("scope.threads_8", "scope: 8 threads at once, per scope (CPU)", "BM_scope_threads");
   const char* pairs_labels[][3] = {{"1", "activity: 1 (range, kernel) pair", "activity.pairs_1"},
@@ -576,8 +577,8 @@ cuscope_bench::Summary summarize(const Collector& c, const std::string& commit) 
   s.targets.push_back({"scope.enabled_over_rdtsc", "enabled scope / two rdtsc", enabled / rdtsc, "x",
                        "<= 1.30x", enabled / rdtsc <= 1.3});
   s.targets.push_back({"scope.enabled_ns", "enabled scope (guide)", enabled, "ns", "< 30 ns", enabled < 30});
-  s.targets.push_back({"scope.traced_over_enabled", "enabled scope: trace mode / without", traced / enabled, "x",
-                       "<= 1.50x", traced / enabled <= 1.5});
+  s.targets.push_back({"scope.traced_over_enabled", "enabled scope: trace mode / without", traced / enabled,
+                       "x", "<= 1.50x", traced / enabled <= 1.5});
   s.targets.push_back({"scope.traced_minus_enabled", "enabled scope: trace mode - without", traced - enabled,
                        "ns", "<= 10 ns", traced - enabled <= 10.0});
   s.targets.push_back({"scope.traced_dropped", "trace mode: events dropped in the benchmark", trace_dropped,
@@ -639,14 +640,7 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&n, args.data());
   if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 2;
 
-  cuscope::Options options;
-  options.gpu_events = false;
-  options.activities = false;
-  options.print_at_exit = false;
-  cuscope::start(options);
-  // Scopes read the TSC once it is calibrated (about 100 ms after start, where there is one).
-  for (int i = 0; i < 50 && cuscope::snapshot().clock.rfind("CLOCK_MONOTONIC (calibrating", 0) == 0; ++i)
-    usleep(20'000);
+  cuscope_bench::start_host_only_session(1000);
 
   std::fprintf(stderr, "cuscope_bench: running the CPU set (under a minute)...\n");
   Collector collector;

@@ -4,11 +4,11 @@
 // `valgrind --tool=callgrind --toggle-collect=run_scopes`, callgrind counts only what
 // run_scopes() executes: run once with N scopes and once with 2N, and the difference over N is
 // the cost of one scope's enter and exit in the steady state (host only: no GPU events, no CUPTI).
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <cuscope/cuscope.hpp>
+
+#include "host_session.hpp"
 
 extern "C" __attribute__((noinline)) void run_scopes(long n) {
   for (long i = 0; i < n; ++i) {
@@ -19,15 +19,8 @@ extern "C" __attribute__((noinline)) void run_scopes(long n) {
 
 int main(int argc, char** argv) {
   const long n = argc > 1 ? std::atol(argv[1]) : 100'000;
-  cuscope::Options options;
-  options.gpu_events = false;
-  options.activities = false;
-  options.print_at_exit = false;
-  cuscope::start(options);
-  // The steady state: the TSC calibrated where there is one, the call site interned.
-  for (int i = 0; i < 250 && cuscope::snapshot().clock.rfind("CLOCK_MONOTONIC (calibrating", 0) == 0; ++i)
-    usleep(20'000);
-  { CUSCOPE_SCOPE("counted"); }
+  cuscope_bench::start_host_only_session(5000);
+  { CUSCOPE_SCOPE("counted"); }  // the steady state: the call site interned
   run_scopes(n);
   std::printf("scopes %ld, clock: %s\n", n, cuscope::snapshot().clock.c_str());
   return 0;

@@ -1,0 +1,25 @@
+// bench/host_session.hpp — the session the CPU benchmarks measure scopes in: CUDA-event timing,
+// CUPTI tracing and the exit table off (so "enabled" is the host-only scope on any machine), and
+// the scope clock settled: on the TSC once it is calibrated (about 100 ms after start, where there
+// is one), waited for up to `max_wait_ms` (longer under valgrind, which runs everything slower).
+#pragma once
+
+#include <unistd.h>
+
+#include <cuscope/cuscope.hpp>
+
+namespace cuscope_bench {
+
+inline void start_host_only_session(int max_wait_ms) {
+  cuscope::Options options;
+  options.gpu_events = false;
+  options.activities = false;
+  options.print_at_exit = false;
+  cuscope::start(options);
+  for (int waited = 0;
+       waited < max_wait_ms && cuscope::snapshot().clock.rfind("CLOCK_MONOTONIC (calibrating", 0) == 0;
+       waited += 20)
+    usleep(20'000);
+}
+
+}  // namespace cuscope_bench
