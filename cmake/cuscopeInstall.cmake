@@ -8,6 +8,10 @@ install(TARGETS cuscope EXPORT cuscopeTargets
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/cuscope DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# Zero-code mode's injection library: loaded by path (cuscope run), not linked, so not exported.
+# It needs the CUDA runtime and CUPTI of the toolkit it was built with, wherever it is installed.
+set_target_properties(cuscope_inject PROPERTIES INSTALL_RPATH "${CUDAToolkit_LIBRARY_DIR}")
+install(TARGETS cuscope_inject LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 if(TARGET cuscope_cli)
   install(TARGETS cuscope_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})  # bin/cuscope
 endif()

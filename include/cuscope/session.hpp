@@ -53,6 +53,10 @@ struct Options {
   std::string trace_path;
   /// CUSCOPE_TRACE_LIMIT: the trace file's bound in MiB; what does not fit is dropped and counted.
   std::uint32_t trace_limit_mb = 256;
+  /// CUSCOPE_NVTX_DOMAINS (zero-code mode, README): which NVTX domains become ranges. Domain names
+  /// to keep only those ("default,Megatron"), or names each prefixed with '-' to leave those out
+  /// ("-NCCL,-cuBLAS"); "default" is the domain of plain nvtxRangePush calls. Empty = every domain.
+  std::vector<std::string> nvtx_domains;
 };
 
 /// One problem found while reading options: `variable` names the setting, `value` what was given.

@@ -15,6 +15,7 @@ using Args = std::vector<std::string_view>;
 int show(const Args& args);
 int json(const Args& args);
 int trace(const Args& args);
+int run(const Args& args);
 
 /// A report from a trace file or from a JSON report (cuscope.report/1), told apart by content.
 bool load_report(const std::string& path, Report* out, std::string* error);

@@ -10,10 +10,13 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: cuscope <command> [options] FILE\n"
+    "       cuscope run [options] [--] COMMAND [ARGS...]\n"
     "\n"
-    "Reads what a cuscope session wrote: a trace file (CUSCOPE_TRACE) or a JSON report (CUSCOPE_JSON).\n"
+    "Runs a program with cuscope injected (zero-code mode), and reads what a cuscope session wrote:\n"
+    "a trace file (CUSCOPE_TRACE) or a JSON report (CUSCOPE_JSON).\n"
     "\n"
     "commands:\n"
+    "  run COMMAND ARGS...  COMMAND with its NVTX ranges as cuscope ranges; the table prints at exit\n"
     "  show FILE            the report's table (a trace file or a JSON report)\n"
     "  json TRACE           the report of a trace as JSON (the session's own CUSCOPE_JSON)\n"
     "  trace TRACE -o OUT   a Chrome/Perfetto trace (Kineto's JSON shape) of a trace file\n"
@@ -38,6 +41,7 @@ int main(int argc, char** argv) {
     if (command == "show") return cuscope::cli::show(args);
     if (command == "json") return cuscope::cli::json(args);
     if (command == "trace") return cuscope::cli::trace(args);
+    if (command == "run") return cuscope::cli::run(args);
     std::fprintf(stderr, "cuscope: unknown command '%s'\n\n%s", argv[1], kUsage);
     return cuscope::cli::kUsageError;
   } catch (const std::exception& e) {

@@ -13,6 +13,7 @@
 #include "producers/clock.hpp"
 #include "producers/cupti/range_profiler.hpp"
 #include "producers/nvtx_domain.hpp"
+#include "session/handover.hpp"
 #include "session/session.hpp"
 #include "trace/writer.hpp"
 
@@ -24,6 +25,7 @@ std::atomic<int> g_state{kNotStarted};
 std::atomic<std::uint32_t> g_flags{0};
 std::atomic<CorrelationHook> g_push_correlation{nullptr};
 std::atomic<CorrelationPopHook> g_pop_correlation{nullptr};
+std::atomic<bool> g_nvtx_quiet{false};
 
 namespace {
 
@@ -95,7 +97,7 @@ void settle_remote(ThreadState* ts) noexcept {
   while (ts->tree->close_remote(&r)) {
     if ((r.bits & model::ThreadTree::kRemoteGpu) && ts->gpu) ts->gpu->abandon(r.depth);
     if (r.bits & model::ThreadTree::kRemotePushed) pop_correlation();
-    nvtx_pop();
+    if (!g_nvtx_quiet.load(std::memory_order_relaxed)) nvtx_pop();
   }
 }
 
@@ -148,7 +150,7 @@ ThreadState* enter_id(std::uint32_t id, nvtxStringHandle_t nvtx, cudaStream_t st
     return nullptr;
   }
   if (ts->tree->has_remote_ends()) settle_remote(ts);
-  nvtx_push(nvtx);
+  if (!g_nvtx_quiet.load(std::memory_order_relaxed)) nvtx_push(nvtx);
   const std::uint32_t flags = g_flags.load(std::memory_order_relaxed);
   std::uint32_t tok = 0;
   if (flags & kRecording) {
@@ -197,6 +199,8 @@ bool counting() noexcept { return started() && (g_flags.load(std::memory_order_r
 
 }  // namespace
 
+ThreadState* current_thread_state() noexcept { return t_state; }
+
 void forget_this_thread() noexcept {
   t_state = nullptr;
   t_pushes.depth = 0;
@@ -204,7 +208,10 @@ void forget_this_thread() noexcept {
 }
 
 ThreadState* enter(Site& site, cudaStream_t stream, std::uint32_t& depth) noexcept {
-  if (!started()) return nullptr;
+  if (!started()) {
+    const Engine* e = forwarding();  // decided by the start() that started() attempted
+    return e != nullptr ? e->enter(site, stream, depth) : nullptr;
+  }
   std::uint32_t id = site.id.load(std::memory_order_acquire);
   if (id == 0) id = intern_site(site);
   return enter_id(id, static_cast<nvtxStringHandle_t>(site.nvtx.load(std::memory_order_relaxed)), stream,
@@ -212,15 +219,29 @@ ThreadState* enter(Site& site, cudaStream_t stream, std::uint32_t& depth) noexce
 }
 
 ThreadState* enter_named(std::string_view name, cudaStream_t stream, std::uint32_t& depth) noexcept {
-  if (!started()) return nullptr;
+  if (!started()) {
+    const Engine* e = forwarding();
+    return e != nullptr ? e->enter_named(name, stream, depth) : nullptr;
+  }
   const std::uint32_t id = session().forest.names.intern(name);
   ensure_nvtx(id);
   return enter_id(id, nvtx_handle(id), stream, depth);
 }
 
+ThreadState* enter_interned(std::uint32_t id, std::uint32_t& token) noexcept {
+  if (!started()) return nullptr;
+  return enter_id(id, nullptr, nullptr, token);
+}
+
+bool recording() noexcept { return started() && (g_flags.load(std::memory_order_relaxed) & kRecording) != 0; }
+
 void exit(ThreadState* ts, std::uint32_t token) noexcept {
   const std::uint64_t now = now_ns();
   if (ts != t_state) {
+    if (const Engine* e = forwarding()) {
+      e->exit(ts, token);  // a forwarded scope: the state is the engine's
+      return;
+    }
     end_elsewhere(ts, token, now);
     return;
   }
@@ -245,12 +266,15 @@ void exit(ThreadState* ts, std::uint32_t token) noexcept {
     if (ts->counted_root && tree.open_depth() <= 1) close_counted_root(ts, now);
   }
   if (token & kPushed) pop_correlation();
-  nvtx_pop();
+  if (!g_nvtx_quiet.load(std::memory_order_relaxed)) nvtx_pop();
   if (tree.has_remote_ends()) settle_remote(ts);  // an entry below, ended elsewhere, is innermost now
 }
 
 void count(Site& site, double amount) noexcept {
-  if (!counting()) return;
+  if (!counting()) {
+    if (const Engine* e = forwarding()) e->count_site(site, amount);
+    return;
+  }
   std::uint32_t id = site.id.load(std::memory_order_acquire);
   if (id == 0) id = intern_site(site);
   count_id(id, amount);
@@ -259,11 +283,15 @@ void count(Site& site, double amount) noexcept {
 }  // namespace detail
 
 void count(std::string_view name, double amount) noexcept {
-  if (!detail::counting()) return;
+  if (!detail::counting()) {
+    if (const detail::Engine* e = detail::forwarding()) e->count_name(name, amount);
+    return;
+  }
   detail::count_id(detail::session().forest.names.intern(name), amount);
 }
 
 void push(std::string_view name, cudaStream_t stream) noexcept {
+  if (const detail::Engine* e = detail::forward_target()) return e->push(name, stream);
   auto& pushes = detail::t_pushes;
   if (pushes.depth == detail::ThreadPushes::kMaxEntries) {
     ++pushes.skipped;
@@ -290,6 +318,7 @@ void push(std::string_view name, cudaStream_t stream) noexcept {
 }
 
 void pop() noexcept {
+  if (const detail::Engine* e = detail::forward_target()) return e->pop();
   auto& pushes = detail::t_pushes;
   if (pushes.skipped > 0) {
     --pushes.skipped;

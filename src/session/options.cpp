@@ -2,6 +2,7 @@
 // base value and yields one OptionError naming the variable and the value; unknown CUSCOPE_*
 // variables (typos) are reported too.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
@@ -101,6 +102,48 @@ struct Reader {
     }
   }
 
+  // Domain names to keep, or names each prefixed with '-' to leave out; not both.
+  void domains(const char* name, std::vector<std::string>& field) const {
+    const char* raw = get(name);
+    if (raw == nullptr) return;
+    const auto trim = [](std::string_view v) {
+      while (!v.empty() && std::isspace(static_cast<unsigned char>(v.front()))) v.remove_prefix(1);
+      while (!v.empty() && std::isspace(static_cast<unsigned char>(v.back()))) v.remove_suffix(1);
+      return v;
+    };
+    const std::string_view all(raw);
+    if (trim(all).empty()) {  // set but empty: every domain, as when unset
+      field.clear();
+      return;
+    }
+    const std::string keeping = field.empty() ? "every domain" : fmt::format("'{}'", fmt::join(field, ","));
+    std::vector<std::string> parsed;
+    std::size_t kept = 0;
+    for (std::size_t pos = 0, item_no = 1;; ++item_no) {
+      const std::size_t comma = all.find(',', pos);
+      const std::string_view item =
+          trim(all.substr(pos, comma == std::string_view::npos ? comma : comma - pos));
+      if (item.empty() || item == "-") {
+        error(name, raw,
+              fmt::format("{}='{}' has an empty domain name (item {}); keeping {}", name, shown(raw), item_no,
+                          keeping));
+        return;
+      }
+      if (item.front() != '-') ++kept;
+      parsed.emplace_back(item);
+      if (comma == std::string_view::npos) break;
+      pos = comma + 1;
+    }
+    if (kept != 0 && kept != parsed.size()) {
+      error(name, raw,
+            fmt::format("{}='{}' names both domains to keep and ('-') domains to leave out; use one or the "
+                        "other; keeping {}",
+                        name, shown(raw), keeping));
+      return;
+    }
+    field = std::move(parsed);
+  }
+
   void sort_key(const char* name, SortKey& field) const {
     const char* raw = get(name);
     if (raw == nullptr) return;
@@ -123,11 +166,11 @@ struct Reader {
 };
 
 constexpr const char* kKnown[] = {
-    "CUSCOPE_ENABLE",    "CUSCOPE_GPU_EVENTS", "CUSCOPE_ACTIVITIES",    "CUSCOPE_WAIT",
-    "CUSCOPE_WARMUP",    "CUSCOPE_ACTIVE",     "CUSCOPE_PRINT",         "CUSCOPE_OUTPUT",
-    "CUSCOPE_JSON",      "CUSCOPE_SORT",       "CUSCOPE_ROWS",          "CUSCOPE_TOP_KERNELS",
-    "CUSCOPE_MAX_DEPTH", "CUSCOPE_METRICS",    "CUSCOPE_METRIC_RANGES", "CUSCOPE_METRIC_STEPS",
-    "CUSCOPE_TRACE",     "CUSCOPE_TRACE_LIMIT"};
+    "CUSCOPE_ENABLE",    "CUSCOPE_GPU_EVENTS",  "CUSCOPE_ACTIVITIES",    "CUSCOPE_WAIT",
+    "CUSCOPE_WARMUP",    "CUSCOPE_ACTIVE",      "CUSCOPE_PRINT",         "CUSCOPE_OUTPUT",
+    "CUSCOPE_JSON",      "CUSCOPE_SORT",        "CUSCOPE_ROWS",          "CUSCOPE_TOP_KERNELS",
+    "CUSCOPE_MAX_DEPTH", "CUSCOPE_METRICS",     "CUSCOPE_METRIC_RANGES", "CUSCOPE_METRIC_STEPS",
+    "CUSCOPE_TRACE",     "CUSCOPE_TRACE_LIMIT", "CUSCOPE_NVTX_DOMAINS"};
 
 }  // namespace
 
@@ -151,6 +194,7 @@ Options options_from(EnvLookup lookup, Options base, std::vector<OptionError>* e
   r.number("CUSCOPE_METRIC_STEPS", base.metric_steps, 0, 1'000'000'000);
   r.path("CUSCOPE_TRACE", base.trace_path);
   r.number("CUSCOPE_TRACE_LIMIT", base.trace_limit_mb, 1, 1'000'000);
+  r.domains("CUSCOPE_NVTX_DOMAINS", base.nvtx_domains);
   return base;
 }
 

@@ -32,6 +32,7 @@
 #include "producers/cupti/adapter.hpp"
 #include "producers/cupti/range_profiler.hpp"
 #include "producers/nvtx_domain.hpp"
+#include "session/handover.hpp"
 #include "session/hardware.hpp"
 #include "session/log.hpp"
 #include "trace/session_trace.hpp"
@@ -393,6 +394,7 @@ bool start() {
 bool start(const Options& given) {
   using namespace detail;
   if (forked_child()) return false;
+  if (const Engine* e = forward_target()) return e->start(given);
   try {
     Session& s = session();
     std::lock_guard lock(s.lifecycle_mutex);
@@ -463,6 +465,7 @@ bool start(const Options& given) {
 void step() {
   using namespace detail;
   if (forked_child()) return;
+  if (const Engine* e = forward_target()) return e->step();
   Session& s = session();
   if (g_state.load(std::memory_order_acquire) == kNotStarted) start();
   if (s.closed.load(std::memory_order_acquire)) return;  // the summary is written: steps are final
@@ -483,6 +486,7 @@ void step() {
 void set_enabled(bool on) {
   using namespace detail;
   if (forked_child()) return;
+  if (const Engine* e = forward_target()) return e->set_enabled(on);
   if (g_state.load(std::memory_order_acquire) == kNotStarted) start();
   Session& s = session();
   std::lock_guard lock(s.lifecycle_mutex);
@@ -492,6 +496,7 @@ void set_enabled(bool on) {
 
 bool enabled() {
   using namespace detail;
+  if (const Engine* e = forward_target()) return e->enabled();
   const int state = g_state.load(std::memory_order_acquire);
   if (state != kNotStarted) return state == kOn;
   // Not started: what the first scope would do, which starts the session from the environment.
@@ -503,6 +508,7 @@ bool enabled() {
 void flush() {
   using namespace detail;
   if (forked_child()) return;
+  if (const Engine* e = forward_target()) return e->flush();
   Session& s = session();
   if (s.closed.load(std::memory_order_acquire)) return;  // the report is final, CUDA may be gone
   // A normal flush: work still running stays with CUPTI and arrives complete later.
@@ -513,6 +519,7 @@ void flush() {
 Report snapshot() {
   using namespace detail;
   if (forked_child()) return forked_child_report();
+  if (const Engine* e = forward_target()) return e->snapshot();
   Report r;
   try {
     Session& s = session();
@@ -559,6 +566,7 @@ Report snapshot() {
 void shutdown() {
   using namespace detail;
   if (forked_child()) return;  // the parent's table and files are the parent's
+  if (const Engine* e = forward_target()) return e->shutdown();
   try {
     Session& s = session();
     {
@@ -597,6 +605,7 @@ void shutdown() {
 }
 
 Options current_options() {
+  if (const detail::Engine* e = detail::forward_target()) return e->current_options();
   if (detail::forked_child()) {
     Options off;
     off.enabled = false;

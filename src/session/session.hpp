@@ -95,7 +95,7 @@ class Session {
   std::thread collector;
   std::mutex collector_mutex;
   std::condition_variable collector_cv;
-  bool collector_stop = false;  // guarded by collector_mutex
+  bool collector_stop = false;               // guarded by collector_mutex
   std::atomic<bool> collector_ready{false};  // its start-up (thread and CUDA runtime set-up) is done
 };
 
@@ -110,6 +110,16 @@ ThreadState* attach_thread() noexcept;
 void reset_for_testing() noexcept;
 /// Forgets the calling thread's state (scope.cpp), used by reset_for_testing().
 void forget_this_thread() noexcept;
+
+/// A range by interned name id, for producers other than Scope (the NVTX injection): what enter()
+/// does, without an NVTX range of its own and without a stream. nullptr when it records nothing.
+ThreadState* enter_interned(std::uint32_t id, std::uint32_t& token) noexcept;
+/// The calling thread's state if it has one (no attaching).
+ThreadState* current_thread_state() noexcept;
+/// Whether the session (started on demand) records now: inside the step window.
+bool recording() noexcept;
+/// Set by the NVTX injection: scopes push no NVTX range of their own (NVTX goes to cuscope itself).
+extern std::atomic<bool> g_nvtx_quiet;
 
 /// Resolves finished CUDA events of every thread; true when none is left pending.
 bool resolve_gpu_events() noexcept;

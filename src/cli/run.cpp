@@ -1,0 +1,143 @@
+// cli/run.cpp — `cuscope run [options] [--] COMMAND ARGS...`: zero-code mode. Points NVTX and the
+// CUDA driver at libcuscope_inject.so, sets the CUSCOPE_* variables the options ask for, and
+// replaces itself with COMMAND, so the exit status is the command's own.
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cli/cli.hpp"
+
+namespace cuscope::cli {
+
+namespace {
+
+constexpr const char* kHelp =
+    "usage: cuscope run [--json FILE] [--trace FILE] [--output FILE] [--domains LIST] [--] COMMAND "
+    "[ARGS...]\n"
+    "\n"
+    "Runs COMMAND (any program: a C++ or CUDA binary, `python train.py`, ...) with cuscope injected:\n"
+    "its NVTX push/pop ranges (torch.cuda.nvtx.range, emit_nvtx(), NCCL, hand-written nvtxRangePush)\n"
+    "become cuscope ranges, GPU work is attributed to them, and the table prints at exit. Nothing in\n"
+    "the program changes; every CUSCOPE_* variable applies as usual (README, \"Options\").\n"
+    "\n"
+    "  --json FILE      also write the report as JSON (CUSCOPE_JSON)\n"
+    "  --trace FILE     record a trace file (CUSCOPE_TRACE), for `cuscope show|json|trace`\n"
+    "  --output FILE    write the table to FILE instead of standard error (CUSCOPE_OUTPUT)\n"
+    "  --domains LIST   NVTX domains to keep (\"default,Megatron\"), or to leave out (\"-NCCL\")\n"
+    "                   (CUSCOPE_NVTX_DOMAINS)\n"
+    "\n"
+    "The exit status is COMMAND's. cuscope run's own failures exit with 125 (bad command line, no\n"
+    "injection library), 126 (COMMAND cannot be run) or 127 (COMMAND not found).\n"
+    "The injection library is found next to this program (CUSCOPE_INJECT_LIBRARY overrides it).\n";
+
+constexpr int kRunError = 125;
+
+bool is_file(const std::string& path) { return !path.empty() && access(path.c_str(), R_OK) == 0; }
+
+// Where libcuscope_inject.so is: the override, then the installed layout next to this program,
+// then the build tree this program was built in.
+std::string injection_library(std::string* looked) {
+  if (const char* env = std::getenv("CUSCOPE_INJECT_LIBRARY"); env != nullptr && *env != '\0') {
+    *looked = std::string("CUSCOPE_INJECT_LIBRARY=") + env;
+    return is_file(env) ? env : std::string{};
+  }
+  std::vector<std::string> candidates;
+  char self[PATH_MAX] = {};
+  if (const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1); n > 0) {
+    std::string dir(self, static_cast<std::size_t>(n));
+    dir.erase(dir.rfind('/') + 1);
+    candidates.push_back(dir + CUSCOPE_INJECT_INSTALL_RELPATH);
+  }
+  candidates.emplace_back(CUSCOPE_INJECT_BUILD_PATH);
+  for (const std::string& c : candidates) {
+    if (is_file(c)) return c;
+    *looked += (looked->empty() ? "" : ", ") + c;
+  }
+  return {};
+}
+
+void set(const char* variable, const std::string& value) { setenv(variable, value.c_str(), 1); }
+
+// Another tool's injection (Nsight Systems sets NVTX_INJECTION64_PATH) cannot run beside cuscope's.
+void inject(const char* variable, const std::string& library) {
+  if (const char* was = std::getenv(variable); was != nullptr && *was != '\0' && library != was)
+    std::fprintf(stderr, "cuscope run: %s was '%s' (another tool); cuscope's library replaces it\n", variable,
+                 was);
+  set(variable, library);
+}
+
+int usage(const char* message) {
+  if (message != nullptr) std::fprintf(stderr, "cuscope run: %s\n\n", message);
+  std::fputs(kHelp, stderr);
+  return kRunError;
+}
+
+}  // namespace
+
+int run(const Args& args) {
+  struct Setting {
+    const char* flag;
+    const char* variable;
+  };
+  static constexpr Setting kSettings[] = {{"--json", "CUSCOPE_JSON"},
+                                          {"--trace", "CUSCOPE_TRACE"},
+                                          {"--output", "CUSCOPE_OUTPUT"},
+                                          {"--domains", "CUSCOPE_NVTX_DOMAINS"}};
+  std::vector<std::pair<const char*, std::string>> settings;
+  std::size_t i = 0;
+  for (; i < args.size(); ++i) {
+    const std::string_view a = args[i];
+    if (a == "--help" || a == "-h") {
+      std::fputs(kHelp, stdout);
+      return 0;
+    }
+    if (a == "--") {
+      ++i;
+      break;
+    }
+    if (a.empty() || a[0] != '-') break;
+    const Setting* s = nullptr;
+    for (const Setting& k : kSettings) s = a == k.flag ? &k : s;
+    if (s == nullptr) return usage(("unknown option '" + std::string(a) + "'").c_str());
+    if (i + 1 == args.size()) return usage((std::string(a) + " needs a value").c_str());
+    settings.emplace_back(s->variable, std::string(args[++i]));
+  }
+  if (i == args.size()) return usage("no command to run");
+
+  std::string looked;
+  std::string library = injection_library(&looked);
+  if (library.empty()) {
+    std::fprintf(
+        stderr,
+        "cuscope run: cannot find libcuscope_inject.so (looked at: %s); set CUSCOPE_INJECT_LIBRARY to "
+        "its path\n",
+        looked.c_str());
+    return kRunError;
+  }
+  // The program may change directory before its first NVTX or CUDA call: the path must be absolute.
+  if (char* real = realpath(library.c_str(), nullptr)) {
+    library = real;
+    std::free(real);
+  }
+  inject("NVTX_INJECTION64_PATH", library);
+  inject("CUDA_INJECTION64_PATH", library);
+  for (const auto& [variable, value] : settings) set(variable, value);
+
+  std::vector<std::string> owned(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : owned) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::fflush(nullptr);
+  execvp(argv[0], argv.data());
+  const int err = errno;
+  std::fprintf(stderr, "cuscope run: cannot run '%s': %s\n", argv[0], std::strerror(err));
+  return err == ENOENT ? 127 : 126;
+}
+
+}  // namespace cuscope::cli

@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Zero-code mode, from outside: unmodified programs run under `cuscope run`.
+
+    check_inject.py CUSCOPE NVTX_PROGRAM LINKED_PROGRAM WORKDIR
+
+Each check runs a command, then compares its exit status, its standard error and the JSON report
+with exact expectations (the counts nvtx_program.cpp and linked_program.cpp document). Exits 1
+on the first mismatch, naming it.
+"""
+import json
+import os
+import subprocess
+import sys
+
+CUSCOPE, NVTX, LINKED, WORK = sys.argv[1:5]
+os.makedirs(WORK, exist_ok=True)
+ENV = {k: v for k, v in os.environ.items()
+       if not k.startswith("CUSCOPE_") and k not in ("NVTX_INJECTION64_PATH", "CUDA_INJECTION64_PATH")}
+
+
+def fail(what, detail):
+    print(f"FAIL: {what}\n{detail}")
+    sys.exit(1)
+
+
+def run(args, env_extra=None):
+    env = dict(ENV)
+    env.update(env_extra or {})
+    p = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
+    return p.returncode, p.stdout, p.stderr
+
+
+def report(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def ranges(rep):
+    """path -> (calls, threads) for every range but the root."""
+    return {r["path"]: (r["calls"], r["threads"]) for r in rep["ranges"] if r["path"]}
+
+
+def spans(rep):
+    return {(s["domain"], s["name"]): (s["host"]["count"], s["open"], s["cross_thread"]) for s in rep["spans"]}
+
+
+def expect(what, got, want):
+    if got != want:
+        fail(what, f"  got:  {got!r}\n  want: {want!r}")
+    print(f"ok: {what}")
+
+
+ALL = {
+    "outer": (9, 3),
+    "outer/inner": (18, 3),
+    "wide \u00e9t\u00e9": (3, 3),
+    "aten::addmm": (6, 3),
+    "MyLib": (3, 3),
+    "MyLib/lib_call": (3, 3),
+    "MyLib/lib_call/registered_step": (3, 3),
+}
+DEFAULT_ONLY = {k: v for k, v in ALL.items() if not k.startswith("MyLib")}
+MYLIB_ONLY = {k: v for k, v in ALL.items() if k.startswith("MyLib")}
+SPANS = {("", "load"): (1, 0, 1), ("", "never_ended"): (0, 1, 0)}
+
+# Every domain; the program's exit status passes through; the table is printed.
+out = os.path.join(WORK, "all.json")
+rc, _, err = run([CUSCOPE, "run", "--json", out, "--", NVTX, "3"])
+expect("exit status of the command passes through", rc, 3)
+rep = report(out)
+expect("ranges of every domain, with exact calls and threads", ranges(rep), ALL)
+expect("start/end ranges, one ended on another thread, one never ended", spans(rep), SPANS)
+expect("no unbalanced ends", rep["diagnostics"]["unbalanced_ends"], 0)
+for name in ("outer", "inner", "aten::addmm", "registered_step", "NVTX start/end range", "load"):
+    if name not in err:
+        fail(f"the exit table names '{name}'", err)
+print("ok: the exit table lists the ranges")
+if "linked_scope" in err or "cuscope" in ranges(rep):
+    fail("the cuscope domain is never counted by the injection", err)
+
+# A domain left out, then only that domain.
+out = os.path.join(WORK, "no-mylib.json")
+rc, _, err = run([CUSCOPE, "run", "--json", out, "--domains", "-MyLib", "--", NVTX])
+expect("--domains -MyLib: exit status", rc, 0)
+expect("--domains -MyLib: MyLib's ranges are absent", ranges(report(out)), DEFAULT_ONLY)
+out = os.path.join(WORK, "only-mylib.json")
+rc, _, err = run([CUSCOPE, "run", "--json", out, "--", NVTX], {"CUSCOPE_NVTX_DOMAINS": "MyLib"})
+expect("CUSCOPE_NVTX_DOMAINS=MyLib: only MyLib's ranges", ranges(report(out)), MYLIB_ONLY)
+expect("CUSCOPE_NVTX_DOMAINS=MyLib: no start/end range of the default domain", spans(report(out)), {})
+
+# A bad filter: one clear warning, every domain kept.
+out = os.path.join(WORK, "bad.json")
+rc, _, err = run([CUSCOPE, "run", "--json", out, "--", NVTX], {"CUSCOPE_NVTX_DOMAINS": "MyLib,,x"})
+warning = ("cuscope: CUSCOPE_NVTX_DOMAINS='MyLib,,x' has an empty domain name (item 2); "
+           "keeping every domain")
+expect("a bad CUSCOPE_NVTX_DOMAINS is warned about exactly once",
+       [line for line in err.splitlines() if "CUSCOPE_NVTX_DOMAINS" in line and line.startswith("cuscope:")],
+       [warning])
+expect("a bad CUSCOPE_NVTX_DOMAINS keeps every domain", ranges(report(out)), ALL)
+rc, _, err = run([CUSCOPE, "run", "--json", out, "--", NVTX], {"CUSCOPE_NVTX_DOMAINS": "MyLib,-x"})
+expect("mixed keep/leave-out lists are refused in one line",
+       [line for line in err.splitlines() if "CUSCOPE_NVTX_DOMAINS" in line and line.startswith("cuscope:")],
+       ["cuscope: CUSCOPE_NVTX_DOMAINS='MyLib,-x' names both domains to keep and ('-') domains to leave "
+        "out; use one or the other; keeping every domain"])
+
+# A program that loads no NVTX at all runs unchanged: its output, its status, nothing of cuscope.
+rc, out_text, err = run([CUSCOPE, "run", "--", "sh", "-c", "echo plain; echo oops >&2; exit 7"])
+expect("a program without NVTX: status", rc, 7)
+expect("a program without NVTX: stdout", out_text, "plain\n")
+expect("a program without NVTX: stderr is its own", err, "oops\n")
+
+# cuscope run's own failures.
+rc, _, err = run([CUSCOPE, "run", "--", os.path.join(WORK, "no-such-program")])
+expect("a missing command exits 127", rc, 127)
+rc, _, err = run([CUSCOPE, "run", "--frobnicate", NVTX])
+expect("an unknown option exits 125", rc, 125)
+rc, _, err = run([CUSCOPE, "run"])
+expect("no command exits 125", rc, 125)
+rc, _, err = run([CUSCOPE, "run", "--", NVTX], {"CUSCOPE_INJECT_LIBRARY": os.path.join(WORK, "missing.so")})
+expect("a missing injection library exits 125", rc, 125)
+
+# A program that links cuscope: alone, NVTX ranges are not seen; injected, one session has both.
+out = os.path.join(WORK, "linked-alone.json")
+rc, stdout, err = run([LINKED], {"CUSCOPE_JSON": out})
+expect("linked, alone: its snapshot", stdout.strip(), "snapshot: scoped=2 raw=0 items=10 steps=1")
+expect("linked, alone: the report", ranges(report(out)), {"scoped": (2, 1)})
+out = os.path.join(WORK, "linked-injected.json")
+rc, stdout, err = run([CUSCOPE, "run", "--json", out, "--", LINKED])
+expect("linked + injected: exit status", rc, 0)
+expect("linked + injected: its snapshot comes from the one session",
+       stdout.strip(), "snapshot: scoped=2 raw=2 items=10 steps=1")
+rep = report(out)
+expect("linked + injected: every scope once, NVTX ranges inside", ranges(rep),
+       {"scoped": (2, 1), "scoped/raw": (2, 1)})
+expect("linked + injected: one table",
+       sum(1 for line in err.splitlines() if line.startswith("cuscope ") and " — device: " in line), 1)
+print("all zero-code checks passed")
