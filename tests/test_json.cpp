@@ -9,16 +9,19 @@
 #include <string>
 #include <utility>
 
+#include "cli/cli.hpp"
 #include "cuscope/report.hpp"
 #include "cuscope/version.hpp"
 #include "report_builder.hpp"
 
 using cuscope::CopyKind;
 using cuscope::format_json;
+using cuscope::format_table;
 using cuscope::KernelStats;
 using cuscope::RangeStats;
 using cuscope::Report;
 using cuscope::SortKey;
+using cuscope::SpanStats;
 using cuscope_test::make_range;
 using nlohmann::json;
 
@@ -182,16 +185,20 @@ TEST_CASE("json writes means as doubles that read back exactly", "[json]") {
 
 TEST_CASE("json lists every Diagnostics field by its C++ name", "[json]") {
   Report r = make_report();
-  r.diagnostics = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22};
+  r.diagnostics = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24};
   const json expected{
-      {"dropped_records", 1},        {"zero_timestamp_records", 2}, {"unresolved_records", 3},
-      {"unknown_records", 4},        {"outside_window_records", 5}, {"open_scopes", 6},
-      {"unbalanced_ends", 7},        {"cross_thread_ends", 8},      {"depth_overflows", 9},
-      {"adjusted_names", 10},        {"name_table_full", 11},       {"gpu_event_failures", 12},
-      {"overhead_records", 13},      {"overhead_ns", 14},           {"counter_ranges_dropped", 15},
-      {"incomplete_at_exit", 16},    {"activity_buffers_refused", 17}, {"scopes_in_capture", 18},
-      {"unrecorded_scopes", 19},     {"outside_window_scopes", 20}, {"rejected_counts", 21},
-      {"trace_records_dropped", 22},
+      {"dropped_records", 1},           {"zero_timestamp_records", 2},
+      {"unresolved_records", 3},        {"unknown_records", 4},
+      {"outside_window_records", 5},    {"open_scopes", 6},
+      {"unbalanced_ends", 7},           {"cross_thread_ends", 8},
+      {"depth_overflows", 9},           {"adjusted_names", 10},
+      {"name_table_full", 11},          {"gpu_event_failures", 12},
+      {"overhead_records", 13},         {"overhead_ns", 14},
+      {"counter_ranges_dropped", 15},   {"incomplete_at_exit", 16},
+      {"activity_buffers_refused", 17}, {"scopes_in_capture", 18},
+      {"unrecorded_scopes", 19},        {"outside_window_scopes", 20},
+      {"rejected_counts", 21},          {"trace_records_dropped", 22},
+      {"unmatched_span_ends", 23},      {"spans_dropped", 24},
   };
   REQUIRE(parsed(r).at("diagnostics") == expected);
 }
@@ -251,6 +258,7 @@ TEST_CASE("json of an empty report holds the root range alone", "[json]") {
   REQUIRE(j.at("ranges")[0].at("parent").is_null());
   REQUIRE(j.at("notes") == json::array());
   REQUIRE(j.at("device") == "");
+  REQUIRE(j.at("spans") == json::array());
 }
 
 TEST_CASE("find walks the range tree by path", "[report]") {
@@ -356,4 +364,81 @@ TEST_CASE("json carries the step at which the window opens", "[json]") {
   Report r = make_report();
   r.window_start_step = 7;
   CHECK(parsed(r)["window_start_step"] == 7);
+}
+
+TEST_CASE("json writes NVTX start/end ranges after the ranges, host time as a duration", "[json][spans]") {
+  Report r;
+  r.spans = {SpanStats{"io", "load", {3, 10, 2, 5}, 1, 2}, SpanStats{"", "pending", {}, 4, 0}};
+  const std::string text = format_json(r);
+  const std::string expected = R"(  "spans": [
+    {
+      "domain": "io",
+      "name": "load",
+      "host": {
+        "count": 3,
+        "total_ns": 10,
+        "min_ns": 2,
+        "max_ns": 5,
+        "mean_ns": 3.3333333333333335
+      },
+      "open": 1,
+      "cross_thread": 2
+    },
+    {
+      "domain": "",
+      "name": "pending",
+      "host": {
+        "count": 0,
+        "total_ns": 0,
+        "min_ns": 0,
+        "max_ns": 0,
+        "mean_ns": 0.0
+      },
+      "open": 4,
+      "cross_thread": 0
+    }
+  ]
+}
+)";
+  REQUIRE(text.size() > expected.size());
+  REQUIRE(text.substr(text.size() - expected.size()) == expected);
+  REQUIRE(text.find("\"ranges\"") < text.find("\"spans\""));
+}
+
+TEST_CASE("a JSON report reads back through cuscope show's reader to the same report", "[json][spans][cli]") {
+  Report r = make_report();
+  r.diagnostics = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24};
+  r.spans = {SpanStats{"io", "load", {3, 10, 2, 5}, 1, 2}, SpanStats{"", "pending", {}, kMax, 0}};
+  Report back;
+  std::string error;
+  REQUIRE(cuscope::cli::report_from_json(format_json(r), &back, &error));
+  REQUIRE(error.empty());
+  REQUIRE(back.spans.size() == 2);
+  CHECK(back.spans[0].domain == "io");
+  CHECK(back.spans[0].name == "load");
+  CHECK(back.spans[0].host.count == 3);
+  CHECK(back.spans[0].host.total_ns == 10);
+  CHECK(back.spans[0].host.min_ns == 2);
+  CHECK(back.spans[0].host.max_ns == 5);
+  CHECK(back.spans[0].open == 1);
+  CHECK(back.spans[0].cross_thread == 2);
+  CHECK(back.spans[1].domain.empty());
+  CHECK(back.spans[1].open == kMax);
+  CHECK(back.diagnostics.unmatched_span_ends == 23);
+  CHECK(back.diagnostics.spans_dropped == 24);
+  CHECK(format_json(back) == format_json(r));
+  CHECK(format_table(back) == format_table(r));
+}
+
+TEST_CASE("cuscope show's reader takes a JSON report without spans, and refuses spans that are not a list",
+          "[json][spans][cli]") {
+  json j = parsed(make_report());
+  j.erase("spans");
+  Report back;
+  std::string error;
+  REQUIRE(cuscope::cli::report_from_json(j.dump(), &back, &error));
+  CHECK(back.spans.empty());
+  j["spans"] = 3;
+  CHECK_FALSE(cuscope::cli::report_from_json(j.dump(), &back, &error));
+  CHECK(error == "malformed JSON report: \"spans\" is not an array");
 }

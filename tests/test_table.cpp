@@ -384,15 +384,18 @@ TEST_CASE("header lists exactly the non-zero diagnostics", "[table]") {
 TEST_CASE("header names every diagnostics counter when all are set", "[table]") {
   Report r = two_siblings();
   cuscope::Diagnostics& d = r.diagnostics;
-  d = {2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2'000, 2, 2, 2, 2, 2};
+  d = {2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2'000, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2};
   REQUIRE(
       header_line(format_table(r), "lost or off:") ==
       "lost or off: 2 dropped records, 2 records with a zero timestamp, 2 records not matched to a scope, "
-      "2 records of an unknown kind, 2 records outside the window, 2 scopes still open, 2 unbalanced ends, "
+      "2 records of an unknown kind, 2 records outside the window, 2 scopes outside the window, "
+      "2 scopes still open, 2 unbalanced ends, "
       "2 scopes ended on another thread, 2 entries past the maximum depth, 2 adjusted names, "
       "2 entries past a full name table, 2 scopes past the thread limit, 2 CUDA event failures, "
       "2 CUPTI overhead records, 2 replayed kernels without counters, 2 records still running at exit, "
       "2 CUPTI buffers refused (memory bound), 2 scopes inside a graph capture (no CUDA-event time), "
+      "2 counts of inf or NaN refused, 2 trace records dropped (trace truncated), "
+      "2 NVTX range ends without an open start, 2 NVTX start/end ranges not tracked (too many open), "
       "2.00 µs of CUPTI overhead");
 }
 
@@ -549,4 +552,69 @@ TEST_CASE("header counts refused counts and scopes outside the window", "[table]
   r.diagnostics.outside_window_scopes = 1;
   REQUIRE(header_line(format_table(r), "lost or off:") ==
           "lost or off: 1 scope outside the window, 3 counts of inf or NaN refused");
+}
+
+namespace {
+
+cuscope::SpanStats span(std::string domain, std::string name, cuscope::DurationStats host, std::uint64_t open,
+                        std::uint64_t cross_thread) {
+  return {std::move(domain), std::move(name), host, open, cross_thread};
+}
+
+// The text after the range rows: the NVTX start/end range section, if any.
+std::string after_ranges(const std::string& table, std::string_view last_range_line) {
+  const std::size_t at = table.find(last_range_line);
+  return at == std::string::npos ? "(last range line not found)" : table.substr(at + last_range_line.size());
+}
+
+}  // namespace
+
+TEST_CASE("table lists NVTX start/end ranges in a section after the range tree", "[table][spans]") {
+  Report r = make_report();
+  r.spans = {span("io", "load", {3, 3 * kMs, kMs / 2, 3 * kMs / 2}, 1, 2),
+             span("", "a very long start/end range name that does not fit", {1, 850, 850, 850}, 0, 0),
+             span("", "pending", {}, 4, 0)};
+  REQUIRE(
+      after_ranges(format_table(r),
+                   "  · init_kernel  calls 5  total 2.40 ms  mean 480 µs  grid 64x1x1 block 128x1x1\n") ==
+      "\n"
+      "NVTX start/end range                      calls  host total  host mean  host max  open  cross-thread\n"
+      "io/load                                       3     3.00 ms    1.00 ms   1.50 ms     1             2\n"
+      "a very long start/end range name that d…      1      850 ns     850 ns    850 ns     0             0\n"
+      "pending                                       0           -          -         -     4             "
+      "0\n");
+}
+
+TEST_CASE("table prints no NVTX start/end range section when there are none", "[table][spans]") {
+  const std::string text = format_table(make_report());
+  REQUIRE(text.find("NVTX") == std::string::npos);
+}
+
+TEST_CASE("table lists NVTX start/end ranges even when no range was recorded", "[table][spans]") {
+  Report r;
+  r.device = "no GPU";
+  r.gpu_timing = "on";
+  r.activity_status = "on";
+  r.spans = {span("", "load", {2, 30, 10, 20}, 0, 1)};
+  REQUIRE(format_table(r) ==
+          "cuscope 0.1.0 — device: no GPU — wall 0 ns — steps 0/0\n"
+          "total: host 0 ns in top-level ranges — kernel time 0 ns — GPU busy 0 ns\n"
+          "\n"
+          "(no ranges recorded)\n"
+          "\n"
+          "NVTX start/end range  calls  host total  host mean  host max  open  cross-thread\n"
+          "load                      2       30 ns      15 ns     20 ns     0             1\n");
+}
+
+TEST_CASE("table cuts NVTX start/end ranges at max_rows and counts the rest", "[table][spans]") {
+  Report r;
+  r.spans = {span("", "a", {1, 3, 3, 3}, 0, 0), span("", "b", {1, 2, 2, 2}, 0, 0),
+             span("", "c", {1, 1, 1, 1}, 0, 0)};
+  TableOptions options;
+  options.max_rows = 1;
+  REQUIRE(after_ranges(format_table(r, options), "(no ranges recorded)\n") ==
+          "\n"
+          "NVTX start/end range  calls  host total  host mean  host max  open  cross-thread\n"
+          "a                         1        3 ns       3 ns      3 ns     0             0\n"
+          "… 2 more NVTX start/end ranges (max_rows=1)\n");
 }

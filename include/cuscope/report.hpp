@@ -175,6 +175,24 @@ struct Diagnostics {
   std::uint64_t outside_window_scopes = 0;   ///< scope entries outside the step window, left out
   std::uint64_t rejected_counts = 0;         ///< count() amounts that were inf or NaN, not added
   std::uint64_t trace_records_dropped = 0;  ///< trace mode: records that did not fit (CUSCOPE_TRACE_LIMIT); the trace is truncated
+  std::uint64_t unmatched_span_ends = 0;     ///< nvtxRangeEnd with an id no open start/end range has
+  std::uint64_t spans_dropped = 0;           ///< start/end ranges not tracked: too many open at once
+};
+
+/// An NVTX start/end range (nvtxRangeStart/nvtxRangeEnd, zero-code mode): it may end on another
+/// thread and need not nest, so it is reported apart from the range tree, by domain and name, with
+/// host time only (GPU work is attributed to push/pop ranges and scopes).
+///
+/// Example:
+///   for (const cuscope::SpanStats& s : cuscope::snapshot().spans)
+///     std::printf("%s %s: %llu done, %llu open\n", s.domain.c_str(), s.name.c_str(),
+///                 (unsigned long long)s.host.count, (unsigned long long)s.open);
+struct SpanStats {
+  std::string domain;              ///< NVTX domain name; "" for the default domain
+  std::string name;                ///< the range's message
+  DurationStats host;              ///< completed spans
+  std::uint64_t open = 0;          ///< started, not ended when the snapshot was taken
+  std::uint64_t cross_thread = 0;  ///< completed spans that ended on another thread than they began
 };
 
 /// Report::counters_status when no hardware counters were asked for.
@@ -193,6 +211,7 @@ inline constexpr std::string_view kCountedStepsName = "(counted steps)";
 /// sums its children's; its busy time sums theirs too (top-level ranges rarely overlap).
 struct Report {
   std::vector<RangeStats> ranges = std::vector<RangeStats>(1);
+  std::vector<SpanStats> spans;  ///< NVTX start/end ranges, by host total, longest first
   Diagnostics diagnostics;
 
   std::string device;           ///< e.g. "NVIDIA H100 80GB HBM3 (sm_90)", or "no GPU"

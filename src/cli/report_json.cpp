@@ -121,6 +121,16 @@ RangeStats range(const Json& j, std::size_t count) {
   return r;
 }
 
+SpanStats span(const Json& j) {
+  SpanStats s;
+  get(j, "domain", s.domain);
+  get(j, "name", s.name);
+  if (auto h = j.find("host"); h != j.end()) s.host = duration(*h);
+  get(j, "open", s.open);
+  get(j, "cross_thread", s.cross_thread);
+  return s;
+}
+
 }  // namespace
 
 bool report_from_json(const std::string& text, Report* out, std::string* error) {
@@ -168,6 +178,10 @@ bool report_from_json(const std::string& text, Report* out, std::string* error) 
         if (listed[c] || r.ranges[c].parent != i) throw std::runtime_error("the ranges do not form a tree");
         listed[c] = true;
       }
+    }
+    if (auto s = j.find("spans"); s != j.end()) {  // absent in reports written before spans
+      if (!s->is_array()) throw std::runtime_error("\"spans\" is not an array");
+      for (const Json& x : *s) r.spans.push_back(span(x));
     }
     *out = std::move(r);
     return true;

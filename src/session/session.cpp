@@ -528,6 +528,7 @@ Report snapshot() {
       std::lock_guard agg(s.aggregator_mutex);
       s.aggregator.build(r);
     }
+    s.spans.build(s.forest.names, r);
     {
       std::lock_guard lock(s.lifecycle_mutex);
       r.device = s.device;

@@ -19,6 +19,7 @@
 #include "model/aggregator.hpp"
 #include "model/range_tree.hpp"
 #include "model/roofline.hpp"
+#include "model/spans.hpp"
 #include "producers/cupti/metrics_host.hpp"
 #include "producers/gpu_events.hpp"
 
@@ -62,6 +63,7 @@ class Session {
 
   std::mutex aggregator_mutex;
   model::Aggregator aggregator{forest};  // guarded by aggregator_mutex
+  model::SpanTable spans;                // NVTX start/end ranges (zero-code mode); has its own lock
 
   std::mutex resolve_mutex;  // one CUDA-event resolver at a time
 

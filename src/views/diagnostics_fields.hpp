@@ -17,7 +17,7 @@ struct DiagnosticField {
   std::string_view many;
 };
 
-inline constexpr std::array<DiagnosticField, 22> kDiagnosticFields{{
+inline constexpr std::array<DiagnosticField, 24> kDiagnosticFields{{
     {&Diagnostics::dropped_records, "dropped_records", "dropped record", "dropped records"},
     {&Diagnostics::zero_timestamp_records, "zero_timestamp_records", "record with a zero timestamp",
      "records with a zero timestamp"},
@@ -55,6 +55,10 @@ inline constexpr std::array<DiagnosticField, 22> kDiagnosticFields{{
      "counts of inf or NaN refused"},
     {&Diagnostics::trace_records_dropped, "trace_records_dropped", "trace record dropped (trace truncated)",
      "trace records dropped (trace truncated)"},
+    {&Diagnostics::unmatched_span_ends, "unmatched_span_ends", "NVTX range end without an open start",
+     "NVTX range ends without an open start"},
+    {&Diagnostics::spans_dropped, "spans_dropped", "NVTX start/end range not tracked (too many open)",
+     "NVTX start/end ranges not tracked (too many open)"},
     {&Diagnostics::overhead_ns, "overhead_ns", "", ""},
 }};
 

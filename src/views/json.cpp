@@ -279,6 +279,17 @@ void write_range(JsonWriter& w, const RangeStats& r, std::size_t id) {
   w.end_object();
 }
 
+void write_span(JsonWriter& w, const SpanStats& s) {
+  w.begin_object();
+  w.field("domain", s.domain);
+  w.field("name", s.name);
+  w.key("host");
+  write_duration(w, s.host);
+  w.field("open", s.open);
+  w.field("cross_thread", s.cross_thread);
+  w.end_object();
+}
+
 void write_diagnostics(JsonWriter& w, const Diagnostics& d) {
   w.begin_object();
   for (const views::DiagnosticField& f : views::kDiagnosticFields) w.field(f.json, d.*f.field);
@@ -318,6 +329,10 @@ std::string format_json(const Report& report) {
   w.key("ranges");
   w.begin_array();
   for (std::size_t id = 0; id < report.ranges.size(); ++id) write_range(w, report.ranges[id], id);
+  w.end_array();
+  w.key("spans");
+  w.begin_array();
+  for (const SpanStats& s : report.spans) write_span(w, s);
   w.end_array();
   w.end_object();
   std::string out = std::move(w).take();

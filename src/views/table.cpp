@@ -15,6 +15,9 @@
 // and ranges still open (a scope left open at exit is shown, with 0 calls)
 // and a range some listed range lies under (a scope still open around completed children).
 //
+// NVTX start/end ranges (Report::spans), when there are any, follow in a section of their own:
+// domain/name, completed calls, host total, mean and max, still open, ended on another thread.
+//
 // The output depends only on the Report, so it can be compared against golden text.
 #include <algorithm>
 #include <array>
@@ -366,14 +369,51 @@ std::string no_rows_line(const Report& report) {
                      plural(left_out, "scope", "scopes"));
 }
 
-}  // namespace
+// --- NVTX start/end ranges -----------------------------------------------------------------------
 
-std::string format_table(const Report& report, const TableOptions& options) {
-  std::string out = header(report);
-  out += "\n";
+constexpr std::size_t kSpanColumns = 7;
+constexpr std::array<std::string_view, kSpanColumns> kSpanTitles{
+    "NVTX start/end range", "calls", "host total", "host mean", "host max", "open", "cross-thread"};
 
+// Spans are listed in report order (host total, longest first), cut at max_rows like the ranges.
+std::string span_section(const std::vector<SpanStats>& spans, std::size_t max_rows) {
+  if (spans.empty()) return {};
+  const std::size_t listed = max_rows == 0 ? spans.size() : std::min(max_rows, spans.size());
+  std::vector<std::array<std::string, kSpanColumns>> table;
+  std::array<std::size_t, kSpanColumns> widths{};
+  for (std::size_t i = 0; i < kSpanColumns; ++i) widths[i] = views::display_width(kSpanTitles[i]);
+  for (std::size_t r = 0; r < listed; ++r) {
+    const SpanStats& s = spans[r];
+    const bool timed = s.host.count != 0;
+    const std::string name = s.domain.empty() ? s.name : s.domain + "/" + s.name;
+    table.push_back({views::truncate(name, kRangeNameWidth), fmt::format("{}", s.host.count),
+                     timed ? format_duration(s.host.total_ns) : "-",
+                     timed ? format_duration(mean_ns(s.host)) : "-",
+                     timed ? format_duration(s.host.max_ns) : "-", fmt::format("{}", s.open),
+                     fmt::format("{}", s.cross_thread)});
+    for (std::size_t i = 0; i < kSpanColumns; ++i) {
+      widths[i] = std::max(widths[i], views::display_width(table.back()[i]));
+    }
+  }
+  const auto render = [&](const auto& row) {
+    std::string line = views::pad_right(row[0], widths[0]);
+    for (std::size_t i = 1; i < kSpanColumns; ++i) line += "  " + views::pad_left(row[i], widths[i]);
+    return line + "\n";
+  };
+  std::string out = "\n" + render(kSpanTitles);
+  for (const auto& row : table) out += render(row);
+  const std::size_t more = spans.size() - listed;
+  if (more != 0) {
+    out +=
+        fmt::format("… {} more NVTX start/end range{} (max_rows={})\n", more, more == 1 ? "" : "s", max_rows);
+  }
+  return out;
+}
+
+std::string range_rows(const Report& report, const TableOptions& options) {
+  std::string out;
   const std::vector<Shown> rows = RowCollector(report, options).collect();
-  if (rows.empty()) return out + no_rows_line(report);
+  if (rows.empty()) return no_rows_line(report);
   const std::size_t listed = options.max_rows == 0 ? rows.size() : std::min(options.max_rows, rows.size());
 
   std::vector<Cells> table;
@@ -401,6 +441,12 @@ std::string format_table(const Report& report, const TableOptions& options) {
     out += fmt::format("… {} more range{} (max_rows={})\n", more, more == 1 ? "" : "s", options.max_rows);
   }
   return out;
+}
+
+}  // namespace
+
+std::string format_table(const Report& report, const TableOptions& options) {
+  return header(report) + "\n" + range_rows(report, options) + span_section(report.spans, options.max_rows);
 }
 
 }  // namespace v0
