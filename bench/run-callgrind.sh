@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# bench/run-callgrind.sh: instructions per enabled scope (enter + exit, host only), counted by
-# valgrind's callgrind, which is repeatable where times are not. Builds the Release program
-# bench/scope_instructions.cpp, counts run_scopes() with N and with 2N scopes, and prints
-# (I(2N) - I(N)) / N. Compares with the committed bench/results/instructions.json and exits 1
-# when the count grew by more than 2% (a regression to explain), 0 otherwise.
+# bench/run-callgrind.sh: instructions per enabled scope (enter + exit, host only), and per NVTX
+# push/pop as zero-code mode's libcuscope_inject.so receives it, counted by valgrind's callgrind,
+# which is repeatable where times are not. Builds the Release program bench/scope_instructions.cpp,
+# counts run_scopes() (run_injected()) with N and with 2N, and prints (I(2N) - I(N)) / N. Compares
+# with the committed bench/results/instructions.json and exits 1 when a count grew by more than 2%
+# (a regression to explain), 0 otherwise.
 #   --update   write the new count to bench/results/instructions.json (with the commit)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -18,24 +19,30 @@ exe=build/release/bench/cuscope_scope_instructions
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-count() {  # count N: instructions callgrind attributes to run_scopes(N) and what it calls
-  env -u NVTX_INJECTION64_PATH valgrind --tool=callgrind --toggle-collect=run_scopes \
-    --callgrind-out-file="$tmp/out.$1" "$exe" "$1" >"$tmp/log.$1" 2>&1
-  callgrind_annotate "$tmp/out.$1" | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1; exit }'
+count() {  # count FUNCTION N [MODE]: instructions callgrind attributes to FUNCTION(N) and its callees
+  env -u NVTX_INJECTION64_PATH valgrind --tool=callgrind --toggle-collect="$1" \
+    --callgrind-out-file="$tmp/out.$1.$2" "$exe" "$2" ${3:-} >"$tmp/log.$1.$2" 2>&1
+  callgrind_annotate "$tmp/out.$1.$2" | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1; exit }'
+}
+per_call() {  # per_call FUNCTION [MODE]: (I(2N) - I(N)) / N
+  local n=20000 one two
+  one=$(count "$1" $n "${2:-}")
+  two=$(count "$1" $((2 * n)) "${2:-}")
+  awk -v a="$one" -v b="$two" -v n="$n" 'BEGIN { printf "%.1f", (b - a) / n }'
 }
 
-n=20000
-one=$(count $n)
-two=$(count $((2 * n)))
-per_scope=$(awk -v a="$one" -v b="$two" -v n="$n" 'BEGIN { printf "%.1f", (b - a) / n }')
-clock=$(sed -n 's/.*clock: //p' "$tmp/log.$n")
+per_scope=$(per_call run_scopes)
+per_injected=$(per_call run_injected injected)
+clock=$(sed -n 's/.*clock: //p' "$tmp/log.run_scopes.20000")
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 echo "instructions per enabled scope (enter + exit, host only): $per_scope"
+echo "instructions per injected NVTX push/pop (zero-code, ASCII message): $per_injected"
+echo "injected / scope: $(awk -v a="$per_injected" -v b="$per_scope" 'BEGIN { printf "%.2f", a / b }')x"
 echo "clock: $clock"
 
 if [[ ${1:-} == --update ]]; then
-  printf '{\n  "instructions_per_scope": %s,\n  "clock": "%s",\n  "commit": "%s",\n  "date": "%s"\n}\n' \
-    "$per_scope" "$clock" "$commit" "$(date -u +%F)" >"$baseline"
+  printf '{\n  "instructions_per_scope": %s,\n  "instructions_per_injected_range": %s,\n  "clock": "%s",\n  "commit": "%s",\n  "date": "%s"\n}\n' \
+    "$per_scope" "$per_injected" "$clock" "$commit" "$(date -u +%F)" >"$baseline"
   echo "wrote $baseline"
   exit 0
 fi
@@ -43,10 +50,19 @@ if [[ ! -f $baseline ]]; then
   echo "no baseline yet: run bench/run-callgrind.sh --update and commit $baseline"
   exit 0
 fi
-base=$(sed -n 's/.*"instructions_per_scope": \([0-9.]*\).*/\1/p' "$baseline")
-echo "baseline: $base (bench/results/instructions.json)"
-if awk -v now="$per_scope" -v base="$base" 'BEGIN { exit !(now > base * 1.02) }'; then
-  echo "REGRESSION: $per_scope instructions per scope against $base (+2% allowed)"
-  exit 1
-fi
-echo "no regression (within 2% of the baseline)"
+status=0
+check() {  # check KEY NOW WHAT
+  local base
+  base=$(sed -n "s/.*\"$1\": \([0-9.]*\).*/\1/p" "$baseline")
+  if [[ -z $base ]]; then
+    echo "$3: no baseline yet (bench/run-callgrind.sh --update)"
+  elif awk -v now="$2" -v base="$base" 'BEGIN { exit !(now > base * 1.02) }'; then
+    echo "REGRESSION: $2 instructions per $3 against $base (+2% allowed)"
+    status=1
+  else
+    echo "$3: $2 against the baseline $base: no regression (within 2%)"
+  fi
+}
+check instructions_per_scope "$per_scope" scope
+check instructions_per_injected_range "$per_injected" "injected range"
+exit $status

@@ -1,14 +1,19 @@
-// bench/scope_instructions.cpp — instructions per enabled scope, for bench/run-callgrind.sh.
+// bench/scope_instructions.cpp — instructions per enabled scope, and per injected NVTX range, for
+// bench/run-callgrind.sh.
 //
 // Times are noisy on a shared machine; instruction counts are not. Under
 // `valgrind --tool=callgrind --toggle-collect=run_scopes`, callgrind counts only what
 // run_scopes() executes: run once with N scopes and once with 2N, and the difference over N is
 // the cost of one scope's enter and exit in the steady state (host only: no GPU events, no CUPTI).
+// `scope_instructions N injected` does the same for run_injected(): an NVTX push/pop (ASCII
+// message) as libcuscope_inject.so receives it in zero-code mode (bench/injected.hpp).
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <cuscope/cuscope.hpp>
 
 #include "host_session.hpp"
+#include "injected.hpp"
 
 extern "C" __attribute__((noinline)) void run_scopes(long n) {
   for (long i = 0; i < n; ++i) {
@@ -17,8 +22,28 @@ extern "C" __attribute__((noinline)) void run_scopes(long n) {
   }
 }
 
+extern "C" __attribute__((noinline)) void run_injected(const cuscope_bench::Injected* in, long n) {
+  for (long i = 0; i < n; ++i) {
+    in->push_a("counted");
+    in->pop();
+    __asm__ volatile("" ::: "memory");
+  }
+}
+
 int main(int argc, char** argv) {
   const long n = argc > 1 ? std::atol(argv[1]) : 100'000;
+  if (argc > 2 && std::strcmp(argv[2], "injected") == 0) {
+    const cuscope_bench::Injected& in = cuscope_bench::injected(5000);
+    if (!in.error.empty()) {
+      std::fprintf(stderr, "scope_instructions: %s\n", in.error.c_str());
+      return 1;
+    }
+    in.push_a("counted");  // the steady state: the message cached
+    in.pop();
+    run_injected(&in, n);
+    std::printf("injected ranges %ld\n", n);
+    return 0;
+  }
   cuscope_bench::start_host_only_session(5000);
   { CUSCOPE_SCOPE("counted"); }  // the steady state: the call site interned
   run_scopes(n);

@@ -81,37 +81,54 @@ std::string utf8_of(const wchar_t* w) {
   return out;
 }
 
-// Messages seen by this thread, by content (a message's pointer says nothing: Python and
-// std::string buffers are reused for other text). Direct-mapped; a miss interns under the table's
-// lock and takes the slot.
+// Messages seen by this thread. First by pointer, checked against the text kept for it (a pointer
+// says nothing alone: Python and std::string buffers are reused for other text), which costs no
+// strlen and no hash when a call site passes the same literal; then by content (strlen and a hash);
+// a miss in both interns under the name table's lock and takes the slots.
 class MessageCache {
  public:
   std::uint32_t id(const char* message) {
     if (message == nullptr) return intern_message(std::string_view{});
+    Slot& by_pointer = pointers_[(reinterpret_cast<std::uintptr_t>(message) >> 3) & (kSlots - 1)];
+    if (by_pointer.pointer == message && same(by_pointer.key, message)) return by_pointer.id;
     const std::size_t size = std::strlen(message);
     const std::uint64_t h = hash(message, size);
-    Slot& slot = slots_[h & (kSlots - 1)];
-    if (slot.hash == h && slot.key.size() == size && std::memcmp(slot.key.data(), message, size) == 0)
-      return slot.id;
-    const std::uint32_t id = intern_message({message, size});
-    try {
-      slot.key.assign(message, size);
-      slot.hash = h;
-      slot.id = id;
-    } catch (...) {  // out of memory: the name is right, the slot stays empty
-      slot.hash = 0;
-      slot.key.clear();
+    Slot& by_content = contents_[h & (kSlots - 1)];
+    std::uint32_t id = 0;
+    if (by_content.hash == h && by_content.key.size() == size &&
+        std::memcmp(by_content.key.data(), message, size) == 0) {
+      id = by_content.id;
+    } else {
+      id = intern_message({message, size});
+      keep(by_content, nullptr, h, message, size, id);
     }
+    keep(by_pointer, message, h, message, size, id);
     return id;
   }
 
  private:
   static constexpr std::size_t kSlots = 256;
   struct Slot {
+    const char* pointer = nullptr;
     std::uint64_t hash = 0;
     std::uint32_t id = 0;
     std::string key;
   };
+  // The text at `message` is `key`, NUL included: one pass, no strlen.
+  static bool same(const std::string& key, const char* message) {
+    return std::strcmp(key.c_str(), message) == 0;
+  }
+  static void keep(Slot& slot, const char* pointer, std::uint64_t h, const char* message, std::size_t size,
+                   std::uint32_t id) {
+    try {
+      slot.key.assign(message, size);
+      slot.pointer = pointer;
+      slot.hash = h;
+      slot.id = id;
+    } catch (...) {  // out of memory: the name is right, the slot stays empty
+      slot = Slot{};
+    }
+  }
   static std::uint64_t hash(const char* p, std::size_t n) {
     std::uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
     std::size_t i = 0;
@@ -127,7 +144,8 @@ class MessageCache {
     h ^= h >> 29;
     return h | 1;  // 0 marks an empty slot
   }
-  std::array<Slot, kSlots> slots_{};
+  std::array<Slot, kSlots> pointers_{};
+  std::array<Slot, kSlots> contents_{};
 };
 
 // ---- domains -------------------------------------------------------------------------------
@@ -167,6 +185,11 @@ Domains& domains() {
   return *d;
 }
 
+// Whether plain (default domain) ranges count: read once, when NVTX first hands its tables over,
+// before any callback can run.
+std::atomic<bool> g_default_counted{true};
+inline bool default_counted() { return g_default_counted.load(std::memory_order_relaxed); }
+
 Domain* domain_named(std::string name) {
   Domains& all = domains();
   std::lock_guard lock(all.mutex);
@@ -196,10 +219,38 @@ struct OpenRanges {
   std::array<std::uint16_t, kMaxDomains> open_in{};
   MessageCache names;
 };
-thread_local OpenRanges t_open;
 
-int open_range(std::uint32_t name_id, std::uint16_t domain, bool frame) {
-  OpenRanges& o = t_open;
+// The hot path reads one pointer, initial-exec (see t_state in producers/scope.cpp). The state
+// behind it is made on the thread's first range and freed at its exit.
+[[gnu::tls_model("initial-exec")]] thread_local OpenRanges* t_open = nullptr;
+
+struct FreeAtExit {
+  ~FreeAtExit() {
+    delete t_open;
+    t_open = nullptr;
+  }
+};
+
+[[gnu::noinline]] OpenRanges* make_open_ranges() {
+  static thread_local FreeAtExit free_at_exit;
+  static_cast<void>(&free_at_exit);  // constructed here: its destructor runs at the thread's exit
+  try {
+    t_open = new OpenRanges;
+  } catch (...) {
+    return nullptr;
+  }
+  return t_open;
+}
+
+// The calling thread's ranges, or nullptr when they cannot be had (out of memory): then a push
+// records nothing and its pop undoes nothing.
+inline OpenRanges* open_ranges() {
+  OpenRanges* o = t_open;
+  return o != nullptr ? o : make_open_ranges();
+}
+
+[[gnu::always_inline]] inline int open_range(OpenRanges& o, std::uint32_t name_id, std::uint16_t domain,
+                                             bool frame) {
   if (o.depth == OpenRanges::kMax) {
     ++o.skipped;
     return static_cast<int>(o.depth);
@@ -211,38 +262,35 @@ int open_range(std::uint32_t name_id, std::uint16_t domain, bool frame) {
   return static_cast<int>(o.depth++);
 }
 
-int push_range(const Domain* d, std::uint32_t name_id) {
-  if (d != nullptr && d->index != 0 && t_open.open_in[d->index] == 0 && t_open.depth < OpenRanges::kMax)
-    open_range(d->name_id, d->index, true);
-  return open_range(name_id, d != nullptr ? d->index : 0, false);
+[[gnu::always_inline]] inline int push_range(OpenRanges& o, const Domain* d, std::uint32_t name_id) {
+  if (d != nullptr && d->index != 0 && o.open_in[d->index] == 0 && o.depth < OpenRanges::kMax)
+    open_range(o, d->name_id, d->index, true);
+  return open_range(o, name_id, d != nullptr ? d->index : 0, false);
 }
 
-void close_entry(std::uint32_t at) {
-  OpenRanges& o = t_open;
+void close_entry(OpenRanges& o, std::uint32_t at) {
   const OpenRanges::Entry e = o.entries[at];
   for (std::uint32_t i = at; i + 1 < o.depth; ++i) o.entries[i] = o.entries[i + 1];
   --o.depth;
   if (e.domain != 0) --o.open_in[e.domain];
-  if (e.ts != nullptr) exit(e.ts, e.token);
+  if (e.ts != nullptr) exit_owned(e.ts, e.token, now_ns());  // entered on this thread: its own state
 }
 
 // Pops the innermost open range of the domain (ranges of other domains opened after it stay open
 // here; the tree closes them as unbalanced, counted). Returns its level, or -1 when none is open.
-int pop_range(const Domain* d) {
-  OpenRanges& o = t_open;
+[[gnu::noinline]] int pop_range_slow(OpenRanges& o, std::uint16_t index) {
   if (o.skipped > 0) {
     --o.skipped;
     return static_cast<int>(o.depth + o.skipped);
   }
-  const std::uint16_t index = d != nullptr ? d->index : 0;
   for (std::uint32_t i = o.depth; i-- > 0;) {
     const OpenRanges::Entry& e = o.entries[i];
     if (e.domain != index || e.frame) continue;
-    close_entry(i);
+    close_entry(o, i);
     if (index != 0 && o.open_in[index] == 1) {  // only the domain's frame is left: close it too
       for (std::uint32_t j = i; j-- > 0;) {
         if (o.entries[j].domain == index && o.entries[j].frame) {
-          close_entry(j);
+          close_entry(o, j);
           break;
         }
       }
@@ -257,14 +305,30 @@ int pop_range(const Domain* d) {
   return -1;
 }
 
+// The common case inline: the innermost open range is the domain's own (not its frame).
+[[gnu::always_inline]] inline int pop_range(OpenRanges& o, const Domain* d) {
+  const std::uint16_t index = d != nullptr ? d->index : 0;
+  if (o.skipped == 0 && o.depth > 0) {
+    const OpenRanges::Entry top = o.entries[o.depth - 1];
+    const bool frame_left = index != 0 && o.open_in[index] == 2;  // this range and the frame under it
+    if (top.domain == index && !top.frame && !frame_left) {
+      --o.depth;
+      if (index != 0) --o.open_in[index];
+      if (top.ts != nullptr) exit_owned(top.ts, top.token, now_ns());
+      return static_cast<int>(o.depth);
+    }
+  }
+  return pop_range_slow(o, index);
+}
+
 // ---- event attributes ----------------------------------------------------------------------
 
-std::uint32_t name_of(const nvtxEventAttributes_t* a) {
+std::uint32_t name_of(OpenRanges& o, const nvtxEventAttributes_t* a) {
   constexpr std::size_t kNeeded = offsetof(nvtxEventAttributes_t, message) + sizeof(nvtxMessageValue_t);
   if (a == nullptr || a->size < kNeeded) return intern_message(std::string_view{});
   switch (a->messageType) {
     case NVTX_MESSAGE_TYPE_ASCII:
-      return t_open.names.id(a->message.ascii);
+      return o.names.id(a->message.ascii);
     case NVTX_MESSAGE_TYPE_UNICODE:
       return intern_message(utf8_of(a->message.unicode));
     case NVTX_MESSAGE_TYPE_REGISTERED: {
@@ -280,7 +344,7 @@ std::uint32_t name_of(const nvtxEventAttributes_t* a) {
 
 const Domain* counted(nvtxDomainHandle_t h, bool* skip) {
   const auto* d = reinterpret_cast<const Domain*>(h);
-  *skip = d == nullptr ? !domains().default_counted : !d->counted;
+  *skip = d == nullptr ? !default_counted() : !d->counted;
   return d;
 }
 
@@ -304,46 +368,60 @@ void end_span(nvtxRangeId_t id) {
 // ---- the NVTX callbacks ----------------------------------------------------------------------
 
 int NVTX_API push_a(const char* message) {
-  if (!domains().default_counted) return 0;
-  return push_range(nullptr, t_open.names.id(message));
+  OpenRanges* o = open_ranges();
+  if (!default_counted() || o == nullptr) return 0;
+  return push_range(*o, nullptr, o->names.id(message));
 }
 int NVTX_API push_w(const wchar_t* message) {
-  if (!domains().default_counted) return 0;
-  return push_range(nullptr, intern_message(utf8_of(message)));
+  OpenRanges* o = open_ranges();
+  if (!default_counted() || o == nullptr) return 0;
+  return push_range(*o, nullptr, intern_message(utf8_of(message)));
 }
 int NVTX_API push_ex(const nvtxEventAttributes_t* a) {
-  if (!domains().default_counted) return 0;
-  return push_range(nullptr, name_of(a));
+  OpenRanges* o = open_ranges();
+  if (!default_counted() || o == nullptr) return 0;
+  return push_range(*o, nullptr, name_of(*o, a));
 }
 int NVTX_API pop_default() {
-  if (!domains().default_counted) return 0;
-  return pop_range(nullptr);
+  if (!default_counted()) return 0;
+  OpenRanges* o = open_ranges();
+  return o != nullptr ? pop_range(*o, nullptr) : -1;
 }
 int NVTX_API domain_push_ex(nvtxDomainHandle_t h, const nvtxEventAttributes_t* a) {
   bool skip = false;
   const Domain* d = counted(h, &skip);
-  return skip ? 0 : push_range(d, name_of(a));
+  if (skip) return 0;
+  OpenRanges* o = open_ranges();
+  return o != nullptr ? push_range(*o, d, name_of(*o, a)) : 0;
 }
 int NVTX_API domain_pop(nvtxDomainHandle_t h) {
   bool skip = false;
   const Domain* d = counted(h, &skip);
-  return skip ? 0 : pop_range(d);
+  if (skip) return 0;
+  OpenRanges* o = open_ranges();
+  return o != nullptr ? pop_range(*o, d) : -1;
 }
 
 nvtxRangeId_t NVTX_API start_a(const char* message) {
-  return domains().default_counted ? start_span(nullptr, t_open.names.id(message)) : 0;
+  OpenRanges* o = open_ranges();
+  if (!default_counted() || o == nullptr) return 0;
+  return start_span(nullptr, o->names.id(message));
 }
 nvtxRangeId_t NVTX_API start_w(const wchar_t* message) {
-  return domains().default_counted ? start_span(nullptr, intern_message(utf8_of(message))) : 0;
+  return default_counted() ? start_span(nullptr, intern_message(utf8_of(message))) : 0;
 }
 nvtxRangeId_t NVTX_API start_ex(const nvtxEventAttributes_t* a) {
-  return domains().default_counted ? start_span(nullptr, name_of(a)) : 0;
+  OpenRanges* o = open_ranges();
+  if (!default_counted() || o == nullptr) return 0;
+  return start_span(nullptr, name_of(*o, a));
 }
 void NVTX_API end_any(nvtxRangeId_t id) { end_span(id); }
 nvtxRangeId_t NVTX_API domain_start_ex(nvtxDomainHandle_t h, const nvtxEventAttributes_t* a) {
   bool skip = false;
   const Domain* d = counted(h, &skip);
-  return skip ? 0 : start_span(d, name_of(a));
+  if (skip) return 0;
+  OpenRanges* o = open_ranges();
+  return o != nullptr ? start_span(d, name_of(*o, a)) : 0;
 }
 void NVTX_API domain_end(nvtxDomainHandle_t, nvtxRangeId_t id) { end_span(id); }
 
@@ -376,6 +454,7 @@ void set(NvtxFunctionTable table, unsigned size, unsigned id, Fn fn) {
 }
 
 int fill_tables(NvtxGetExportTableFunc_t get) {
+  g_default_counted.store(domains().default_counted, std::memory_order_relaxed);
   const auto* callbacks = static_cast<const NvtxExportTableCallbacks*>(get(NVTX_ETID_CALLBACKS));
   if (callbacks == nullptr || callbacks->struct_size < sizeof(NvtxExportTableCallbacks)) return 0;
   NvtxFunctionTable core = nullptr;

@@ -41,7 +41,10 @@ constexpr std::uint32_t kTraced = 1u << 13;
 constexpr unsigned kTagShift = 14;
 static_assert(model::ThreadTree::kMaxTag <= (UINT32_MAX >> kTagShift));
 
-thread_local ThreadState* t_state = nullptr;
+// The hot path's thread_locals are pointers, initial-exec: one load from the thread pointer, also
+// in libcuscope_inject.so (a library loaded by dlopen gets initial-exec TLS from glibc's small
+// static reserve, so everything large a thread owns lives behind a pointer, on the heap).
+[[gnu::tls_model("initial-exec")]] thread_local ThreadState* t_state = nullptr;
 
 // push()/pop() tokens. Equal neighbours (recursion, entries past the maximum depth, pushes while
 // recording is off) share one entry, so balanced use never runs out; past kMaxEntries distinct
@@ -57,7 +60,28 @@ struct ThreadPushes {
   std::uint32_t depth = 0;
   std::uint64_t skipped = 0;
 };
-thread_local ThreadPushes t_pushes;
+[[gnu::tls_model("initial-exec")]] thread_local ThreadPushes* t_pushes = nullptr;
+
+struct FreePushesAtExit {
+  ~FreePushesAtExit() {
+    delete t_pushes;
+    t_pushes = nullptr;
+  }
+};
+
+// The calling thread's push()/pop() stack, made on its first push() or pop() (nullptr when memory
+// runs out: that push records nothing).
+ThreadPushes* thread_pushes() noexcept {
+  if (t_pushes != nullptr) return t_pushes;
+  static thread_local FreePushesAtExit free_at_exit;
+  static_cast<void>(&free_at_exit);  // constructed here: its destructor runs at the thread's exit
+  try {
+    t_pushes = new ThreadPushes;
+  } catch (...) {
+    return nullptr;
+  }
+  return t_pushes;
+}
 
 nvtxStringHandle_t nvtx_handle(std::uint32_t id) {
   return static_cast<nvtxStringHandle_t>(session().forest.names.tag(id).load(std::memory_order_acquire));
@@ -203,8 +227,10 @@ ThreadState* current_thread_state() noexcept { return t_state; }
 
 void forget_this_thread() noexcept {
   t_state = nullptr;
-  t_pushes.depth = 0;
-  t_pushes.skipped = 0;
+  if (t_pushes != nullptr) {
+    t_pushes->depth = 0;
+    t_pushes->skipped = 0;
+  }
 }
 
 ThreadState* enter(Site& site, cudaStream_t stream, std::uint32_t& depth) noexcept {
@@ -245,6 +271,10 @@ void exit(ThreadState* ts, std::uint32_t token) noexcept {
     end_elsewhere(ts, token, now);
     return;
   }
+  exit_owned(ts, token, now);
+}
+
+void exit_owned(ThreadState* ts, std::uint32_t token, std::uint64_t now) noexcept {
   model::ThreadTree& tree = *ts->tree;
   if (tree.has_remote_ends()) settle_remote(ts);
   if (token & kRecorded) {
@@ -292,7 +322,12 @@ void count(std::string_view name, double amount) noexcept {
 
 void push(std::string_view name, cudaStream_t stream) noexcept {
   if (const detail::Engine* e = detail::forward_target()) return e->push(name, stream);
-  auto& pushes = detail::t_pushes;
+  detail::ThreadPushes* pushes_or_null = detail::thread_pushes();
+  if (pushes_or_null == nullptr) {  // out of memory: recorded nothing, counted
+    detail::session().forest.unrecorded_scopes.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  auto& pushes = *pushes_or_null;
   if (pushes.depth == detail::ThreadPushes::kMaxEntries) {
     ++pushes.skipped;
     if (detail::ThreadState* ts = detail::t_state) {
@@ -319,7 +354,9 @@ void push(std::string_view name, cudaStream_t stream) noexcept {
 
 void pop() noexcept {
   if (const detail::Engine* e = detail::forward_target()) return e->pop();
-  auto& pushes = detail::t_pushes;
+  detail::ThreadPushes* pushes_or_null = detail::thread_pushes();
+  if (pushes_or_null == nullptr) return;
+  auto& pushes = *pushes_or_null;
   if (pushes.skipped > 0) {
     --pushes.skipped;
     return;

@@ -116,6 +116,9 @@ void forget_this_thread() noexcept;
 /// A range by interned name id, for producers other than Scope (the NVTX injection): what enter()
 /// does, without an NVTX range of its own and without a stream. nullptr when it records nothing.
 ThreadState* enter_interned(std::uint32_t id, std::uint32_t& token) noexcept;
+/// exit() of a scope known to have begun on the calling thread (its state is the thread's own), at
+/// `now_ns`: what exit() does after checking that.
+void exit_owned(ThreadState* ts, std::uint32_t token, std::uint64_t now_ns) noexcept;
 /// The calling thread's state if it has one (no attaching).
 ThreadState* current_thread_state() noexcept;
 /// Whether the session (started on demand) records now: inside the step window.
