@@ -16,3 +16,8 @@ else
 fi
 cmake --build "$work/build" -j2 >/dev/null
 CUSCOPE_PRINT=0 "$work/build/consumer"
+if [[ $mode == find_package ]]; then
+  # Zero-code mode from the install: bin/cuscope finds lib*/libcuscope_inject.so next to it.
+  "$work/prefix/bin/cuscope" run --output "$work/table.txt" -- "$work/build/nvtx_only"
+  sed -En 's/^(nvtx_only_range) +([0-9]+) .*/installed cuscope run: \1 calls \2/p' "$work/table.txt"
+fi

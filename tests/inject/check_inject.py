@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Zero-code mode, from outside: unmodified programs run under `cuscope run`.
 
-    check_inject.py CUSCOPE NVTX_PROGRAM LINKED_PROGRAM WORKDIR
+    check_inject.py CUSCOPE NVTX_PROGRAM LINKED_PROGRAM WORKDIR [NVTX_LIBRARY]
+
+With NVTX_LIBRARY (a shared library with NVTX ranges), a Python program that loads it with ctypes
+runs under `cuscope run` too (plain builds only: Python cannot load sanitizer-built libraries).
 
 Each check runs a command, then compares its exit status, its standard error and the JSON report
 with exact expectations (the counts nvtx_program.cpp and linked_program.cpp document). Exits 1
@@ -13,6 +16,7 @@ import subprocess
 import sys
 
 CUSCOPE, NVTX, LINKED, WORK = sys.argv[1:5]
+PYTHON_LIB = sys.argv[5] if len(sys.argv) > 5 else None
 os.makedirs(WORK, exist_ok=True)
 ENV = {k: v for k, v in os.environ.items()
        if not k.startswith("CUSCOPE_") and k not in ("NVTX_INJECTION64_PATH", "CUDA_INJECTION64_PATH")}
@@ -134,4 +138,15 @@ expect("linked + injected: every scope once, NVTX ranges inside", ranges(rep),
        {"scoped": (2, 1), "scoped/raw": (2, 1)})
 expect("linked + injected: one table",
        sum(1 for line in err.splitlines() if line.startswith("cuscope ") and " — device: " in line), 1)
+
+# Python: the interpreter inherits the injection, and the library it loads reports its ranges.
+if PYTHON_LIB:
+    out = os.path.join(WORK, "python.json")
+    script = "import ctypes, sys; ctypes.CDLL(sys.argv[1]).work(2); sys.exit(4)"
+    rc, _, err = run([CUSCOPE, "run", "--json", out, "--", sys.executable, "-c", script, PYTHON_LIB])
+    expect("python under cuscope run: the script's exit status", rc, 4)
+    expect("python under cuscope run: the ranges of the library it loaded", ranges(report(out)),
+           {"py_step": (2, 1), "py_step/py_inner": (4, 1)})
+else:
+    print("not run here: the Python case (sanitizer build; it runs in the plain build's suite)")
 print("all zero-code checks passed")
