@@ -185,3 +185,39 @@ TEST_CASE("one_line escapes what would break a line and keeps valid UTF-8", "[op
         "\\x80|\\xc0\\xaf|\\xed\\xa0\\x80|\\xf4\\x90\\x80\\x80|\\xe2\\x82");
   CHECK(one_line(one_line("x\ny\xff")) == one_line("x\ny\xff"));
 }
+
+TEST_CASE("CUSCOPE_NVTX_DOMAINS keeps or leaves out domains, not both", "[options]") {
+  std::vector<cuscope::OptionError> errors;
+  CHECK(parse({{"CUSCOPE_NVTX_DOMAINS", " default , Megatron "}}, errors).nvtx_domains ==
+        std::vector<std::string>{"default", "Megatron"});
+  CHECK(parse({{"CUSCOPE_NVTX_DOMAINS", "-NCCL,-cuBLAS"}}, errors).nvtx_domains ==
+        std::vector<std::string>{"-NCCL", "-cuBLAS"});
+  CHECK(parse({{"CUSCOPE_NVTX_DOMAINS", "  "}}, errors).nvtx_domains.empty());  // set but empty: all
+  CHECK(errors.empty());
+
+  const cuscope::Options bad = parse({{"CUSCOPE_NVTX_DOMAINS", "NCCL,,x"}}, errors);
+  CHECK(bad.nvtx_domains.empty());
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0].variable == "CUSCOPE_NVTX_DOMAINS");
+  CHECK(errors[0].message ==
+        "CUSCOPE_NVTX_DOMAINS='NCCL,,x' has an empty domain name (item 2); keeping every domain");
+  errors.clear();
+  CHECK(parse({{"CUSCOPE_NVTX_DOMAINS", "a,-"}}, errors).nvtx_domains.empty());
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0].message == "CUSCOPE_NVTX_DOMAINS='a,-' has an empty domain name (item 2); keeping every domain");
+  errors.clear();
+  CHECK(parse({{"CUSCOPE_NVTX_DOMAINS", "a,"}}, errors).nvtx_domains.empty());
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0].message == "CUSCOPE_NVTX_DOMAINS='a,' has an empty domain name (item 2); keeping every domain");
+  errors.clear();
+
+  g_env = {{"CUSCOPE_NVTX_DOMAINS", "NCCL,-cuBLAS"}};
+  cuscope::Options base;
+  base.nvtx_domains = {"-NCCL"};
+  const cuscope::Options mixed = cuscope::options_from(lookup, base, &errors);
+  CHECK(mixed.nvtx_domains == std::vector<std::string>{"-NCCL"});
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0].message ==
+        "CUSCOPE_NVTX_DOMAINS='NCCL,-cuBLAS' names both domains to keep and ('-') domains to leave out; use one "
+        "or the other; keeping '-NCCL'");
+}
