@@ -169,6 +169,61 @@ TEST_CASE("a trace replays to the report its live model built", "[trace]") {
   CHECK(replayed.find("(unscoped)")->self.memset_count == 3);  // launched outside every scope
 }
 
+TEST_CASE("a tree that a second thread takes over counts both threads in the replay too", "[trace][threads]") {
+  Recorded rec("reuse.cuscope");
+  rec.begin("work", 1'000);
+  rec.end(1, 2'000);
+  // The first thread has exited; another takes its tree (what attach_thread does) and records.
+  std::thread second([&] {
+    rec.tree->abandon_open();
+    rec.tree->new_owner();
+    rec.begin("work", 3'000);
+    rec.end(1, 4'000);
+  });
+  second.join();
+  const Report live = rec.live();
+  REQUIRE(live.find("work") != nullptr);
+  CHECK(live.find("work")->threads == 2);
+  rec.close(live);
+  Report replayed;
+  std::string error;
+  REQUIRE(trace::replay_file(rec.path, &replayed, &error));
+  REQUIRE(replayed.find("work") != nullptr);
+  CHECK(replayed.find("work")->threads == 2);
+  CHECK(cuscope::format_json(replayed) == cuscope::format_json(live));
+}
+
+TEST_CASE("NVTX start/end ranges go through the trace's summary to the replayed report", "[trace]") {
+  Recorded rec("spans.cuscope");
+  rec.begin("work", 1'000);
+  rec.end(1, 2'000);
+  Report live = rec.live();
+  live.spans = {{"", "load", {2, 300, 100, 200}, 1, 1}, {"NCCL", "bcast", {1, 50, 50, 50}, 0, 0}};
+  live.diagnostics.unmatched_span_ends = 4;
+  live.diagnostics.spans_dropped = 5;
+  rec.writer->finish_events();
+  trace::Summary sum;
+  sum.spans = live.spans;
+  sum.unmatched_span_ends = 4;
+  sum.spans_dropped = 5;
+  REQUIRE(rec.writer->close(sum));
+  Report replayed;
+  std::string error;
+  REQUIRE(trace::replay_file(rec.path, &replayed, &error));
+  REQUIRE(replayed.spans.size() == 2);
+  CHECK(replayed.spans[0].name == "load");
+  CHECK(replayed.spans[0].host.count == 2);
+  CHECK(replayed.spans[0].host.total_ns == 300);
+  CHECK(replayed.spans[0].host.max_ns == 200);
+  CHECK(replayed.spans[0].open == 1);
+  CHECK(replayed.spans[0].cross_thread == 1);
+  CHECK(replayed.spans[1].domain == "NCCL");
+  CHECK(replayed.spans[1].name == "bcast");
+  CHECK(replayed.diagnostics.unmatched_span_ends == 4);
+  CHECK(replayed.diagnostics.spans_dropped == 5);
+  CHECK(replayed.diagnostics.trace_records_dropped == 0);
+}
+
 TEST_CASE("a trace file starts with its header and ends with its end record", "[trace]") {
   Recorded rec("layout.cuscope");
   record_run(rec);

@@ -14,6 +14,7 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <cuscope/report.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -83,7 +84,13 @@ struct Summary {
   std::uint64_t cross_thread_ends = 0, stray_pops = 0, gpu_event_failures = 0, scopes_in_capture = 0;
   std::uint64_t adjusted_names = 0, name_table_full = 0, refused_buffers = 0;
   std::uint64_t window_start_step = 0, outside_window_scopes = 0, rejected_counts = 0, unrecorded_scopes = 0;
+  /// NVTX start/end ranges (zero-code mode), as the report has them: an optional tail of the record
+  /// (files without it read as having none). At most kMaxSummarySpans rows; `spans_cut` counts the
+  /// rest, which the replay adds to the trace's dropped records.
+  std::vector<SpanStats> spans;
+  std::uint64_t unmatched_span_ends = 0, spans_dropped = 0, spans_cut = 0;
 };
+inline constexpr std::size_t kMaxSummarySpans = 1024;
 
 /// Appends little-endian fields to a byte string (x86 and every CUDA host are little-endian).
 class Encoder {

@@ -363,6 +363,19 @@ bool Reader::dispatch(RecordType type, Decoder& d, Visitor& v, std::string* erro
                                &s.name_table_full, &s.refused_buffers, &s.window_start_step,
                                &s.outside_window_scopes, &s.rejected_counts, &s.unrecorded_scopes})
         *x = d.get<std::uint64_t>();
+      if (!d.failed() && d.left() > 0) {  // the NVTX start/end ranges' tail (absent in older files)
+        const auto spans = d.get<std::uint32_t>();
+        if (spans > kMaxSummarySpans) return false;
+        for (std::uint32_t i = 0; i < spans && !d.failed(); ++i) {
+          SpanStats& x = s.spans.emplace_back();
+          x.domain = std::string(d.str());
+          x.name = std::string(d.str());
+          for (std::uint64_t* f : {&x.host.count, &x.host.total_ns, &x.host.min_ns, &x.host.max_ns, &x.open,
+                                   &x.cross_thread})
+            *f = d.get<std::uint64_t>();
+        }
+        for (std::uint64_t* x : {&s.unmatched_span_ends, &s.spans_dropped, &s.spans_cut}) *x = d.get<std::uint64_t>();
+      }
       if (!d.done()) return false;
       v.summary(s);
       return true;

@@ -40,8 +40,9 @@ class Replay final : public Visitor {
     model::ThreadTree* tree = tree_for(slot_of(e));
     if (tree == nullptr) return;
     switch (kind_of(e)) {
-      case ScopeKind::Attach:
+      case ScopeKind::Attach:  // another thread: what was open is abandoned, and it counts anew
         tree->abandon_open();
+        tree->new_owner();
         break;
       case ScopeKind::Enter:
         tree->begin(names_[e.arg], e.ns);
@@ -127,7 +128,10 @@ class Replay final : public Visitor {
     d.adjusted_names = s.adjusted_names;
     d.name_table_full = s.name_table_full;
     d.activity_buffers_refused += s.refused_buffers;
-    d.trace_records_dropped = dropped_;
+    d.trace_records_dropped = dropped_ + s.spans_cut;
+    r.spans = s.spans;
+    d.unmatched_span_ends = s.unmatched_span_ends;
+    d.spans_dropped = s.spans_dropped;
     model::DevicePeaks peaks;
     peaks.dram_bytes_per_s = s.dram_bytes_per_s;
     peaks.fp64_flops_per_s = s.fp64_flop_per_s;

@@ -100,6 +100,9 @@ void close_trace(Session& s, const Report& r) noexcept {
     sum.adjusted_names = r.diagnostics.adjusted_names;
     sum.name_table_full = r.diagnostics.name_table_full;
     sum.refused_buffers = r.diagnostics.activity_buffers_refused;
+    sum.spans = r.spans;
+    sum.unmatched_span_ends = r.diagnostics.unmatched_span_ends;
+    sum.spans_dropped = r.diagnostics.spans_dropped;
     if (!g_active->close(sum))
       warn_once(fmt::format("the trace '{}' could not be written completely", *g_path));
   } catch (...) {

@@ -461,6 +461,16 @@ bool Writer::close(const Summary& s) {
         s.scopes_in_capture, s.adjusted_names, s.name_table_full, s.refused_buffers, s.window_start_step,
         s.outside_window_scopes, s.rejected_counts, s.unrecorded_scopes})
     e.put(v);
+  const std::size_t spans = s.spans.size() < kMaxSummarySpans ? s.spans.size() : kMaxSummarySpans;
+  e.put(static_cast<std::uint32_t>(spans));
+  for (std::size_t i = 0; i < spans; ++i) {
+    const SpanStats& x = s.spans[i];
+    e.str(x.domain.substr(0, 256));
+    e.str(x.name.substr(0, 256));
+    for (std::uint64_t v : {x.host.count, x.host.total_ns, x.host.min_ns, x.host.max_ns, x.open, x.cross_thread})
+      e.put(v);
+  }
+  for (std::uint64_t v : {s.unmatched_span_ends, s.spans_dropped, s.spans_cut + (s.spans.size() - spans)}) e.put(v);
   e.finish(at);
   at = e.begin(RecordType::End);
   e.put(dropped());

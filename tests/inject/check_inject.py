@@ -82,6 +82,18 @@ print("ok: the exit table lists the ranges")
 if "linked_scope" in err or "cuscope" in ranges(rep):
     fail("the cuscope domain is never counted by the injection", err)
 
+# Trace mode: the trace replays to the very report the session wrote (ranges and start/end ranges).
+out, trace = os.path.join(WORK, "traced.json"), os.path.join(WORK, "run.cuscope")
+rc, _, err = run([CUSCOPE, "run", "--json", out, "--trace", trace, "--", NVTX])
+expect("--trace: exit status", rc, 0)
+p = subprocess.run([CUSCOPE, "json", trace], capture_output=True, text=True, timeout=120)
+with open(out) as f:
+    live = f.read()
+if p.returncode != 0 or p.stdout != live:
+    fail("cuscope json of the trace equals the session's JSON report",
+         f"exit {p.returncode}\n{p.stderr}\nreplayed:\n{p.stdout[:2000]}\nlive:\n{live[:2000]}")
+print("ok: cuscope json of the trace equals the session's JSON report")
+
 # A domain left out, then only that domain.
 out = os.path.join(WORK, "no-mylib.json")
 rc, _, err = run([CUSCOPE, "run", "--json", out, "--domains", "-MyLib", "--", NVTX])
