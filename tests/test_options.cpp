@@ -204,11 +204,13 @@ TEST_CASE("CUSCOPE_NVTX_DOMAINS keeps or leaves out domains, not both", "[option
   errors.clear();
   CHECK(parse({{"CUSCOPE_NVTX_DOMAINS", "a,-"}}, errors).nvtx_domains.empty());
   REQUIRE(errors.size() == 1);
-  CHECK(errors[0].message == "CUSCOPE_NVTX_DOMAINS='a,-' has an empty domain name (item 2); keeping every domain");
+  CHECK(errors[0].message ==
+        "CUSCOPE_NVTX_DOMAINS='a,-' has an empty domain name (item 2); keeping every domain");
   errors.clear();
   CHECK(parse({{"CUSCOPE_NVTX_DOMAINS", "a,"}}, errors).nvtx_domains.empty());
   REQUIRE(errors.size() == 1);
-  CHECK(errors[0].message == "CUSCOPE_NVTX_DOMAINS='a,' has an empty domain name (item 2); keeping every domain");
+  CHECK(errors[0].message ==
+        "CUSCOPE_NVTX_DOMAINS='a,' has an empty domain name (item 2); keeping every domain");
   errors.clear();
 
   g_env = {{"CUSCOPE_NVTX_DOMAINS", "NCCL,-cuBLAS"}};
@@ -218,6 +220,7 @@ TEST_CASE("CUSCOPE_NVTX_DOMAINS keeps or leaves out domains, not both", "[option
   CHECK(mixed.nvtx_domains == std::vector<std::string>{"-NCCL"});
   REQUIRE(errors.size() == 1);
   CHECK(errors[0].message ==
-        "CUSCOPE_NVTX_DOMAINS='NCCL,-cuBLAS' names both domains to keep and ('-') domains to leave out; use one "
+        "CUSCOPE_NVTX_DOMAINS='NCCL,-cuBLAS' names both domains to keep and ('-') domains to leave out; use "
+        "one "
         "or the other; keeping '-NCCL'");
 }

@@ -169,7 +169,8 @@ TEST_CASE("a trace replays to the report its live model built", "[trace]") {
   CHECK(replayed.find("(unscoped)")->self.memset_count == 3);  // launched outside every scope
 }
 
-TEST_CASE("a tree that a second thread takes over counts both threads in the replay too", "[trace][threads]") {
+TEST_CASE("a tree that a second thread takes over counts both threads in the replay too",
+          "[trace][threads]") {
   Recorded rec("reuse.cuscope");
   rec.begin("work", 1'000);
   rec.end(1, 2'000);

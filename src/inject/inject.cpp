@@ -34,6 +34,7 @@
 #include "model/range_tree.hpp"
 #include "model/spans.hpp"
 #include "producers/clock.hpp"
+#include "producers/hot_tls.hpp"
 #include "session/handover.hpp"
 #include "session/session.hpp"
 
@@ -220,9 +221,9 @@ struct OpenRanges {
   MessageCache names;
 };
 
-// The hot path reads one pointer, initial-exec (see t_state in producers/scope.cpp). The state
+// The hot path reads one pointer (producers/hot_tls.hpp). The state
 // behind it is made on the thread's first range and freed at its exit.
-[[gnu::tls_model("initial-exec")]] thread_local OpenRanges* t_open = nullptr;
+CUSCOPE_HOT_TLS thread_local OpenRanges* t_open = nullptr;
 
 struct FreeAtExit {
   ~FreeAtExit() {

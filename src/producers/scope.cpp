@@ -12,6 +12,7 @@
 #include "model/range_tree.hpp"
 #include "producers/clock.hpp"
 #include "producers/cupti/range_profiler.hpp"
+#include "producers/hot_tls.hpp"
 #include "producers/nvtx_domain.hpp"
 #include "session/handover.hpp"
 #include "session/session.hpp"
@@ -41,10 +42,8 @@ constexpr std::uint32_t kTraced = 1u << 13;
 constexpr unsigned kTagShift = 14;
 static_assert(model::ThreadTree::kMaxTag <= (UINT32_MAX >> kTagShift));
 
-// The hot path's thread_locals are pointers, initial-exec: one load from the thread pointer, also
-// in libcuscope_inject.so (a library loaded by dlopen gets initial-exec TLS from glibc's small
-// static reserve, so everything large a thread owns lives behind a pointer, on the heap).
-[[gnu::tls_model("initial-exec")]] thread_local ThreadState* t_state = nullptr;
+// The hot path's thread_locals are pointers (producers/hot_tls.hpp).
+CUSCOPE_HOT_TLS thread_local ThreadState* t_state = nullptr;
 
 // push()/pop() tokens. Equal neighbours (recursion, entries past the maximum depth, pushes while
 // recording is off) share one entry, so balanced use never runs out; past kMaxEntries distinct
@@ -60,7 +59,7 @@ struct ThreadPushes {
   std::uint32_t depth = 0;
   std::uint64_t skipped = 0;
 };
-[[gnu::tls_model("initial-exec")]] thread_local ThreadPushes* t_pushes = nullptr;
+CUSCOPE_HOT_TLS thread_local ThreadPushes* t_pushes = nullptr;
 
 struct FreePushesAtExit {
   ~FreePushesAtExit() {

@@ -370,11 +370,12 @@ bool Reader::dispatch(RecordType type, Decoder& d, Visitor& v, std::string* erro
           SpanStats& x = s.spans.emplace_back();
           x.domain = std::string(d.str());
           x.name = std::string(d.str());
-          for (std::uint64_t* f : {&x.host.count, &x.host.total_ns, &x.host.min_ns, &x.host.max_ns, &x.open,
-                                   &x.cross_thread})
+          for (std::uint64_t* f :
+               {&x.host.count, &x.host.total_ns, &x.host.min_ns, &x.host.max_ns, &x.open, &x.cross_thread})
             *f = d.get<std::uint64_t>();
         }
-        for (std::uint64_t* x : {&s.unmatched_span_ends, &s.spans_dropped, &s.spans_cut}) *x = d.get<std::uint64_t>();
+        for (std::uint64_t* x : {&s.unmatched_span_ends, &s.spans_dropped, &s.spans_cut})
+          *x = d.get<std::uint64_t>();
       }
       if (!d.done()) return false;
       v.summary(s);

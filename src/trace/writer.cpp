@@ -467,10 +467,12 @@ bool Writer::close(const Summary& s) {
     const SpanStats& x = s.spans[i];
     e.str(x.domain.substr(0, 256));
     e.str(x.name.substr(0, 256));
-    for (std::uint64_t v : {x.host.count, x.host.total_ns, x.host.min_ns, x.host.max_ns, x.open, x.cross_thread})
+    for (std::uint64_t v :
+         {x.host.count, x.host.total_ns, x.host.min_ns, x.host.max_ns, x.open, x.cross_thread})
       e.put(v);
   }
-  for (std::uint64_t v : {s.unmatched_span_ends, s.spans_dropped, s.spans_cut + (s.spans.size() - spans)}) e.put(v);
+  for (std::uint64_t v : {s.unmatched_span_ends, s.spans_dropped, s.spans_cut + (s.spans.size() - spans)})
+    e.put(v);
   e.finish(at);
   at = e.begin(RecordType::End);
   e.put(dropped());

@@ -22,8 +22,13 @@ ENV = {k: v for k, v in os.environ.items()
        if not k.startswith("CUSCOPE_") and k not in ("NVTX_INJECTION64_PATH", "CUDA_INJECTION64_PATH")}
 
 
+LAST = {}  # the last command run, for the failure message
+
+
 def fail(what, detail):
     print(f"FAIL: {what}\n{detail}")
+    if LAST:
+        print(f"last command: {LAST['args']}\nits stderr (last 3000 characters):\n{LAST['stderr'][-3000:]}")
     sys.exit(1)
 
 
@@ -31,6 +36,7 @@ def run(args, env_extra=None):
     env = dict(ENV)
     env.update(env_extra or {})
     p = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
+    LAST.update(args=args, stderr=p.stderr)
     return p.returncode, p.stdout, p.stderr
 
 
