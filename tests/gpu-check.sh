@@ -164,8 +164,18 @@ check() {
   else
     echo "=== ncu (skipped: Nsight Compute not found) ===" | tee -a "$log"
   fi
-  # Benchmarks (bench/README.md): their tables go to the log, their JSON next to it.
   local commit results="${OUT:-$BUILD_DIR}"
+  # Zero-code mode with PyTorch: the demo program under `cuscope run`, then a small model's ranges
+  # beside torch.profiler's (tests/gpu/torch_compare.py; differences over 5% are marked EXPLAIN).
+  section "zero-code: the demo under cuscope run" "$BUILD_DIR/src/cli/cuscope" run -- "$BUILD_DIR/cuda/cuscope_demo" \
+    --steps 5 --warmup 2
+  if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+    section "zero-code: PyTorch under cuscope run vs torch.profiler" python3 tests/gpu/torch_compare.py \
+      --cuscope "$BUILD_DIR/src/cli/cuscope" --out "$results/torch-compare"
+  else
+    echo "=== zero-code: PyTorch (skipped: no PyTorch with CUDA here) ===" | tee -a "$log"
+  fi
+  # Benchmarks (bench/README.md): their tables go to the log, their JSON next to it.
   commit=$(commit_id)
   run_if_built "gpu bench" "$BUILD_DIR/bench/cuscope_gpu_bench" --json="$results/gpu-bench.json" \
     --git-commit="$commit"

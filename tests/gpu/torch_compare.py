@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""Zero-code mode on a GPU: a small PyTorch model under `cuscope run`, side by side with torch.profiler.
+
+    torch_compare.py --cuscope BUILD/src/cli/cuscope --out DIR [--steps N] [--warmup W]
+
+The model: two linear layers around a self-attention block (scaled_dot_product_attention), a loss,
+backward and an SGD step. Every region is marked twice, once as torch.cuda.nvtx.range (what cuscope
+sees under `cuscope run`) and once as torch.profiler.record_function (what torch.profiler sees);
+each is a no-op without its tool. Warm-up steps run unmarked (their first launches stay out of both).
+
+Three runs, each its own process (cuscope and torch.profiler both take CUPTI):
+  1. `cuscope run` with the hand-placed ranges            -> cuscope-ranges.json
+  2. `cuscope run` with emit_nvtx() too (operator ranges)  -> cuscope-emit-nvtx.json
+  3. torch.profiler, the same steps                        -> torch-trace.json (Kineto)
+For each hand-placed range: kernels and kernel time (inclusive) from cuscope's report and from the
+Kineto trace (a kernel belongs to the innermost annotation of the launching thread that holds its
+launch). Prints one table; each difference above 5% is marked EXPLAIN. Writes compare.json.
+Exit status: 0 when every run worked (differences are for a person to explain), 1 otherwise.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+REGIONS = ["step", "step/forward", "step/forward/proj_in", "step/forward/attention", "step/forward/proj_out",
+           "step/loss", "step/backward", "step/optimizer"]
+
+
+def workload(steps, warmup, mode):
+    import contextlib
+    import torch
+    import torch.nn.functional as F
+
+    profiling = mode == "profile"
+
+    def region(name, on):
+        if not on:
+            return contextlib.nullcontext()
+        stack = contextlib.ExitStack()
+        stack.enter_context(torch.cuda.nvtx.range(name))
+        if profiling:
+            stack.enter_context(torch.profiler.record_function(name))
+        return stack
+
+    torch.manual_seed(0)
+    dev = "cuda"
+    batch, seq, dim, heads = 8, 256, 512, 8
+    proj_in = torch.nn.Linear(dim, 3 * dim).to(dev)
+    proj_out = torch.nn.Linear(dim, dim).to(dev)
+    params = list(proj_in.parameters()) + list(proj_out.parameters())
+    opt = torch.optim.SGD(params, lr=1e-3)
+    x = torch.randn(batch, seq, dim, device=dev)
+    target = torch.randn(batch, seq, dim, device=dev)
+
+    def step(on):
+        with region("step", on):
+            with region("forward", on):
+                with region("proj_in", on):
+                    q, k, v = proj_in(x).chunk(3, dim=-1)
+                with region("attention", on):
+                    split = lambda t: t.view(batch, seq, heads, dim // heads).transpose(1, 2)
+                    a = F.scaled_dot_product_attention(split(q), split(k), split(v), is_causal=True)
+                    a = a.transpose(1, 2).reshape(batch, seq, dim)
+                with region("proj_out", on):
+                    y = proj_out(a)
+            with region("loss", on):
+                loss = F.mse_loss(y, target)
+            with region("backward", on):
+                loss.backward()
+            with region("optimizer", on):
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+        torch.cuda.synchronize()
+
+    for _ in range(warmup):
+        step(False)
+    if mode == "emit_nvtx":
+        with torch.autograd.profiler.emit_nvtx():
+            for _ in range(steps):
+                step(True)
+    elif profiling:
+        acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+        with torch.profiler.profile(activities=acts) as prof:
+            for _ in range(steps):
+                step(True)
+        prof.export_chrome_trace(os.environ["TORCH_COMPARE_TRACE"])
+    else:
+        for _ in range(steps):
+            step(True)
+
+
+def kineto_by_region(path):
+    """path -> [kernels, kernel ns] from a Kineto trace: annotations nest by time on their thread."""
+    with open(path) as f:
+        events = json.load(f)["traceEvents"]
+    annotations = [e for e in events if e.get("cat") == "user_annotation" and e.get("ph") == "X"]
+    launches = {}
+    for e in events:
+        if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {}):
+            launches[e["args"]["correlation"]] = e
+    totals = {}
+    for k in (e for e in events if e.get("cat") == "kernel"):
+        launch = launches.get(k.get("args", {}).get("correlation"))
+        if launch is None:
+            continue
+        holding = [a for a in annotations if a["tid"] == launch["tid"] and a["pid"] == launch["pid"]
+                   and a["ts"] <= launch["ts"] <= a["ts"] + a["dur"]]
+        holding.sort(key=lambda a: a["ts"])  # outermost first: the path
+        for i in range(1, len(holding) + 1):  # inclusive: every enclosing region counts the kernel
+            p = "/".join(a["name"] for a in holding[:i])
+            t = totals.setdefault(p, [0, 0])
+            t[0] += 1
+            t[1] += int(round(k["dur"] * 1000))
+        if not holding:
+            t = totals.setdefault("(unscoped)", [0, 0])
+            t[0] += 1
+            t[1] += int(round(k["dur"] * 1000))
+    return totals
+
+
+def cuscope_by_region(path):
+    with open(path) as f:
+        rep = json.load(f)
+    return {r["path"]: [r["total"]["kernel_calls"], r["total"]["kernel_ns"]] for r in rep["ranges"] if r["path"]}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cuscope")
+    ap.add_argument("--out")
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--workload", choices=["plain", "emit_nvtx", "profile"])
+    a = ap.parse_args()
+    if a.workload:
+        workload(a.steps, a.warmup, a.workload)
+        return 0
+    os.makedirs(a.out, exist_ok=True)
+    me = [sys.executable, os.path.abspath(__file__), "--steps", str(a.steps), "--warmup", str(a.warmup)]
+    runs = {"ranges": os.path.join(a.out, "cuscope-ranges.json"),
+            "emit": os.path.join(a.out, "cuscope-emit-nvtx.json"),
+            "trace": os.path.join(a.out, "torch-trace.json")}
+    ok = True
+    for args, env in (([a.cuscope, "run", "--json", runs["ranges"], "--"] + me + ["--workload", "plain"], {}),
+                      ([a.cuscope, "run", "--json", runs["emit"], "--"] + me + ["--workload", "emit_nvtx"], {}),
+                      (me + ["--workload", "profile"], {"TORCH_COMPARE_TRACE": runs["trace"]})):
+        p = subprocess.run(args, env={**os.environ, **env}, capture_output=True, text=True, timeout=600)
+        print(f"$ {' '.join(args)}\n(exit {p.returncode})\n{p.stderr[-6000:]}")
+        ok = ok and p.returncode == 0
+    if not ok:
+        return 1
+    ours = cuscope_by_region(runs["ranges"])
+    ours_emit = cuscope_by_region(runs["emit"])
+    theirs = kineto_by_region(runs["trace"])
+    rows = []
+    print(f"{'range':28} {'kernels cuscope':>15} {'torch':>7} {'kernel µs cuscope':>18} {'torch':>10}  note")
+    for r in REGIONS + ["(unscoped)"]:
+        c, t = ours.get(r, [0, 0]), theirs.get(r, [0, 0])
+        off = [abs(x - y) / max(x, y) for x, y in zip(c, t) if max(x, y) > 0]
+        note = "EXPLAIN: differs by more than 5%" if any(d > 0.05 for d in off) else ""
+        rows.append({"range": r, "cuscope": c, "torch_profiler": t, "note": note})
+        print(f"{r:28} {c[0]:>15} {t[0]:>7} {c[1] / 1000:>18.1f} {t[1] / 1000:>10.1f}  {note}")
+    ops = sorted(((p, v) for p, v in ours_emit.items() if "aten::" in p.split("/")[-1]), key=lambda x: -x[1][1])
+    print("\nemit_nvtx(): the operator ranges with the most kernel time (cuscope, inclusive)")
+    for p, v in ops[:15]:
+        print(f"  {p:70} {v[0]:>6} kernels {v[1] / 1000:>10.1f} µs")
+    with open(os.path.join(a.out, "compare.json"), "w") as f:
+        json.dump({"steps": a.steps, "warmup": a.warmup, "regions": rows,
+                   "emit_nvtx_top_ops": [{"path": p, "kernels": v[0], "kernel_ns": v[1]} for p, v in ops[:50]]},
+                  f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
