@@ -225,29 +225,11 @@ struct OpenRanges {
 // behind it is made on the thread's first range and freed at its exit.
 CUSCOPE_HOT_TLS thread_local OpenRanges* t_open = nullptr;
 
-struct FreeAtExit {
-  ~FreeAtExit() {
-    delete t_open;
-    t_open = nullptr;
-  }
-};
-
-[[gnu::noinline]] OpenRanges* make_open_ranges() {
-  static thread_local FreeAtExit free_at_exit;
-  static_cast<void>(&free_at_exit);  // constructed here: its destructor runs at the thread's exit
-  try {
-    t_open = new OpenRanges;
-  } catch (...) {
-    return nullptr;
-  }
-  return t_open;
-}
-
 // The calling thread's ranges, or nullptr when they cannot be had (out of memory): then a push
 // records nothing and its pop undoes nothing.
 inline OpenRanges* open_ranges() {
   OpenRanges* o = t_open;
-  return o != nullptr ? o : make_open_ranges();
+  return o != nullptr ? o : make_thread_owned(t_open);
 }
 
 [[gnu::always_inline]] inline int open_range(OpenRanges& o, std::uint32_t name_id, std::uint16_t domain,
@@ -449,9 +431,20 @@ nvtxDomainHandle_t NVTX_API create_w(const wchar_t* name) {
 }
 void NVTX_API destroy_domain(nvtxDomainHandle_t) {}  // handles stay valid: a late pop still finds its domain
 
+struct Callback {
+  unsigned id;
+  NvtxFunctionPointer fn;
+};
 template <class Fn>
-void set(NvtxFunctionTable table, unsigned size, unsigned id, Fn fn) {
-  if (id < size && table[id] != nullptr) *table[id] = reinterpret_cast<NvtxFunctionPointer>(fn);
+NvtxFunctionPointer fn(Fn f) {
+  return reinterpret_cast<NvtxFunctionPointer>(f);
+}
+// Fills the slots the module's table has (an older NVTX has fewer).
+template <std::size_t N>
+void set(NvtxFunctionTable table, unsigned size, const Callback (&callbacks)[N]) {
+  for (const Callback& c : callbacks) {
+    if (c.id < size && table[c.id] != nullptr) *table[c.id] = c.fn;
+  }
 }
 
 int fill_tables(NvtxGetExportTableFunc_t get) {
@@ -462,26 +455,25 @@ int fill_tables(NvtxGetExportTableFunc_t get) {
   unsigned core_size = 0;
   if (callbacks->GetModuleFunctionTable(NVTX_CB_MODULE_CORE, &core, &core_size) == 0 || core == nullptr)
     return 0;
-  set(core, core_size, NVTX_CBID_CORE_RangePushA, &push_a);
-  set(core, core_size, NVTX_CBID_CORE_RangePushW, &push_w);
-  set(core, core_size, NVTX_CBID_CORE_RangePushEx, &push_ex);
-  set(core, core_size, NVTX_CBID_CORE_RangePop, &pop_default);
-  set(core, core_size, NVTX_CBID_CORE_RangeStartA, &start_a);
-  set(core, core_size, NVTX_CBID_CORE_RangeStartW, &start_w);
-  set(core, core_size, NVTX_CBID_CORE_RangeStartEx, &start_ex);
-  set(core, core_size, NVTX_CBID_CORE_RangeEnd, &end_any);
+  const Callback core_callbacks[] = {
+      {NVTX_CBID_CORE_RangePushA, fn(&push_a)},     {NVTX_CBID_CORE_RangePushW, fn(&push_w)},
+      {NVTX_CBID_CORE_RangePushEx, fn(&push_ex)},   {NVTX_CBID_CORE_RangePop, fn(&pop_default)},
+      {NVTX_CBID_CORE_RangeStartA, fn(&start_a)},   {NVTX_CBID_CORE_RangeStartW, fn(&start_w)},
+      {NVTX_CBID_CORE_RangeStartEx, fn(&start_ex)}, {NVTX_CBID_CORE_RangeEnd, fn(&end_any)}};
+  set(core, core_size, core_callbacks);
   NvtxFunctionTable core2 = nullptr;
   unsigned core2_size = 0;
   if (callbacks->GetModuleFunctionTable(NVTX_CB_MODULE_CORE2, &core2, &core2_size) != 0 && core2 != nullptr) {
-    set(core2, core2_size, NVTX_CBID_CORE2_DomainRangePushEx, &domain_push_ex);
-    set(core2, core2_size, NVTX_CBID_CORE2_DomainRangePop, &domain_pop);
-    set(core2, core2_size, NVTX_CBID_CORE2_DomainRangeStartEx, &domain_start_ex);
-    set(core2, core2_size, NVTX_CBID_CORE2_DomainRangeEnd, &domain_end);
-    set(core2, core2_size, NVTX_CBID_CORE2_DomainRegisterStringA, &register_a);
-    set(core2, core2_size, NVTX_CBID_CORE2_DomainRegisterStringW, &register_w);
-    set(core2, core2_size, NVTX_CBID_CORE2_DomainCreateA, &create_a);
-    set(core2, core2_size, NVTX_CBID_CORE2_DomainCreateW, &create_w);
-    set(core2, core2_size, NVTX_CBID_CORE2_DomainDestroy, &destroy_domain);
+    const Callback core2_callbacks[] = {{NVTX_CBID_CORE2_DomainRangePushEx, fn(&domain_push_ex)},
+                                        {NVTX_CBID_CORE2_DomainRangePop, fn(&domain_pop)},
+                                        {NVTX_CBID_CORE2_DomainRangeStartEx, fn(&domain_start_ex)},
+                                        {NVTX_CBID_CORE2_DomainRangeEnd, fn(&domain_end)},
+                                        {NVTX_CBID_CORE2_DomainRegisterStringA, fn(&register_a)},
+                                        {NVTX_CBID_CORE2_DomainRegisterStringW, fn(&register_w)},
+                                        {NVTX_CBID_CORE2_DomainCreateA, fn(&create_a)},
+                                        {NVTX_CBID_CORE2_DomainCreateW, fn(&create_w)},
+                                        {NVTX_CBID_CORE2_DomainDestroy, fn(&destroy_domain)}};
+    set(core2, core2_size, core2_callbacks);
   }
   return 1;
 }

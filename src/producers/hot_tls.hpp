@@ -7,4 +7,27 @@
 // pointer, on the heap.
 #pragma once
 
+#include <new>
+
 #define CUSCOPE_HOT_TLS [[gnu::tls_model("initial-exec")]]
+
+namespace cuscope::inline v0::detail {
+
+/// Makes the calling thread's object behind its thread_local pointer `slot` (on its first use)
+/// and frees it when the thread exits. nullptr when memory runs out.
+template <class T>
+[[gnu::noinline]] T* make_thread_owned(T*& slot) noexcept {
+  struct FreeAtExit {
+    T** slot;
+    ~FreeAtExit() {
+      delete *slot;
+      *slot = nullptr;
+    }
+  };
+  static thread_local FreeAtExit free_at_exit{&slot};  // constructed here, destroyed at thread exit
+  static_cast<void>(&free_at_exit);
+  slot = new (std::nothrow) T;
+  return slot;
+}
+
+}  // namespace cuscope::inline v0::detail

@@ -61,25 +61,10 @@ struct ThreadPushes {
 };
 CUSCOPE_HOT_TLS thread_local ThreadPushes* t_pushes = nullptr;
 
-struct FreePushesAtExit {
-  ~FreePushesAtExit() {
-    delete t_pushes;
-    t_pushes = nullptr;
-  }
-};
-
 // The calling thread's push()/pop() stack, made on its first push() or pop() (nullptr when memory
 // runs out: that push records nothing).
 ThreadPushes* thread_pushes() noexcept {
-  if (t_pushes != nullptr) return t_pushes;
-  static thread_local FreePushesAtExit free_at_exit;
-  static_cast<void>(&free_at_exit);  // constructed here: its destructor runs at the thread's exit
-  try {
-    t_pushes = new ThreadPushes;
-  } catch (...) {
-    return nullptr;
-  }
-  return t_pushes;
+  return t_pushes != nullptr ? t_pushes : make_thread_owned(t_pushes);
 }
 
 nvtxStringHandle_t nvtx_handle(std::uint32_t id) {

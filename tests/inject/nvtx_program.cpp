@@ -19,21 +19,17 @@ namespace {
 nvtxDomainHandle_t g_mylib = nullptr;
 nvtxStringHandle_t g_registered = nullptr;
 
-void domain_push(nvtxDomainHandle_t d, const char* ascii) {
+void domain_push(nvtxDomainHandle_t d, const char* ascii, nvtxStringHandle_t registered = nullptr) {
   nvtxEventAttributes_t a{};
   a.version = NVTX_VERSION;
   a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
-  a.messageType = NVTX_MESSAGE_TYPE_ASCII;
-  a.message.ascii = ascii;
-  nvtxDomainRangePushEx(d, &a);
-}
-
-void domain_push_registered(nvtxDomainHandle_t d, nvtxStringHandle_t s) {
-  nvtxEventAttributes_t a{};
-  a.version = NVTX_VERSION;
-  a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
-  a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
-  a.message.registered = s;
+  if (registered != nullptr) {
+    a.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+    a.message.registered = registered;
+  } else {
+    a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+    a.message.ascii = ascii;
+  }
   nvtxDomainRangePushEx(d, &a);
 }
 
@@ -56,7 +52,7 @@ void work() {
     nvtxRangePop();
   }
   domain_push(g_mylib, "lib_call");
-  domain_push_registered(g_mylib, g_registered);
+  domain_push(g_mylib, nullptr, g_registered);
   nvtxDomainRangePop(g_mylib);
   nvtxDomainRangePop(g_mylib);
 }
