@@ -3,6 +3,7 @@
 //   exit       calls std::exit from inside an open scope
 //   thread     leaves a worker thread running in a scope when main returns
 // The summary must print before CUDA's teardown, say what was left open, and never crash.
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <cuscope/cuscope.hpp>
@@ -20,11 +21,13 @@ int main(int argc, char** argv) {
     std::exit(0);
   }
   if (std::strcmp(mode, "thread") == 0) {
+    static std::atomic<bool> inside{false};  // main returns only once the worker's scope is open
     std::thread([] {
       CUSCOPE_SCOPE("detached_worker");
+      inside.store(true);
       for (;;) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }).detach();
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    while (!inside.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   return 0;
 }
