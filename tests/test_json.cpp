@@ -442,3 +442,27 @@ TEST_CASE("cuscope show's reader takes a JSON report without spans, and refuses 
   CHECK_FALSE(cuscope::cli::report_from_json(j.dump(), &back, &error));
   CHECK(error == "malformed JSON report: \"spans\" is not an array");
 }
+
+TEST_CASE("json carries each range's findings, and cuscope show reads them back", "[json][findings]") {
+  Report r = make_report();
+  r.ranges[1].findings = {
+      {"synchronization", cuscope::Severity::warning, "7 synchronizations waited 3.2 ms", "an .item()", "keep it"},
+      {"small-kernels", cuscope::Severity::info, "412 kernels averaging 4.1 µs", "unfused", "fuse"}};
+  const json j = parsed(r);
+  const json& f = j.at("ranges")[1].at("findings");
+  REQUIRE(f.size() == 2);
+  CHECK(f[0].at("id") == "synchronization");
+  CHECK(f[0].at("severity") == "warning");
+  CHECK(f[0].at("observation") == "7 synchronizations waited 3.2 ms");
+  CHECK(f[0].at("cause") == "an .item()");
+  CHECK(f[0].at("fix") == "keep it");
+  CHECK(f[1].at("severity") == "info");
+  CHECK(j.at("ranges")[2].at("findings").empty());
+  Report back;
+  std::string error;
+  REQUIRE(cuscope::cli::report_from_json(cuscope::format_json(r), &back, &error));
+  REQUIRE(back.ranges[1].findings.size() == 2);
+  CHECK(back.ranges[1].findings[1].id == "small-kernels");
+  CHECK(back.ranges[1].findings[1].severity == cuscope::Severity::info);
+  CHECK(cuscope::format_json(back) == cuscope::format_json(r));
+}

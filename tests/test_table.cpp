@@ -618,3 +618,33 @@ TEST_CASE("table cuts NVTX start/end ranges at max_rows and counts the rest", "[
           "a                         1        3 ns       3 ns      3 ns     0             0\n"
           "… 2 more NVTX start/end ranges (max_rows=1)\n");
 }
+
+TEST_CASE("table lists a range's findings under it, worst first, up to max_findings", "[table][findings]") {
+  Report r = two_siblings();
+  RangeStats& alpha = r.ranges[1];
+  alpha.verdict.bound = cuscope::Bound::launch;
+  alpha.verdict.reason = "GPU busy 12% of its span with 400 kernels averaging 3.0 µs: launch-bound";
+  alpha.findings = {{"launch-bound", cuscope::Severity::warning, "GPU busy 12% of the range's GPU span", "c1", "f1"},
+                    {"small-kernels", cuscope::Severity::info, "400 kernels averaging 3.0 µs", "c2", "f2"}};
+  cuscope::TableOptions o;
+  o.max_findings = 1;
+  std::string text = format_table(r, o);
+  CHECK(text.find("  ! launch-bound (warning): GPU busy 12% of the range's GPU span\n"
+                  "    cause: c1; fix: f1\n"
+                  "  ! … 1 more finding (JSON: findings)\n") != std::string::npos);
+  // A finding that says what the verdict says replaces the verdict's line.
+  CHECK(text.find("launch-bound\n  ! GPU busy 12% of its span") == std::string::npos);
+  CHECK(text.find("! GPU busy 12% of its span") == std::string::npos);
+  o.max_findings = 3;
+  text = format_table(r, o);
+  CHECK(text.find("  ! small-kernels (info): 400 kernels averaging 3.0 µs\n    cause: c2; fix: f2\n") !=
+        std::string::npos);
+  CHECK(text.find("more finding") == std::string::npos);
+  o.max_findings = 0;
+  text = format_table(r, o);
+  CHECK(text.find("(warning)") == std::string::npos);
+  CHECK(text.find("more finding") == std::string::npos);
+  // No finding shown: the verdict's own line says it.
+  CHECK(text.find("  ! GPU busy 12% of its span with 400 kernels averaging 3.0 µs: launch-bound\n") !=
+        std::string::npos);
+}

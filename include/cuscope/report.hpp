@@ -126,6 +126,20 @@ struct DevicePeaks {
   std::string source;          ///< "device properties", or "" when unknown (no GPU)
 };
 
+/// How much a finding matters: info (worth a look) or warning (likely costs time).
+enum class Severity : std::uint8_t { info, warning };
+[[nodiscard]] std::string_view to_string(Severity s);  ///< "info", "warning"
+
+/// An observation about a range, with its evidence in numbers, its likely cause and the fix
+/// (README, "Findings"). `id` names the rule: "launch-bound", "gpu-idle-gaps", "small-kernels", ...
+struct Finding {
+  std::string id;
+  Severity severity = Severity::info;
+  std::string observation;  ///< e.g. "GPU busy 31% of the range's GPU span, 412 kernels averaging 4.1 µs"
+  std::string cause;
+  std::string fix;
+};
+
 /// One node of the range tree: a scope name under a given parent path.
 struct RangeStats {
   std::string name;                   ///< the scope's name; "" for the root
@@ -149,6 +163,7 @@ struct RangeStats {
   std::uint64_t profiled_kernels = 0;  ///< kernels replayed for counters, inclusive of the subtree
   std::vector<MetricValue> metrics;    ///< hardware counters, inclusive of the subtree, in plan order
   Verdict verdict;                     ///< from `total` and `metrics`
+  std::vector<Finding> findings;       ///< what the rules found, warnings first (README, "Findings")
 };
 
 /// Counters of everything that was off, dropped or misused. Shown in the table header when non-zero.
@@ -243,6 +258,7 @@ struct TableOptions {
   SortKey sort = SortKey::host_total;
   std::size_t max_rows = 50;     ///< ranges shown (the rest are counted in a last line); 0 = all
   std::size_t top_kernels = 3;   ///< kernels listed under each range; 0 = none
+  std::size_t max_findings = 3;  ///< findings listed under each range ("!" lines); 0 = none
   bool show_zero_calls = false;  ///< also list ranges with no completed entry
 };
 

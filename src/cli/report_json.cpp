@@ -100,6 +100,17 @@ RangeStats range(const Json& j, std::size_t count) {
     get(*v, "roofline_pct", r.verdict.roofline_pct);
     get(*v, "reason", r.verdict.reason);
   }
+  for (const Json& f : j.value("findings", Json::array())) {
+    Finding x;
+    get(f, "id", x.id);
+    std::string severity;
+    get(f, "severity", severity);
+    x.severity = severity == "warning" ? Severity::warning : Severity::info;
+    get(f, "observation", x.observation);
+    get(f, "cause", x.cause);
+    get(f, "fix", x.fix);
+    r.findings.push_back(std::move(x));
+  }
   get(j, "profiled_kernels", r.profiled_kernels);
   for (const Json& m : j.value("metrics", Json::array())) {
     MetricValue v;

@@ -73,6 +73,8 @@ std::string_view to_string(Bound b) {
   return "unknown";
 }
 
+std::string_view to_string(Severity s) { return s == Severity::warning ? "warning" : "info"; }
+
 std::string_view to_string(SortKey k) {
   switch (k) {
     case SortKey::host_total:

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "model/findings.hpp"
 #include "producers/cupti/range_profiler.hpp"
 #include "session/log.hpp"
 #include "session/session.hpp"
@@ -130,6 +131,7 @@ void apply_verdicts(Report& report, const model::DevicePeaks& peaks, const std::
                         v.flops_per_s.value_or(0),    v.arithmetic_intensity.value_or(0),
                         v.pct_of_ceiling.value_or(0), v.reason};
   }
+  model::apply_findings(report);  // after the verdicts, which some rules read
 }
 
 }  // namespace cuscope::inline v0::detail

@@ -170,7 +170,7 @@ constexpr const char* kKnown[] = {
     "CUSCOPE_WARMUP",    "CUSCOPE_ACTIVE",      "CUSCOPE_PRINT",         "CUSCOPE_OUTPUT",
     "CUSCOPE_JSON",      "CUSCOPE_SORT",        "CUSCOPE_ROWS",          "CUSCOPE_TOP_KERNELS",
     "CUSCOPE_MAX_DEPTH", "CUSCOPE_METRICS",     "CUSCOPE_METRIC_RANGES", "CUSCOPE_METRIC_STEPS",
-    "CUSCOPE_TRACE",     "CUSCOPE_TRACE_LIMIT", "CUSCOPE_NVTX_DOMAINS"};
+    "CUSCOPE_TRACE",     "CUSCOPE_TRACE_LIMIT", "CUSCOPE_NVTX_DOMAINS", "CUSCOPE_FINDINGS"};
 
 }  // namespace
 
@@ -188,6 +188,7 @@ Options options_from(EnvLookup lookup, Options base, std::vector<OptionError>* e
   r.sort_key("CUSCOPE_SORT", base.table.sort);
   r.number("CUSCOPE_ROWS", base.table.max_rows, 0, 1'000'000);
   r.number("CUSCOPE_TOP_KERNELS", base.table.top_kernels, 0, 1000);
+  r.number("CUSCOPE_FINDINGS", base.table.max_findings, 0, 1000);
   r.number("CUSCOPE_MAX_DEPTH", base.max_depth, 1, 256);
   r.path("CUSCOPE_METRICS", base.metrics);
   r.list("CUSCOPE_METRIC_RANGES", base.metric_ranges);

@@ -252,6 +252,18 @@ void write_range(JsonWriter& w, const RangeStats& r, std::size_t id) {
   w.field("roofline_pct", r.verdict.roofline_pct);
   w.field("reason", r.verdict.reason);
   w.end_object();
+  w.key("findings");
+  w.begin_array();
+  for (const Finding& f : r.findings) {
+    w.begin_object();
+    w.field("id", f.id);
+    w.field("severity", to_string(f.severity));
+    w.field("observation", f.observation);
+    w.field("cause", f.cause);
+    w.field("fix", f.fix);
+    w.end_object();
+  }
+  w.end_array();
   w.field("profiled_kernels", r.profiled_kernels);
   w.key("metrics");
   w.begin_array();

@@ -312,10 +312,30 @@ std::string kernel_lines(const RangeStats& range, std::size_t level, std::size_t
   return out;
 }
 
-// The verdict's reasoning, under a range that has one.
-std::string verdict_line(const RangeStats& range, std::size_t level) {
+// The verdict's reasoning, under a range that has one (unless a finding shown says it already).
+std::string verdict_line(const RangeStats& range, std::size_t level, std::size_t max_findings) {
   if (range.verdict.bound == Bound::unknown || range.verdict.reason.empty()) return {};
+  const std::string_view bound = to_string(range.verdict.bound);
+  for (std::size_t i = 0; i < range.findings.size() && i < max_findings; ++i) {
+    if (range.findings[i].id == bound) return {};
+  }
   return fmt::format("{}! {}\n", indent(level + 1), range.verdict.reason);
+}
+
+// The range's findings, worst first: the observation, then its likely cause and the fix.
+std::string finding_lines(const RangeStats& range, std::size_t level, std::size_t max_findings) {
+  const std::size_t shown = std::min(range.findings.size(), max_findings);
+  std::string out;
+  for (std::size_t i = 0; i < shown; ++i) {
+    const Finding& f = range.findings[i];
+    out += fmt::format("{}! {} ({}): {}\n{}  cause: {}; fix: {}\n", indent(level + 1), f.id,
+                       to_string(f.severity), f.observation, indent(level + 1), f.cause, f.fix);
+  }
+  const std::size_t more = range.findings.size() - shown;
+  if (more != 0 && max_findings != 0)
+    out += fmt::format("{}! … {} more finding{} (JSON: findings)\n", indent(level + 1), more,
+                       more == 1 ? "" : "s");
+  return out;
 }
 
 // One line with the range's hardware counters (inclusive), when any kernel in it was replayed.
@@ -433,7 +453,8 @@ std::string range_rows(const Report& report, const TableOptions& options) {
     out += render_row(table[r], widths);
     out += kernel_lines(*rows[r].range, rows[r].level, options.top_kernels);
     out += metric_line(*rows[r].range, rows[r].level);
-    out += verdict_line(*rows[r].range, rows[r].level);
+    out += verdict_line(*rows[r].range, rows[r].level, options.max_findings);
+    out += finding_lines(*rows[r].range, rows[r].level, options.max_findings);
     out += count_lines(*rows[r].range, rows[r].level);
   }
   const std::size_t more = rows.size() - listed;

@@ -1,0 +1,223 @@
+// model/findings.cpp — the rules (model/findings.hpp). Words of cause and fix follow the
+// profiling guides' "observation → likely cause → fix" tables.
+#include "model/findings.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <string>
+#include <string_view>
+
+namespace cuscope::model {
+namespace {
+
+std::string us(double ns) {
+  return ns >= 1e6 ? fmt::format("{:.1f} ms", ns / 1e6) : fmt::format("{:.1f} µs", ns / 1e3);
+}
+
+std::string pct(double share) { return fmt::format("{:.0f}%", 100.0 * share); }
+
+std::string bytes(double b) {
+  if (b >= 1024.0 * 1024.0) return fmt::format("{:.1f} MiB", b / (1024.0 * 1024.0));
+  if (b >= 1024.0) return fmt::format("{:.1f} KiB", b / 1024.0);
+  return fmt::format("{:.0f} B", b);
+}
+
+Finding make(std::string_view id, Severity s, std::string observation, std::string_view cause,
+             std::string_view fix) {
+  return Finding{std::string(id), s, std::move(observation), std::string(cause), std::string(fix)};
+}
+
+double mean(std::uint64_t total, std::uint64_t count) { return count ? double(total) / double(count) : 0.0; }
+
+const MetricValue* metric(const RangeStats& r, std::string_view name) {
+  for (const MetricValue& m : r.metrics) {
+    if (m.name == name) return &m;
+  }
+  return nullptr;
+}
+
+bool is_nccl(std::string_view kernel) {
+  std::string lower(kernel.substr(0, 64));
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  return lower.find("nccl") != std::string::npos;
+}
+
+}  // namespace
+
+std::optional<Finding> launch_bound_rule(const RangeStats& r) {
+  if (r.verdict.bound != Bound::launch) return std::nullopt;
+  const ActivityStats& a = r.total;
+  return make(
+      "launch-bound", Severity::warning,
+      fmt::format("GPU busy {} of the range's GPU span, {} kernels averaging {}", pct(a.busy_share()),
+                  a.kernel_calls, us(mean(a.kernel_ns, a.kernel_calls))),
+      "the CPU launches kernels no faster than the GPU runs them: per-launch overhead of Python and the "
+      "framework",
+      "CUDA graphs (torch.compile(mode=\"reduce-overhead\")), fewer and larger kernels (fusion), larger "
+      "batches");
+}
+
+std::optional<Finding> idle_gaps_rule(const RangeStats& r) {
+  const ActivityStats& a = r.total;
+  if (r.verdict.bound == Bound::launch || a.kernel_calls < kIdleMinKernels || a.gpu_span_ns == 0 ||
+      a.busy_share() >= kIdleBusyShare)
+    return std::nullopt;
+  return make(
+      "gpu-idle-gaps", Severity::warning,
+      fmt::format("GPU busy {} of the range's GPU span: {} idle between its {} kernels", pct(a.busy_share()),
+                  us(double(a.gpu_span_ns - std::min(a.gpu_busy_ns, a.gpu_span_ns))), a.kernel_calls),
+      "the GPU waits on the host between kernels: data loading, host work, synchronization or "
+      "communication",
+      "overlap host work with GPU work (more DataLoader workers, pin_memory=True, non_blocking copies), "
+      "take synchronizations out of the loop, CUDA graphs");
+}
+
+std::optional<Finding> small_kernels_rule(const RangeStats& r) {
+  const ActivityStats& a = r.self;
+  const double m = mean(a.kernel_ns, a.kernel_calls);
+  if (a.kernel_calls < kManySmallKernels || m >= double(kSmallKernelNs)) return std::nullopt;
+  return make(
+      "small-kernels", Severity::info,
+      fmt::format("{} kernels averaging {} (under {})", a.kernel_calls, us(m), us(double(kSmallKernelNs))),
+      "unfused operations, each launching a kernel of its own",
+      "kernel fusion: torch.compile, fused or custom kernels");
+}
+
+std::optional<Finding> sync_rule(const RangeStats& r) {
+  const ActivityStats& a = r.self;
+  if (a.sync_count == 0 || r.host.total_ns == 0) return std::nullopt;
+  const double share = double(a.sync_ns) / double(r.host.total_ns);
+  if (share < kSyncHostShare) return std::nullopt;
+  return make(
+      "synchronization", Severity::warning,
+      fmt::format("{} synchronization{} waited {}, {} of the range's host time", a.sync_count,
+                  a.sync_count == 1 ? "" : "s", us(double(a.sync_ns)), pct(share)),
+      ".item(), print(tensor), .cpu() or an explicit cudaDeviceSynchronize/cudaStreamSynchronize inside "
+      "the loop",
+      "keep values on the GPU, synchronize once per step at most, use non_blocking copies and events");
+}
+
+std::optional<Finding> small_copies_rule(const RangeStats& r) {
+  const CopyStats* worst = nullptr;
+  std::size_t worst_kind = 0;
+  for (std::size_t k = 0; k < kCopyKinds; ++k) {
+    const CopyStats& c = r.self.memcpy[k];
+    if (c.count < kManySmallCopies || mean(c.bytes, c.count) >= double(kSmallCopyBytes)) continue;
+    if (worst == nullptr || c.count > worst->count) {
+      worst = &c;
+      worst_kind = k;
+    }
+  }
+  if (worst == nullptr) return std::nullopt;
+  return make(
+      "small-copies", Severity::info,
+      fmt::format("{} {} copies averaging {}", worst->count, to_string(static_cast<CopyKind>(worst_kind)),
+                  bytes(mean(worst->bytes, worst->count))),
+      "data moved piece by piece: each copy pays the transfer's fixed cost",
+      "batch the transfers into one copy, or keep the data on the device");
+}
+
+std::optional<Finding> alloc_churn_rule(const RangeStats& r) {
+  const ActivityStats& a = r.self;
+  if (r.calls < kChurnMinCalls || a.alloc_count + a.free_count < r.calls) return std::nullopt;
+  return make(
+      "allocation-churn", Severity::warning,
+      fmt::format("{} allocations and {} frees in {} calls ({} allocated)", a.alloc_count, a.free_count,
+                  r.calls, bytes(double(a.alloc_bytes))),
+      "device memory allocated and freed inside the loop (no caching allocator, or "
+      "torch.cuda.empty_cache() in the loop)",
+      "allocate once before the loop, or use a caching allocator or stream-ordered pool (cudaMallocAsync)");
+}
+
+std::optional<Finding> step_variance_rule(const RangeStats& r) {
+  const DurationStats& h = r.host;
+  if (r.depth != 1 || h.count < kVarianceMinCalls) return std::nullopt;
+  const double others = double(h.total_ns - h.max_ns) / double(h.count - 1);
+  if (double(h.max_ns) <= kSlowCallFactor * others || double(h.max_ns) - others < double(kSlowCallMinNs))
+    return std::nullopt;
+  return make(
+      "slow-call", Severity::info,
+      fmt::format("slowest call {}, {:.1f}x the mean of the other {} ({})", us(double(h.max_ns)),
+                  others > 0 ? double(h.max_ns) / others : 0.0, h.count - 1, us(others)),
+      "first-time work: JIT compilation, first allocations, lazy module loading, cache warm-up",
+      "warm-up steps before measuring (CUSCOPE_WARMUP), and a look at torch.compile's first-call cost");
+}
+
+std::optional<Finding> nccl_share_rule(const RangeStats& r) {
+  std::uint64_t ns = 0, calls = 0;
+  for (const KernelStats& k : r.kernels) {
+    if (!is_nccl(k.name)) continue;
+    ns += k.duration.total_ns;
+    calls += k.duration.count;
+  }
+  if (calls == 0 || r.self.kernel_ns == 0) return std::nullopt;
+  const double share = double(ns) / double(r.self.kernel_ns);
+  if (share < kNcclShare) return std::nullopt;
+  return make("nccl-share", Severity::info,
+              fmt::format("NCCL kernels {} of the range's kernel time ({} kernels, {})", pct(share), calls,
+                          us(double(ns))),
+              "communication not overlapped with computation",
+              "overlap collectives with compute: gradient bucketing, asynchronous all-reduce during the next "
+              "layer's work");
+}
+
+std::optional<Finding> memory_bound_rule(const RangeStats& r) {
+  if (r.verdict.bound != Bound::memory) return std::nullopt;
+  return make("memory-bound", Severity::info, r.verdict.reason,
+              "the kernels move more bytes than they compute on: DRAM bandwidth is the limit",
+              "fuse kernels to reuse data on chip, lower precision (bf16, fp8), coalesced accesses");
+}
+
+std::optional<Finding> occupancy_rule(const RangeStats& r) {
+  const MetricValue* occ = metric(r, "sm__warps_active.avg.pct_of_peak_sustained_active");
+  if (occ == nullptr || occ->value >= kLowOccupancyPct) return std::nullopt;
+  std::uint32_t registers = 0, shared = 0;
+  for (const KernelStats& k : r.kernels) {
+    registers = std::max(registers, k.registers_per_thread);
+    shared = std::max(shared, k.static_shared_bytes + k.dynamic_shared_bytes);
+  }
+  if (registers > kManyRegisters) {
+    return make("occupancy-registers", Severity::warning,
+                fmt::format("achieved occupancy {:.0f}%, kernels use up to {} registers per thread",
+                            occ->value, registers),
+                "register pressure limits the warps each SM can hold",
+                "__launch_bounds__ or -maxrregcount, smaller tiles, fewer live values");
+  }
+  if (shared >= 48u * 1024u) {
+    return make("occupancy-shared-memory", Severity::warning,
+                fmt::format("achieved occupancy {:.0f}%, kernels use up to {} of shared memory per block",
+                            occ->value, bytes(double(shared))),
+                "shared memory per block limits the blocks each SM can hold",
+                "smaller tiles or fewer pipeline stages, so that more blocks fit");
+  }
+  return std::nullopt;  // low, but the records do not say why: no guess
+}
+
+void apply_findings(Report& report) {
+  using Rule = std::optional<Finding> (*)(const RangeStats&);
+  static constexpr std::array<Rule, 10> kRules{
+      &launch_bound_rule, &idle_gaps_rule,     &sync_rule,       &alloc_churn_rule,  &small_kernels_rule,
+      &small_copies_rule, &step_variance_rule, &nccl_share_rule, &memory_bound_rule, &occupancy_rule};
+  for (std::size_t i = 1; i < report.ranges.size(); ++i) {
+    RangeStats& r = report.ranges[i];
+    r.findings.clear();
+    const RangeStats& parent = report.ranges[r.parent];
+    for (Rule rule : kRules) {
+      std::optional<Finding> f = rule(r);
+      if (!f) continue;
+      // Inclusive rules (over the subtree's work) say it once, at the outermost range they hold for.
+      const bool inclusive = f->id == "launch-bound" || f->id == "gpu-idle-gaps" || f->id == "memory-bound";
+      const bool parent_has = std::any_of(parent.findings.begin(), parent.findings.end(),
+                                          [&](const Finding& p) { return p.id == f->id; });
+      if (inclusive && r.parent != 0 && parent_has) continue;
+      r.findings.push_back(std::move(*f));
+    }
+    std::stable_sort(r.findings.begin(), r.findings.end(),
+                     [](const Finding& a, const Finding& b) { return a.severity > b.severity; });
+  }
+}
+
+}  // namespace cuscope::model

@@ -1,0 +1,217 @@
+// Findings: each rule on both sides of each of its thresholds, the silence of rules without their
+// data, the order, and an inclusive finding said once along a path.
+#include <catch2/catch.hpp>
+#include <cuscope/report.hpp>
+#include <string>
+
+#include "model/findings.hpp"
+
+namespace {
+
+using cuscope::Bound;
+using cuscope::CopyKind;
+using cuscope::Finding;
+using cuscope::RangeStats;
+using cuscope::Severity;
+namespace model = cuscope::model;
+
+RangeStats range_at(int depth = 2) {
+  RangeStats r;
+  r.name = "r";
+  r.path = depth == 1 ? "r" : "step/r";
+  r.depth = depth;
+  r.calls = 10;
+  r.host = {10, 10'000'000, 1'000'000, 1'000'000};
+  return r;
+}
+
+void kernels(cuscope::ActivityStats& a, std::uint64_t calls, std::uint64_t mean_ns, std::uint64_t busy,
+             std::uint64_t span) {
+  a.kernel_calls = calls;
+  a.kernel_ns = calls * mean_ns;
+  a.gpu_busy_ns = busy;
+  a.gpu_span_ns = span;
+}
+
+}  // namespace
+
+TEST_CASE("launch-bound follows the roofline verdict, with its numbers", "[findings]") {
+  RangeStats r = range_at();
+  kernels(r.total, 412, 4'100, 310, 1'000);
+  CHECK_FALSE(model::launch_bound_rule(r));
+  r.verdict.bound = Bound::launch;
+  const auto f = model::launch_bound_rule(r);
+  REQUIRE(f);
+  CHECK(f->id == "launch-bound");
+  CHECK(f->severity == Severity::warning);
+  CHECK(f->observation == "GPU busy 31% of the range's GPU span, 412 kernels averaging 4.1 µs");
+  CHECK(f->fix.find("CUDA graphs") != std::string::npos);
+}
+
+TEST_CASE("GPU idle gaps: busy under 80% of the span, with at least 10 kernels", "[findings]") {
+  RangeStats r = range_at();
+  kernels(r.total, 10, 100'000, 7'900'000, 10'000'000);  // 79% busy
+  const auto f = model::idle_gaps_rule(r);
+  REQUIRE(f);
+  CHECK(f->observation == "GPU busy 79% of the range's GPU span: 2.1 ms idle between its 10 kernels");
+  kernels(r.total, 10, 100'000, 8'000'000, 10'000'000);  // 80%: not under
+  CHECK_FALSE(model::idle_gaps_rule(r));
+  kernels(r.total, 9, 100'000, 1'000'000, 10'000'000);  // too few kernels
+  CHECK_FALSE(model::idle_gaps_rule(r));
+  kernels(r.total, 10, 100'000, 1'000'000, 10'000'000);
+  r.verdict.bound = Bound::launch;  // launch-bound says it better
+  CHECK_FALSE(model::idle_gaps_rule(r));
+}
+
+TEST_CASE("many small kernels: at least 50 own kernels averaging under 10 µs", "[findings]") {
+  RangeStats r = range_at();
+  kernels(r.self, 50, 9'000, 0, 0);
+  const auto f = model::small_kernels_rule(r);
+  REQUIRE(f);
+  CHECK(f->id == "small-kernels");
+  CHECK(f->severity == Severity::info);
+  CHECK(f->observation == "50 kernels averaging 9.0 µs (under 10.0 µs)");
+  kernels(r.self, 49, 1'000, 0, 0);
+  CHECK_FALSE(model::small_kernels_rule(r));
+  kernels(r.self, 500, 10'000, 0, 0);
+  CHECK_FALSE(model::small_kernels_rule(r));
+}
+
+TEST_CASE("synchronization: waits of at least 5% of the range's host time", "[findings]") {
+  RangeStats r = range_at();  // 10 ms of host time
+  r.self.sync_count = 7;
+  r.self.sync_ns = 500'000;  // 5%
+  const auto f = model::sync_rule(r);
+  REQUIRE(f);
+  CHECK(f->observation == "7 synchronizations waited 500.0 µs, 5% of the range's host time");
+  CHECK(f->cause.find(".item()") != std::string::npos);
+  r.self.sync_ns = 499'999;
+  CHECK_FALSE(model::sync_rule(r));
+  r.self.sync_count = 0;
+  r.self.sync_ns = 5'000'000;
+  CHECK_FALSE(model::sync_rule(r));
+}
+
+TEST_CASE("many small copies: at least 20 of one direction averaging under 64 KiB", "[findings]") {
+  RangeStats r = range_at();
+  auto& htod = r.self.memcpy[static_cast<std::size_t>(CopyKind::HtoD)];
+  htod = {20, 20 * 1024, 1'000};
+  const auto f = model::small_copies_rule(r);
+  REQUIRE(f);
+  CHECK(f->observation == "20 HtoD copies averaging 1.0 KiB");
+  htod = {19, 19 * 1024, 1'000};
+  CHECK_FALSE(model::small_copies_rule(r));
+  htod = {20, 20 * 64 * 1024, 1'000};
+  CHECK_FALSE(model::small_copies_rule(r));
+}
+
+TEST_CASE("allocation churn: an allocation or free per call, over at least 2 calls", "[findings]") {
+  RangeStats r = range_at();  // 10 calls
+  r.self.alloc_count = 5;
+  r.self.free_count = 5;
+  r.self.alloc_bytes = 5u << 20;
+  const auto f = model::alloc_churn_rule(r);
+  REQUIRE(f);
+  CHECK(f->observation == "5 allocations and 5 frees in 10 calls (5.0 MiB allocated)");
+  r.self.free_count = 4;
+  CHECK_FALSE(model::alloc_churn_rule(r));
+  r.calls = 1;
+  r.self.alloc_count = 9;
+  CHECK_FALSE(model::alloc_churn_rule(r));
+}
+
+TEST_CASE("one slow call: over 2x the mean of the others, by 100 µs, top-level ranges only", "[findings]") {
+  RangeStats r = range_at(1);
+  r.host = {10, 9 * 1'000'000 + 2'100'000, 1'000'000, 2'100'000};  // 2.1x the other nine
+  const auto f = model::step_variance_rule(r);
+  REQUIRE(f);
+  CHECK(f->id == "slow-call");
+  CHECK(f->observation == "slowest call 2.1 ms, 2.1x the mean of the other 9 (1.0 ms)");
+  r.host = {10, 9 * 1'000'000 + 2'000'000, 1'000'000, 2'000'000};  // exactly 2x: not over
+  CHECK_FALSE(model::step_variance_rule(r));
+  r.host = {10, 9 * 10'000 + 90'000, 10'000, 90'000};  // 9x, but only 80 µs slower
+  CHECK_FALSE(model::step_variance_rule(r));
+  r.host = {2, 1'000'000 + 9'000'000, 1'000'000, 9'000'000};  // two calls are too few
+  CHECK_FALSE(model::step_variance_rule(r));
+  RangeStats nested = range_at(2);
+  nested.host = {10, 9 * 1'000'000 + 9'000'000, 1'000'000, 9'000'000};
+  CHECK_FALSE(model::step_variance_rule(nested));
+}
+
+TEST_CASE("NCCL's share: its kernels at least 20% of the range's own kernel time", "[findings]") {
+  RangeStats r = range_at();
+  r.self.kernel_ns = 1'000'000;
+  cuscope::KernelStats nccl;
+  nccl.name = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)";
+  nccl.duration = {4, 200'000, 50'000, 50'000};
+  cuscope::KernelStats gemm;
+  gemm.name = "sm90_gemm";
+  gemm.duration = {8, 800'000, 100'000, 100'000};
+  r.kernels = {gemm, nccl};
+  const auto f = model::nccl_share_rule(r);
+  REQUIRE(f);
+  CHECK(f->observation == "NCCL kernels 20% of the range's kernel time (4 kernels, 200.0 µs)");
+  r.kernels[1].duration.total_ns = 199'999;
+  CHECK_FALSE(model::nccl_share_rule(r));
+  r.kernels = {gemm};
+  CHECK_FALSE(model::nccl_share_rule(r));
+}
+
+TEST_CASE("counters: memory-bound from the verdict; occupancy limits only when the records say why",
+          "[findings]") {
+  RangeStats r = range_at();
+  CHECK_FALSE(model::memory_bound_rule(r));
+  CHECK_FALSE(model::occupancy_rule(r));  // no counters: silent
+  r.verdict.bound = Bound::memory;
+  r.verdict.reason = "DRAM at 87% of peak while SM at 12%";
+  const auto m = model::memory_bound_rule(r);
+  REQUIRE(m);
+  CHECK(m->observation == "DRAM at 87% of peak while SM at 12%");
+
+  r.metrics = {{"sm__warps_active.avg.pct_of_peak_sustained_active", "Occupancy %", "percent", 31.0}};
+  cuscope::KernelStats k;
+  k.name = "fat";
+  k.registers_per_thread = 168;
+  r.kernels = {k};
+  const auto o = model::occupancy_rule(r);
+  REQUIRE(o);
+  CHECK(o->id == "occupancy-registers");
+  CHECK(o->observation == "achieved occupancy 31%, kernels use up to 168 registers per thread");
+  r.kernels[0].registers_per_thread = 128;
+  CHECK_FALSE(model::occupancy_rule(r));  // low, no reason in the records: no guess
+  r.kernels[0].dynamic_shared_bytes = 48 * 1024;
+  const auto s = model::occupancy_rule(r);
+  REQUIRE(s);
+  CHECK(s->id == "occupancy-shared-memory");
+  r.metrics[0].value = 50.0;
+  CHECK_FALSE(model::occupancy_rule(r));
+}
+
+TEST_CASE("apply_findings: warnings first, inclusive findings once along a path, the root left alone",
+          "[findings]") {
+  cuscope::Report report;
+  report.ranges.resize(3);
+  report.ranges[0].children = {1};
+  RangeStats& step = report.ranges[1];
+  step = range_at(1);
+  step.path = step.name = "step";
+  step.children = {2};
+  RangeStats& inner = report.ranges[2];
+  inner = range_at(2);
+  inner.parent = 1;
+  for (RangeStats* r : {&step, &inner}) {
+    kernels(r->total, 100, 100'000, 1'000'000, 10'000'000);  // 10% busy: idle gaps at both
+    kernels(r->self, 60, 2'000, 0, 0);                       // small kernels at both
+  }
+  inner.self.sync_count = 1;
+  inner.self.sync_ns = 5'000'000;
+  model::apply_findings(report);
+  CHECK(report.ranges[0].findings.empty());
+  REQUIRE(step.findings.size() == 2);
+  CHECK(step.findings[0].id == "gpu-idle-gaps");
+  CHECK(step.findings[1].id == "small-kernels");
+  REQUIRE(inner.findings.size() == 2);  // no second gpu-idle-gaps under the step
+  CHECK(inner.findings[0].id == "synchronization");
+  CHECK(inner.findings[0].severity == Severity::warning);
+  CHECK(inner.findings[1].id == "small-kernels");
+}
