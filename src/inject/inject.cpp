@@ -154,10 +154,13 @@ class MessageCache {
 // A domain handle given out by nvtxDomainCreate: never freed (handles may be used after destroy).
 struct Domain {
   std::uint32_t name_id = 0;  // the range the domain's ranges sit under
-  std::uint16_t index = 0;    // into a thread's per-domain counts; 0 = no frame (past kMaxDomains)
+  std::uint16_t index = 0;    // into a thread's per-domain counts (0 is the default domain's)
   bool counted = true;        // false: left out by CUSCOPE_NVTX_DOMAINS, or cuscope's own
 };
 constexpr std::size_t kMaxDomains = 512;
+// Domains past the first kMaxDomains - 2 share this index: their pops pair among themselves, and
+// their ranges sit under no range named after a domain.
+constexpr std::uint16_t kSharedDomain = kMaxDomains - 1;
 
 struct Domains {
   std::mutex mutex;
@@ -198,7 +201,7 @@ Domain* domain_named(std::string name) {
   auto* d = new Domain;
   d->counted = name != "cuscope" && all.keeps(name);
   d->name_id = process_names().intern(name);
-  if (all.next_index < kMaxDomains) d->index = all.next_index++;
+  d->index = all.next_index < kSharedDomain ? all.next_index++ : kSharedDomain;
   all.by_name.emplace(std::move(name), d);
   return d;
 }
@@ -246,7 +249,7 @@ inline OpenRanges* open_ranges() {
 }
 
 [[gnu::always_inline]] inline int push_range(OpenRanges& o, const Domain* d, std::uint32_t name_id) {
-  if (d != nullptr && d->index != 0 && o.open_in[d->index] == 0 && o.depth < OpenRanges::kMax)
+  if (d != nullptr && d->index != kSharedDomain && o.open_in[d->index] == 0 && o.depth < OpenRanges::kMax)
     open_range(o, d->name_id, d->index, true);
   return open_range(o, name_id, d != nullptr ? d->index : 0, false);
 }
