@@ -332,8 +332,8 @@ TEST_CASE("the common begin takes only a known child of the innermost range", "[
   f.forest->record_instances = false;
   f.forest->max_depth = 3;
   const std::uint32_t a = f.id("a"), b = f.id("b"), c = f.id("c");
-  std::uint32_t tag = 0;
-  CHECK(f.tree->begin_common(a, 0, &tag) == 0);  // first visit: begin() makes the node
+  ThreadTree::Token tok{};
+  CHECK_FALSE(f.tree->begin_common(a, 0, &tok));  // first visit: begin() makes the node
   auto ta = f.tree->begin(a, 0);
   auto tb = f.tree->begin(b, 1);
   auto tc = f.tree->begin(c, 2);
@@ -341,24 +341,30 @@ TEST_CASE("the common begin takes only a known child of the innermost range", "[
   f.tree->end(tb.depth, 4);
   f.tree->end(ta.depth, 10);
   f.forest->max_depth = 2;
-  const std::uint32_t da = f.tree->begin_common(a, 20, &tag);  // the root's hint is "a" now
-  CHECK(da == 1);
-  CHECK(tag != 0);
-  CHECK(tag != ta.tag);
-  CHECK(f.tree->begin_common(a, 25, &tag) == 0);  // direct recursion: begin() re-enters
-  const std::uint32_t db = f.tree->begin_common(b, 25, &tag);
+  REQUIRE(f.tree->begin_common(a, 20, &tok));  // the root's hint is "a" now
+  const ThreadTree::Token ta2 = tok;
+  CHECK(ta2.depth == 1);
+  CHECK(ta2.tag != 0);
+  CHECK(ta2.tag != ta.tag);
+  CHECK(ta2.instance == ta.instance + 3);  // a, b, c entered since
+  CHECK_FALSE(ta2.reentry);
+  const std::uint32_t da = ta2.depth;
+  CHECK_FALSE(f.tree->begin_common(a, 25, &tok));  // direct recursion: begin() re-enters
+  REQUIRE(f.tree->begin_common(b, 25, &tok));
+  const std::uint32_t db = tok.depth;
   CHECK(db == 2);
-  CHECK(f.tree->begin_common(c, 30, &tag) == 0);  // depth 2 is the maximum: begin() counts it
+  CHECK_FALSE(f.tree->begin_common(c, 30, &tok));  // depth 2 is the maximum: begin() counts it
   CHECK(f.tree->open_depth() == 2);
   CHECK_FALSE(f.tree->end_common(1, 40));  // not the innermost
   CHECK(f.tree->end_common(db, 40));
   f.forest->record_instances = true;
-  CHECK(f.tree->begin_common(b, 45, &tag) == 0);  // instance ids: begin() writes the slot
+  CHECK_FALSE(f.tree->begin_common(b, 45, &tok));  // instance ids: begin() writes the slot
   f.forest->record_instances = false;
   f.tree->new_owner();
-  CHECK(f.tree->begin_common(b, 45, &tag) == 0);  // a new owner: begin() counts the thread
+  CHECK_FALSE(f.tree->begin_common(b, 45, &tok));  // a new owner: begin() counts the thread
   f.tree->end(f.tree->begin(b, 45).depth, 50);
-  CHECK(f.tree->begin_common(b, 55, &tag) == 2);
+  REQUIRE(f.tree->begin_common(b, 55, &tok));
+  CHECK(tok.depth == 2);
   CHECK(f.tree->end_common(2, 60));
   CHECK(f.tree->end_common(da, 70));
   CHECK_FALSE(f.tree->end_common(1, 80));  // nothing open
@@ -412,8 +418,9 @@ TEST_CASE("the common end declines re-entered frames, overflow above and ends po
     CHECK_FALSE(f.tree->end_common(y.depth, 80));
     f.tree->end(y.depth, 80);
     REQUIRE(f.tree->close_remote(&e));
-    std::uint32_t tag = 0;
-    CHECK(f.tree->begin_common(f.id("x"), 90, &tag) == 1);
+    ThreadTree::Token tok{};
+    REQUIRE(f.tree->begin_common(f.id("x"), 90, &tok));
+    CHECK(tok.depth == 1);
     CHECK(f.tree->end_common(1, 95));
     CHECK(f.report().find("x")->host.total_ns == 55);
     CHECK(f.report().find("x/y")->host.total_ns == 70);
@@ -435,10 +442,8 @@ TEST_CASE("the common paths and begin/end build the same tree", "[tree][hotpath]
   for (int k = 0; k < 2; ++k) {
     Fixture& f = *fixtures[k];
     auto enter = [&](const char* name, std::uint64_t t) {
-      std::uint32_t tag = 0;
-      if (use_common[k]) {
-        if (const std::uint32_t d = f.tree->begin_common(f.id(name), t, &tag)) return d;
-      }
+      ThreadTree::Token tok{};
+      if (use_common[k] && f.tree->begin_common(f.id(name), t, &tok)) return tok.depth;
       return f.tree->begin(f.id(name), t).depth;
     };
     auto leave = [&](std::uint32_t depth, std::uint64_t t) {

@@ -142,11 +142,11 @@ class ThreadTree {
   /// Opens the range `name_id` at `now_ns` under the innermost open range.
   Token begin(std::uint32_t name_id, std::uint64_t now_ns);
   /// begin() of the common entry, inline: the child entered last under the innermost range, a
-  /// new frame below the maximum depth, no instance ids. Returns the new depth and sets *tag as
-  /// begin() would, or 0 having done nothing: begin() then does it (recursion, overflow, another
-  /// child, a new owner, instances recorded). Owner thread only; like begin(), it leaves ends
-  /// posted from elsewhere to the caller (close_remote()).
-  std::uint32_t begin_common(std::uint32_t name_id, std::uint64_t now_ns, std::uint32_t* tag) {
+  /// new frame below the maximum depth, no instance ids. Sets *token as begin() would return it
+  /// and returns true, or returns false having done nothing: begin() then does it (recursion,
+  /// overflow, another child, a new owner, instances recorded). Owner thread only; like begin(),
+  /// it leaves ends posted from elsewhere to the caller (close_remote()).
+  bool begin_common(std::uint32_t name_id, std::uint64_t now_ns, Token* token) {
     const std::uint32_t d = depth_.load(std::memory_order_relaxed);
     Node* parent = frames_[d].node.load(std::memory_order_relaxed);  // the root's frame at d == 0
     Node* node = parent->hint;
@@ -154,7 +154,7 @@ class ThreadTree {
     if (node == nullptr || node->name_id != name_id || parent->name_id == name_id || overflow_open_ != 0 ||
         node->owner_generation != generation_ || d >= forest_max_depth(forest) ||
         forest_records_instances(forest))
-      return 0;
+      return false;
     const std::uint32_t t = next_tag_ == kMaxTag ? 1 : next_tag_ + 1;
     const std::uint64_t seq = next_seq_;
     next_tag_ = t;
@@ -167,8 +167,8 @@ class ThreadTree {
     f.tag = t;
     f.remote.store(t, std::memory_order_release);
     depth_.store(d + 1, std::memory_order_release);
-    *tag = t;
-    return d + 1;
+    *token = {d + 1, (std::uint64_t{slot_} << kInstanceSeqBits) | seq, t, false};
+    return true;
   }
   /// Closes the range opened by the begin() that returned `depth`. Ranges opened after it and
   /// still open are closed as unbalanced (counted, not timed).

@@ -170,7 +170,8 @@ ThreadState* this_thread() noexcept {
 [[gnu::noinline]] std::uint32_t record_entry(ThreadState* ts, std::uint32_t id, std::uint64_t now,
                                              std::uint32_t flags, cudaStream_t stream) noexcept {
   if ((flags & kCounters) && ts->tree->open_depth() == 0) open_counted_root(ts, now, flags);
-  const model::ThreadTree::Token b = ts->tree->begin(id, now);
+  model::ThreadTree::Token b{};
+  if (!ts->tree->begin_common(id, now, &b)) b = ts->tree->begin(id, now);
   const bool overflow = b.depth == model::ThreadTree::kOverflowDepth;
   std::uint32_t tok = kRecorded | (overflow ? kOverflow : b.depth) | (b.tag << kTagShift);
   if (flags & kTrace) {
@@ -220,9 +221,8 @@ template <class General>
   const ClockSegment* clock = g_clock_segment.load(std::memory_order_acquire);
   if (clock == nullptr) return general();
   const std::uint64_t now = clock->to_ns(cycle_counter());
-  std::uint32_t tag = 0;
-  if (const std::uint32_t depth = ts->tree->begin_common(id, now, &tag); depth != 0) {
-    token = kRecorded | depth | (tag << kTagShift);
+  if (model::ThreadTree::Token b{}; ts->tree->begin_common(id, now, &b)) {
+    token = kRecorded | b.depth | (b.tag << kTagShift);
     return ts;
   }
   return enter_recording(ts, id, now, stream, token);  // recursion, overflow, another child, ...
@@ -316,7 +316,7 @@ namespace {
     if ((g_flags.load(std::memory_order_relaxed) & kCounters) && framed)
       counters_on_exit(tree.innermost(), depth > 1 ? tree.open_node(depth - 1) : nullptr);
     const std::uint32_t tree_depth = depth == kOverflow ? model::ThreadTree::kOverflowDepth : depth;
-    tree.end(tree_depth, now);
+    if (!tree.end_common(tree_depth, now)) tree.end(tree_depth, now);
     if (token & kTraced) trace::record(trace::ScopeKind::Exit, tree.slot(), tree_depth, now);
     if (ts->counted_root && tree.open_depth() <= 1) close_counted_root(ts, now);
   }
