@@ -472,3 +472,35 @@ TEST_CASE("the common paths and begin/end build the same tree", "[tree][hotpath]
   CHECK(common.report().diagnostics.depth_overflows == 150);
   CHECK(json[0] == json[1]);
 }
+
+TEST_CASE("siblings entered in turn take the common begin from their second round on", "[tree][hotpath]") {
+  Fixture f;
+  f.forest->record_instances = false;
+  const std::uint32_t layer = f.id("layer");
+  const std::uint32_t ids[] = {f.id("q"), f.id("k"), f.id("v")};
+  const auto l = f.tree->begin(layer, 0);
+  std::uint64_t t = 0;
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < 3; ++i) {
+      ThreadTree::Token tok{};
+      // Round 0 makes the nodes; in round 1 the first sibling follows no one yet (its turn
+      // after "v" is learnt then); from round 2 on every entry is the common one.
+      const bool expect_common = round == 2 || (round == 1 && i > 0);
+      const bool common = f.tree->begin_common(ids[i], t, &tok);
+      CHECK(common == expect_common);
+      if (!common) tok = f.tree->begin(ids[i], t);
+      CHECK(tok.depth == 2);
+      CHECK(f.tree->end_common(tok.depth, t + 10 + std::uint64_t(i)));
+      t += 100;
+    }
+  }
+  f.tree->end(l.depth, t);
+  const Report r = f.report();
+  CHECK(r.find("layer")->children.size() == 3);
+  CHECK(r.find("layer/q")->calls == 3);
+  CHECK(r.find("layer/q")->host.total_ns == 30);
+  CHECK(r.find("layer/k")->host.total_ns == 33);
+  CHECK(r.find("layer/v")->calls == 3);
+  CHECK(r.find("layer/v")->host.total_ns == 36);
+  CHECK(r.find("layer")->host_self_ns == 900 - 99);
+}

@@ -32,8 +32,13 @@ ThreadTree::ThreadTree(Forest& forest, std::uint32_t slot)
 ThreadTree::~ThreadTree() { delete[] instances_.load(std::memory_order_relaxed); }
 
 Node* ThreadTree::child(Node* parent, std::uint32_t name_id) {
-  if (Node* h = parent->hint; h != nullptr && h->name_id == name_id) return h;
+  Node* const hint = parent->hint;
+  if (hint != nullptr && hint->name_id == name_id) return hint;
   Node* found = nullptr;
+  if (hint != nullptr && hint->after != nullptr && hint->after->name_id == name_id) {
+    parent->hint = hint->after;
+    return hint->after;
+  }
   if (children_ != nullptr) {
     for (std::size_t i = child_hash(parent, name_id) & children_mask_;; i = (i + 1) & children_mask_) {
       Node* c = children_[i];
@@ -45,6 +50,7 @@ Node* ThreadTree::child(Node* parent, std::uint32_t name_id) {
     }
   }
   if (found == nullptr) found = make_child(parent, name_id);
+  if (hint != nullptr) hint->after = found;  // siblings entered in turn find each other next time
   parent->hint = found;
   return found;
 }

@@ -84,6 +84,7 @@ struct alignas(64) Node {
   std::atomic<Node*> first_child{nullptr};
   std::atomic<Node*> next_sibling{nullptr};
   Node* last_child = nullptr;  // owner thread only
+  Node* after = nullptr;       // owner thread only: the sibling entered after this one last time
   SoloCounter recursive_calls;
   SoloCounter threads;  // distinct threads that entered it (a reused tree counts each owner)
   // Written by whoever resolves CUDA events (serialized by the session).
@@ -141,8 +142,9 @@ class ThreadTree {
 
   /// Opens the range `name_id` at `now_ns` under the innermost open range.
   Token begin(std::uint32_t name_id, std::uint64_t now_ns);
-  /// begin() of the common entry, inline: the child entered last under the innermost range, a
-  /// new frame below the maximum depth, no instance ids. Sets *token as begin() would return it
+  /// begin() of the common entry, inline: the child entered last under the innermost range (or
+  /// the sibling that followed that one last time: siblings entered in turn), a new frame below
+  /// the maximum depth, no instance ids. Sets *token as begin() would return it
   /// and returns true, or returns false having done nothing: begin() then does it (recursion,
   /// overflow, another child, a new owner, instances recorded). Owner thread only; like begin(),
   /// it leaves ends posted from elsewhere to the caller (close_remote()).
@@ -150,11 +152,13 @@ class ThreadTree {
     const std::uint32_t d = depth_.load(std::memory_order_relaxed);
     Node* parent = frames_[d].node.load(std::memory_order_relaxed);  // the root's frame at d == 0
     Node* node = parent->hint;
+    if (node != nullptr && node->name_id != name_id) node = node->after;
     const Forest& forest = forest_;
     if (node == nullptr || node->name_id != name_id || parent->name_id == name_id || overflow_open_ != 0 ||
         node->owner_generation != generation_ || d >= forest_max_depth(forest) ||
         forest_records_instances(forest))
       return false;
+    parent->hint = node;
     const std::uint32_t t = next_tag_ == kMaxTag ? 1 : next_tag_ + 1;
     const std::uint64_t seq = next_seq_;
     next_tag_ = t;
