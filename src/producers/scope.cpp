@@ -1,10 +1,11 @@
 // producers/scope.cpp — the hot path: a scope's enter and exit.
 //
 // Steady state per scope: one relaxed load of the session flags, a thread-local pointer, an NVTX
-// push/pop (no-ops without a tool), two clock reads and the range tree update; plus two
+// push/pop (skipped without a tool), two clock reads and the range tree update; plus two
 // cudaEventRecord calls when GPU timing is on and a correlation push/pop when CUPTI traces.
 // Never here: locks, allocation, string copies or hashing (those happen on a call site's first
-// visit only), device synchronization.
+// visit only), device synchronization. The common case (host times only) is enter_common() and
+// exit_owned_inline(): straight code with no call but a final tail call; the rest is out of line.
 #include <bit>
 #include <cmath>
 #include <cuscope/scope.hpp>
