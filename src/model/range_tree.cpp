@@ -25,13 +25,20 @@ std::size_t child_hash(const Node* parent, std::uint32_t name_id) {
 }  // namespace
 
 ThreadTree::ThreadTree(Forest& forest, std::uint32_t slot)
-    : forest_(forest), slot_(slot), root_(0, 0, nullptr, 0) {}
+    : forest_(forest), slot_(slot), root_(0, 0, nullptr, 0) {
+  frames_[0].node.store(&root_, std::memory_order_relaxed);
+}
 
 ThreadTree::~ThreadTree() { delete[] instances_.load(std::memory_order_relaxed); }
 
 Node* ThreadTree::child(Node* parent, std::uint32_t name_id) {
-  if (Node* h = parent->hint; h != nullptr && h->name_id == name_id) return h;
+  Node* const hint = parent->hint;
+  if (hint != nullptr && hint->name_id == name_id) return hint;
   Node* found = nullptr;
+  if (hint != nullptr && hint->after != nullptr && hint->after->name_id == name_id) {
+    parent->hint = hint->after;
+    return hint->after;
+  }
   if (children_ != nullptr) {
     for (std::size_t i = child_hash(parent, name_id) & children_mask_;; i = (i + 1) & children_mask_) {
       Node* c = children_[i];
@@ -43,6 +50,7 @@ Node* ThreadTree::child(Node* parent, std::uint32_t name_id) {
     }
   }
   if (found == nullptr) found = make_child(parent, name_id);
+  if (hint != nullptr) hint->after = found;  // siblings entered in turn find each other next time
   parent->hint = found;
   return found;
 }
@@ -86,27 +94,34 @@ Node* ThreadTree::make_child(Node* parent, std::uint32_t name_id) {
 ThreadTree::Token ThreadTree::begin(std::uint32_t name_id, std::uint64_t now_ns) {
   const std::uint32_t d = depth_.load(std::memory_order_relaxed);
   const std::uint64_t slot_bits = std::uint64_t{slot_} << kInstanceSeqBits;
-  if (overflow_open_ == 0 && d > 0 && frames_[d - 1].node->name_id == name_id) {
+  Frame& top = frames_[d];  // the root's at d == 0
+  Node* parent = top.node.load(std::memory_order_relaxed);
+  if (overflow_open_ == 0 && d > 0 && parent->name_id == name_id) {
     // Direct recursion re-enters the open frame and shares its instance: no depth used.
-    Frame& f = frames_[d - 1];
-    reentries_[d - 1].store(reentries_[d - 1].load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    f.node->recursive_calls.add(1);
-    return {d, slot_bits | f.seq, f.tag, true};
+    top.reentries.store(top.reentries.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    parent->recursive_calls.add(1);
+    return {d, slot_bits | top.seq, top.tag, true};
   }
-  if (overflow_open_ > 0 || d >= forest_.max_depth.load(std::memory_order_relaxed) || d >= kHardMaxDepth) {
+  if (overflow_open_ > 0 || d >= forest_max_depth(forest_)) {
     ++overflow_open_;
     depth_overflows.add(1);
-    return {kOverflowDepth, d ? (slot_bits | frames_[d - 1].seq) : kNoInstance};
+    return {kOverflowDepth, d ? (slot_bits | top.seq) : kNoInstance};
   }
-  Node* parent = d ? frames_[d - 1].node : &root_;
   Node* node = child(parent, name_id);
   if (node->owner_generation != generation_) {
     node->owner_generation = generation_;
     node->threads.add(1);
   }
   next_tag_ = next_tag_ == kMaxTag ? 1 : next_tag_ + 1;
-  Frame& f = frames_[d];
-  f = {node, now_ns, 0, next_seq_++, next_tag_, false, 0, 0};
+  Frame& f = frames_[d + 1];
+  f.node.store(node, std::memory_order_relaxed);
+  f.start_ns.store(now_ns, std::memory_order_relaxed);
+  f.children_ns = 0;
+  f.seq = next_seq_++;
+  f.tag = next_tag_;
+  f.remote_pending = false;
+  f.remote_bits = 0;
+  f.remote_end_ns = 0;
   if (forest_.record_instances.load(std::memory_order_relaxed)) {
     InstanceSlot* ring = instances_.load(std::memory_order_relaxed);
     if (ring == nullptr) {
@@ -116,37 +131,37 @@ ThreadTree::Token ThreadTree::begin(std::uint32_t name_id, std::uint64_t now_ns)
     InstanceSlot& s = ring[f.seq & (kInstanceRing - 1)];
     s.seq.store(0, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_release);
-    s.node.store(f.node, std::memory_order_relaxed);
-    s.parent_seq.store(d ? frames_[d - 1].seq : 0, std::memory_order_relaxed);
+    s.node.store(node, std::memory_order_relaxed);
+    s.parent_seq.store(d ? top.seq : 0, std::memory_order_relaxed);
     s.seq.store(f.seq, std::memory_order_release);
   }
-  frame_start_[d].store(now_ns, std::memory_order_relaxed);
-  remote_[d].store(f.tag, std::memory_order_release);
-  open_[d].store(f.node, std::memory_order_relaxed);
+  f.remote.store(f.tag, std::memory_order_release);
   depth_.store(d + 1, std::memory_order_release);
   return {d + 1, slot_bits | f.seq, f.tag, false};
 }
 
 void ThreadTree::close_top(std::uint64_t now_ns, bool timed) {
-  const std::uint32_t d = depth_.load(std::memory_order_relaxed) - 1;
+  const std::uint32_t d = depth_.load(std::memory_order_relaxed);
   Frame& f = frames_[d];
-  const std::uint32_t reentered = reentries_[d].load(std::memory_order_relaxed);
+  const std::uint32_t reentered = f.reentries.load(std::memory_order_relaxed);
   if (timed) {
-    const std::uint64_t duration = now_ns > f.start_ns ? now_ns - f.start_ns : 0;
-    f.node->calls.add(1);
-    f.node->host.add(duration);
-    f.node->host_children_ns.add(f.children_ns < duration ? f.children_ns : duration);
-    if (d > 0) frames_[d - 1].children_ns += duration;
+    const std::uint64_t start = f.start_ns.load(std::memory_order_relaxed);
+    const std::uint64_t duration = now_ns > start ? now_ns - start : 0;
+    Node* node = f.node.load(std::memory_order_relaxed);
+    node->calls.add(1);
+    node->host.add(duration);
+    node->host_children_ns.add(f.children_ns < duration ? f.children_ns : duration);
+    frames_[d - 1].children_ns += duration;  // the root's frame at d == 1: never read
   } else {
     unbalanced_ends.add(1 + reentered);
   }
-  if (reentered != 0) reentries_[d].store(0, std::memory_order_relaxed);
+  if (reentered != 0) f.reentries.store(0, std::memory_order_relaxed);
   if (f.remote_pending) {
     f.remote_pending = false;
     --remote_waiting_;
   }
-  remote_[d].store(0, std::memory_order_relaxed);
-  depth_.store(d, std::memory_order_relaxed);
+  f.remote.store(0, std::memory_order_relaxed);
+  depth_.store(d - 1, std::memory_order_relaxed);
 }
 
 void ThreadTree::end(std::uint32_t depth, std::uint64_t now_ns) {
@@ -168,9 +183,10 @@ void ThreadTree::end(std::uint32_t depth, std::uint64_t now_ns) {
     overflow_open_ = 0;
   }
   for (; d > depth; --d) close_top(now_ns, false);
-  if (const std::uint32_t r = reentries_[depth - 1].load(std::memory_order_relaxed); r > 0) {
-    reentries_[depth - 1].store(r - 1, std::memory_order_relaxed);  // an inner entry: counted, not timed
-    frames_[depth - 1].node->calls.add(1);
+  Frame& f = frames_[depth];
+  if (const std::uint32_t r = f.reentries.load(std::memory_order_relaxed); r > 0) {
+    f.reentries.store(r - 1, std::memory_order_relaxed);  // an inner entry: counted, not timed
+    f.node.load(std::memory_order_relaxed)->calls.add(1);
     return;
   }
   close_top(now_ns, true);
@@ -190,12 +206,12 @@ void ThreadTree::end_innermost(std::uint64_t now_ns) {
 void ThreadTree::abandon_open() {
   const std::uint32_t d = depth_.load(std::memory_order_relaxed);
   std::uint64_t open = overflow_open_;
-  for (std::uint32_t i = 0; i < d; ++i) {
-    open += 1 + reentries_[i].load(std::memory_order_relaxed);
-    reentries_[i].store(0, std::memory_order_relaxed);
+  for (std::uint32_t i = 1; i <= d; ++i) {
+    open += 1 + frames_[i].reentries.load(std::memory_order_relaxed);
+    frames_[i].reentries.store(0, std::memory_order_relaxed);
     frames_[i].remote_pending = false;
   }
-  for (auto& w : remote_) w.store(0, std::memory_order_relaxed);
+  for (auto& f : frames_) f.remote.store(0, std::memory_order_relaxed);
   for (auto& n : remote_unframed_) n.store(0, std::memory_order_relaxed);
   remote_posted_.store(false, std::memory_order_relaxed);
   remote_waiting_ = 0;
@@ -207,10 +223,10 @@ void ThreadTree::abandon_open() {
 bool ThreadTree::post_remote_end(std::uint32_t depth, std::uint32_t tag, std::uint32_t bits,
                                  std::uint64_t now_ns) {
   if (depth == 0 || depth > kHardMaxDepth || tag == 0 || tag > kMaxTag) return false;
-  std::atomic<std::uint64_t>& word = remote_[depth - 1];
+  std::atomic<std::uint64_t>& word = frames_[depth].remote;
   std::uint64_t expected = tag;  // that frame, open, not ended yet
   if (word.load(std::memory_order_acquire) != expected) return false;
-  const std::uint64_t start = frame_start_[depth - 1].load(std::memory_order_relaxed);
+  const std::uint64_t start = frames_[depth].start_ns.load(std::memory_order_relaxed);
   const std::uint64_t elapsed = std::min(now_ns > start ? now_ns - start : 0, kMaxElapsed);
   const std::uint64_t ended =
       tag | kRemoteEnded | (std::uint64_t{bits & 3} << kRemoteBitsShift) | (elapsed << kElapsedShift);
@@ -227,9 +243,9 @@ void ThreadTree::post_remote_unframed(bool overflow, std::uint32_t bits) {
 
 void ThreadTree::take_remote_posts() {
   const std::uint32_t d = depth_.load(std::memory_order_relaxed);
-  for (std::uint32_t i = 0; i < d; ++i) {
+  for (std::uint32_t i = 1; i <= d; ++i) {
     Frame& f = frames_[i];
-    const std::uint64_t w = remote_[i].load(std::memory_order_acquire);
+    const std::uint64_t w = f.remote.load(std::memory_order_acquire);
     if (!(w & kRemoteEnded) || (w & kTagMask) != f.tag) continue;
     if (f.remote_pending) {  // a second end of this frame (a re-entry's): taken after the first
       remote_posted_.store(true, std::memory_order_relaxed);
@@ -237,9 +253,9 @@ void ThreadTree::take_remote_posts() {
     }
     f.remote_pending = true;
     f.remote_bits = static_cast<std::uint32_t>((w >> kRemoteBitsShift) & 3);
-    f.remote_end_ns = f.start_ns + (w >> kElapsedShift);
+    f.remote_end_ns = f.start_ns.load(std::memory_order_relaxed) + (w >> kElapsedShift);
     ++remote_waiting_;
-    remote_[i].store(f.tag, std::memory_order_relaxed);  // open again for a further re-entry's end
+    f.remote.store(f.tag, std::memory_order_relaxed);  // open again for a further re-entry's end
   }
 }
 
@@ -259,7 +275,7 @@ bool ThreadTree::close_remote(RemoteEnd* out) {
   }
   const std::uint32_t d = depth_.load(std::memory_order_relaxed);
   if (remote_waiting_ == 0 || d == 0 || overflow_open_ > 0) return false;
-  Frame& f = frames_[d - 1];
+  Frame& f = frames_[d];
   if (!f.remote_pending) return false;
   f.remote_pending = false;
   --remote_waiting_;
@@ -270,7 +286,7 @@ bool ThreadTree::close_remote(RemoteEnd* out) {
 
 void ThreadTree::count(std::uint32_t name_id, double amount) {
   const std::uint32_t d = depth_.load(std::memory_order_relaxed);
-  Node* node = d ? frames_[d - 1].node : &root_;
+  Node* node = frames_[d].node.load(std::memory_order_relaxed);  // the root at d == 0
   NodeCount* c = node->first_count.load(std::memory_order_relaxed);
   while (c != nullptr && c->name_id != name_id) c = c->next.load(std::memory_order_relaxed);
   if (c == nullptr) {

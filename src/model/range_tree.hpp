@@ -24,6 +24,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <type_traits>
@@ -63,26 +64,29 @@ struct NodeCount {
   std::atomic<NodeCount*> next{nullptr};
 };
 
-struct Node {
+struct alignas(64) Node {
   Node(std::uint32_t name_id_, std::uint32_t id_, Node* parent_, std::uint32_t depth_)
       : name_id(name_id_), id(id_), depth(depth_), parent(parent_) {}
 
+  // The first cache line holds what a scope's enter and exit touch (the name, the owner's child
+  // hint and host times); the rest is for building the tree and for readers.
   const std::uint32_t name_id;
+  std::uint32_t owner_generation = 0;  // owner thread only: the tree generation that counted it
+  Node* hint = nullptr;                // owner thread only: the child entered last
+  // Written by the owner thread only.
+  SoloCounter calls;
+  SoloDurations host;
+  SoloCounter host_children_ns;  // time of child ranges inside completed outermost entries
+
   const std::uint32_t id;  ///< unique across threads; 0 for thread roots
   const std::uint32_t depth;
   Node* const parent;
   std::atomic<Node*> first_child{nullptr};
   std::atomic<Node*> next_sibling{nullptr};
   Node* last_child = nullptr;  // owner thread only
-
-  // Written by the owner thread only.
-  SoloCounter calls;
+  Node* after = nullptr;       // owner thread only: the sibling entered after this one last time
   SoloCounter recursive_calls;
-  SoloCounter threads;                 // distinct threads that entered it (a reused tree counts each owner)
-  std::uint32_t owner_generation = 0;  // owner thread only: the tree generation that counted it
-  Node* hint = nullptr;                // owner thread only: the child entered last
-  SoloDurations host;
-  SoloCounter host_children_ns;  // time of child ranges inside completed outermost entries
+  SoloCounter threads;  // distinct threads that entered it (a reused tree counts each owner)
   // Written by whoever resolves CUDA events (serialized by the session).
   SoloDurations gpu;
   std::atomic<NodeCount*> first_count{nullptr};  // user counters (owner thread appends)
@@ -91,12 +95,14 @@ struct Node {
   mutable std::atomic<std::uint8_t> counters_choice{0};
   NodeCount* last_count = nullptr;  // owner thread only
 };
+static_assert(offsetof(Node, host_children_ns) + sizeof(SoloCounter) <= 64,
+              "a scope's node data in one line");
 
 inline constexpr std::uint32_t kHardMaxDepth = 256;
 
 /// External correlation ids with a meaning of their own (instance ids have a thread slot >= 1).
 inline constexpr std::uint64_t kNoInstance = 0;
-inline constexpr std::uint64_t kOutsideWindow = 1;  ///< a scope open during wait/warm-up steps
+inline constexpr std::uint64_t kOutsideWindow = 1;    ///< a scope open during wait/warm-up steps
 inline constexpr std::uint64_t kCuscopeInternal = 2;  ///< cuscope's own CUDA calls (event queries)
 inline constexpr unsigned kInstanceSeqBits = 48;
 inline constexpr std::uint64_t kInstanceSeqMask = (std::uint64_t{1} << kInstanceSeqBits) - 1;
@@ -136,9 +142,61 @@ class ThreadTree {
 
   /// Opens the range `name_id` at `now_ns` under the innermost open range.
   Token begin(std::uint32_t name_id, std::uint64_t now_ns);
+  /// begin() of the common entry, inline: the child entered last under the innermost range (or
+  /// the sibling that followed that one last time: siblings entered in turn), a new frame below
+  /// the maximum depth, no instance ids. Sets *token as begin() would return it
+  /// and returns true, or returns false having done nothing: begin() then does it (recursion,
+  /// overflow, another child, a new owner, instances recorded). Owner thread only; like begin(),
+  /// it leaves ends posted from elsewhere to the caller (close_remote()).
+  bool begin_common(std::uint32_t name_id, std::uint64_t now_ns, Token* token) {
+    const std::uint32_t d = depth_.load(std::memory_order_relaxed);
+    Node* parent = frames_[d].node.load(std::memory_order_relaxed);  // the root's frame at d == 0
+    Node* node = parent->hint;
+    if (node != nullptr && node->name_id != name_id) node = node->after;
+    const Forest& forest = forest_;
+    if (node == nullptr || node->name_id != name_id || parent->name_id == name_id || overflow_open_ != 0 ||
+        node->owner_generation != generation_ || d >= forest_max_depth(forest) ||
+        forest_records_instances(forest))
+      return false;
+    parent->hint = node;
+    const std::uint32_t t = next_tag_ == kMaxTag ? 1 : next_tag_ + 1;
+    const std::uint64_t seq = next_seq_;
+    next_tag_ = t;
+    next_seq_ = seq + 1;
+    Frame& f = frames_[d + 1];  // its reentries and remote_pending are 0 since it last closed
+    f.node.store(node, std::memory_order_relaxed);
+    f.start_ns.store(now_ns, std::memory_order_relaxed);
+    f.children_ns = 0;
+    f.seq = seq;
+    f.tag = t;
+    f.remote.store(t, std::memory_order_release);
+    depth_.store(d + 1, std::memory_order_release);
+    *token = {d + 1, (std::uint64_t{slot_} << kInstanceSeqBits) | seq, t, false};
+    return true;
+  }
   /// Closes the range opened by the begin() that returned `depth`. Ranges opened after it and
   /// still open are closed as unbalanced (counted, not timed).
   void end(std::uint32_t depth, std::uint64_t now_ns);
+  /// end() of the common exit, inline: `depth` is the innermost frame, entered once, with no
+  /// overflow above it and no end posted from elsewhere. False having done nothing: end() then
+  /// does it. Owner thread only.
+  bool end_common(std::uint32_t depth, std::uint64_t now_ns) {
+    const std::uint32_t d = depth_.load(std::memory_order_relaxed);
+    Frame& f = frames_[d];
+    if (depth != d || d == 0 || (overflow_open_ | remote_waiting_) != 0 ||
+        f.reentries.load(std::memory_order_relaxed) != 0)
+      return false;
+    const std::uint64_t start = f.start_ns.load(std::memory_order_relaxed);
+    const std::uint64_t duration = now_ns > start ? now_ns - start : 0;
+    Node* node = f.node.load(std::memory_order_relaxed);
+    node->calls.add(1);
+    node->host.add(duration);
+    node->host_children_ns.add(f.children_ns < duration ? f.children_ns : duration);
+    frames_[d - 1].children_ns += duration;  // the root's frame at d == 1: never read
+    f.remote.store(0, std::memory_order_relaxed);
+    depth_.store(d - 1, std::memory_order_relaxed);
+    return true;
+  }
   /// Closes the innermost open range (the push/pop API); counted as unbalanced when none is open.
   void end_innermost(std::uint64_t now_ns);
 
@@ -157,6 +215,8 @@ class ThreadTree {
   [[nodiscard]] bool has_remote_ends() const {
     return remote_waiting_ != 0 || remote_posted_.load(std::memory_order_relaxed);
   }
+  /// Owner: whether another thread posted an end not taken yet (one relaxed load).
+  [[nodiscard]] bool remote_posted() const { return remote_posted_.load(std::memory_order_relaxed); }
   /// Owner: closes the innermost open entry if another thread ended it (timed at that end) and
   /// says what to undo; false when the innermost entry is not one. Call until false.
   bool close_remote(RemoteEnd* out);
@@ -168,17 +228,17 @@ class ThreadTree {
   [[nodiscard]] const Node& root() const { return root_; }
   /// The node open at `depth` (1-based, up to open_depth()); readable from any thread.
   [[nodiscard]] const Node* open_node(std::uint32_t depth) const {
-    return open_[depth - 1].load(std::memory_order_relaxed);
+    return frames_[depth].node.load(std::memory_order_relaxed);
   }
   [[nodiscard]] std::uint32_t slot() const { return slot_; }
   [[nodiscard]] std::uint32_t open_depth() const { return depth_.load(std::memory_order_acquire); }
   /// Re-entries (direct recursion) open in the frame at `depth` (1-based); any thread.
   [[nodiscard]] std::uint32_t reentries(std::uint32_t depth) const {
-    return reentries_[depth - 1].load(std::memory_order_relaxed);
+    return frames_[depth].reentries.load(std::memory_order_relaxed);
   }
   [[nodiscard]] Node* innermost() const {
-    return depth_.load(std::memory_order_relaxed) ? frames_[depth_.load(std::memory_order_relaxed) - 1].node
-                                                  : nullptr;
+    const std::uint32_t d = depth_.load(std::memory_order_relaxed);
+    return d ? frames_[d].node.load(std::memory_order_relaxed) : nullptr;
   }
 
   /// The node and parent instance of `instance` if its slot still holds it (any thread).
@@ -188,16 +248,22 @@ class ThreadTree {
   SoloCounter unbalanced_ends;
 
  private:
-  struct Frame {
-    Node* node;
-    std::uint64_t start_ns;
-    std::uint64_t children_ns;
-    std::uint64_t seq;
-    std::uint32_t tag;
-    bool remote_pending;        // ended on another thread, closed when it is innermost
-    std::uint32_t remote_bits;  // what that end asks the owner to undo
-    std::uint64_t remote_end_ns;
+  // One open range, in one cache line. The owner writes it; the atomics are read elsewhere too.
+  struct alignas(64) Frame {
+    std::atomic<Node*> node{nullptr};        // readers on other threads (open_node)
+    std::atomic<std::uint64_t> start_ns{0};  // threads that post an end
+    // For an end posted by another thread: tag | kRemoteEnded | bits << 14 | elapsed << 16.
+    std::atomic<std::uint64_t> remote{0};
+    std::atomic<std::uint32_t> reentries{0};  // direct recursion open in this frame; any reader
+    std::uint32_t tag = 0;
+    std::uint64_t children_ns = 0;
+    std::uint64_t seq = 0;
+    std::uint64_t remote_end_ns = 0;
+    std::uint32_t remote_bits = 0;  // what that end asks the owner to undo
+    bool remote_pending = false;    // ended on another thread, closed when it is innermost
   };
+  static std::uint32_t forest_max_depth(const Forest& forest);
+  static bool forest_records_instances(const Forest& forest);
   struct NodeBlock {
     static constexpr std::size_t kNodes = 256;
     alignas(Node) unsigned char bytes[sizeof(Node) * kNodes];
@@ -211,12 +277,9 @@ class ThreadTree {
   Forest& forest_;
   const std::uint32_t slot_;
   Node root_;
-  Frame frames_[kHardMaxDepth];
-  std::atomic<Node*> open_[kHardMaxDepth] = {};               // frames_[i].node, for readers on other threads
-  std::atomic<std::uint32_t> reentries_[kHardMaxDepth] = {};  // owner writes, anyone reads
-  // Per frame, for ends posted by other threads: tag | kRemoteEnded | bits << 14 | elapsed << 16.
-  std::atomic<std::uint64_t> remote_[kHardMaxDepth] = {};
-  std::atomic<std::uint64_t> frame_start_[kHardMaxDepth] = {};  // frames_[i].start_ns, for posters
+  // frames_[d] is the range open at depth d (1-based); frames_[0] is the root's, never closed,
+  // so that every frame has a parent frame and the root a frame of its own.
+  Frame frames_[kHardMaxDepth + 1];
   std::atomic<bool> remote_posted_{false};
   std::atomic<std::uint64_t> remote_unframed_[4] = {};  // [overflow * 2 + pushed]: posted ends
   std::uint32_t remote_waiting_ = 0;                    // owner only: frames with remote_pending
@@ -299,5 +362,13 @@ class Forest {
   std::atomic<ThreadTree*> by_slot_[kMaxSlots] = {};
   std::atomic<std::uint32_t> next_node_id_{1};
 };
+
+inline std::uint32_t ThreadTree::forest_max_depth(const Forest& forest) {
+  const std::uint32_t max = forest.max_depth.load(std::memory_order_relaxed);
+  return max < kHardMaxDepth ? max : kHardMaxDepth;
+}
+inline bool ThreadTree::forest_records_instances(const Forest& forest) {
+  return forest.record_instances.load(std::memory_order_relaxed);
+}
 
 }  // namespace cuscope::model

@@ -52,9 +52,11 @@ struct ClockSegment {
   std::uint64_t mult = 0;  ///< nanoseconds per tick, 32.32 fixed point
 
   [[nodiscard]] std::uint64_t to_ns(std::uint64_t ticks) const noexcept {
-    const auto delta = static_cast<int128>(static_cast<std::int64_t>(ticks - tick0));
-    return ns0 +
-           static_cast<std::uint64_t>(static_cast<std::int64_t>((delta * static_cast<int128>(mult)) >> 32));
+    // Both factors fit in 64 signed bits (mult is far below 2^63: under 2^31 ns per tick), so
+    // the product is one signed 64 x 64 -> 128 multiply.
+    const auto delta = static_cast<std::int64_t>(ticks - tick0);
+    const int128 product = static_cast<int128>(delta) * static_cast<std::int64_t>(mult);
+    return ns0 + static_cast<std::uint64_t>(static_cast<std::int64_t>(product >> 32));
   }
 };
 

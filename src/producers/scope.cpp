@@ -1,10 +1,11 @@
 // producers/scope.cpp — the hot path: a scope's enter and exit.
 //
 // Steady state per scope: one relaxed load of the session flags, a thread-local pointer, an NVTX
-// push/pop (no-ops without a tool), two clock reads and the range tree update; plus two
+// push/pop (skipped without a tool), two clock reads and the range tree update; plus two
 // cudaEventRecord calls when GPU timing is on and a correlation push/pop when CUPTI traces.
 // Never here: locks, allocation, string copies or hashing (those happen on a call site's first
-// visit only), device synchronization.
+// visit only), device synchronization. The common case (host times only) is enter_common() and
+// exit_owned_inline(): straight code with no call but a final tail call; the rest is out of line.
 #include <bit>
 #include <cmath>
 #include <cuscope/scope.hpp>
@@ -41,6 +42,7 @@ constexpr std::uint32_t kTimedGpu = 1u << 12;
 constexpr std::uint32_t kTraced = 1u << 13;
 constexpr unsigned kTagShift = 14;
 static_assert(model::ThreadTree::kMaxTag <= (UINT32_MAX >> kTagShift));
+constexpr std::uint32_t kTokenBits = kRecorded | kPushed | kTimedGpu | kTraced;
 
 // The hot path's thread_locals are pointers (producers/hot_tls.hpp).
 CUSCOPE_HOT_TLS thread_local ThreadState* t_state = nullptr;
@@ -149,8 +151,70 @@ ThreadState* this_thread() noexcept {
   return t_state;
 }
 
-ThreadState* enter_id(std::uint32_t id, nvtxStringHandle_t nvtx, cudaStream_t stream,
-                      std::uint32_t& token) noexcept {
+// A recorded entry from its clock reading on: the token it returns.
+[[gnu::noinline]] std::uint32_t record_entry(ThreadState* ts, std::uint32_t id, std::uint64_t now,
+                                             std::uint32_t flags, cudaStream_t stream) noexcept {
+  if ((flags & kCounters) && ts->tree->open_depth() == 0) open_counted_root(ts, now, flags);
+  model::ThreadTree::Token b{};
+  if (!ts->tree->begin_common(id, now, &b)) b = ts->tree->begin(id, now);
+  const bool overflow = b.depth == model::ThreadTree::kOverflowDepth;
+  std::uint32_t tok = kRecorded | (overflow ? kOverflow : b.depth) | (b.tag << kTagShift);
+  if (flags & kTrace) {
+    trace::record(trace::ScopeKind::Enter, ts->tree->slot(), id, now, b.instance);
+    tok |= kTraced;
+  }
+  if (flags & kCorrelation) tok |= push_correlation(b.instance);
+  const bool framed = !overflow && !b.reentry;  // a re-entry keeps its frame's timers
+  if ((flags & kCounters) && framed) counters_on_enter(ts->tree->innermost());
+  if ((flags & kGpuEvents) && framed && ts->gpu && ts->gpu->begin(b.depth, stream)) tok |= kTimedGpu;
+  return tok;
+}
+
+// Whether a scope pushes no NVTX range of its own: cuscope is the NVTX tool (quiet), or no tool is
+// attached. NVTX's function pointers are null once it has looked for a tool and found none; until
+// it has looked they lead to its initialization, so the first scopes take the general path.
+bool nvtx_push_off() noexcept {
+  return NVTX_VERSIONED_IDENTIFIER(nvtxGlobals).nvtxDomainRangePushEx_impl_fnptr == nullptr ||
+         g_nvtx_quiet.load(std::memory_order_relaxed);
+}
+bool nvtx_pop_off() noexcept {
+  return NVTX_VERSIONED_IDENTIFIER(nvtxGlobals).nvtxDomainRangePop_impl_fnptr == nullptr ||
+         g_nvtx_quiet.load(std::memory_order_relaxed);
+}
+
+// The entry past the common path's checks, with its clock read: what enter_id() does from there.
+[[gnu::noinline]] ThreadState* enter_recording(ThreadState* ts, std::uint32_t id, std::uint64_t now,
+                                               cudaStream_t stream, std::uint32_t& token) noexcept {
+  if (ts->tree->has_remote_ends()) settle_remote(ts);
+  token = record_entry(ts, id, now, kRecording, stream);
+  return ts;
+}
+
+// The common entry, one straight path with no call but its last: a started session recording
+// host times only (no trace, counters, GPU events or correlation), the counter clock calibrated,
+// no NVTX range to push, the thread attached, no end posted from another thread; otherwise it
+// returns general(), having done nothing (a tail call, so the common path saves no register).
+// Here, and in exit(), the clock is the counter's: CLOCK_MONOTONIC (calibrating, or no invariant
+// counter) takes the general path.
+template <class General>
+[[gnu::always_inline]] inline ThreadState* enter_common(ThreadState* ts, std::uint32_t id,
+                                                        cudaStream_t stream, std::uint32_t& token,
+                                                        General general) noexcept {
+  if (ts == nullptr || g_state.load(std::memory_order_relaxed) != kOn ||
+      g_flags.load(std::memory_order_relaxed) != kRecording || ts->tree->remote_posted() || !nvtx_push_off())
+    return general();
+  const ClockSegment* clock = g_clock_segment.load(std::memory_order_acquire);
+  if (clock == nullptr) return general();
+  const std::uint64_t now = clock->to_ns(cycle_counter());
+  if (model::ThreadTree::Token b{}; ts->tree->begin_common(id, now, &b)) {
+    token = kRecorded | b.depth | (b.tag << kTagShift);
+    return ts;
+  }
+  return enter_recording(ts, id, now, stream, token);  // recursion, overflow, another child, ...
+}
+
+[[gnu::noinline]] ThreadState* enter_id(std::uint32_t id, nvtxStringHandle_t nvtx, cudaStream_t stream,
+                                        std::uint32_t& token) noexcept {
   ThreadState* ts = this_thread();
   if (ts == nullptr) {
     if (g_flags.load(std::memory_order_relaxed) & kRecording)
@@ -162,19 +226,7 @@ ThreadState* enter_id(std::uint32_t id, nvtxStringHandle_t nvtx, cudaStream_t st
   const std::uint32_t flags = g_flags.load(std::memory_order_relaxed);
   std::uint32_t tok = 0;
   if (flags & kRecording) {
-    const std::uint64_t now = now_ns();
-    if ((flags & kCounters) && ts->tree->open_depth() == 0) open_counted_root(ts, now, flags);
-    const model::ThreadTree::Token b = ts->tree->begin(id, now);
-    const bool overflow = b.depth == model::ThreadTree::kOverflowDepth;
-    tok = kRecorded | (overflow ? kOverflow : b.depth) | (b.tag << kTagShift);
-    if (flags & kTrace) {
-      trace::record(trace::ScopeKind::Enter, ts->tree->slot(), id, now, b.instance);
-      tok |= kTraced;
-    }
-    if (flags & kCorrelation) tok |= push_correlation(b.instance);
-    const bool framed = !overflow && !b.reentry;  // a re-entry keeps its frame's timers
-    if ((flags & kCounters) && framed) counters_on_enter(ts->tree->innermost());
-    if ((flags & kGpuEvents) && framed && ts->gpu && ts->gpu->begin(b.depth, stream)) tok |= kTimedGpu;
+    tok = record_entry(ts, id, now_ns(), flags, stream);
   } else {
     ts->outside_window.add(1);  // left out: counted, so a window never reached is visible
     if (flags & kCorrelation) tok |= push_correlation(model::kOutsideWindow);
@@ -217,7 +269,10 @@ void forget_this_thread() noexcept {
   }
 }
 
-ThreadState* enter(Site& site, cudaStream_t stream, std::uint32_t& depth) noexcept {
+namespace {
+
+// enter() past its common path.
+[[gnu::noinline]] ThreadState* enter_general(Site& site, cudaStream_t stream, std::uint32_t& depth) noexcept {
   if (!started()) {
     const Engine* e = forwarding();  // decided by the start() that started() attempted
     return e != nullptr ? e->enter(site, stream, depth) : nullptr;
@@ -228,37 +283,8 @@ ThreadState* enter(Site& site, cudaStream_t stream, std::uint32_t& depth) noexce
                   depth);
 }
 
-ThreadState* enter_named(std::string_view name, cudaStream_t stream, std::uint32_t& depth) noexcept {
-  if (!started()) {
-    const Engine* e = forwarding();
-    return e != nullptr ? e->enter_named(name, stream, depth) : nullptr;
-  }
-  const std::uint32_t id = session().forest.names.intern(name);
-  ensure_nvtx(id);
-  return enter_id(id, nvtx_handle(id), stream, depth);
-}
-
-ThreadState* enter_interned(std::uint32_t id, std::uint32_t& token) noexcept {
-  if (!started()) return nullptr;
-  return enter_id(id, nullptr, nullptr, token);
-}
-
-bool recording() noexcept { return started() && (g_flags.load(std::memory_order_relaxed) & kRecording) != 0; }
-
-void exit(ThreadState* ts, std::uint32_t token) noexcept {
-  const std::uint64_t now = now_ns();
-  if (ts != t_state) {
-    if (const Engine* e = forwarding()) {
-      e->exit(ts, token);  // a forwarded scope: the state is the engine's
-      return;
-    }
-    end_elsewhere(ts, token, now);
-    return;
-  }
-  exit_owned(ts, token, now);
-}
-
-void exit_owned(ThreadState* ts, std::uint32_t token, std::uint64_t now) noexcept {
+// exit_owned() past its common path.
+[[gnu::noinline]] void exit_owned_general(ThreadState* ts, std::uint32_t token, std::uint64_t now) noexcept {
   model::ThreadTree& tree = *ts->tree;
   if (tree.has_remote_ends()) settle_remote(ts);
   if (token & kRecorded) {
@@ -275,13 +301,82 @@ void exit_owned(ThreadState* ts, std::uint32_t token, std::uint64_t now) noexcep
     if ((g_flags.load(std::memory_order_relaxed) & kCounters) && framed)
       counters_on_exit(tree.innermost(), depth > 1 ? tree.open_node(depth - 1) : nullptr);
     const std::uint32_t tree_depth = depth == kOverflow ? model::ThreadTree::kOverflowDepth : depth;
-    tree.end(tree_depth, now);
+    if (!tree.end_common(tree_depth, now)) tree.end(tree_depth, now);
     if (token & kTraced) trace::record(trace::ScopeKind::Exit, tree.slot(), tree_depth, now);
     if (ts->counted_root && tree.open_depth() <= 1) close_counted_root(ts, now);
   }
   if (token & kPushed) pop_correlation();
   if (!g_nvtx_quiet.load(std::memory_order_relaxed)) nvtx_pop();
   if (tree.has_remote_ends()) settle_remote(ts);  // an entry below, ended elsewhere, is innermost now
+}
+
+// The common exit, one straight path: the innermost frame, entered once and recorded with
+// nothing else to undo (GPU events, correlation, trace), no counters, no NVTX range to pop.
+[[gnu::always_inline]] inline void exit_owned_inline(ThreadState* ts, std::uint32_t token,
+                                                     std::uint64_t now) noexcept {
+  model::ThreadTree& tree = *ts->tree;
+  if ((token & kTokenBits) == kRecorded && !tree.remote_posted() && !ts->counted_root &&
+      (g_flags.load(std::memory_order_relaxed) & kCounters) == 0 && nvtx_pop_off() &&
+      tree.end_common(token & kDepthMask, now)) {
+    if (tree.remote_posted()) settle_remote(ts);  // an entry below, ended elsewhere, is innermost now
+    return;
+  }
+  exit_owned_general(ts, token, now);
+}
+
+// exit() past its common path.
+[[gnu::noinline]] void exit_general(ThreadState* ts, std::uint32_t token) noexcept {
+  const std::uint64_t now = now_ns();
+  if (ts != t_state) {
+    if (const Engine* e = forwarding()) {
+      e->exit(ts, token);  // a forwarded scope: the state is the engine's
+      return;
+    }
+    end_elsewhere(ts, token, now);
+    return;
+  }
+  exit_owned_inline(ts, token, now);
+}
+
+}  // namespace
+
+ThreadState* enter(Site& site, cudaStream_t stream, std::uint32_t& depth) noexcept {
+  const std::uint32_t id = site.id.load(std::memory_order_acquire);
+  if (id == 0) return enter_general(site, stream, depth);  // the call site's first visit
+  return enter_common(t_state, id, stream, depth, [&] { return enter_general(site, stream, depth); });
+}
+
+ThreadState* enter_named(std::string_view name, cudaStream_t stream, std::uint32_t& depth) noexcept {
+  if (!started()) {
+    const Engine* e = forwarding();
+    return e != nullptr ? e->enter_named(name, stream, depth) : nullptr;
+  }
+  const std::uint32_t id = session().forest.names.intern(name);
+  ensure_nvtx(id);
+  return enter_id(id, nvtx_handle(id), stream, depth);
+}
+
+ThreadState* enter_interned(std::uint32_t id, std::uint32_t& token) noexcept {
+  return enter_common(t_state, id, nullptr, token, [&]() -> ThreadState* {
+    if (!started()) return nullptr;
+    return enter_id(id, nullptr, nullptr, token);
+  });
+}
+
+bool recording() noexcept { return started() && (g_flags.load(std::memory_order_relaxed) & kRecording) != 0; }
+
+void exit(ThreadState* ts, std::uint32_t token) noexcept {
+  // The counter clock (see enter_common()) and the calling thread's own scope: the common path.
+  if (const ClockSegment* clock = g_clock_segment.load(std::memory_order_acquire);
+      clock != nullptr && ts == t_state) {
+    exit_owned_inline(ts, token, clock->to_ns(cycle_counter()));
+    return;
+  }
+  exit_general(ts, token);
+}
+
+void exit_owned(ThreadState* ts, std::uint32_t token, std::uint64_t now) noexcept {
+  exit_owned_inline(ts, token, now);
 }
 
 void count(Site& site, double amount) noexcept {
