@@ -142,9 +142,11 @@ void Aggregator::on(const ExternalCorrelation& e) {
 }
 
 Aggregator::Instance* Aggregator::instance(std::uint64_t id) {
-  // Fibonacci hashing spreads (thread slot, sequence) pairs over the table.
-  Instance& slot = instances_[(id * 0x9E3779B97F4A7C15ull) >> (64 - 16)];
-  static_assert(kInstanceSlots == 1u << 16);
+  // A thread's instances take consecutive slots (its sequence numbers are consecutive), from an
+  // offset per thread slot: a new instance lands next to the last one, in a warm cache line, and
+  // replaces the thread's oldest instead of a random, possibly still running, one.
+  const std::uint64_t thread_offset = (id >> kInstanceSeqBits) * 0x9E3779B97F4A7C15ull >> 40;
+  Instance& slot = instances_[(id + thread_offset) & (kInstanceSlots - 1)];
   if (slot.id == id) return &slot;
   Instance fresh;
   fresh.id = id;
