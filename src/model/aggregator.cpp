@@ -128,26 +128,7 @@ bool Aggregator::in_window(std::uint64_t t) const {
   return t < it->second;
 }
 
-void Aggregator::on(const ApiCall& a) {
-  if (a.correlation == 0) return;  // CUPTI's "no correlation": nothing can point at it
-  Correlation& slot = correlation_slot(a.correlation);
-  if (slot.correlation == a.correlation) return;  // scoped: its external correlation came first
-  slot = Correlation{a.correlation, kNoInstance, a.start_ns};
-}
-
-void Aggregator::on(const ExternalCorrelation& e) {
-  if (e.correlation == 0) return;
-  correlation_slot(e.correlation) = Correlation{e.correlation, e.instance, 0};
-  if (e.instance > kCuscopeInternal) instance(e.instance);  // resolve while its ring slot is fresh
-}
-
-Aggregator::Instance* Aggregator::instance(std::uint64_t id) {
-  // A thread's instances take consecutive slots (its sequence numbers are consecutive), from an
-  // offset per thread slot: a new instance lands next to the last one, in a warm cache line, and
-  // replaces the thread's oldest instead of a random, possibly still running, one.
-  const std::uint64_t thread_offset = (id >> kInstanceSeqBits) * 0x9E3779B97F4A7C15ull >> 40;
-  Instance& slot = instances_[(id + thread_offset) & (kInstanceSlots - 1)];
-  if (slot.id == id) return &slot;
+Aggregator::Instance* Aggregator::resolve(Instance& slot, std::uint64_t id) {
   Instance fresh;
   fresh.id = id;
   if (!forest_.resolve_instance(id, &fresh.node, &fresh.parent)) return nullptr;
@@ -216,23 +197,36 @@ void Aggregator::spread_interval(const Target& t, std::uint64_t start, std::uint
   }
 }
 
+void Aggregator::count_kernel(KernelAgg& agg, std::uint64_t ns, std::uint32_t registers,
+                              std::uint32_t static_shared, std::uint32_t dynamic_shared) {
+  agg.calls += 1;
+  agg.total_ns += ns;
+  agg.min_ns = std::min(agg.min_ns, ns);
+  agg.max_ns = std::max(agg.max_ns, ns);
+  agg.registers = registers;
+  agg.static_shared = static_shared;
+  agg.dynamic_shared = dynamic_shared;
+}
+
+Aggregator::KernelRow& Aggregator::kernel_row(RangeActivity& a, const KernelKey& key) {
+  KernelRow* row = a.last != nullptr ? a.last->next : nullptr;
+  if (row == nullptr || !(row->key == key)) {
+    auto [it, inserted] = a.kernels.try_emplace(key);
+    row = &it->second;
+    if (inserted) row->key = key;
+    if (a.last != nullptr) a.last->next = row;
+  }
+  a.last = row;
+  return *row;
+}
+
 void Aggregator::apply_kernel(const Kernel& k, const Target& t) {
   RangeActivity& a = t.where == Where::Range ? *t.instance->activity : unscoped_;
   const std::uint64_t ns = duration(k.start_ns, k.end_ns);
   a.self.kernel_calls += 1;
   a.self.kernel_ns += ns;
-  const KernelKey key{k.name, k.grid, k.block, k.device};
-  auto& recent =
-      a.recent[(key.name * 0x9E3779B1u ^ key.grid[0] * 0x85EBCA6Bu ^ key.block[0]) % a.recent.size()];
-  if (recent.row == nullptr || !(recent.key == key)) recent = {key, &a.kernels[key]};
-  KernelAgg& agg = *recent.row;
-  agg.calls += 1;
-  agg.total_ns += ns;
-  agg.min_ns = std::min(agg.min_ns, ns);
-  agg.max_ns = std::max(agg.max_ns, ns);
-  agg.registers = k.registers;
-  agg.static_shared = k.static_shared;
-  agg.dynamic_shared = k.dynamic_shared;
+  KernelRow& row = kernel_row(a, KernelKey{k.name, k.grid, k.block, k.device});
+  count_kernel(row.agg, ns, k.registers, k.static_shared, k.dynamic_shared);
   spread_interval(t, k.start_ns, k.end_ns);  // last: it may move the instance table
 }
 
@@ -345,8 +339,26 @@ void Aggregator::on(const KernelActivity& k) {
     count_zero_timestamp();
     return;
   }
-  handle(Kernel{k.correlation, k.start_ns, k.end_ns, kernel_name(k.name), k.grid, k.block,
-                k.registers_per_thread, k.static_shared_bytes, k.dynamic_shared_bytes, k.device});
+  const Target t = locate(k.correlation);
+  if (t.where != Where::Range && t.where != Where::Unscoped) {  // to wait, or to be counted apart
+    handle(Kernel{k.correlation, k.start_ns, k.end_ns, kernel_name(k.name), k.grid, k.block,
+                  k.registers_per_thread, k.static_shared_bytes, k.dynamic_shared_bytes, k.device});
+    return;
+  }
+  // The common case, apply_kernel without a name lookup when the predicted row is the one.
+  RangeActivity& a = t.where == Where::Range ? *t.instance->activity : unscoped_;
+  const std::uint64_t ns = duration(k.start_ns, k.end_ns);
+  a.self.kernel_calls += 1;
+  a.self.kernel_ns += ns;
+  KernelRow* row = a.last != nullptr ? a.last->next : nullptr;
+  if (row != nullptr && k.name != nullptr && row->matches(k)) {
+    a.last = row;
+  } else {
+    row = &kernel_row(a, KernelKey{kernel_name(k.name), k.grid, k.block, k.device});
+    row->name_ptr = k.name;
+  }
+  count_kernel(row->agg, ns, k.registers_per_thread, k.static_shared_bytes, k.dynamic_shared_bytes);
+  spread_interval(t, k.start_ns, k.end_ns);
 }
 
 void Aggregator::on(const MemcpyActivity& m) { handle_timed(m); }
@@ -474,7 +486,8 @@ void Aggregator::build(Report& report) const {
     total_span[idx] += a.total_span_ns;
     total_peak[idx] = std::max(total_peak[idx], a.total_peak);
     if (kernels.size() < report.ranges.size()) kernels.resize(report.ranges.size());
-    for (const auto& [key, agg] : a.kernels) {
+    for (const auto& [key, row] : a.kernels) {
+      const KernelAgg& agg = row.agg;
       KernelAgg& into = kernels[idx][key];
       into.calls += agg.calls;
       into.total_ns += agg.total_ns;

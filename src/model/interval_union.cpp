@@ -5,7 +5,7 @@
 
 namespace cuscope::model {
 
-void IntervalUnion::add(std::uint64_t start, std::uint64_t end) {
+void IntervalUnion::add_anywhere(std::uint64_t start, std::uint64_t end) {
   if (start < frontier_) {
     ++late_;
     start = frontier_;

@@ -19,7 +19,21 @@ class IntervalUnion {
   static constexpr std::size_t kWindow = 64;
 
   /// Adds [start, end); empty or reversed intervals are ignored.
-  void add(std::uint64_t start, std::uint64_t end);
+  void add(std::uint64_t start, std::uint64_t end) {
+    // Kernels of one stream arrive in order: most intervals start after the last one, or inside it.
+    if (start >= frontier_ && end > start && !window_.empty() && window_.size() + 1 < 2 * kWindow) {
+      Span& last = window_.back();
+      if (start > last.end) {
+        window_.push_back({start, end});
+        return;
+      }
+      if (start >= last.start) {
+        if (end > last.end) last.end = end;
+        return;
+      }
+    }
+    add_anywhere(start, end);
+  }
   /// Total length covered by at least one interval added so far.
   [[nodiscard]] std::uint64_t measure() const;
   /// Intervals that arrived after the window had moved past their start.
@@ -29,6 +43,7 @@ class IntervalUnion {
   struct Span {
     std::uint64_t start, end;
   };
+  void add_anywhere(std::uint64_t start, std::uint64_t end);
   void fold_oldest(std::size_t n);
 
   std::vector<Span> window_;  // sorted by start, pairwise disjoint and non-adjacent
