@@ -18,10 +18,16 @@ std::uint64_t extend_hull(std::uint64_t& start, std::uint64_t& end, std::uint64_
     end = e;
     return e - s;
   }
-  const std::uint64_t before = end - start;
-  start = std::min(start, s);
-  end = std::max(end, e);
-  return (end - start) - before;
+  std::uint64_t grown = 0;
+  if (e > end) {  // the common case: a later kernel
+    grown += e - end;
+    end = e;
+  }
+  if (s < start) {
+    grown += start - s;
+    start = s;
+  }
+  return grown;
 }
 
 void add_duration(DurationStats& d, std::uint64_t count, std::uint64_t total, std::uint64_t min,
@@ -129,11 +135,15 @@ bool Aggregator::in_window(std::uint64_t t) const {
 }
 
 Aggregator::Instance* Aggregator::resolve(Instance& slot, std::uint64_t id) {
-  Instance fresh;
-  fresh.id = id;
-  if (!forest_.resolve_instance(id, &fresh.node, &fresh.parent)) return nullptr;
-  fresh.activity = &activity(fresh.node);
-  slot = fresh;  // an evicted instance restarts its span hulls if it shows up again
+  Node* node = nullptr;
+  std::uint64_t parent = 0;
+  if (!forest_.resolve_instance(id, &node, &parent)) return nullptr;
+  // Many instances of few ranges: the last range's activity is the likely one.
+  if (node != last_node_ || last_activity_ == nullptr) {
+    last_activity_ = &activity(node);
+    last_node_ = node;
+  }
+  slot = Instance{id, node, last_activity_, parent};  // an evicted instance restarts its span hulls
   return &slot;
 }
 
@@ -183,7 +193,11 @@ void Aggregator::spread_interval(const Target& t, std::uint64_t start, std::uint
   RangeActivity& own = *inst->activity;
   if (own.has_descendant_kernels) own.self_busy.add(start, end);
   own.self.gpu_span_ns += extend_hull(inst->self_start, inst->self_end, start, end);
-  for (;;) {
+  own.total_busy.add(start, end);
+  own.total_span_ns += extend_hull(inst->total_start, inst->total_end, start, end);
+  for (std::uint64_t up = inst->parent; up != kNoInstance; up = inst->parent) {
+    inst = instance(up);
+    if (inst == nullptr) break;  // an ancestor aged out: its span stays as it was
     RangeActivity& a = *inst->activity;
     if (&a != &own && !a.has_descendant_kernels) {
       a.self_busy = a.total_busy;  // everything so far was its own
@@ -191,14 +205,11 @@ void Aggregator::spread_interval(const Target& t, std::uint64_t start, std::uint
     }
     a.total_busy.add(start, end);
     a.total_span_ns += extend_hull(inst->total_start, inst->total_end, start, end);
-    if (inst->parent == kNoInstance) break;
-    inst = instance(inst->parent);
-    if (inst == nullptr) break;  // an ancestor aged out: its span stays as it was
   }
 }
 
-void Aggregator::count_kernel(KernelAgg& agg, std::uint64_t ns, std::uint32_t registers,
-                              std::uint32_t static_shared, std::uint32_t dynamic_shared) {
+inline void Aggregator::count_kernel(KernelAgg& agg, std::uint64_t ns, std::uint32_t registers,
+                                     std::uint32_t static_shared, std::uint32_t dynamic_shared) {
   agg.calls += 1;
   agg.total_ns += ns;
   agg.min_ns = std::min(agg.min_ns, ns);
@@ -339,7 +350,12 @@ void Aggregator::on(const KernelActivity& k) {
     count_zero_timestamp();
     return;
   }
-  const Target t = locate(k.correlation);
+  // locate(), its common case first: an API call made inside a scope instance still in the table.
+  const Correlation& c = correlation_slot(k.correlation);
+  Instance* inst = c.correlation == k.correlation && c.instance > kCuscopeInternal && k.correlation != 0
+                       ? instance(c.instance)
+                       : nullptr;
+  const Target t = inst != nullptr ? Target{Where::Range, inst} : locate(k.correlation);
   if (t.where != Where::Range && t.where != Where::Unscoped) {  // to wait, or to be counted apart
     handle(Kernel{k.correlation, k.start_ns, k.end_ns, kernel_name(k.name), k.grid, k.block,
                   k.registers_per_thread, k.static_shared_bytes, k.dynamic_shared_bytes, k.device});

@@ -208,6 +208,8 @@ class Aggregator {
   Diagnostics diag_;
   std::vector<Correlation> correlations_;  // direct-mapped by correlation id, kCorrelationSlots
   std::vector<Instance> instances_;        // direct-mapped by instance id, kInstanceSlots
+  const Node* last_node_ = nullptr;        // resolve()'s last node, and its activity
+  RangeActivity* last_activity_ = nullptr;
   std::deque<Pending> pending_;
   std::vector<std::unique_ptr<RangeActivity>> by_node_;  // index = Node::id
   RangeActivity unscoped_;
