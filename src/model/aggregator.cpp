@@ -208,17 +208,6 @@ void Aggregator::spread_interval(const Target& t, std::uint64_t start, std::uint
   }
 }
 
-inline void Aggregator::count_kernel(KernelAgg& agg, std::uint64_t ns, std::uint32_t registers,
-                                     std::uint32_t static_shared, std::uint32_t dynamic_shared) {
-  agg.calls += 1;
-  agg.total_ns += ns;
-  agg.min_ns = std::min(agg.min_ns, ns);
-  agg.max_ns = std::max(agg.max_ns, ns);
-  agg.registers = registers;
-  agg.static_shared = static_shared;
-  agg.dynamic_shared = dynamic_shared;
-}
-
 Aggregator::KernelRow& Aggregator::kernel_row(RangeActivity& a, const KernelKey& key) {
   KernelRow* row = a.last != nullptr ? a.last->next : nullptr;
   if (row == nullptr || !(row->key == key)) {
@@ -345,7 +334,7 @@ void Aggregator::handle_timed(const R& r) {
   handle(r);
 }
 
-void Aggregator::on(const KernelActivity& k) {
+void Aggregator::on_kernel(const KernelActivity& k) {
   if (k.start_ns == 0 || k.end_ns == 0) {
     count_zero_timestamp();
     return;

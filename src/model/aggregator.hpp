@@ -15,6 +15,7 @@
 #include <absl/container/flat_hash_map.h>
 #include <absl/container/node_hash_map.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cuscope/report.hpp>
 #include <deque>
@@ -191,7 +192,16 @@ class Aggregator {
   void apply_kernel(const Kernel& k, const Target& t);
   KernelRow& kernel_row(RangeActivity& a, const KernelKey& key);
   static void count_kernel(KernelAgg& agg, std::uint64_t ns, std::uint32_t registers,
-                           std::uint32_t static_shared, std::uint32_t dynamic_shared);
+                           std::uint32_t static_shared, std::uint32_t dynamic_shared) {
+    agg.calls += 1;
+    agg.total_ns += ns;
+    agg.min_ns = std::min(agg.min_ns, ns);
+    agg.max_ns = std::max(agg.max_ns, ns);
+    agg.registers = registers;
+    agg.static_shared = static_shared;
+    agg.dynamic_shared = dynamic_shared;
+  }
+  void on_kernel(const KernelActivity& k);  // on(KernelActivity) for every case
   void apply_memory(const MemoryActivity& m, const Target& t);
   void spread_interval(const Target& t, std::uint64_t start, std::uint64_t end);
   template <class R>
@@ -242,6 +252,28 @@ inline void Aggregator::on(const ExternalCorrelation& e) {
   if (e.correlation == 0) return;
   correlation_slot(e.correlation) = Correlation{e.correlation, e.instance, 0};
   if (e.instance > kCuscopeInternal) instance(e.instance);  // resolve while its ring slot is fresh
+}
+
+inline void Aggregator::on(const KernelActivity& k) {
+  // The common case inline: a kernel launched inside a scope instance still in the table, of the
+  // row its range predicted (same name pointer and launch shape). Everything else: on_kernel().
+  const Correlation& c = correlation_slot(k.correlation);
+  if (k.start_ns != 0 && k.end_ns > k.start_ns && k.name != nullptr && c.correlation == k.correlation &&
+      c.instance > kCuscopeInternal && k.correlation != 0) {
+    Instance* inst = instance(c.instance);
+    RangeActivity* a = inst != nullptr ? inst->activity : nullptr;
+    KernelRow* row = a != nullptr && a->last != nullptr ? a->last->next : nullptr;
+    if (row != nullptr && row->matches(k)) {
+      const std::uint64_t ns = k.end_ns - k.start_ns;
+      a->self.kernel_calls += 1;
+      a->self.kernel_ns += ns;
+      a->last = row;
+      count_kernel(row->agg, ns, k.registers_per_thread, k.static_shared_bytes, k.dynamic_shared_bytes);
+      spread_interval(Target{Where::Range, inst}, k.start_ns, k.end_ns);
+      return;
+    }
+  }
+  on_kernel(k);
 }
 
 inline Aggregator::Instance* Aggregator::instance(std::uint64_t id) {
