@@ -189,14 +189,22 @@ void Aggregator::spread_interval(const Target& t, std::uint64_t start, std::uint
     unscoped_.total_busy.add(start, end);
     return;
   }
-  Instance* inst = t.instance;
+  spread_in_range(t.instance, start, end);
+}
+
+void Aggregator::spread_in_range(Instance* inst, std::uint64_t start, std::uint64_t end) {
   RangeActivity& own = *inst->activity;
   if (own.has_descendant_kernels) own.self_busy.add(start, end);
   own.self.gpu_span_ns += extend_hull(inst->self_start, inst->self_end, start, end);
   own.total_busy.add(start, end);
   own.total_span_ns += extend_hull(inst->total_start, inst->total_end, start, end);
-  for (std::uint64_t up = inst->parent; up != kNoInstance; up = inst->parent) {
-    inst = instance(up);
+  if (inst->parent != kNoInstance) spread_to_ancestors(inst->parent, own, start, end);
+}
+
+void Aggregator::spread_to_ancestors(std::uint64_t parent, const RangeActivity& own, std::uint64_t start,
+                                     std::uint64_t end) {
+  for (std::uint64_t up = parent; up != kNoInstance;) {
+    Instance* inst = instance(up);
     if (inst == nullptr) break;  // an ancestor aged out: its span stays as it was
     RangeActivity& a = *inst->activity;
     if (&a != &own && !a.has_descendant_kernels) {
@@ -205,6 +213,7 @@ void Aggregator::spread_interval(const Target& t, std::uint64_t start, std::uint
     }
     a.total_busy.add(start, end);
     a.total_span_ns += extend_hull(inst->total_start, inst->total_end, start, end);
+    up = inst->parent;
   }
 }
 

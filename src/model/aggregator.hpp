@@ -204,6 +204,9 @@ class Aggregator {
   void on_kernel(const KernelActivity& k);  // on(KernelActivity) for every case
   void apply_memory(const MemoryActivity& m, const Target& t);
   void spread_interval(const Target& t, std::uint64_t start, std::uint64_t end);
+  void spread_in_range(Instance* inst, std::uint64_t start, std::uint64_t end);
+  [[gnu::noinline]] void spread_to_ancestors(std::uint64_t parent, const RangeActivity& own,
+                                             std::uint64_t start, std::uint64_t end);
   template <class R>
   void handle(const R& r);
   template <class R>
@@ -269,7 +272,7 @@ inline void Aggregator::on(const KernelActivity& k) {
       a->self.kernel_ns += ns;
       a->last = row;
       count_kernel(row->agg, ns, k.registers_per_thread, k.static_shared_bytes, k.dynamic_shared_bytes);
-      spread_interval(Target{Where::Range, inst}, k.start_ns, k.end_ns);
+      spread_in_range(inst, k.start_ns, k.end_ns);
       return;
     }
   }
