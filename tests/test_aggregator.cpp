@@ -2,6 +2,7 @@
 // range, inclusive roll-ups, kernel statistics, busy time, unscoped and unresolved work.
 #include <catch2/catch.hpp>
 #include <memory>
+#include <string>
 
 #include "model_fixture.hpp"
 
@@ -411,4 +412,59 @@ TEST_CASE("a range's own GPU busy time leaves out its children's, before and aft
   CHECK(s->self.gpu_busy_ns == 150);   // [1000,1100) and [1300,1350)
   CHECK(s->total.gpu_busy_ns == 250);  // [1000,1200) and [1300,1350)
   CHECK(r.find("step/child")->self.gpu_busy_ns == 150);
+}
+
+TEST_CASE("kernels launched in a changing order each keep their own row", "[aggregator]") {
+  Fixture f;
+  auto a = f.begin("a");
+  // The same text at two addresses (a kernel in two modules): one row.
+  const std::string b1 = "_Z1bv", b2 = "_Z1bv";
+  const char* order[] = {"_Z1av", b1.c_str(), "_Z1cv",    "_Z1av", b2.c_str(), "_Z1cv",  // a step
+                         "_Z1av", "_Z1cv",    b1.c_str(), "_Z1av", "_Z1av",    b2.c_str()};
+  std::uint64_t t = 1000;
+  for (const char* name : order) {
+    f.kernel(f.launch(a.instance), t, t + 10, name);
+    t += 100;
+  }
+  f.kernel(f.launch(a.instance), t, t + 10, "_Z1av", 64);  // the name again, another grid
+  f.end(a);
+  const Report report = f.report();
+  const auto* r = report.find("a");
+  REQUIRE(r->kernels.size() == 4);
+  auto calls = [&](const char* name, std::uint32_t grid_x = 128) {
+    for (const auto& k : r->kernels)
+      if (k.name == name && k.grid[0] == grid_x) return k.duration.count;
+    return std::uint64_t{0};
+  };
+  CHECK(calls("a()") == 5);
+  CHECK(calls("b()") == 4);
+  CHECK(calls("c()") == 3);
+  CHECK(calls("a()", 64) == 1);
+  CHECK(r->self.kernel_calls == 13);
+}
+
+TEST_CASE("a kernel without a name never joins the row of a named kernel that had to wait", "[aggregator]") {
+  Fixture f;
+  auto a = f.begin("a");
+  auto waited = [&](std::uint64_t t) {  // its correlation arrives after it: it waits, then resolves
+    const std::uint64_t c = f.next_correlation++;
+    f.kernel(c, t, t + 10, "_Z1fv");
+    f.agg.on(ExternalCorrelation{c, a.instance});
+    f.agg.settle();
+  };
+  waited(1000);
+  f.kernel(f.launch(a.instance), 1100, 1110, nullptr);
+  waited(1200);
+  f.kernel(f.launch(a.instance), 1300, 1310, nullptr);
+  f.kernel(f.launch(a.instance), 1400, 1410, nullptr);
+  f.end(a);
+  const Report report = f.report();
+  const auto* r = report.find("a");
+  REQUIRE(r->kernels.size() == 2);
+  const bool unknown_first = r->kernels[0].name == "(unknown kernel)";  // rows sort by total time
+  CHECK(r->kernels[unknown_first ? 0 : 1].name == "(unknown kernel)");
+  CHECK(r->kernels[unknown_first ? 0 : 1].duration.count == 3);
+  CHECK(r->kernels[unknown_first ? 1 : 0].name == "f()");
+  CHECK(r->kernels[unknown_first ? 1 : 0].duration.count == 2);
+  CHECK(f.agg.pending() == 0);
 }

@@ -18,10 +18,16 @@ std::uint64_t extend_hull(std::uint64_t& start, std::uint64_t& end, std::uint64_
     end = e;
     return e - s;
   }
-  const std::uint64_t before = end - start;
-  start = std::min(start, s);
-  end = std::max(end, e);
-  return (end - start) - before;
+  std::uint64_t grown = 0;
+  if (e > end) {  // the common case: a later kernel
+    grown += e - end;
+    end = e;
+  }
+  if (s < start) {
+    grown += start - s;
+    start = s;
+  }
+  return grown;
 }
 
 void add_duration(DurationStats& d, std::uint64_t count, std::uint64_t total, std::uint64_t min,
@@ -128,29 +134,16 @@ bool Aggregator::in_window(std::uint64_t t) const {
   return t < it->second;
 }
 
-void Aggregator::on(const ApiCall& a) {
-  if (a.correlation == 0) return;  // CUPTI's "no correlation": nothing can point at it
-  Correlation& slot = correlation_slot(a.correlation);
-  if (slot.correlation == a.correlation) return;  // scoped: its external correlation came first
-  slot = Correlation{a.correlation, kNoInstance, a.start_ns};
-}
-
-void Aggregator::on(const ExternalCorrelation& e) {
-  if (e.correlation == 0) return;
-  correlation_slot(e.correlation) = Correlation{e.correlation, e.instance, 0};
-  if (e.instance > kCuscopeInternal) instance(e.instance);  // resolve while its ring slot is fresh
-}
-
-Aggregator::Instance* Aggregator::instance(std::uint64_t id) {
-  // Fibonacci hashing spreads (thread slot, sequence) pairs over the table.
-  Instance& slot = instances_[(id * 0x9E3779B97F4A7C15ull) >> (64 - 16)];
-  static_assert(kInstanceSlots == 1u << 16);
-  if (slot.id == id) return &slot;
-  Instance fresh;
-  fresh.id = id;
-  if (!forest_.resolve_instance(id, &fresh.node, &fresh.parent)) return nullptr;
-  fresh.activity = &activity(fresh.node);
-  slot = fresh;  // an evicted instance restarts its span hulls if it shows up again
+Aggregator::Instance* Aggregator::resolve(Instance& slot, std::uint64_t id) {
+  Node* node = nullptr;
+  std::uint64_t parent = 0;
+  if (!forest_.resolve_instance(id, &node, &parent)) return nullptr;
+  // Many instances of few ranges: the last range's activity is the likely one.
+  if (node != last_node_ || last_activity_ == nullptr) {
+    last_activity_ = &activity(node);
+    last_node_ = node;
+  }
+  slot = Instance{id, node, last_activity_, parent};  // an evicted instance restarts its span hulls
   return &slot;
 }
 
@@ -196,11 +189,23 @@ void Aggregator::spread_interval(const Target& t, std::uint64_t start, std::uint
     unscoped_.total_busy.add(start, end);
     return;
   }
-  Instance* inst = t.instance;
+  spread_in_range(t.instance, start, end);
+}
+
+void Aggregator::spread_in_range(Instance* inst, std::uint64_t start, std::uint64_t end) {
   RangeActivity& own = *inst->activity;
   if (own.has_descendant_kernels) own.self_busy.add(start, end);
   own.self.gpu_span_ns += extend_hull(inst->self_start, inst->self_end, start, end);
-  for (;;) {
+  own.total_busy.add(start, end);
+  own.total_span_ns += extend_hull(inst->total_start, inst->total_end, start, end);
+  if (inst->parent != kNoInstance) spread_to_ancestors(inst->parent, own, start, end);
+}
+
+void Aggregator::spread_to_ancestors(std::uint64_t parent, const RangeActivity& own, std::uint64_t start,
+                                     std::uint64_t end) {
+  for (std::uint64_t up = parent; up != kNoInstance;) {
+    Instance* inst = instance(up);
+    if (inst == nullptr) break;  // an ancestor aged out: its span stays as it was
     RangeActivity& a = *inst->activity;
     if (&a != &own && !a.has_descendant_kernels) {
       a.self_busy = a.total_busy;  // everything so far was its own
@@ -208,10 +213,20 @@ void Aggregator::spread_interval(const Target& t, std::uint64_t start, std::uint
     }
     a.total_busy.add(start, end);
     a.total_span_ns += extend_hull(inst->total_start, inst->total_end, start, end);
-    if (inst->parent == kNoInstance) break;
-    inst = instance(inst->parent);
-    if (inst == nullptr) break;  // an ancestor aged out: its span stays as it was
+    up = inst->parent;
   }
+}
+
+Aggregator::KernelRow& Aggregator::kernel_row(RangeActivity& a, const KernelKey& key) {
+  KernelRow* row = a.last != nullptr ? a.last->next : nullptr;
+  if (row == nullptr || !(row->key == key)) {
+    auto [it, inserted] = a.kernels.try_emplace(key);
+    row = &it->second;
+    if (inserted) row->key = key;
+    if (a.last != nullptr) a.last->next = row;
+  }
+  a.last = row;
+  return *row;
 }
 
 void Aggregator::apply_kernel(const Kernel& k, const Target& t) {
@@ -219,18 +234,8 @@ void Aggregator::apply_kernel(const Kernel& k, const Target& t) {
   const std::uint64_t ns = duration(k.start_ns, k.end_ns);
   a.self.kernel_calls += 1;
   a.self.kernel_ns += ns;
-  const KernelKey key{k.name, k.grid, k.block, k.device};
-  auto& recent =
-      a.recent[(key.name * 0x9E3779B1u ^ key.grid[0] * 0x85EBCA6Bu ^ key.block[0]) % a.recent.size()];
-  if (recent.row == nullptr || !(recent.key == key)) recent = {key, &a.kernels[key]};
-  KernelAgg& agg = *recent.row;
-  agg.calls += 1;
-  agg.total_ns += ns;
-  agg.min_ns = std::min(agg.min_ns, ns);
-  agg.max_ns = std::max(agg.max_ns, ns);
-  agg.registers = k.registers;
-  agg.static_shared = k.static_shared;
-  agg.dynamic_shared = k.dynamic_shared;
+  KernelRow& row = kernel_row(a, KernelKey{k.name, k.grid, k.block, k.device});
+  count_kernel(row.agg, ns, k.registers, k.static_shared, k.dynamic_shared);
   spread_interval(t, k.start_ns, k.end_ns);  // last: it may move the instance table
 }
 
@@ -338,13 +343,36 @@ void Aggregator::handle_timed(const R& r) {
   handle(r);
 }
 
-void Aggregator::on(const KernelActivity& k) {
+void Aggregator::on_kernel(const KernelActivity& k) {
   if (k.start_ns == 0 || k.end_ns == 0) {
     count_zero_timestamp();
     return;
   }
-  handle(Kernel{k.correlation, k.start_ns, k.end_ns, kernel_name(k.name), k.grid, k.block,
-                k.registers_per_thread, k.static_shared_bytes, k.dynamic_shared_bytes, k.device});
+  // locate(), its common case first: an API call made inside a scope instance still in the table.
+  const Correlation& c = correlation_slot(k.correlation);
+  Instance* inst = c.correlation == k.correlation && c.instance > kCuscopeInternal && k.correlation != 0
+                       ? instance(c.instance)
+                       : nullptr;
+  const Target t = inst != nullptr ? Target{Where::Range, inst} : locate(k.correlation);
+  if (t.where != Where::Range && t.where != Where::Unscoped) {  // to wait, or to be counted apart
+    handle(Kernel{k.correlation, k.start_ns, k.end_ns, kernel_name(k.name), k.grid, k.block,
+                  k.registers_per_thread, k.static_shared_bytes, k.dynamic_shared_bytes, k.device});
+    return;
+  }
+  // The common case, apply_kernel without a name lookup when the predicted row is the one.
+  RangeActivity& a = t.where == Where::Range ? *t.instance->activity : unscoped_;
+  const std::uint64_t ns = duration(k.start_ns, k.end_ns);
+  a.self.kernel_calls += 1;
+  a.self.kernel_ns += ns;
+  KernelRow* row = a.last != nullptr ? a.last->next : nullptr;
+  if (row != nullptr && k.name != nullptr && row->matches(k)) {
+    a.last = row;
+  } else {
+    row = &kernel_row(a, KernelKey{kernel_name(k.name), k.grid, k.block, k.device});
+    row->name_ptr = k.name;
+  }
+  count_kernel(row->agg, ns, k.registers_per_thread, k.static_shared_bytes, k.dynamic_shared_bytes);
+  spread_interval(t, k.start_ns, k.end_ns);
 }
 
 void Aggregator::on(const MemcpyActivity& m) { handle_timed(m); }
@@ -472,7 +500,8 @@ void Aggregator::build(Report& report) const {
     total_span[idx] += a.total_span_ns;
     total_peak[idx] = std::max(total_peak[idx], a.total_peak);
     if (kernels.size() < report.ranges.size()) kernels.resize(report.ranges.size());
-    for (const auto& [key, agg] : a.kernels) {
+    for (const auto& [key, row] : a.kernels) {
+      const KernelAgg& agg = row.agg;
       KernelAgg& into = kernels[idx][key];
       into.calls += agg.calls;
       into.total_ns += agg.total_ns;

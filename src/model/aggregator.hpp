@@ -15,6 +15,7 @@
 #include <absl/container/flat_hash_map.h>
 #include <absl/container/node_hash_map.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cuscope/report.hpp>
 #include <deque>
@@ -104,6 +105,22 @@ class Aggregator {
     std::uint64_t calls = 0, total_ns = 0, min_ns = UINT64_MAX, max_ns = 0;
     std::uint32_t registers = 0, static_shared = 0, dynamic_shared = 0;
   };
+  // A range's statistics for one launch shape, and a guess at its next launch: a step loop
+  // launches the same kernels in the same order every step, so the row that followed this one
+  // last time is checked before any hashing or name lookup.
+  struct KernelRow {
+    KernelKey key;
+    KernelAgg agg;
+    const char* name_ptr = nullptr;  // the producer's pointer for key.name last seen here
+    KernelRow* next = nullptr;       // the row launched after this one last time, in this range
+    [[nodiscard]] bool matches(const KernelActivity& k) const {
+      const std::uint32_t differ = (key.grid[0] ^ k.grid[0]) | (key.grid[1] ^ k.grid[1]) |
+                                   (key.grid[2] ^ k.grid[2]) | (key.block[0] ^ k.block[0]) |
+                                   (key.block[1] ^ k.block[1]) | (key.block[2] ^ k.block[2]) |
+                                   (key.device ^ k.device);
+      return name_ptr == k.name && differ == 0;
+    }
+  };
   struct RangeActivity {
     ActivityStats self;
     // Until a descendant's kernel arrives, the range's own kernels are all of its subtree's: only
@@ -116,12 +133,8 @@ class Aggregator {
     std::uint64_t total_span_ns = 0;
     std::int64_t self_live = 0, total_live = 0;
     std::uint64_t total_peak = 0;
-    absl::node_hash_map<KernelKey, KernelAgg> kernels;  // node map: rows never move
-    struct RecentRow {
-      KernelKey key{};
-      KernelAgg* row = nullptr;
-    };
-    std::array<RecentRow, 16> recent{};  // direct-mapped in front of `kernels`
+    absl::node_hash_map<KernelKey, KernelRow> kernels;  // node map: rows never move
+    KernelRow* last = nullptr;                          // the row of the last kernel
     std::uint64_t profiled_kernels = 0;
     std::vector<double> metric_sum, metric_weight;  // per plan metric
   };
@@ -166,6 +179,7 @@ class Aggregator {
 
   Target locate(std::uint64_t correlation);
   Instance* instance(std::uint64_t id);
+  Instance* resolve(Instance& slot, std::uint64_t id);
   Correlation& correlation_slot(std::uint64_t correlation) {
     return correlations_[correlation & (kCorrelationSlots - 1)];
   }
@@ -176,8 +190,23 @@ class Aggregator {
   // Returns false when the record must wait for its correlation.
   bool apply(const Record& r);
   void apply_kernel(const Kernel& k, const Target& t);
+  KernelRow& kernel_row(RangeActivity& a, const KernelKey& key);
+  static void count_kernel(KernelAgg& agg, std::uint64_t ns, std::uint32_t registers,
+                           std::uint32_t static_shared, std::uint32_t dynamic_shared) {
+    agg.calls += 1;
+    agg.total_ns += ns;
+    agg.min_ns = std::min(agg.min_ns, ns);
+    agg.max_ns = std::max(agg.max_ns, ns);
+    agg.registers = registers;
+    agg.static_shared = static_shared;
+    agg.dynamic_shared = dynamic_shared;
+  }
+  void on_kernel(const KernelActivity& k);  // on(KernelActivity) for every case
   void apply_memory(const MemoryActivity& m, const Target& t);
   void spread_interval(const Target& t, std::uint64_t start, std::uint64_t end);
+  void spread_in_range(Instance* inst, std::uint64_t start, std::uint64_t end);
+  [[gnu::noinline]] void spread_to_ancestors(std::uint64_t parent, const RangeActivity& own,
+                                             std::uint64_t start, std::uint64_t end);
   template <class R>
   void handle(const R& r);
   template <class R>
@@ -192,6 +221,8 @@ class Aggregator {
   Diagnostics diag_;
   std::vector<Correlation> correlations_;  // direct-mapped by correlation id, kCorrelationSlots
   std::vector<Instance> instances_;        // direct-mapped by instance id, kInstanceSlots
+  const Node* last_node_ = nullptr;        // resolve()'s last node, and its activity
+  RangeActivity* last_activity_ = nullptr;
   std::deque<Pending> pending_;
   std::vector<std::unique_ptr<RangeActivity>> by_node_;  // index = Node::id
   RangeActivity unscoped_;
@@ -210,6 +241,53 @@ class Aggregator {
   bool recording_ = true;
   CounterPlan plan_;
 };
+
+// Inline: the producer's decode loop calls these once per launch.
+
+inline void Aggregator::on(const ApiCall& a) {
+  if (a.correlation == 0) return;  // CUPTI's "no correlation": nothing can point at it
+  Correlation& slot = correlation_slot(a.correlation);
+  if (slot.correlation == a.correlation) return;  // scoped: its external correlation came first
+  slot = Correlation{a.correlation, kNoInstance, a.start_ns};
+}
+
+inline void Aggregator::on(const ExternalCorrelation& e) {
+  if (e.correlation == 0) return;
+  correlation_slot(e.correlation) = Correlation{e.correlation, e.instance, 0};
+  if (e.instance > kCuscopeInternal) instance(e.instance);  // resolve while its ring slot is fresh
+}
+
+inline void Aggregator::on(const KernelActivity& k) {
+  // The common case inline: a kernel launched inside a scope instance still in the table, of the
+  // row its range predicted (same name pointer and launch shape). Everything else: on_kernel().
+  const Correlation& c = correlation_slot(k.correlation);
+  if (k.start_ns != 0 && k.end_ns > k.start_ns && k.name != nullptr && c.correlation == k.correlation &&
+      c.instance > kCuscopeInternal && k.correlation != 0) {
+    Instance* inst = instance(c.instance);
+    RangeActivity* a = inst != nullptr ? inst->activity : nullptr;
+    KernelRow* row = a != nullptr && a->last != nullptr ? a->last->next : nullptr;
+    if (row != nullptr && row->matches(k)) {
+      const std::uint64_t ns = k.end_ns - k.start_ns;
+      a->self.kernel_calls += 1;
+      a->self.kernel_ns += ns;
+      a->last = row;
+      count_kernel(row->agg, ns, k.registers_per_thread, k.static_shared_bytes, k.dynamic_shared_bytes);
+      spread_in_range(inst, k.start_ns, k.end_ns);
+      return;
+    }
+  }
+  on_kernel(k);
+}
+
+inline Aggregator::Instance* Aggregator::instance(std::uint64_t id) {
+  // A thread's instances take consecutive slots (its sequence numbers are consecutive), from an
+  // offset per thread slot: a new instance lands next to the last one, in a warm cache line, and
+  // replaces the thread's oldest instead of a random, possibly still running, one.
+  const std::uint64_t thread_offset = (id >> kInstanceSeqBits) * 0x9E3779B97F4A7C15ull >> 40;
+  Instance& slot = instances_[(id + thread_offset) & (kInstanceSlots - 1)];
+  if (slot.id == id) return &slot;
+  return resolve(slot, id);
+}
 
 /// Demangles a C++ symbol ("_Z6kernelPf" -> "kernel(float*)"); returns it unchanged otherwise.
 std::string demangle(const char* name);

@@ -19,7 +19,21 @@ class IntervalUnion {
   static constexpr std::size_t kWindow = 64;
 
   /// Adds [start, end); empty or reversed intervals are ignored.
-  void add(std::uint64_t start, std::uint64_t end);
+  void add(std::uint64_t start, std::uint64_t end) {
+    // Kernels of one stream arrive in order: most intervals start after the last one, or inside it.
+    if (start >= frontier_ && end > start && count_ != 0) {
+      Span& last = spans_[count_ - 1];
+      if (start > last.end && count_ < spans_.size() && count_ + 1 < 2 * kWindow) {
+        spans_[count_++] = {start, end};
+        return;
+      }
+      if (start >= last.start && start <= last.end) {
+        if (end > last.end) last.end = end;
+        return;
+      }
+    }
+    add_anywhere(start, end);
+  }
   /// Total length covered by at least one interval added so far.
   [[nodiscard]] std::uint64_t measure() const;
   /// Intervals that arrived after the window had moved past their start.
@@ -29,9 +43,13 @@ class IntervalUnion {
   struct Span {
     std::uint64_t start, end;
   };
+  [[gnu::noinline]] void add_anywhere(std::uint64_t start, std::uint64_t end);
   void fold_oldest(std::size_t n);
 
-  std::vector<Span> window_;  // sorted by start, pairwise disjoint and non-adjacent
+  // The window: spans_[0, count_), sorted by start, pairwise disjoint and non-adjacent. The rest of
+  // spans_ is room to append without a reallocation on the inline path.
+  std::vector<Span> spans_;
+  std::size_t count_ = 0;
   std::uint64_t folded_ns_ = 0;
   std::uint64_t frontier_ = 0;  // everything before it is folded
   std::uint64_t late_ = 0;

@@ -30,42 +30,23 @@ CopyKind copy_kind(std::uint8_t k) {
 
 constexpr std::size_t aligned(std::size_t n) { return (n + 7) & ~std::size_t{7}; }
 
-// The size a decoded record takes in the buffer, or 0 for kinds cuscope does not decode.
-std::size_t record_size(CUpti_ActivityKind kind) {
-  switch (kind) {
-    case CUPTI_ACTIVITY_KIND_KERNEL:
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-      return aligned(sizeof(CUpti_ActivityKernel10));
-    case CUPTI_ACTIVITY_KIND_MEMCPY:
-      return aligned(sizeof(CUpti_ActivityMemcpy6));
-    case CUPTI_ACTIVITY_KIND_MEMSET:
-      return aligned(sizeof(CUpti_ActivityMemset4));
-    case CUPTI_ACTIVITY_KIND_MEMORY2:
-      return aligned(sizeof(CUpti_ActivityMemory4));
-    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
-      return aligned(sizeof(CUpti_ActivitySynchronization2));
-    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
-      return aligned(sizeof(CUpti_ActivityExternalCorrelation));
-    case CUPTI_ACTIVITY_KIND_RUNTIME:
-    case CUPTI_ACTIVITY_KIND_DRIVER:
-    case CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API:
-      return aligned(sizeof(CUpti_ActivityAPI));
-    case CUPTI_ACTIVITY_KIND_MEMCPY2:
-      return aligned(sizeof(CUpti_ActivityMemcpyPtoP4));
-    case CUPTI_ACTIVITY_KIND_OVERHEAD:
-      return aligned(sizeof(CUpti_ActivityOverhead3));
-    default:
-      return 0;
-  }
-}
+// The size a record of a decoded layout takes in the buffer (CUPTI 13.0 packs them 8-byte aligned).
+template <class Record>
+constexpr std::size_t kSize = aligned(sizeof(Record));
 
-// Returns false for a kind cuscope does not decode. Records of a decoded kind that carry nothing
-// cuscope reports (host allocations, other tools' correlation ids) return true and are dropped here.
+// What decode() returns for a record that does not fit in what is left of the buffer.
+constexpr std::size_t kCutOff = SIZE_MAX;
+
+// Feeds one record to `sink` and returns the size of its compiled layout: 0 for a kind cuscope
+// does not decode, kCutOff when that layout is longer than `room` (then nothing is read). Records
+// of a decoded kind that carry nothing cuscope reports (host allocations, other tools' correlation
+// ids) are dropped here. The walks inline it: one switch per record, the common kinds first.
 template <class Sink>
-bool decode(const CUpti_Activity* record, Sink& sink) {
+[[gnu::always_inline]] inline std::size_t decode(const CUpti_Activity* record, std::size_t room, Sink& sink) {
   switch (record->kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+      if (room < kSize<CUpti_ActivityKernel10>) return kCutOff;
       const auto* r = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
       model::KernelActivity k;
       k.correlation = r->correlationId;
@@ -82,61 +63,69 @@ bool decode(const CUpti_Activity* record, Sink& sink) {
       k.device = r->deviceId;
       k.stream = r->streamId;
       sink.on(k);
-      return true;
+      return kSize<CUpti_ActivityKernel10>;
+    }
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
+      if (room < kSize<CUpti_ActivityExternalCorrelation>) return kCutOff;
+      const auto* r = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(record);
+      if (r->externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0)  // else another tool's ids
+        sink.on(model::ExternalCorrelation{r->correlationId, r->externalId});
+      return kSize<CUpti_ActivityExternalCorrelation>;
+    }
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER:
+    case CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API: {  // launches CUDA makes on the program's behalf
+      if (room < kSize<CUpti_ActivityAPI>) return kCutOff;
+      const auto* r = reinterpret_cast<const CUpti_ActivityAPI*>(record);
+      sink.on(model::ApiCall{r->correlationId, r->start, r->end});
+      return kSize<CUpti_ActivityAPI>;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
+      if (room < kSize<CUpti_ActivityMemcpy6>) return kCutOff;
       const auto* r = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
       sink.on(model::MemcpyActivity{r->correlationId, r->start, r->end, r->bytes, copy_kind(r->copyKind),
                                     r->deviceId, r->streamId});
-      return true;
+      return kSize<CUpti_ActivityMemcpy6>;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY2: {  // peer to peer, between two devices
+      if (room < kSize<CUpti_ActivityMemcpyPtoP4>) return kCutOff;
       const auto* r = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(record);
       sink.on(model::MemcpyActivity{r->correlationId, r->start, r->end, r->bytes, CopyKind::PtoP, r->deviceId,
                                     r->streamId});
-      return true;
+      return kSize<CUpti_ActivityMemcpyPtoP4>;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
+      if (room < kSize<CUpti_ActivityMemset4>) return kCutOff;
       const auto* r = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
       sink.on(model::MemsetActivity{r->correlationId, r->start, r->end, r->bytes, r->deviceId, r->streamId});
-      return true;
+      return kSize<CUpti_ActivityMemset4>;
     }
     case CUPTI_ACTIVITY_KIND_MEMORY2: {
+      if (room < kSize<CUpti_ActivityMemory4>) return kCutOff;
       const auto* r = reinterpret_cast<const CUpti_ActivityMemory4*>(record);
       const bool device_memory = r->memoryKind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE ||
                                  r->memoryKind == CUPTI_ACTIVITY_MEMORY_KIND_MANAGED;
       const bool alloc = r->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
       const bool release = r->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
-      if (!device_memory || (!alloc && !release)) return true;
-      sink.on(
-          model::MemoryActivity{r->correlationId, r->timestamp, r->address, r->bytes, alloc, r->deviceId});
-      return true;
+      if (device_memory && (alloc || release))
+        sink.on(
+            model::MemoryActivity{r->correlationId, r->timestamp, r->address, r->bytes, alloc, r->deviceId});
+      return kSize<CUpti_ActivityMemory4>;
     }
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
+      if (room < kSize<CUpti_ActivitySynchronization2>) return kCutOff;
       const auto* r = reinterpret_cast<const CUpti_ActivitySynchronization2*>(record);
       sink.on(model::SyncActivity{r->correlationId, r->start, r->end});
-      return true;
-    }
-    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
-      const auto* r = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(record);
-      if (r->externalKind != CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0) return true;  // another tool's ids
-      sink.on(model::ExternalCorrelation{r->correlationId, r->externalId});
-      return true;
-    }
-    case CUPTI_ACTIVITY_KIND_RUNTIME:
-    case CUPTI_ACTIVITY_KIND_DRIVER:
-    case CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API: {  // launches CUDA makes on the program's behalf
-      const auto* r = reinterpret_cast<const CUpti_ActivityAPI*>(record);
-      sink.on(model::ApiCall{r->correlationId, r->start, r->end});
-      return true;
+      return kSize<CUpti_ActivitySynchronization2>;
     }
     case CUPTI_ACTIVITY_KIND_OVERHEAD: {
+      if (room < kSize<CUpti_ActivityOverhead3>) return kCutOff;
       const auto* r = reinterpret_cast<const CUpti_ActivityOverhead3*>(record);
       sink.on(model::OverheadActivity{r->start, r->end});
-      return true;
+      return kSize<CUpti_ActivityOverhead3>;
     }
     default:
-      return false;
+      return 0;
   }
 }
 
@@ -155,7 +144,8 @@ DecodeCounts walk_by_cupti(std::uint8_t* buffer, std::size_t valid_bytes, Sink& 
       break;
     }
     ++counts.records;
-    if (!decode(record, sink)) ++counts.unknown;
+    // CUPTI sized the record: a later layout only extends the compiled one, so it fits.
+    if (decode(record, kCutOff - 1, sink) == 0) ++counts.unknown;
   }
   return counts;
 }
@@ -169,14 +159,13 @@ DecodeCounts walk_by_size(std::uint8_t* buffer, std::size_t valid_bytes, Sink& s
   std::size_t at = 0;
   while (at + sizeof(CUpti_ActivityKind) <= valid_bytes) {
     auto* record = reinterpret_cast<CUpti_Activity*>(buffer + at);
-    const std::size_t size = record_size(record->kind);
+    const std::size_t size = decode(record, valid_bytes - at, sink);
+    if (size == kCutOff) {
+      ++counts.unknown;  // a record cut off at the end of the buffer
+      break;
+    }
     if (size != 0) {
-      if (at + size > valid_bytes) {
-        ++counts.unknown;  // a record cut off at the end of the buffer
-        break;
-      }
       ++counts.records;
-      decode(record, sink);
       at += size;
       continue;
     }
