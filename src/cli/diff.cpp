@@ -205,7 +205,10 @@ int diff(const Args& args) {
       c.next = kMetrics[k].value(*n);
       c.gated = s.gated[k] && !d.small;
       const double rel = c.relative();
-      c.regressed = c.gated && (kMetrics[k].higher_is_worse ? rel > s.threshold : rel < -s.threshold);
+      // A change at the threshold is not a regression, to within the rounding of the ratio (0.72
+      // against 0.8 is -10.000000000000009%).
+      const double margin = s.threshold + 1e-9;
+      c.regressed = c.gated && (kMetrics[k].higher_is_worse ? rel > margin : rel < -margin);
       regressions += c.regressed ? 1 : 0;
     }
     ranges.push_back(std::move(d));

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Many ranks end to end: 4 ranks of tests/cli/rank_program.cpp started by Open MPI's mpirun on
+this machine, each writing its own report (CUSCOPE_JSON=report-%r.json) and table
+(CUSCOPE_OUTPUT=table-%h-%p.txt), then `cuscope merge`, with exact expectations: ranks, calls,
+the slowest rank and the straggler findings (rank 3 is slower by construction).
+
+usage: check_merge.py CUSCOPE RANK_PROGRAM WORK_DIR"""
+import glob
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+
+cli, program, work = sys.argv[1:4]
+
+
+def fail(message):
+    print("FAIL: " + message)
+    sys.exit(1)
+
+
+def check(condition, message):
+    if not condition:
+        fail(message)
+
+
+mpirun = shutil.which("mpirun")
+check(mpirun is not None, "mpirun is not installed (cmake/setup.sh installs Debian's openmpi-bin)")
+shutil.rmtree(work, ignore_errors=True)
+os.makedirs(work)
+os.chdir(work)
+
+env = dict(os.environ, CUSCOPE_JSON="report-%r.json", CUSCOPE_OUTPUT="table-%h-%p.txt",
+           # Open MPI refuses root unless told twice; the ranks need no network beyond this host.
+           OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_btl="self",
+           OMPI_MCA_btl_base_warn_component_unused="0")
+for name in ("RANK", "WORLD_SIZE", "PMI_RANK", "SLURM_PROCID"):  # the launcher's rank must be the one read
+    env.pop(name, None)
+run = subprocess.run([mpirun, "--oversubscribe", "-np", "4", program], env=env, capture_output=True, text=True,
+                     timeout=120)
+check(run.returncode == 0, f"mpirun exited {run.returncode}: {run.stdout}{run.stderr}")
+
+reports = sorted(glob.glob("report-*.json"))
+check(reports == [f"report-{r}.json" for r in range(4)], f"one report per rank expected, found {reports}")
+for r in range(4):
+    with open(f"report-{r}.json") as f:
+        j = json.load(f)
+    check(j["rank"] == r and j["world_size"] == 4, f"report-{r}.json records rank {j['rank']} of {j['world_size']}")
+tables = glob.glob("table-*.txt")
+host = re.escape(socket.gethostname())
+check(len(tables) == 4 and all(re.fullmatch(f"table-{host}-[0-9]+\\.txt", t) for t in tables),
+      f"one table per rank named by host and pid expected, found {tables}")
+headers = sorted(open(t).readline().rsplit(" — ", 1)[-1].strip() for t in tables)
+check(headers == [f"rank {r} of 4" for r in range(4)], f"table headers: {headers}")
+print("ok: 4 ranks under mpirun wrote report-0..3.json and table-<host>-<pid>.txt, each with its rank")
+
+# --straggler 10: ten times the median more, which only rank 3's 800 ms can reach (the others sleep
+# 2 ms per step); the median host times are above the default --min-time of 1 ms.
+merge = subprocess.run([cli, "merge", "--straggler", "10", "-o", "merged.json"] + reports[::-1],
+                       capture_output=True, text=True)
+check(merge.returncode == 0, f"cuscope merge exited {merge.returncode}: {merge.stderr}")
+out = merge.stdout
+print(out, end="")
+lines = out.splitlines()
+check(lines[0] == "cuscope merge — 4 ranks of 4 — device: " + json.load(open("report-0.json"))["device"],
+      f"header: {lines[0]}")
+stragglers = [l for l in lines if l.startswith("straggler: ")]
+check(len(stragglers) == 2 and stragglers[0].startswith("straggler: rank 3 in step: host ")
+      and stragglers[1].startswith("straggler: rank 3 in step/compute: host "), f"stragglers: {stragglers}")
+rows = {l.split()[0]: l.split() for l in lines if re.match(r"^ *(step|compute|extra) ", l)}
+check(rows["step"][1:3] == ["4", "3"] and rows["compute"][1:3] == ["4", "3"] and rows["extra"][1:3] == ["3", "3-9"],
+      f"ranks and calls columns: {rows}")
+# slowest is the 9th column (after range, ranks, calls and three values with units).
+check(rows["step"][9] == "3" and rows["compute"][9] == "3", f"slowest rank column: {rows}")
+
+with open("merged.json") as f:
+    m = json.load(f)
+check(m["schema"] == "cuscope.merged/1" and m["world_size"] == 4 and m["missing_ranks"] == [] and m["notes"] == [],
+      f"merged header: {m['schema']} {m['world_size']} {m['missing_ranks']} {m['notes']}")
+check([r["rank"] for r in m["ranks"]] == [0, 1, 2, 3], f"ranks: {m['ranks']}")
+ranges = {r["path"]: r for r in m["ranges"]}
+check(list(ranges) == ["step", "step/compute", "step/extra"], f"ranges: {list(ranges)}")
+check(ranges["step"]["calls"] == {"min": 3.0, "median": 3.0, "max": 3.0}, f"step calls {ranges['step']['calls']}")
+extra = ranges["step/extra"]
+check(extra["ranks"] == 3 and extra["calls"] == {"min": 3.0, "median": 6.0, "max": 9.0}
+      and [p["rank"] for p in extra["per_rank"]] == [1, 2, 3], f"step/extra: {extra}")
+for path in ("step", "step/compute"):
+    host = ranges[path]["host_total_ns"]
+    per_rank = {p["rank"]: p["host_total_ns"] for p in ranges[path]["per_rank"]}
+    check(host["slowest_rank"] == 3 and host["max"] == per_rank[3] and host["min"] == min(per_rank.values()),
+          f"{path}: {host} {per_rank}")
+    ordered = sorted(per_rank.values())
+    check(host["median"] == (ordered[1] + ordered[2]) / 2, f"{path} median: {host} {per_rank}")
+    check(abs(host["imbalance"] - (host["max"] / host["median"] - 1)) < 1e-9, f"{path} imbalance: {host}")
+    check(per_rank[3] >= 800_000_000, f"{path}: rank 3 slept 800 ms: {per_rank}")
+found = [(s["range"], s["rank"]) for s in m["straggler"]]
+check(found == [("step", 3), ("step/compute", 3)], f"straggler findings: {found}")
+check(all(s["ratio"] > 11 for s in m["straggler"]), f"straggler ratios: {m['straggler']}")
+print("ok: cuscope merge of the 4 ranks: ranks, calls, slowest rank 3 and its straggler findings")
+
+# Two reports of one rank cannot be merged; a missing rank is said.
+dup = subprocess.run([cli, "merge", "report-1.json", "report-1.json"], capture_output=True, text=True)
+check(dup.returncode == 1 and dup.stderr == "cuscope merge: rank 1 twice: report-1.json and report-1.json\n",
+      f"a rank twice: exit {dup.returncode}, {dup.stderr!r}")
+three = subprocess.run([cli, "merge", "report-0.json", "report-1.json", "report-3.json"], capture_output=True,
+                       text=True)
+check(three.returncode == 0 and "note: 1 of 4 ranks have no report here: 2\n" in three.stdout,
+      f"a missing rank: {three.stdout}{three.stderr}")
+print("ok: a rank given twice is refused, a missing rank is noted")
