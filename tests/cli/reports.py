@@ -5,7 +5,7 @@ import json
 
 def report(tree, rank=None, world_size=None):
     """tree: {name: {"calls": n, "host_ns": total, "gpu_ns": total, "kernel_ns": k, "busy": (busy, span),
-    "bytes": b, "children": {...}}}. Host and GPU totals are over `calls` calls."""
+    "bytes": b, "verdict": {...}, "children": {...}}}. Host and GPU totals are over `calls` calls."""
     ranges = [{"id": 0, "name": "", "path": "", "parent": None, "depth": 0, "children": []}]
 
     def add(name, spec, parent, depth):
@@ -20,6 +20,8 @@ def report(tree, rank=None, world_size=None):
              "total": {"kernel_calls": 1 if spec.get("kernel_ns") else 0, "kernel_ns": spec.get("kernel_ns", 0),
                        "gpu_busy_ns": busy, "gpu_span_ns": span,
                        "memcpy": {"HtoD": {"count": 1, "bytes": spec.get("bytes", 0), "total_ns": 0}}}}
+        if "verdict" in spec:
+            r["verdict"] = spec["verdict"]
         ranges.append(r)
         ranges[parent]["children"].append(i)
         for child, s in spec.get("children", {}).items():
