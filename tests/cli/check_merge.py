@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Many ranks end to end: 4 ranks of tests/cli/rank_program.cpp started by Open MPI's mpirun on
-this machine, each writing its own report (CUSCOPE_JSON=report-%r.json) and table
+"""Many ranks: `cuscope merge` of crafted reports with exact numbers; then, end to end, 4 ranks of
+tests/cli/rank_program.cpp started by Open MPI's mpirun on this machine, each writing its own report (CUSCOPE_JSON=report-%r.json) and table
 (CUSCOPE_OUTPUT=table-%h-%p.txt), then `cuscope merge`, with exact expectations: ranks, calls,
 the slowest rank and the straggler findings (rank 3 is slower by construction).
 
@@ -27,11 +27,46 @@ def check(condition, message):
         fail(message)
 
 
-mpirun = shutil.which("mpirun")
-check(mpirun is not None, "mpirun is not installed (cmake/setup.sh installs Debian's openmpi-bin)")
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
 os.chdir(work)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import reports  # noqa: E402
+
+# First crafted reports with exact numbers: 3 of 4 ranks, rank 2 slower, diagnostics on two ranks.
+MS = 1_000_000
+for rank, host, gpu, open_scopes in [(0, 10, 8, 1), (1, 12, 9, 0), (2, 30, 20, 2)]:
+    j = reports.report({"step": {"calls": 10, "host_ns": host * MS, "gpu_ns": gpu * MS,
+                                 "children": {"io": {"calls": rank + 1, "host_ns": MS // 2}}}},
+                       rank=rank, world_size=4)
+    j["diagnostics"] = {"open_scopes": open_scopes}
+    json.dump(j, open(f"crafted-{rank}.json", "w"))
+crafted = subprocess.run([cli, "merge", "-o", "crafted.json", "crafted-2.json", "crafted-0.json", "crafted-1.json"],
+                         capture_output=True, text=True)
+check(crafted.returncode == 0, f"merge of crafted reports: exit {crafted.returncode}: {crafted.stderr}")
+expected = """cuscope merge — 3 ranks of 4 — device: no GPU
+note: 1 of 4 ranks have no report here: 3
+all ranks: 3 scopes still open
+straggler: rank 2 in step: host 30.0 ms, 2.50x the median 12.0 ms
+
+range                            ranks   calls  host min    median       max slowest imbalance   GPU min    median       max
+step                                 3      10   10.0 ms   12.0 ms   30.0 ms       2    150.0%   8.00 ms   9.00 ms   20.0 ms
+  io                                 3     1-3    500 µs    500 µs    500 µs       0      0.0%         —         —         —
+"""
+check(crafted.stdout == expected, f"merge table of crafted reports:\n{crafted.stdout}\nexpected:\n{expected}")
+m = json.load(open("crafted.json"))
+step = m["ranges"][0]
+check(m["missing_ranks"] == [3] and m["world_size"] == 4 and m["diagnostics"]["open_scopes"] == 3,
+      f"crafted merged header: {m['missing_ranks']} {m['world_size']} {m['diagnostics']['open_scopes']}")
+check(step["host_total_ns"] == {"min": 10e6, "median": 12e6, "max": 30e6, "slowest_rank": 2, "imbalance": 1.5}
+      and step["gpu_total_ns"] == {"min": 8e6, "median": 9e6, "max": 20e6, "slowest_rank": 2, "imbalance": 20 / 9 - 1},
+      f"crafted step: {step}")
+check(m["straggler"] == [{"range": "step", "rank": 2, "host_total_ns": 30e6, "median_ns": 12e6, "ratio": 2.5}],
+      f"crafted straggler: {m['straggler']}")
+print("ok: merge of crafted reports: exact table, medians, slowest rank, imbalance, straggler, missing rank")
+
+mpirun = shutil.which("mpirun")
+check(mpirun is not None, "mpirun is not installed (cmake/setup.sh installs Debian's openmpi-bin)")
 
 env = dict(os.environ, CUSCOPE_JSON="report-%r.json", CUSCOPE_OUTPUT="table-%h-%p.txt",
            # Open MPI refuses root unless told twice; the ranks need no network beyond this host.
@@ -43,8 +78,8 @@ run = subprocess.run([mpirun, "--oversubscribe", "-np", "4", program], env=env, 
                      timeout=120)
 check(run.returncode == 0, f"mpirun exited {run.returncode}: {run.stdout}{run.stderr}")
 
-reports = sorted(glob.glob("report-*.json"))
-check(reports == [f"report-{r}.json" for r in range(4)], f"one report per rank expected, found {reports}")
+rank_reports = sorted(glob.glob("report-*.json"))
+check(rank_reports == [f"report-{r}.json" for r in range(4)], f"one report per rank expected, found {rank_reports}")
 for r in range(4):
     with open(f"report-{r}.json") as f:
         j = json.load(f)
@@ -59,7 +94,7 @@ print("ok: 4 ranks under mpirun wrote report-0..3.json and table-<host>-<pid>.tx
 
 # --straggler 10: ten times the median more, which only rank 3's 800 ms can reach (the others sleep
 # 2 ms per step); the median host times are above the default --min-time of 1 ms.
-merge = subprocess.run([cli, "merge", "--straggler", "10", "-o", "merged.json"] + reports[::-1],
+merge = subprocess.run([cli, "merge", "--straggler", "10", "-o", "merged.json"] + rank_reports[::-1],
                        capture_output=True, text=True)
 check(merge.returncode == 0, f"cuscope merge exited {merge.returncode}: {merge.stderr}")
 out = merge.stdout
