@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Many ranks: `cuscope merge` of crafted reports with exact numbers; then, end to end, 4 ranks of
-tests/cli/rank_program.cpp started by Open MPI's mpirun on this machine, each writing its own report (CUSCOPE_JSON=report-%r.json) and table
-(CUSCOPE_OUTPUT=table-%h-%p.txt), then `cuscope merge`, with exact expectations: ranks, calls,
-the slowest rank and the straggler findings (rank 3 is slower by construction).
+tests/cli/rank_program.cpp started by Open MPI's mpirun on this machine, each writing its own report
+(CUSCOPE_JSON=report-%r.json) and table (CUSCOPE_OUTPUT=table-%h-%p.txt), then `cuscope merge`,
+with exact expectations: ranks, calls, the slowest rank and the straggler findings (rank 3 is
+slower by construction).
 
 usage: check_merge.py CUSCOPE RANK_PROGRAM WORK_DIR"""
 import glob
