@@ -267,7 +267,8 @@ int diff(const Args& args) {
         if (c.base == 0 && c.next == 0 && !c.gated) continue;  // nothing measured either time
         const Unit u = kMetrics[k].unit;
         const std::string name =
-            first ? std::string(2 * (d.depth - 1), ' ') + d.path.substr(d.path.rfind('/') + 1) : "";
+            first ? std::string(2 * std::max(0, d.depth - 1), ' ') + d.path.substr(d.path.rfind('/') + 1)
+                  : "";
         first = false;
         out += views::pad_right(views::truncate(name, 32), 33) + views::pad_right(kMetrics[k].name, 8) +
                views::pad_left(shown(u, c.base), 10) + " " + views::pad_left(shown(u, c.next), 10) + " " +

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli/cli.hpp"
+#include "model/utf8.hpp"
 #include "views/format.hpp"
 
 namespace cuscope::cli {
@@ -51,29 +52,25 @@ constexpr Metric kMetrics[] = {
     {"kernel", "kernel time", [](const RangeStats& r) { return r.total.kernel_ns; }},
 };
 
+// Text for XML: markup characters as entities, control bytes (not allowed in XML 1.0) as spaces,
+// bytes that are not UTF-8 as U+FFFD, so that a browser always parses the file.
 std::string xml(std::string_view s) {
   std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\n') {
-          out += ' ';  // not allowed in XML 1.0
-        } else {
-          out += c;
-        }
+  for (std::size_t i = 0; i < s.size();) {
+    const char c = s[i];
+    const std::size_t len = model::utf8_sequence_length(s, i);
+    if (len == 0) {
+      out += "\uFFFD";
+    } else if (len > 1) {
+      out.append(s, i, len);
+    } else if (c == '<' || c == '>' || c == '&' || c == '"') {
+      out += c == '<' ? "&lt;" : c == '>' ? "&gt;" : c == '&' ? "&amp;" : "&quot;";
+    } else if (static_cast<unsigned char>(c) < 0x20 && c != '\n') {
+      out += ' ';
+    } else {
+      out += c;
     }
+    i += len == 0 ? 1 : len;
   }
   return out;
 }
@@ -100,7 +97,8 @@ std::string tooltip(const RangeStats& r, std::uint64_t value, std::uint64_t tota
     t += fmt::format("\nGPU: {} total, {} mean", views::format_duration(r.gpu.total_ns),
                      views::format_duration(static_cast<std::uint64_t>(r.gpu.mean_ns())));
   if (r.total.kernel_calls)
-    t += fmt::format("\nkernels: {} launches, {}, GPU busy {}", r.total.kernel_calls,
+    t += fmt::format("\nkernels: {} {}, {}, GPU busy {}", r.total.kernel_calls,
+                     r.total.kernel_calls == 1 ? "launch" : "launches",
                      views::format_duration(r.total.kernel_ns), views::format_percent(r.total.busy_share()));
   // Findings: the roofline verdict today; per-range findings (issue 14, part 1) join here.
   if (r.verdict.bound != Bound::unknown)

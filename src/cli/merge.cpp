@@ -183,10 +183,10 @@ int merge(const Args& args) {
       const RangeStats& range = r.ranges[i];
       auto [at, fresh] = index.emplace(range.path, ranges.size());
       if (fresh) {
-        // After its parent's last descendant so far, so that the table stays a tree.
+        // After its parent's last descendant so far, so that the table stays a tree. The walk
+        // visits a parent before its children: the parent is in `index` already.
         std::size_t pos = ranges.size();
-        if (range.depth > 1) {
-          const std::string parent = range.path.substr(0, range.path.rfind('/'));
+        if (const std::string& parent = r.ranges[range.parent].path; !parent.empty()) {
           pos = index.at(parent) + 1;
           while (pos < ranges.size() && ranges[pos].path.rfind(parent + "/", 0) == 0) ++pos;
         }
@@ -196,7 +196,12 @@ int merge(const Args& args) {
           if (k >= pos && p != range.path) ++k;
         at->second = pos;
       }
-      ranges[at->second].ranks.push_back({rank, range.calls, range.host.total_ns, range.gpu.total_ns});
+      Merged& m = ranges[at->second];
+      if (!m.ranks.empty() && m.ranks.back().rank == rank) {  // a path twice in one report
+        notes.push_back(fmt::format("{} holds range {} twice; the second is left out", in->file, range.path));
+        continue;
+      }
+      m.ranks.push_back({rank, range.calls, range.host.total_ns, range.gpu.total_ns});
     }
   }
 

@@ -131,7 +131,7 @@ check(boxes["step/forward"]["w"] == 1200 * 350 / 1200 and boxes["prefetch/read"]
 attention = boxes["step/forward/attention"]["title"].split("\n")
 check(attention == ["step/forward/attention", "host time: 200 ms (16.7% of all)", "calls: 10",
                     "host: 200 ms total, 20.0 ms mean", "GPU: 195 ms total, 19.5 ms mean",
-                    "kernels: 1 launches, 190 ms, GPU busy 95.0%", "memory-bound: DRAM at 87% of peak while SM at 12%"],
+                    "kernels: 1 launch, 190 ms, GPU busy 95.0%", "memory-bound: DRAM at 87% of peak while SM at 12%"],
       f"attention's tooltip: {attention}")
 check(boxes["step/forward/attention"]["label"] == "attention" and boxes[""]["label"] == "all",
       "labels: the range's name, 'all' for the top row")
