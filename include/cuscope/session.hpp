@@ -40,10 +40,10 @@ struct Options {
   /// CUSCOPE_TRACE's, start() replaces %r by the process's rank in its job (Report::rank; 0 when
   /// none), %p by its pid, %h by its host name and %% by %: one file per rank of a job.
   std::string output_path;
-  std::string json_path;  ///< CUSCOPE_JSON: also write the exit report as JSON here
-  TableOptions table;              ///< CUSCOPE_SORT, CUSCOPE_ROWS, CUSCOPE_TOP_KERNELS
-  std::uint32_t max_depth = 64;    ///< CUSCOPE_MAX_DEPTH: deeper scopes time into their parent; 1-256
-                                   ///< (start() uses 64 instead of a value outside, with a note)
+  std::string json_path;         ///< CUSCOPE_JSON: also write the exit report as JSON here
+  TableOptions table;            ///< CUSCOPE_SORT, CUSCOPE_ROWS, CUSCOPE_TOP_KERNELS
+  std::uint32_t max_depth = 64;  ///< CUSCOPE_MAX_DEPTH: deeper scopes time into their parent; 1-256
+                                 ///< (start() uses 64 instead of a value outside, with a note)
   /// CUSCOPE_METRICS: hardware counters by kernel replay, as named sets ("sol", "memory",
   /// "compute", "occupancy") and/or CUPTI metric names, comma-separated; "" = none (replay is slow).
   std::string metrics;
