@@ -160,16 +160,23 @@ int merge(const Args& args) {
     if (const auto [at, fresh] = by_rank.emplace(in.rank, &in); !fresh)
       return fail("merge", fmt::format("rank {} twice: {} and {}", in.rank, at->second->file, in.file));
     if (in.report.world_size > 0 && world_size > 0 && in.report.world_size != world_size)
-      notes.push_back(fmt::format("{} says the world size is {}, an earlier report {}", in.file,
+      notes.push_back(fmt::format("{} says the world size is {}, an earlier report said {}", in.file,
                                   in.report.world_size, world_size));
     world_size = std::max(world_size, in.report.world_size);
   }
+  // A world size comes from a file: the missing ranks are listed up to a bound, and counted.
+  constexpr std::size_t kListedMissing = 64;
   std::vector<std::int64_t> missing;
-  for (std::int64_t r = 0; r < world_size; ++r)
+  std::int64_t present = 0;
+  for (const auto& [rank, in] : by_rank) present += rank < world_size ? 1 : 0;
+  for (std::int64_t r = 0; r < world_size && missing.size() < kListedMissing; ++r)
     if (!by_rank.count(r)) missing.push_back(r);
-  if (!missing.empty())
-    notes.push_back(fmt::format("{} of {} ranks have no report here: {}", missing.size(), world_size,
-                                fmt::join(missing, ", ")));
+  if (const std::int64_t absent = world_size - present; absent > 0) {
+    const std::int64_t unlisted = absent - static_cast<std::int64_t>(missing.size());
+    notes.push_back(fmt::format("{} of {} ranks have no report here: {}{}", absent, world_size,
+                                fmt::join(missing, ", "),
+                                unlisted > 0 ? fmt::format(" and {} more", unlisted) : ""));
+  }
 
   // Ranges in the order of a walk of each rank's tree, ranks ascending: parents before children.
   std::vector<Merged> ranges;

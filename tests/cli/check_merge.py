@@ -66,6 +66,16 @@ check(m["straggler"] == [{"range": "step", "rank": 2, "host_total_ns": 30e6, "me
       f"crafted straggler: {m['straggler']}")
 print("ok: merge of crafted reports: exact table, medians, slowest rank, imbalance, straggler, missing rank")
 
+# A world size is read from a file: a huge one is counted, its missing ranks listed up to 64.
+json.dump(reports.report({"step": {"calls": 1, "host_ns": MS}}, rank=0, world_size=1_000_000_000),
+          open("huge.json", "w"))
+huge = subprocess.run([cli, "merge", "-o", "huge-merged.json", "huge.json"], capture_output=True, text=True, timeout=30)
+listed = ", ".join(str(r) for r in range(1, 65))
+check(huge.returncode == 0 and f"note: 999999999 of 1000000000 ranks have no report here: {listed} and 999999935 more\n"
+      in huge.stdout and json.load(open("huge-merged.json"))["missing_ranks"] == list(range(1, 65)),
+      f"a huge world size: {huge.returncode} {huge.stdout[:300]} {huge.stderr}")
+print("ok: a huge world size: missing ranks counted, 64 listed")
+
 mpirun = shutil.which("mpirun")
 check(mpirun is not None, "mpirun is not installed (cmake/setup.sh installs Debian's openmpi-bin)")
 
