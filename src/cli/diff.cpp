@@ -170,6 +170,9 @@ std::string relative_shown(double rel) {
   return fmt::format("{:+.1f}%", rel * 100);
 }
 
+// Two spaces a level, within the 32 columns of the name (a report read from a file may nest deeper).
+std::string indent(int depth) { return std::string(2 * std::clamp(depth - 1, 0, 12), ' '); }
+
 int bad_input(const std::string& message) {
   fail("diff", message);
   return kBadInput;
@@ -266,9 +269,7 @@ int diff(const Args& args) {
         const Change& c = d.changes[k];
         if (c.base == 0 && c.next == 0 && !c.gated) continue;  // nothing measured either time
         const Unit u = kMetrics[k].unit;
-        const std::string name =
-            first ? std::string(2 * std::max(0, d.depth - 1), ' ') + d.path.substr(d.path.rfind('/') + 1)
-                  : "";
+        const std::string name = first ? indent(d.depth) + d.path.substr(d.path.rfind('/') + 1) : "";
         first = false;
         out += views::pad_right(views::truncate(name, 32), 33) + views::pad_right(kMetrics[k].name, 8) +
                views::pad_left(shown(u, c.base), 10) + " " + views::pad_left(shown(u, c.next), 10) + " " +

@@ -39,6 +39,9 @@ constexpr double kBoxHeight = 19;
 constexpr double kTop = 34;     // below the title
 constexpr double kMargin = 10;  // left and right
 constexpr double kMinWidth = 0.5;
+// Rows drawn: deeper than any live session records (256), so only a crafted report reaches it,
+// and the recursion over rows stays shallow.
+constexpr int kMaxRows = 300;
 constexpr double kCharWidth = 7;  // of the 12 px label font, for cutting labels to their box
 
 struct Metric {
@@ -112,7 +115,8 @@ struct Drawing {
   double width;
   std::uint64_t total = 0;
   std::string body;
-  std::size_t narrow = 0;  // ranges not drawn (with their subtrees)
+  std::size_t narrow = 0;    // ranges not drawn (with their subtrees)
+  std::size_t too_deep = 0;  // ranges below the last row drawn
   int deepest = 0;
 
   void box(const RangeStats& r, double x, double w, int row, std::uint64_t value) {
@@ -143,6 +147,8 @@ struct Drawing {
       if (v == 0) continue;
       if (cw < kMinWidth) {
         narrow += 1 + subtree_size(child);
+      } else if (row > kMaxRows) {
+        too_deep += 1 + subtree_size(child);
       } else {
         box(child, x, cw, row, v);
         children(child, v, x, cw, row + 1);
@@ -151,10 +157,19 @@ struct Drawing {
     }
   }
 
+  // Without recursion: a report read from a file may nest deeper than a stack allows.
   std::size_t subtree_size(const RangeStats& r) const {
     std::size_t n = 0;
-    for (std::size_t c : r.children)
-      if (metric.value(report.ranges[c]) > 0) n += 1 + subtree_size(report.ranges[c]);
+    std::vector<const RangeStats*> todo{&r};
+    while (!todo.empty()) {
+      const RangeStats* at = todo.back();
+      todo.pop_back();
+      for (std::size_t c : at->children) {
+        if (metric.value(report.ranges[c]) == 0) continue;
+        ++n;
+        todo.push_back(&report.ranges[c]);
+      }
+    }
     return n;
   }
 };
@@ -217,6 +232,9 @@ int flame(const Args& args) {
   if (d.narrow > 0)
     footer = fmt::format("{} {} narrower than {} px not drawn", d.narrow, d.narrow == 1 ? "range" : "ranges",
                          kMinWidth);
+  if (d.too_deep > 0)
+    footer += fmt::format("{}{} {} deeper than {} rows not drawn", footer.empty() ? "" : "; ", d.too_deep,
+                          d.too_deep == 1 ? "range" : "ranges", kMaxRows);
   if (!footer.empty())
     svg += fmt::format("<text class=\"footer\" x=\"{:.0f}\" y=\"{:.0f}\">{}</text>\n", kMargin, height - 8,
                        footer);

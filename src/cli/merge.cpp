@@ -98,7 +98,8 @@ std::string time_or_dash(double ns) {
 }
 
 std::string table_row(const Merged& m) {
-  const std::string name = std::string(2 * std::max(0, m.depth - 1), ' ') + m.name;
+  const std::string name =
+      std::string(2 * std::clamp(m.depth - 1, 0, 12), ' ') + m.name;  // within the name's 32 columns
   const std::string calls = m.calls.min == m.calls.max ? views::format_quantity(m.calls.min)
                                                        : views::format_quantity(m.calls.min) + "-" +
                                                              views::format_quantity(m.calls.max);

@@ -149,6 +149,21 @@ check(r.returncode == 1 and r.stderr.startswith("cuscope flame: missing.json: ca
       f"flame of a missing file: {r.returncode} {r.stderr}")
 print("ok: flame's bad command lines and bad input")
 
+# A tree deeper than any session records (a report read from a file may hold one): rows past 300
+# are counted, not drawn.
+chain = {}
+node = chain
+for depth in range(400):
+    node["r"] = {"calls": 1, "host_ns": MS, "children": {}}
+    node = node["r"]["children"]
+reports.write("deep.json", chain)
+deep = subprocess.run([cli, "flame", "deep.json", "-o", "deep.svg"], capture_output=True, text=True)
+check(deep.returncode == 0, f"flame of a 400-deep chain: exit {deep.returncode}: {deep.stderr}")
+root, deep_boxes, footer = drawn("deep.svg")
+check(len(deep_boxes) == 301 and footer == ["100 ranges deeper than 300 rows not drawn"],
+      f"a 400-deep chain: {len(deep_boxes)} boxes, footer {footer}")
+print("ok: a 400-deep chain: rows past 300 counted, not drawn")
+
 if not chromium:
     sys.exit(0)
 
