@@ -113,6 +113,11 @@ std::string table_row(const Merged& m) {
          cell(time_or_dash(m.gpu.max), 9) + "\n";
 }
 
+int usage_error(const std::string& why) {
+  std::fprintf(stderr, "cuscope merge: %s\n\n%s", why.c_str(), kHelp);
+  return kUsageError;
+}
+
 }  // namespace
 
 int merge(const Args& args) {
@@ -129,21 +134,20 @@ int merge(const Args& args) {
     }
     if (a == "-o" && has_value) {
       out = std::string(args[++i]);
-    } else if (a == "--straggler" && has_value && parse_share(args[i + 1], &straggler)) {
-      ++i;
-    } else if (a == "--min-time" && has_value && parse_duration_ns(args[i + 1], &min_time_ns)) {
-      ++i;
+    } else if (a == "--straggler" && has_value) {
+      if (!parse_share(args[++i], &straggler))
+        return usage_error(fmt::format("--straggler '{}' is not a share (0.25 or 25%)", args[i]));
+    } else if (a == "--min-time" && has_value) {
+      if (!parse_duration_ns(args[++i], &min_time_ns))
+        return usage_error(fmt::format("--min-time '{}' is not a duration (500us, 2ms, 1s)", args[i]));
     } else if (!a.empty() && a[0] != '-') {
       inputs.push_back({std::string(a), {}, 0});
     } else {
-      std::fputs(kHelp, stderr);
-      return kUsageError;
+      return usage_error(
+          fmt::format("'{}' is not an option of merge{}", a, has_value ? "" : " (or it lacks its value)"));
     }
   }
-  if (inputs.empty()) {
-    std::fputs(kHelp, stderr);
-    return kUsageError;
-  }
+  if (inputs.empty()) return usage_error("it merges one report or more");
 
   std::vector<std::string> notes;
   std::map<std::int64_t, const Input*> by_rank;

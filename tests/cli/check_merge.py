@@ -155,4 +155,7 @@ three = subprocess.run([cli, "merge", "report-0.json", "report-1.json", "report-
                        text=True)
 check(three.returncode == 0 and "note: 1 of 4 ranks have no report here: 2\n" in three.stdout,
       f"a missing rank: {three.stdout}{three.stderr}")
-print("ok: a rank given twice is refused, a missing rank is noted")
+bad = subprocess.run([cli, "merge", "--straggler", "lots", "report-1.json"], capture_output=True, text=True)
+check(bad.returncode == 2 and bad.stderr.startswith("cuscope merge: --straggler 'lots' is not a share (0.25 or 25%)\n"),
+      f"a bad --straggler: exit {bad.returncode}, {bad.stderr!r}")
+print("ok: a rank given twice is refused, a missing rank is noted, a bad option named")
