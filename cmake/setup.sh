@@ -3,9 +3,11 @@
 # CUDA 13 itself (nvcc, cudart, CUPTI, NVTX3) is expected at /usr/local/cuda.
 set -euo pipefail
 
-# clang-14 and libclang-rt-14-dev: the trace reader's fuzzer (libFuzzer); python3-venv: the HTA test.
+# clang-14 and libclang-rt-14-dev: the trace reader's fuzzer (libFuzzer); python3-venv: the HTA test;
+# chromium and fonts-dejavu-core: the flame graph's rendering test; openmpi-bin (mpirun) and
+# libopenmpi-dev: the many-ranks test.
 packages=(cmake ninja-build g++ libabsl-dev libspdlog-dev libfmt-dev catch2 nlohmann-json3-dev libbenchmark-dev
-          clang-14 libclang-rt-14-dev python3 python3-venv)
+          clang-14 libclang-rt-14-dev python3 python3-venv chromium fonts-dejavu-core openmpi-bin libopenmpi-dev)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -243,6 +243,11 @@ struct Report {
   std::uint64_t recorded_steps = 0;     ///< of those, steps inside the active window
   std::uint64_t window_start_step = 0;  ///< steps before the window opens (wait + warm-up)
   std::uint64_t wall_ns = 0;            ///< session start to snapshot
+  /// This process's rank in its job, from RANK, OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID
+  /// (the first set), and the job's size from its launcher (WORLD_SIZE, OMPI_COMM_WORLD_SIZE,
+  /// PMI_SIZE, SLURM_NTASKS). -1 and 0 when not known.
+  std::int64_t rank = -1;
+  std::int64_t world_size = 0;
 
   /// The range at `path` ("a/b/c"; "" is the root), or nullptr.
   [[nodiscard]] const RangeStats* find(std::string_view path) const;

@@ -36,11 +36,14 @@ struct Options {
   std::uint32_t warmup_steps = 0;  ///< CUSCOPE_WARMUP: then steps run traced but left out
   std::uint32_t active_steps = 0;  ///< CUSCOPE_ACTIVE: then steps recorded; 0 = every step after
   bool print_at_exit = true;       ///< CUSCOPE_PRINT: print the table at exit
-  std::string output_path;         ///< CUSCOPE_OUTPUT: write the exit table here ("" = stderr)
-  std::string json_path;           ///< CUSCOPE_JSON: also write the exit report as JSON here
-  TableOptions table;              ///< CUSCOPE_SORT, CUSCOPE_ROWS, CUSCOPE_TOP_KERNELS
-  std::uint32_t max_depth = 64;    ///< CUSCOPE_MAX_DEPTH: deeper scopes time into their parent; 1-256
-                                   ///< (start() uses 64 instead of a value outside, with a note)
+  /// CUSCOPE_OUTPUT: write the exit table here ("" = stderr). In this path, CUSCOPE_JSON's and
+  /// CUSCOPE_TRACE's, start() replaces %r by the process's rank in its job (Report::rank; 0 when
+  /// none), %p by its pid, %h by its host name and %% by %: one file per rank of a job.
+  std::string output_path;
+  std::string json_path;         ///< CUSCOPE_JSON: also write the exit report as JSON here
+  TableOptions table;            ///< CUSCOPE_SORT, CUSCOPE_ROWS, CUSCOPE_TOP_KERNELS
+  std::uint32_t max_depth = 64;  ///< CUSCOPE_MAX_DEPTH: deeper scopes time into their parent; 1-256
+                                 ///< (start() uses 64 instead of a value outside, with a note)
   /// CUSCOPE_METRICS: hardware counters by kernel replay, as named sets ("sol", "memory",
   /// "compute", "occupancy") and/or CUPTI metric names, comma-separated; "" = none (replay is slow).
   std::string metrics;

@@ -20,6 +20,9 @@ constexpr const char* kUsage =
     "  show FILE            the report's table (a trace file or a JSON report)\n"
     "  json TRACE           the report of a trace as JSON (the session's own CUSCOPE_JSON)\n"
     "  trace TRACE -o OUT   a Chrome/Perfetto trace (Kineto's JSON shape) of a trace file\n"
+    "  diff BASE NEW        a regression gate: two reports compared range by range (exit 1 if worse)\n"
+    "  flame FILE -o SVG    the range tree as an icicle graph (SVG), sized by host, GPU or kernel time\n"
+    "  merge FILE...        the reports of a job's ranks as one table (min/median/max, stragglers)\n"
     "\n"
     "`cuscope <command> --help` describes a command. `cuscope --version` prints the version.\n";
 
@@ -42,6 +45,9 @@ int main(int argc, char** argv) {
     if (command == "json") return cuscope::cli::json(args);
     if (command == "trace") return cuscope::cli::trace(args);
     if (command == "run") return cuscope::cli::run(args);
+    if (command == "diff") return cuscope::cli::diff(args);
+    if (command == "flame") return cuscope::cli::flame(args);
+    if (command == "merge") return cuscope::cli::merge(args);
     std::fprintf(stderr, "cuscope: unknown command '%s'\n\n%s", argv[1], kUsage);
     return cuscope::cli::kUsageError;
   } catch (const std::exception& e) {

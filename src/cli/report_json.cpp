@@ -173,6 +173,8 @@ bool report_from_json(const std::string& text, Report* out, std::string* error) 
     get(j, "recorded_steps", r.recorded_steps);
     get(j, "window_start_step", r.window_start_step);
     get(j, "wall_ns", r.wall_ns);
+    get(j, "rank", r.rank);  // null or absent (a single process, or a report before ranks): -1
+    get(j, "world_size", r.world_size);
     if (auto d = j.find("diagnostics"); d != j.end()) {
       // The names are string literals: their data() is null-terminated.
       for (const views::DiagnosticField& f : views::kDiagnosticFields)

@@ -35,6 +35,7 @@
 #include "session/handover.hpp"
 #include "session/hardware.hpp"
 #include "session/log.hpp"
+#include "session/ranks.hpp"
 #include "trace/session_trace.hpp"
 
 namespace cuscope {
@@ -408,6 +409,11 @@ bool start(const Options& given) {
                             model::kHardMaxDepth, fallback));
       options.max_depth = fallback;
     }
+    const ProcessIdentity id = this_process();  // each rank of a job writes its own files
+    for (const std::string& problem : id.problems) warn_once(problem);
+    expand_output_paths(options, id);
+    s.rank = id.rank;
+    s.world_size = id.world_size;
     s.options = options;
     start_clock(true);
     s.start_ns = now_ns();
@@ -536,6 +542,8 @@ Report snapshot() {
       r.activity_status = s.activity_status;
       r.counters_status = s.counters_status;
       r.clock = clock_description();
+      r.rank = s.rank;
+      r.world_size = s.world_size;
       if (std::string failure = counters_failure(); !failure.empty()) r.counters_status = failure;
       apply_verdicts(r, s.peaks, s.counter_metrics);
       r.wall_ns = s.started ? now_ns() - s.start_ns : 0;

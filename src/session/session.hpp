@@ -79,6 +79,8 @@ class Session {
   std::vector<Metric> counter_metrics;  // the plan the range profiler follows, when it runs
   model::DevicePeaks peaks;
   std::uint64_t start_ns = 0;
+  std::int64_t rank = -1;       // in its job (RANK, OMPI_COMM_WORLD_RANK, ...); -1: none
+  std::int64_t world_size = 0;  // 0: not known
 
   std::atomic<std::uint64_t> steps{0};
   std::atomic<std::uint64_t> recorded_steps{0};

@@ -336,6 +336,18 @@ std::string format_json(const Report& report) {
   w.field("recorded_steps", report.recorded_steps);
   w.field("window_start_step", report.window_start_step);
   w.field("wall_ns", report.wall_ns);
+  w.key("rank");
+  if (report.rank < 0) {
+    w.null();
+  } else {
+    w.put(std::uint64_t(report.rank));
+  }
+  w.key("world_size");
+  if (report.world_size <= 0) {
+    w.null();
+  } else {
+    w.put(std::uint64_t(report.world_size));
+  }
   w.key("diagnostics");
   write_diagnostics(w, report.diagnostics);
   w.key("ranges");

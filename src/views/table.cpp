@@ -104,8 +104,13 @@ std::string status_line(std::string_view what, std::string_view status) {
 }
 
 std::string header(const Report& report) {
-  std::string out = fmt::format("cuscope {} — device: {} — wall {} — steps {}/{}\n", version(), report.device,
+  std::string out = fmt::format("cuscope {} — device: {} — wall {} — steps {}/{}", version(), report.device,
                                 format_duration(report.wall_ns), report.recorded_steps, report.steps);
+  if (report.rank >= 0) {
+    out += report.world_size > 0 ? fmt::format(" — rank {} of {}", report.rank, report.world_size)
+                                 : fmt::format(" — rank {}", report.rank);
+  }
+  out += '\n';
   if (report.gpu_timing != "on" && report.gpu_timing == report.activity_status) {
     out += status_line("GPU timing and activity", report.gpu_timing);  // one reason, said once
   } else {

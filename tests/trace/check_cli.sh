@@ -37,8 +37,13 @@ grep -q "gemm_kernel" sorted.txt && fail "--top-kernels 0 still lists kernels"
 grep -q "^cuscope show: --sort='bogus' is not a sort key" err.txt || fail "bad --sort message: $(cat err.txt)"
 echo "ok: show's table options"
 "$cli" trace run.cuscope -o run.json || fail "cuscope trace failed"
+# diff reads traces as it reads JSON reports: a run against itself, or against its own JSON report.
+"$cli" diff --metric all run.cuscope run.cuscope >diff.txt || fail "cuscope diff of a trace with itself: $(cat diff.txt)"
+"$cli" diff --metric all run.cuscope live.json >diff.txt || fail "cuscope diff of a trace with its JSON: $(cat diff.txt)"
+grep -q "^result: no regression$" diff.txt || fail "cuscope diff of two traces: $(cat diff.txt)"
+echo "ok: cuscope diff of two traces, and of a trace and a JSON report"
 python3 "$here/check_kineto.py" run.json live.json || fail "the Kineto trace's shape"
-for c in show json trace; do
+for c in show json trace diff flame merge; do
   "$cli" $c --help | grep -q "^usage: cuscope $c" || fail "cuscope $c --help"
 done
 echo "ok: --help of each command"
