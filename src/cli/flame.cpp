@@ -103,9 +103,12 @@ std::string tooltip(const RangeStats& r, std::uint64_t value, std::uint64_t tota
     t += fmt::format("\nkernels: {} {}, {}, GPU busy {}", r.total.kernel_calls,
                      r.total.kernel_calls == 1 ? "launch" : "launches",
                      views::format_duration(r.total.kernel_ns), views::format_percent(r.total.busy_share()));
-  // Findings: the roofline verdict today; per-range findings (issue 14, part 1) join here.
-  if (r.verdict.bound != Bound::unknown)
+  // The roofline verdict (unless a finding says it), then the findings, worst first.
+  const bool said = std::any_of(r.findings.begin(), r.findings.end(),
+                                [&](const Finding& f) { return f.id == to_string(r.verdict.bound); });
+  if (r.verdict.bound != Bound::unknown && !said)
     t += fmt::format("\n{}: {}", to_string(r.verdict.bound), r.verdict.reason);
+  for (const Finding& f : r.findings) t += fmt::format("\n! {}: {} (fix: {})", f.id, f.observation, f.fix);
   return t;
 }
 

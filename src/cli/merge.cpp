@@ -217,8 +217,8 @@ int merge(const Args& args) {
     }
   }
 
-  // Findings per range (issue 14, part 1) are not in Report yet: when they are, a range's merged
-  // entry lists each rank's findings as they are, and nothing is derived here beyond "straggler".
+  // Each rank's findings stay in its own report (cuscope show REPORT); the merge derives nothing
+  // but "straggler" across ranks.
   std::vector<Straggler> stragglers;
   for (Merged& m : ranges) {
     std::vector<std::pair<std::int64_t, double>> calls, host, gpu;
