@@ -110,6 +110,15 @@ rc, _, err = run([CUSCOPE, "run", "--json", out, "--", NVTX], {"CUSCOPE_NVTX_DOM
 expect("CUSCOPE_NVTX_DOMAINS=MyLib: only MyLib's ranges", ranges(report(out)), MYLIB_ONLY)
 expect("CUSCOPE_NVTX_DOMAINS=MyLib: no start/end range of the default domain", spans(report(out)), {})
 
+# Past 510 domains the late ones share one index: their pops pair among themselves.
+out = os.path.join(WORK, "domains.json")
+rc, _, err = run([CUSCOPE, "run", "--json", out, "--", NVTX, "domains"])
+expect("600 domains: exit status", rc, 0)
+rep = report(out)
+expect("600 domains: the late domains' ranges nest and pop in pairs", ranges(rep),
+       {"outer": (1, 1), "outer/x": (1, 1), "outer/x/y": (1, 1)})
+expect("600 domains: no unbalanced ends", rep["diagnostics"]["unbalanced_ends"], 0)
+
 # A bad filter: one clear warning, every domain kept.
 out = os.path.join(WORK, "bad.json")
 rc, _, err = run([CUSCOPE, "run", "--json", out, "--", NVTX], {"CUSCOPE_NVTX_DOMAINS": "MyLib,,x"})

@@ -3,6 +3,7 @@
 // the report against the counts below, which it repeats.
 //
 //   nvtx_program [EXIT_STATUS]
+//   nvtx_program domains    600 domains: the ranges of the last two nest and pop in pairs
 //
 // Main thread and 2 workers, each: 3 x outer{ 2 x inner }, a wide-string range, and an
 // emit_nvtx()-style operator range; a "MyLib" domain with an ASCII and a registered message; a
@@ -12,6 +13,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 
 namespace {
@@ -59,7 +61,27 @@ void work() {
 
 }  // namespace
 
+// More domains than cuscope gives an index of their own (510): the late ones share one, and their
+// pops must still pair among themselves, never with the default domain's ranges.
+int many_domains() {
+  nvtxDomainHandle_t last = nullptr, before_last = nullptr;
+  for (int i = 0; i < 600; ++i) {
+    char name[16];
+    std::snprintf(name, sizeof(name), "D%d", i);
+    before_last = last;
+    last = nvtxDomainCreateA(name);
+  }
+  nvtxRangePushA("outer");
+  domain_push(before_last, "x");
+  domain_push(last, "y");
+  nvtxDomainRangePop(last);
+  nvtxDomainRangePop(before_last);
+  nvtxRangePop();
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "domains") == 0) return many_domains();
   g_mylib = nvtxDomainCreateA("MyLib");
   g_registered = nvtxDomainRegisterStringA(g_mylib, "registered_step");
   const nvtxDomainHandle_t own = nvtxDomainCreateA("cuscope");
