@@ -145,13 +145,7 @@ void ThreadTree::close_top(std::uint64_t now_ns, bool timed) {
   Frame& f = frames_[d];
   const std::uint32_t reentered = f.reentries.load(std::memory_order_relaxed);
   if (timed) {
-    const std::uint64_t start = f.start_ns.load(std::memory_order_relaxed);
-    const std::uint64_t duration = now_ns > start ? now_ns - start : 0;
-    Node* node = f.node.load(std::memory_order_relaxed);
-    node->calls.add(1);
-    node->host.add(duration);
-    node->host_children_ns.add(f.children_ns < duration ? f.children_ns : duration);
-    frames_[d - 1].children_ns += duration;  // the root's frame at d == 1: never read
+    record_close(d, now_ns);
   } else {
     unbalanced_ends.add(1 + reentered);
   }

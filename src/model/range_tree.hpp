@@ -186,13 +186,7 @@ class ThreadTree {
     if (depth != d || d == 0 || (overflow_open_ | remote_waiting_) != 0 ||
         f.reentries.load(std::memory_order_relaxed) != 0)
       return false;
-    const std::uint64_t start = f.start_ns.load(std::memory_order_relaxed);
-    const std::uint64_t duration = now_ns > start ? now_ns - start : 0;
-    Node* node = f.node.load(std::memory_order_relaxed);
-    node->calls.add(1);
-    node->host.add(duration);
-    node->host_children_ns.add(f.children_ns < duration ? f.children_ns : duration);
-    frames_[d - 1].children_ns += duration;  // the root's frame at d == 1: never read
+    record_close(d, now_ns);
     f.remote.store(0, std::memory_order_relaxed);
     depth_.store(d - 1, std::memory_order_relaxed);
     return true;
@@ -248,6 +242,18 @@ class ThreadTree {
   SoloCounter unbalanced_ends;
 
  private:
+  /// The timed close of the frame at depth `d` (owner thread): its node's call, host and self
+  /// time, and its time as a child of the frame below. What end_common() and close_top() share.
+  void record_close(std::uint32_t d, std::uint64_t now_ns) {
+    Frame& f = frames_[d];
+    const std::uint64_t start = f.start_ns.load(std::memory_order_relaxed);
+    const std::uint64_t duration = now_ns > start ? now_ns - start : 0;
+    Node* node = f.node.load(std::memory_order_relaxed);
+    node->calls.add(1);
+    node->host.add(duration);
+    node->host_children_ns.add(f.children_ns < duration ? f.children_ns : duration);
+    frames_[d - 1].children_ns += duration;  // the root's frame at d == 1: never read
+  }
   // One open range, in one cache line. The owner writes it; the atomics are read elsewhere too.
   struct alignas(64) Frame {
     std::atomic<Node*> node{nullptr};        // readers on other threads (open_node)
