@@ -1,7 +1,10 @@
-// cli/args.cpp — what several commands share: option values people type (shares, durations) and
-// the walk of a report's range tree.
+// cli/args.cpp — what several commands share: the walk over a command line, option values people
+// type (shares, durations) and the walk of a report's range tree.
+#include <fmt/format.h>
+
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "cli/cli.hpp"
@@ -17,6 +20,71 @@ bool parse_double(std::string_view text, double* out) {
 }
 
 }  // namespace
+
+bool CommandLine::next() {
+  if (stopped() || at_ + 1 >= args_.size()) {
+    at_ = args_.size();
+    return false;
+  }
+  ++at_;
+  if (args_[at_] == "--help" || args_[at_] == "-h") {
+    std::fputs(help_, stdout);
+    status_ = 0;
+    return false;
+  }
+  return true;
+}
+
+bool CommandLine::value(std::string_view name, std::string_view* value) {
+  if (args_[at_] != name) return false;
+  *value = {};
+  if (at_ + 1 == args_.size()) {
+    error(fmt::format("{} needs a value", name));
+  } else {
+    *value = args_[++at_];
+  }
+  return true;
+}
+
+bool CommandLine::operand(std::string_view* word) const {
+  const std::string_view w = args_[at_];
+  if (w.empty() || w[0] == '-') return false;
+  *word = w;
+  return true;
+}
+
+int CommandLine::error(std::string_view why) {
+  if (!stopped() || status_ == 0) {
+    std::fprintf(stderr, "cuscope %.*s: %.*s\n\n%s", static_cast<int>(command_.size()), command_.data(),
+                 static_cast<int>(why.size()), why.data(), help_);
+    status_ = usage_status_;
+  }
+  return status_;
+}
+
+int CommandLine::unknown() { return error(fmt::format("'{}' is not an option of {}", args_[at_], command_)); }
+
+int parse_file_and_output(std::string_view command, const char* help, const Args& args, bool out_required,
+                          std::string* path, std::string* out,
+                          const std::function<bool(CommandLine&)>& extra) {
+  CommandLine cl(command, help, args);
+  while (cl.next()) {
+    std::string_view v;
+    if (extra && extra(cl)) continue;
+    if (cl.value("-o", &v)) {
+      *out = std::string(v);
+    } else if (cl.operand(&v)) {
+      if (!path->empty()) return cl.error(fmt::format("one file at a time ('{}' and '{}')", *path, v));
+      *path = std::string(v);
+    } else {
+      return cl.unknown();
+    }
+  }
+  if (cl.stopped()) return cl.status();
+  if (path->empty()) return cl.error("no file given");
+  if (out_required && out->empty()) return cl.error("-o OUT is required");
+  return -1;
+}
 
 bool parse_share(std::string_view text, double* out) {
   double v = 0;

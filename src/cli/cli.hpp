@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cuscope/report.hpp>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,6 +13,10 @@
 namespace cuscope::cli {
 
 using Args = std::vector<std::string_view>;
+
+/// The exit status for a command line that cannot be run (after printing the usage).
+inline constexpr int kUsageError = 2;
+inline constexpr int kInputError = 1;
 
 int show(const Args& args);
 int json(const Args& args);
@@ -26,11 +31,60 @@ bool load_report(const std::string& path, Report* out, std::string* error);
 /// A JSON report's text back into a Report (the fields format_json writes).
 bool report_from_json(const std::string& text, Report* out, std::string* error);
 
-/// Parses "FILE [-o OUT]" (and --help), the command line of `json` and `trace`. Returns -1 when the
-/// command should go on, else the exit status to return (0 after --help, kUsageError after
-/// printing `help` for a line it cannot run). `out_required`: -o must be given.
-int parse_file_and_output(const Args& args, const char* help, bool out_required, std::string* path,
-                          std::string* out);
+/// One walk over a command's words, shared by every command, so that all of them read options the
+/// same way and say what is wrong the same way: "cuscope COMMAND: why", a blank line, the usage,
+/// on stderr, and the command's usage status. --help or -h prints the usage on stdout (status 0).
+///
+///     CommandLine cl("diff", kHelp, args);
+///     while (cl.next()) {
+///       std::string_view v;
+///       if (cl.flag("--json")) json = true;
+///       else if (cl.value("--threshold", &v)) { if (!parse_share(v, &t)) return cl.error(...); }
+///       else if (cl.operand(&v)) files.emplace_back(v);
+///       else return cl.unknown();
+///     }
+///     if (cl.stopped()) return cl.status();
+class CommandLine {
+ public:
+  CommandLine(std::string_view command, const char* help, const Args& args, int usage_status = kUsageError)
+      : command_(command), help_(help), args_(args), usage_status_(usage_status) {}
+
+  /// Steps to the next word. False at the end, after --help, or after an error.
+  bool next();
+  /// The word is the option `name`, which takes no value.
+  bool flag(std::string_view name) const { return args_[at_] == name; }
+  /// The word is the option `name`; `*value` is the word after it. An option at the end of the
+  /// line, without its value, is an error (the walk stops; `*value` is empty).
+  bool value(std::string_view name, std::string_view* value);
+  /// The word is not an option (it does not start with '-'): a file, a command.
+  bool operand(std::string_view* word) const;
+  /// Prints "cuscope COMMAND: why" and the usage (only the first error is printed); returns the
+  /// usage status and stops the walk.
+  int error(std::string_view why);
+  /// error() for the current word: not an option of this command.
+  int unknown();
+  /// True when the walk stopped early (--help or an error): return status() then.
+  [[nodiscard]] bool stopped() const { return status_ >= 0; }
+  [[nodiscard]] int status() const { return status_; }
+  /// The index of the current word in args.
+  [[nodiscard]] std::size_t at() const { return at_; }
+
+ private:
+  std::string_view command_;
+  const char* help_;
+  const Args& args_;
+  int usage_status_;
+  std::size_t at_ = static_cast<std::size_t>(-1);
+  int status_ = -1;
+};
+
+/// Parses "FILE [-o OUT]" (and --help), the command line of `json`, `trace` and `flame` (after
+/// its own options, which `extra` reads: it returns true for a word it took, and may take the
+/// value with cl.value or stop the walk with cl.error). Returns -1 when the command should go
+/// on, else the exit status to return. `out_required`: -o must be given.
+int parse_file_and_output(std::string_view command, const char* help, const Args& args, bool out_required,
+                          std::string* path, std::string* out,
+                          const std::function<bool(CommandLine&)>& extra = nullptr);
 
 /// "0.1" or "10%" as 0.1; false for anything else (negative, not a number).
 bool parse_share(std::string_view text, double* out);
@@ -41,8 +95,5 @@ std::vector<std::size_t> tree_order(const Report& report);
 
 /// Prints "cuscope <command>: <message>" to stderr and returns the exit status for bad input.
 int fail(std::string_view command, std::string_view message);
-/// The exit status for a command line that cannot be run (after printing the usage).
-inline constexpr int kUsageError = 2;
-inline constexpr int kInputError = 1;
 
 }  // namespace cuscope::cli

@@ -78,29 +78,21 @@ struct Settings {
 
 // -1: go on; else the exit status.
 int parse(const Args& args, Settings* s) {
-  const auto usage = [](const std::string& why) {
-    std::fprintf(stderr, "cuscope diff: %s\n\n%s", why.c_str(), kHelp);
-    return kBadInput;
-  };
+  CommandLine cl("diff", kHelp, args, kBadInput);
   std::vector<std::string> files;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string_view a = args[i];
-    const bool has_value = i + 1 < args.size();
-    if (a == "--help" || a == "-h") {
-      std::fputs(kHelp, stdout);
-      return 0;
-    }
-    if (a == "--json") {
+  while (cl.next()) {
+    std::string_view v;
+    if (cl.flag("--json")) {
       s->json = true;
-    } else if (a == "--threshold" && has_value) {
-      if (!parse_share(args[++i], &s->threshold))
-        return usage(fmt::format("--threshold '{}' is not a share (0.1 or 10%)", args[i]));
-    } else if (a == "--min-time" && has_value) {
-      if (!parse_duration_ns(args[++i], &s->min_time_ns))
-        return usage(fmt::format("--min-time '{}' is not a duration (500us, 2ms, 1s)", args[i]));
-    } else if (a == "--metric" && has_value) {
+    } else if (cl.value("--threshold", &v)) {
+      if (!parse_share(v, &s->threshold))
+        return cl.error(fmt::format("--threshold '{}' is not a share (0.1 or 10%)", v));
+    } else if (cl.value("--min-time", &v)) {
+      if (!parse_duration_ns(v, &s->min_time_ns))
+        return cl.error(fmt::format("--min-time '{}' is not a duration (500us, 2ms, 1s)", v));
+    } else if (cl.value("--metric", &v)) {
       s->gated.fill(false);
-      std::string_view list = args[++i];
+      std::string_view list = v;
       while (true) {
         const std::string_view m = list.substr(0, list.find(','));
         bool known = m == "all";
@@ -108,19 +100,19 @@ int parse(const Args& args, Settings* s) {
           if (m == kMetrics[k].name || m == "all") s->gated[k] = known = true;
         }
         if (!known)
-          return usage(
+          return cl.error(
               fmt::format("--metric '{}' is not one of calls, host, gpu, kernel, busy, bytes, all", m));
         if (m.size() == list.size()) break;
         list.remove_prefix(m.size() + 1);
       }
-    } else if (!a.empty() && a[0] != '-') {
-      files.emplace_back(a);
+    } else if (cl.operand(&v)) {
+      files.emplace_back(v);
     } else {
-      return usage(
-          fmt::format("'{}' is not an option of diff{}", a, has_value ? "" : " (or it lacks its value)"));
+      return cl.unknown();
     }
   }
-  if (files.size() != 2) return usage("it compares two reports: BASE and NEW");
+  if (cl.stopped()) return cl.status();
+  if (files.size() != 2) return cl.error("it compares two reports: BASE and NEW");
   s->base = files[0];
   s->next = files[1];
   return -1;

@@ -177,37 +177,32 @@ struct Drawing {
   }
 };
 
-int usage_error(const std::string& message) {
-  std::fprintf(stderr, "cuscope flame: %s\n\n%s", message.c_str(), kHelp);
-  return kUsageError;
-}
-
 }  // namespace
 
 int flame(const Args& args) {
   std::string path, out;
   const Metric* metric = &kMetrics[0];
   double width = 1200;
-  Args rest;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--metric" && i + 1 < args.size()) {
-      const std::string_view m = args[++i];
+  const auto options = [&](CommandLine& cl) {
+    std::string_view v;
+    if (cl.value("--metric", &v)) {
       metric = nullptr;
       for (const Metric& k : kMetrics)
-        if (m == k.name) metric = &k;
-      if (metric == nullptr) return usage_error(fmt::format("--metric '{}' is not host, gpu or kernel", m));
-    } else if (args[i] == "--width" && i + 1 < args.size()) {
+        if (v == k.name) metric = &k;
+      if (metric == nullptr) cl.error(fmt::format("--metric '{}' is not host, gpu or kernel", v));
+    } else if (cl.value("--width", &v)) {
       unsigned px = 0;
-      const std::string_view v = args[++i];
       const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), px);
       if (ec != std::errc{} || end != v.data() + v.size() || px < 100 || px > 100000)
-        return usage_error(fmt::format("--width '{}' is not a whole number of pixels in [100, 100000]", v));
+        cl.error(fmt::format("--width '{}' is not a whole number of pixels in [100, 100000]", v));
       width = double(px);
     } else {
-      rest.push_back(args[i]);
+      return false;
     }
-  }
-  if (const int status = parse_file_and_output(rest, kHelp, true, &path, &out); status >= 0) return status;
+    return true;
+  };
+  if (const int status = parse_file_and_output("flame", kHelp, args, true, &path, &out, options); status >= 0)
+    return status;
   Report r;
   std::string error;
   if (!load_report(path, &r, &error)) return fail("flame", path + ": " + error);

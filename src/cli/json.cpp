@@ -22,7 +22,8 @@ constexpr const char* kHelp =
 
 int json(const Args& args) {
   std::string path, out;
-  if (const int status = parse_file_and_output(args, kHelp, false, &path, &out); status >= 0) return status;
+  if (const int status = parse_file_and_output("json", kHelp, args, false, &path, &out); status >= 0)
+    return status;
   Report r;
   std::string error;
   if (!trace::replay_file(path, &r, &error)) return fail("json", path + ": " + error);

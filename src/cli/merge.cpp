@@ -113,11 +113,6 @@ std::string table_row(const Merged& m) {
          cell(time_or_dash(m.gpu.max), 9) + "\n";
 }
 
-int usage_error(const std::string& why) {
-  std::fprintf(stderr, "cuscope merge: %s\n\n%s", why.c_str(), kHelp);
-  return kUsageError;
-}
-
 }  // namespace
 
 int merge(const Args& args) {
@@ -125,29 +120,25 @@ int merge(const Args& args) {
   double straggler = 0.25;
   std::uint64_t min_time_ns = 1'000'000;
   std::vector<Input> inputs;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string_view a = args[i];
-    const bool has_value = i + 1 < args.size();
-    if (a == "--help" || a == "-h") {
-      std::fputs(kHelp, stdout);
-      return 0;
-    }
-    if (a == "-o" && has_value) {
-      out = std::string(args[++i]);
-    } else if (a == "--straggler" && has_value) {
-      if (!parse_share(args[++i], &straggler))
-        return usage_error(fmt::format("--straggler '{}' is not a share (0.25 or 25%)", args[i]));
-    } else if (a == "--min-time" && has_value) {
-      if (!parse_duration_ns(args[++i], &min_time_ns))
-        return usage_error(fmt::format("--min-time '{}' is not a duration (500us, 2ms, 1s)", args[i]));
-    } else if (!a.empty() && a[0] != '-') {
-      inputs.push_back({std::string(a), {}, 0});
+  CommandLine cl("merge", kHelp, args);
+  while (cl.next()) {
+    std::string_view v;
+    if (cl.value("-o", &v)) {
+      out = std::string(v);
+    } else if (cl.value("--straggler", &v)) {
+      if (!parse_share(v, &straggler))
+        return cl.error(fmt::format("--straggler '{}' is not a share (0.25 or 25%)", v));
+    } else if (cl.value("--min-time", &v)) {
+      if (!parse_duration_ns(v, &min_time_ns))
+        return cl.error(fmt::format("--min-time '{}' is not a duration (500us, 2ms, 1s)", v));
+    } else if (cl.operand(&v)) {
+      inputs.push_back({std::string(v), {}, 0});
     } else {
-      return usage_error(
-          fmt::format("'{}' is not an option of merge{}", a, has_value ? "" : " (or it lacks its value)"));
+      return cl.unknown();
     }
   }
-  if (inputs.empty()) return usage_error("it merges one report or more");
+  if (cl.stopped()) return cl.status();
+  if (inputs.empty()) return cl.error("it merges one report or more");
 
   std::vector<std::string> notes;
   std::map<std::int64_t, const Input*> by_rank;

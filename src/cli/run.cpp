@@ -72,12 +72,6 @@ void inject(const char* variable, const std::string& library) {
   set(variable, library);
 }
 
-int usage(const char* message) {
-  if (message != nullptr) std::fprintf(stderr, "cuscope run: %s\n\n", message);
-  std::fputs(kHelp, stderr);
-  return kRunError;
-}
-
 }  // namespace
 
 int run(const Args& args) {
@@ -90,25 +84,25 @@ int run(const Args& args) {
                                           {"--output", "CUSCOPE_OUTPUT"},
                                           {"--domains", "CUSCOPE_NVTX_DOMAINS"}};
   std::vector<std::pair<const char*, std::string>> settings;
-  std::size_t i = 0;
-  for (; i < args.size(); ++i) {
-    const std::string_view a = args[i];
-    if (a == "--help" || a == "-h") {
-      std::fputs(kHelp, stdout);
-      return 0;
-    }
-    if (a == "--") {
-      ++i;
+  CommandLine cl("run", kHelp, args, kRunError);
+  std::size_t command = args.size();
+  while (cl.next()) {
+    std::string_view v;
+    if (cl.flag("--")) {
+      command = cl.at() + 1;
       break;
     }
-    if (a.empty() || a[0] != '-') break;
+    if (cl.operand(&v)) {
+      command = cl.at();
+      break;
+    }
     const Setting* s = nullptr;
-    for (const Setting& k : kSettings) s = a == k.flag ? &k : s;
-    if (s == nullptr) return usage(("unknown option '" + std::string(a) + "'").c_str());
-    if (i + 1 == args.size()) return usage((std::string(a) + " needs a value").c_str());
-    settings.emplace_back(s->variable, std::string(args[++i]));
+    for (const Setting& k : kSettings) s = cl.value(k.flag, &v) ? &k : s;
+    if (s == nullptr) return cl.unknown();
+    settings.emplace_back(s->variable, std::string(v));
   }
-  if (i == args.size()) return usage("no command to run");
+  if (cl.stopped()) return cl.status();
+  if (command >= args.size()) return cl.error("no command to run");
 
   std::string looked;
   std::string library = injection_library(&looked);
@@ -129,7 +123,7 @@ int run(const Args& args) {
   inject("CUDA_INJECTION64_PATH", library);
   for (const auto& [variable, value] : settings) set(variable, value);
 
-  std::vector<std::string> owned(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+  std::vector<std::string> owned(args.begin() + static_cast<std::ptrdiff_t>(command), args.end());
   std::vector<char*> argv;
   for (std::string& a : owned) argv.push_back(a.data());
   argv.push_back(nullptr);

@@ -1,6 +1,8 @@
 // cli/show.cpp — `cuscope show FILE`: the table of a trace file or of a JSON report, with the
 // table options the session takes from CUSCOPE_SORT, CUSCOPE_ROWS and CUSCOPE_TOP_KERNELS (parsed
 // by the same code, so the values and messages are the same).
+#include <fmt/format.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -40,29 +42,6 @@ const char* lookup(const char* name) {
 
 }  // namespace
 
-int parse_file_and_output(const Args& args, const char* help, bool out_required, std::string* path,
-                          std::string* out) {
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--help" || args[i] == "-h") {
-      std::fputs(help, stdout);
-      return 0;
-    }
-    if (args[i] == "-o" && i + 1 < args.size()) {
-      *out = std::string(args[++i]);
-    } else if (!args[i].empty() && args[i][0] != '-' && path->empty()) {
-      *path = std::string(args[i]);
-    } else {
-      std::fputs(help, stderr);
-      return kUsageError;
-    }
-  }
-  if (path->empty() || (out_required && out->empty())) {
-    std::fputs(help, stderr);
-    return kUsageError;
-  }
-  return -1;
-}
-
 int fail(std::string_view command, std::string_view message) {
   std::fprintf(stderr, "cuscope %.*s: %.*s\n", static_cast<int>(command.size()), command.data(),
                static_cast<int>(message.size()), message.data());
@@ -88,29 +67,24 @@ bool load_report(const std::string& path, Report* out, std::string* error) {
 
 int show(const Args& args) {
   std::string path;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string_view a = args[i];
-    if (a == "--help" || a == "-h") {
-      std::fputs(kHelp, stdout);
-      return 0;
-    }
-    std::string* value = a == "--sort"          ? &g_sort
-                         : a == "--rows"        ? &g_rows
-                         : a == "--top-kernels" ? &g_top
-                                                : nullptr;
-    if (value != nullptr && i + 1 < args.size()) {
-      *value = std::string(args[++i]);
-    } else if (value == nullptr && !a.empty() && a[0] != '-' && path.empty()) {
-      path = std::string(a);
+  CommandLine cl("show", kHelp, args);
+  while (cl.next()) {
+    std::string_view v;
+    if (cl.value("--sort", &v)) {
+      g_sort = std::string(v);
+    } else if (cl.value("--rows", &v)) {
+      g_rows = std::string(v);
+    } else if (cl.value("--top-kernels", &v)) {
+      g_top = std::string(v);
+    } else if (cl.operand(&v)) {
+      if (!path.empty()) return cl.error(fmt::format("one file at a time ('{}' and '{}')", path, v));
+      path = std::string(v);
     } else {
-      std::fputs(kHelp, stderr);
-      return kUsageError;
+      return cl.unknown();
     }
   }
-  if (path.empty()) {
-    std::fputs(kHelp, stderr);
-    return kUsageError;
-  }
+  if (cl.stopped()) return cl.status();
+  if (path.empty()) return cl.error("no file given");
   std::vector<OptionError> errors;
   const Options o = options_from(&lookup, Options{}, &errors);
   if (!errors.empty()) {
@@ -122,8 +96,7 @@ int show(const Args& args) {
       if (const auto at = message.find(env); at != std::string::npos)
         message.replace(at, std::strlen(env), flag);
     }
-    std::fprintf(stderr, "cuscope show: %s\n", message.c_str());
-    return kUsageError;
+    return cl.error(message);
   }
   Report r;
   std::string error;

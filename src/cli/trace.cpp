@@ -459,7 +459,8 @@ class Kineto final : public trace::Visitor {
 
 int trace(const Args& args) {
   std::string path, out;
-  if (const int status = parse_file_and_output(args, kHelp, true, &path, &out); status >= 0) return status;
+  if (const int status = parse_file_and_output("trace", kHelp, args, true, &path, &out); status >= 0)
+    return status;
   trace::Reader reader;
   std::string error;
   if (!reader.open(path, &error)) return fail("trace", path + ": " + error);

@@ -140,7 +140,8 @@ check(boxes["step/data <io & aug>"]["fill"] != boxes["step/forward"]["fill"], "r
 print("ok: tooltips carry the range's numbers and its verdict; labels and colours")
 
 r = subprocess.run([cli, "flame", "report.json"], capture_output=True, text=True)
-check(r.returncode == 2 and r.stderr.startswith("usage: cuscope flame"), f"flame without -o: {r.returncode}")
+check(r.returncode == 2 and r.stderr.startswith("cuscope flame: -o OUT is required\n\nusage: cuscope flame"),
+      f"flame without -o: {r.returncode} {r.stderr}")
 r = subprocess.run([cli, "flame", "--metric", "wall", "report.json", "-o", "x.svg"], capture_output=True, text=True)
 check(r.returncode == 2 and r.stderr.startswith("cuscope flame: --metric 'wall' is not host, gpu or kernel"),
       f"flame --metric wall: {r.returncode} {r.stderr}")

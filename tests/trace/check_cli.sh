@@ -47,6 +47,32 @@ for c in show json trace diff flame merge; do
   "$cli" $c --help | grep -q "^usage: cuscope $c" || fail "cuscope $c --help"
 done
 echo "ok: --help of each command"
+# Every command reads its command line the same way: one line saying what is wrong, then the usage;
+# exit 2 (run: 125, so that it cannot be mistaken for its command's status).
+bad_line() {
+  local status=$1 expected=$2; shift 2
+  "$cli" "$@" >out.txt 2>err.txt
+  local rc=$?
+  [[ $rc -eq $status ]] || fail "cuscope $*: exit status $rc, expected $status"
+  [[ "$(head -1 err.txt)" == "$expected" ]] || fail "cuscope $*: said '$(head -1 err.txt)', expected '$expected'"
+  [[ "$(sed -n 3p err.txt)" == "usage: cuscope $1"* ]] || fail "cuscope $*: no usage after the error: $(cat err.txt)"
+  [[ ! -s out.txt ]] || fail "cuscope $*: wrote to stdout: $(cat out.txt)"
+}
+for c in show json trace diff flame merge run; do
+  status=2; [[ $c == run ]] && status=125
+  bad_line $status "cuscope $c: '--bogus' is not an option of $c" $c --bogus run.cuscope
+done
+for c in "show --rows" "json -o" "trace -o" "diff --threshold" "flame --metric" "merge --straggler"; do
+  bad_line 2 "cuscope ${c%% *}: ${c#* } needs a value" ${c%% *} run.cuscope ${c#* }
+done
+bad_line 125 "cuscope run: --json needs a value" run --json
+bad_line 2 "cuscope show: no file given" show --rows 3
+bad_line 2 "cuscope json: one file at a time ('a.cuscope' and 'b.cuscope')" json a.cuscope b.cuscope
+bad_line 2 "cuscope trace: -o OUT is required" trace run.cuscope
+bad_line 2 "cuscope diff: it compares two reports: BASE and NEW" diff run.cuscope
+bad_line 2 "cuscope merge: it merges one report or more" merge -o m.json
+bad_line 125 "cuscope run: no command to run" run --
+echo "ok: bad command lines: one line saying what is wrong, then the usage, for every command"
 
 head -c -5 run.cuscope >cut.cuscope
 printf 'CUSCOPE-TRACE\n\0\0\2\0\0\0\30\0\0\0' >v2.cuscope
