@@ -15,6 +15,7 @@ import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import reports  # noqa: E402
+from reports import check, fail  # noqa: E402
 
 cli, work = sys.argv[1:3]
 chromium = "--chromium" in sys.argv
@@ -26,16 +27,6 @@ os.makedirs(work)
 os.chdir(work)
 SVG = "{http://www.w3.org/2000/svg}"
 MS = 1_000_000
-
-
-def fail(message):
-    print("FAIL: " + message)
-    sys.exit(1)
-
-
-def check(condition, message):
-    if not condition:
-        fail(message)
 
 
 # A training step as a user's report shows it; "prefetch" runs on a thread beside the step, so its

@@ -17,22 +17,12 @@ import sys
 
 cli, program, work = sys.argv[1:4]
 
-
-def fail(message):
-    print("FAIL: " + message)
-    sys.exit(1)
-
-
-def check(condition, message):
-    if not condition:
-        fail(message)
-
-
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
 os.chdir(work)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import reports  # noqa: E402
+from reports import check, fail  # noqa: E402
 
 # First crafted reports with exact numbers: 3 of 4 ranks, rank 2 slower, diagnostics on two ranks.
 MS = 1_000_000

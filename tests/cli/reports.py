@@ -1,6 +1,18 @@
 """Crafted cuscope JSON reports (schema cuscope.report/1) for the tests of `cuscope diff`, `flame`
-and `merge`: a tree given as nested dicts, every other field left at what the reader defaults to."""
+and `merge`: a tree given as nested dicts, every other field left at what the reader defaults to.
+Also the checks those tests share: the first failed check ends the test with its message."""
 import json
+import sys
+
+
+def fail(message):
+    print("FAIL: " + message)
+    sys.exit(1)
+
+
+def check(condition, message):
+    if not condition:
+        fail(message)
 
 
 def report(tree, rank=None, world_size=None):
