@@ -2,6 +2,7 @@
 // CUPTI tracing and the exit table off (so "enabled" is the host-only scope on any machine), and
 // the scope clock settled: on the TSC once it is calibrated (about 100 ms after start, where there
 // is one), waited for up to `max_wait_ms` (longer under valgrind, which runs everything slower).
+// With `trace_path`, in trace mode (CUSCOPE_TRACE) as well.
 #pragma once
 
 #include <unistd.h>
@@ -10,8 +11,9 @@
 
 namespace cuscope_bench {
 
-inline void start_host_only_session(int max_wait_ms) {
+inline void start_host_only_session(int max_wait_ms, const char* trace_path = "") {
   cuscope::Options options;
+  options.trace_path = trace_path;
   options.gpu_events = false;
   options.activities = false;
   options.print_at_exit = false;

@@ -24,8 +24,8 @@ count() {  # count FUNCTION N [MODE]: instructions callgrind attributes to FUNCT
     --callgrind-out-file="$tmp/out.$1.$2" "$exe" "$2" ${3:-} >"$tmp/log.$1.$2" 2>&1
   callgrind_annotate "$tmp/out.$1.$2" | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1; exit }'
 }
-per_call() {  # per_call FUNCTION [MODE]: (I(2N) - I(N)) / N
-  local n=20000 one two
+per_call() {  # per_call FUNCTION [MODE [N]]: (I(2N) - I(N)) / N
+  local n=${3:-20000} one two
   one=$(count "$1" $n "${2:-}")
   two=$(count "$1" $((2 * n)) "${2:-}")
   awk -v a="$one" -v b="$two" -v n="$n" 'BEGIN { printf "%.1f", (b - a) / n }'
@@ -33,16 +33,19 @@ per_call() {  # per_call FUNCTION [MODE]: (I(2N) - I(N)) / N
 
 per_scope=$(per_call run_scopes)
 per_injected=$(per_call run_injected injected)
+per_traced=$(per_call run_scopes traced 8000)
 clock=$(sed -n 's/.*clock: //p' "$tmp/log.run_scopes.20000")
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 echo "instructions per enabled scope (enter + exit, host only): $per_scope"
 echo "instructions per injected NVTX push/pop (zero-code, ASCII message): $per_injected"
 echo "injected / scope: $(awk -v a="$per_injected" -v b="$per_scope" 'BEGIN { printf "%.2f", a / b }')x"
+echo "instructions per enabled scope in trace mode (CUSCOPE_TRACE): $per_traced"
+echo "trace mode / scope: $(awk -v a="$per_traced" -v b="$per_scope" 'BEGIN { printf "%.2f", a / b }')x"
 echo "clock: $clock"
 
 if [[ ${1:-} == --update ]]; then
-  printf '{\n  "instructions_per_scope": %s,\n  "instructions_per_injected_range": %s,\n  "clock": "%s",\n  "commit": "%s",\n  "date": "%s"\n}\n' \
-    "$per_scope" "$per_injected" "$clock" "$commit" "$(date -u +%F)" >"$baseline"
+  printf '{\n  "instructions_per_scope": %s,\n  "instructions_per_injected_range": %s,\n  "instructions_per_traced_scope": %s,\n  "clock": "%s",\n  "commit": "%s",\n  "date": "%s"\n}\n' \
+    "$per_scope" "$per_injected" "$per_traced" "$clock" "$commit" "$(date -u +%F)" >"$baseline"
   echo "wrote $baseline"
   exit 0
 fi
@@ -65,4 +68,5 @@ check() {  # check KEY NOW WHAT
 }
 check instructions_per_scope "$per_scope" scope
 check instructions_per_injected_range "$per_injected" "injected range"
+check instructions_per_traced_scope "$per_traced" "scope in trace mode"
 exit $status

@@ -6,7 +6,10 @@
 // run_scopes() executes: run once with N scopes and once with 2N, and the difference over N is
 // the cost of one scope's enter and exit in the steady state (host only: no GPU events, no CUPTI).
 // `scope_instructions N injected` does the same for run_injected(): an NVTX push/pop (ASCII
-// message) as libcuscope_inject.so receives it in zero-code mode (bench/injected.hpp).
+// message) as libcuscope_inject.so receives it in zero-code mode (bench/injected.hpp), and
+// `scope_instructions N traced` counts run_scopes() in trace mode (CUSCOPE_TRACE=/dev/null; N
+// at most 16,000, so that 2N scopes' events fit a thread's ring even if the writer thread never
+// runs under valgrind, and none is dropped, which would be cheaper).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -44,9 +47,16 @@ int main(int argc, char** argv) {
     std::printf("injected ranges %ld\n", n);
     return 0;
   }
-  cuscope_bench::start_host_only_session(5000);
+  const bool traced = argc > 2 && std::strcmp(argv[2], "traced") == 0;
+  cuscope_bench::start_host_only_session(5000, traced ? "/dev/null" : "");
   { CUSCOPE_SCOPE("counted"); }  // the steady state: the call site interned
   run_scopes(n);
-  std::printf("scopes %ld, clock: %s\n", n, cuscope::snapshot().clock.c_str());
+  const cuscope::Report r = cuscope::snapshot();
+  std::printf("scopes %ld%s, clock: %s\n", n, traced ? " (trace mode)" : "", r.clock.c_str());
+  if (traced && r.diagnostics.trace_records_dropped != 0) {
+    std::fprintf(stderr, "scope_instructions: %llu trace events dropped\n",
+                 static_cast<unsigned long long>(r.diagnostics.trace_records_dropped));
+    return 1;
+  }
   return 0;
 }

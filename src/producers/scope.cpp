@@ -183,10 +183,12 @@ bool nvtx_pop_off() noexcept {
 }
 
 // The entry past the common path's checks, with its clock read: what enter_id() does from there.
+// `flags`: the common path's (kRecording, with kTrace in trace mode).
 [[gnu::noinline]] ThreadState* enter_recording(ThreadState* ts, std::uint32_t id, std::uint64_t now,
-                                               cudaStream_t stream, std::uint32_t& token) noexcept {
+                                               cudaStream_t stream, std::uint32_t& token,
+                                               std::uint32_t flags) noexcept {
   if (ts->tree->has_remote_ends()) settle_remote(ts);
-  token = record_entry(ts, id, now, kRecording, stream);
+  token = record_entry(ts, id, now, flags, stream);
   return ts;
 }
 
@@ -196,21 +198,28 @@ bool nvtx_pop_off() noexcept {
 // returns general(), having done nothing (a tail call, so the common path saves no register).
 // Here, and in exit(), the clock is the counter's: CLOCK_MONOTONIC (calibrating, or no invariant
 // counter) takes the general path.
-template <class General>
+// kTraceMode: the same path in trace mode (kTrace), with one more event into the thread's ring
+// (trace/writer.hpp); enter() takes it out of line, in the common path's general().
+template <bool kTraceMode, class General>
 [[gnu::always_inline]] inline ThreadState* enter_common(ThreadState* ts, std::uint32_t id,
                                                         cudaStream_t stream, std::uint32_t& token,
                                                         General general) noexcept {
+  constexpr std::uint32_t kFlags = kTraceMode ? kRecording | kTrace : kRecording;
   if (ts == nullptr || g_state.load(std::memory_order_relaxed) != kOn ||
-      g_flags.load(std::memory_order_relaxed) != kRecording || ts->tree->remote_posted() || !nvtx_push_off())
+      g_flags.load(std::memory_order_relaxed) != kFlags || ts->tree->remote_posted() || !nvtx_push_off())
     return general();
   const ClockSegment* clock = g_clock_segment.load(std::memory_order_acquire);
   if (clock == nullptr) return general();
   const std::uint64_t now = clock->to_ns(cycle_counter());
   if (model::ThreadTree::Token b{}; ts->tree->begin_common(id, now, &b)) {
     token = kRecorded | b.depth | (b.tag << kTagShift);
+    if constexpr (kTraceMode) {
+      trace::record(trace::ScopeKind::Enter, ts->tree->slot(), id, now, b.instance);
+      token |= kTraced;
+    }
     return ts;
   }
-  return enter_recording(ts, id, now, stream, token);  // recursion, overflow, another child, ...
+  return enter_recording(ts, id, now, stream, token, kFlags);  // recursion, overflow, another child, ...
 }
 
 [[gnu::noinline]] ThreadState* enter_id(std::uint32_t id, nvtxStringHandle_t nvtx, cudaStream_t stream,
@@ -283,8 +292,26 @@ namespace {
                   depth);
 }
 
+// The common exit, one straight path: the innermost frame, entered once and recorded with
+// nothing else to undo (GPU events, correlation, trace), no counters, no NVTX range to pop; false
+// having done nothing. kTraceMode: the same in trace mode, with its event.
+template <bool kTraceMode>
+[[gnu::always_inline]] inline bool exit_common(ThreadState* ts, std::uint32_t token,
+                                               std::uint64_t now) noexcept {
+  constexpr std::uint32_t kBits = kTraceMode ? kRecorded | kTraced : kRecorded;
+  model::ThreadTree& tree = *ts->tree;
+  if ((token & kTokenBits) != kBits || tree.remote_posted() || ts->counted_root ||
+      (g_flags.load(std::memory_order_relaxed) & kCounters) != 0 || !nvtx_pop_off() ||
+      !tree.end_common(token & kDepthMask, now))
+    return false;
+  if constexpr (kTraceMode) trace::record(trace::ScopeKind::Exit, tree.slot(), token & kDepthMask, now);
+  if (tree.remote_posted()) settle_remote(ts);  // an entry below, ended elsewhere, is innermost now
+  return true;
+}
+
 // exit_owned() past its common path.
 [[gnu::noinline]] void exit_owned_general(ThreadState* ts, std::uint32_t token, std::uint64_t now) noexcept {
+  if ((token & kTraced) && exit_common<true>(ts, token, now)) return;
   model::ThreadTree& tree = *ts->tree;
   if (tree.has_remote_ends()) settle_remote(ts);
   if (token & kRecorded) {
@@ -310,18 +337,9 @@ namespace {
   if (tree.has_remote_ends()) settle_remote(ts);  // an entry below, ended elsewhere, is innermost now
 }
 
-// The common exit, one straight path: the innermost frame, entered once and recorded with
-// nothing else to undo (GPU events, correlation, trace), no counters, no NVTX range to pop.
 [[gnu::always_inline]] inline void exit_owned_inline(ThreadState* ts, std::uint32_t token,
                                                      std::uint64_t now) noexcept {
-  model::ThreadTree& tree = *ts->tree;
-  if ((token & kTokenBits) == kRecorded && !tree.remote_posted() && !ts->counted_root &&
-      (g_flags.load(std::memory_order_relaxed) & kCounters) == 0 && nvtx_pop_off() &&
-      tree.end_common(token & kDepthMask, now)) {
-    if (tree.remote_posted()) settle_remote(ts);  // an entry below, ended elsewhere, is innermost now
-    return;
-  }
-  exit_owned_general(ts, token, now);
+  if (!exit_common<false>(ts, token, now)) exit_owned_general(ts, token, now);
 }
 
 // exit() past its common path.
@@ -338,12 +356,19 @@ namespace {
   exit_owned_inline(ts, token, now);
 }
 
+// enter() past its common path: trace mode's common path, else the general one.
+[[gnu::noinline]] ThreadState* enter_traced(Site& site, std::uint32_t id, cudaStream_t stream,
+                                            std::uint32_t& depth) noexcept {
+  return enter_common<true>(t_state, id, stream, depth, [&] { return enter_general(site, stream, depth); });
+}
+
 }  // namespace
 
 ThreadState* enter(Site& site, cudaStream_t stream, std::uint32_t& depth) noexcept {
   const std::uint32_t id = site.id.load(std::memory_order_acquire);
   if (id == 0) return enter_general(site, stream, depth);  // the call site's first visit
-  return enter_common(t_state, id, stream, depth, [&] { return enter_general(site, stream, depth); });
+  return enter_common<false>(t_state, id, stream, depth,
+                             [&] { return enter_traced(site, id, stream, depth); });
 }
 
 ThreadState* enter_named(std::string_view name, cudaStream_t stream, std::uint32_t& depth) noexcept {
@@ -357,7 +382,7 @@ ThreadState* enter_named(std::string_view name, cudaStream_t stream, std::uint32
 }
 
 ThreadState* enter_interned(std::uint32_t id, std::uint32_t& token) noexcept {
-  return enter_common(t_state, id, nullptr, token, [&]() -> ThreadState* {
+  return enter_common<false>(t_state, id, nullptr, token, [&]() -> ThreadState* {
     if (!started()) return nullptr;
     return enter_id(id, nullptr, nullptr, token);
   });

@@ -12,15 +12,7 @@
 namespace cuscope::trace {
 
 std::atomic<Writer*> g_writer{nullptr};
-
-struct Writer::Ring {
-  std::unique_ptr<ScopeEvent[]> events{new ScopeEvent[kRingEvents]};
-  std::atomic<std::uint64_t> head{0};  // written by the owner thread
-  std::atomic<std::uint64_t> tail{0};  // written by the writer thread
-  std::uint64_t cached_tail = 0;       // owner thread only
-  std::atomic<std::uint64_t> dropped{0};
-  std::atomic<bool> released{false};  // the owner thread exited: freed once drained
-};
+__thread HotRing t_hot_ring CUSCOPE_HOT_TLS = {nullptr, 0};
 
 namespace {
 
@@ -32,25 +24,25 @@ std::atomic<std::uint64_t> g_next_id{1};
 
 bool alive(std::uint64_t id) { return std::find(g_live->begin(), g_live->end(), id) != g_live->end(); }
 
-// The calling thread's ring in the writer `writer_id`. A thread that exits, or moves on to another
-// writer, hands its ring back: released, for its writer to free once drained, or freed here.
-struct ThreadRing {
-  std::uint64_t writer_id = 0;
-  Writer::Ring* ring = nullptr;
-  void hand_back() {
-    if (ring == nullptr) return;
-    std::lock_guard lock(g_live_mutex);
-    if (alive(writer_id)) {
-      Writer::release(ring);
-    } else {
-      Writer::free(ring);
-    }
-    ring = nullptr;
-    writer_id = 0;
+// The calling thread's ring (t_hot_ring). A thread that exits, or moves on to another writer,
+// hands its ring back: released, for its writer to free once drained, or freed here.
+void hand_back() {
+  Writer::Ring* ring = t_hot_ring.ring;
+  if (ring == nullptr) return;
+  std::lock_guard lock(g_live_mutex);
+  if (alive(t_hot_ring.writer_id)) {
+    Writer::release(ring);
+  } else {
+    Writer::free(ring);
   }
-  ~ThreadRing() { hand_back(); }
+  t_hot_ring = {nullptr, 0};
+}
+// Hands the ring back at thread exit: made by the thread's first event (ring_for_this_thread).
+struct HandBackAtExit {
+  bool armed = false;
+  ~HandBackAtExit() { hand_back(); }
 };
-thread_local ThreadRing t_ring;
+thread_local HandBackAtExit t_hand_back;
 
 }  // namespace
 
@@ -117,9 +109,9 @@ Writer::Ring* Writer::ring_for_this_thread() noexcept {
       rings_.push_back(r);
     }
     ring.release();
-    t_ring.hand_back();
-    t_ring.writer_id = id_;
-    t_ring.ring = r;
+    hand_back();
+    t_hand_back.armed = true;
+    t_hot_ring = {r, id_};
     return r;
   } catch (...) {
     dropped_.fetch_add(1, std::memory_order_relaxed);
@@ -127,10 +119,10 @@ Writer::Ring* Writer::ring_for_this_thread() noexcept {
   }
 }
 
-void Writer::record(ScopeKind kind, std::uint32_t slot, std::uint32_t arg, std::uint64_t ns,
-                    std::uint64_t value) noexcept {
-  Ring* r = t_ring.ring;
-  if (t_ring.writer_id != id_) {
+void Writer::record_slow(ScopeKind kind, std::uint32_t slot, std::uint32_t arg, std::uint64_t ns,
+                         std::uint64_t value) noexcept {
+  Ring* r = t_hot_ring.ring;
+  if (t_hot_ring.writer_id != id_) {
     r = ring_for_this_thread();
     if (r == nullptr) return;
     record(ScopeKind::Attach, slot, 0, ns, static_cast<std::uint64_t>(::gettid()));  // a fresh ring has room
@@ -143,8 +135,7 @@ void Writer::record(ScopeKind kind, std::uint32_t slot, std::uint32_t arg, std::
       return;
     }
   }
-  r->events[h & (kRingEvents - 1)] = ScopeEvent{event_word(kind, slot), arg, ns, value};
-  r->head.store(h + 1, std::memory_order_release);
+  record(kind, slot, arg, ns, value);  // room now: the inline path
 }
 
 // --- the activity stream ---

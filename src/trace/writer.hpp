@@ -27,6 +27,7 @@
 #include "model/events.hpp"
 #include "model/names.hpp"
 #include "model/range_tree.hpp"
+#include "producers/hot_tls.hpp"
 #include "trace/format.hpp"
 
 namespace cuscope::trace {
@@ -51,7 +52,7 @@ class Writer {
   /// Starts the writer thread.
   void start();
 
-  /// A host event of the calling thread (hot path).
+  /// A host event of the calling thread (hot path, inline below).
   void record(ScopeKind kind, std::uint32_t slot, std::uint32_t arg, std::uint64_t ns,
               std::uint64_t value) noexcept;
 
@@ -82,14 +83,25 @@ class Writer {
   [[nodiscard]] std::uint64_t dropped() const;
   [[nodiscard]] std::uint64_t bytes_written() const { return written_.load(std::memory_order_relaxed); }
 
-  /// A thread's ring (writer.cpp); a thread hands its own back with release() or free().
-  struct Ring;
+  /// A thread's ring: its owner writes at head, the writer thread reads at tail. A thread hands
+  /// its own back with release() or free().
+  struct Ring {
+    std::unique_ptr<ScopeEvent[]> events{new ScopeEvent[kRingEvents]};
+    std::atomic<std::uint64_t> head{0};  // written by the owner thread
+    std::atomic<std::uint64_t> tail{0};  // written by the writer thread
+    std::uint64_t cached_tail = 0;       // owner thread only
+    std::atomic<std::uint64_t> dropped{0};
+    std::atomic<bool> released{false};  // the owner thread exited: freed once drained
+  };
   static void release(Ring* r);
   static void free(Ring* r);
 
  private:
   Writer(std::FILE* file, std::uint64_t limit_bytes, const model::NameTable& names);
   Ring* ring_for_this_thread() noexcept;
+  // record() past its inline part: the thread's first event in this writer, or a full ring.
+  [[gnu::noinline]] void record_slow(ScopeKind kind, std::uint32_t slot, std::uint32_t arg, std::uint64_t ns,
+                                     std::uint64_t value) noexcept;
   void loop();
   void pass();
   void drain(Ring& ring);
@@ -132,9 +144,29 @@ class Writer {
 /// The writer scopes record into while trace mode is on (nullptr otherwise).
 extern std::atomic<Writer*> g_writer;
 
+/// The calling thread's ring and the writer it belongs to: a plain __thread pair (initial-exec,
+/// no TLS wrapper), read by the inline record(). Who frees the ring at thread exit lives in
+/// writer.cpp (set up by the thread's first event).
+struct HotRing {
+  Writer::Ring* ring;
+  std::uint64_t writer_id;
+};
+extern __thread HotRing t_hot_ring CUSCOPE_HOT_TLS;
+
+inline void Writer::record(ScopeKind kind, std::uint32_t slot, std::uint32_t arg, std::uint64_t ns,
+                           std::uint64_t value) noexcept {
+  Ring* r = t_hot_ring.ring;
+  std::uint64_t h = 0;
+  if (t_hot_ring.writer_id != id_ ||
+      (h = r->head.load(std::memory_order_relaxed)) - r->cached_tail >= kRingEvents) [[unlikely]]
+    return record_slow(kind, slot, arg, ns, value);  // a tail call: the path above saves no register
+  r->events[h & (kRingEvents - 1)] = ScopeEvent{event_word(kind, slot), arg, ns, value};
+  r->head.store(h + 1, std::memory_order_release);
+}
+
 /// Hot path: records into g_writer if there is one.
-inline void record(ScopeKind kind, std::uint32_t slot, std::uint32_t arg, std::uint64_t ns,
-                   std::uint64_t value = 0) noexcept {
+[[gnu::always_inline]] inline void record(ScopeKind kind, std::uint32_t slot, std::uint32_t arg,
+                                          std::uint64_t ns, std::uint64_t value = 0) noexcept {
   if (Writer* w = g_writer.load(std::memory_order_acquire)) w->record(kind, slot, arg, ns, value);
 }
 
