@@ -15,6 +15,7 @@
 // message into a thread-local cache of names (registered strings carry their id in the handle),
 // and the scope's own enter/exit. No lock, no allocation once a message has been seen.
 #include <nvtx3/nvToolsExt.h>
+#include <pthread.h>
 
 #include <array>
 #include <atomic>
@@ -253,11 +254,22 @@ struct Domains {
   }
 };
 
+Domains* g_domains = nullptr;  // set once, by domains()
+
+// fork(): the lock is held across it, so a child forked while another thread creates a domain
+// finds it free. Taken before the name table's lock (whose handlers are installed first, and
+// prepare handlers run in the reverse order), the order domain_named() takes them in.
+void domains_fork_prepare() { g_domains->mutex.lock(); }
+void domains_fork_release() { g_domains->mutex.unlock(); }
+
 Domains& domains() {
   static auto* d = [] {
     auto* made = new Domains;
     made->filter = options_from_env().nvtx_domains;  // bad values are reported by the session's start
     made->default_counted = made->keeps("default");
+    g_domains = made;
+    static_cast<void>(process_names());  // its fork handlers first (see above)
+    pthread_atfork(domains_fork_prepare, domains_fork_release, domains_fork_release);
     return made;
   }();
   return *d;
