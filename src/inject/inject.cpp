@@ -336,11 +336,12 @@ inline OpenRanges* open_ranges() {
     return false;
   const ClockSegment* clock = g_clock_segment.load(std::memory_order_acquire);
   if (clock == nullptr) return false;
-  model::ThreadTree::Token b{};
-  if (!ts->tree->begin_common(name_id, clock->to_ns(cycle_counter()), &b)) return false;
+  // The entry is written first (what begin_common() will make of it: the frame above the tree's
+  // innermost), so that nothing stays live across the tree's entry; unused when it declines.
   e.ts = ts;
-  e.token = b.depth;
-  return true;
+  e.token = ts->tree->open_depth() + 1;
+  model::ThreadTree::Token b{};
+  return ts->tree->begin_common(name_id, clock->to_ns(cycle_counter()), &b);
 }
 
 // The scope's common exit (exit_owned_inline()) for a range enter_common() opened: the innermost
@@ -513,9 +514,8 @@ void end_span(nvtxRangeId_t id) {
                                                int* level) {
   if (o.depth == OpenRanges::kMax) return false;
   OpenRanges::Entry& e = o.entries[o.depth];
+  e.kind = domain | OpenRanges::kCommon;  // unused unless entered
   if (!enter_common(name_id, e)) return false;
-  e.kind = domain | OpenRanges::kCommon;
-  // Read again rather than kept: fewer registers live across the tree's entry, none saved.
   const std::uint32_t depth = o.depth;
   o.depth = depth + 1;
   if (domain != 0) ++o.open_in[domain];
