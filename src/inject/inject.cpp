@@ -11,9 +11,11 @@
 // The library holds a whole cuscope (the engine). A program that links cuscope as well forwards
 // to it (session/handover.hpp), so a process has one session, one CUPTI subscriber, one table.
 //
-// Hot path (a push/pop in the default or a named domain): a thread-local stack, one hash of the
-// message into a thread-local cache of names (registered strings carry their id in the handle),
-// and the scope's own enter/exit. No lock, no allocation once a message has been seen.
+// Hot path (a push/pop in the default or a named domain): the message's pointer into a
+// thread-local cache of names, its text checked there (registered strings carry their id in the
+// handle), a thread-local stack, and the range tree's common entry and exit, as a scope's. Straight
+// code that tail-calls the general code when any of it declines. No lock, no allocation once a
+// message has been seen.
 #include <nvtx3/nvToolsExt.h>
 #include <pthread.h>
 
