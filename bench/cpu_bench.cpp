@@ -137,8 +137,9 @@ void BM_inject_registered(benchmark::State& state) {
   cuscope_bench::Injected& in = cuscope_bench::injected();
   if (!in.error.empty()) return state.SkipWithError(in.error.c_str());
   // Inside an open range of the same domain, as a library's ranges nest: the first open range of a
-  // domain also opens the range named after the domain, which would double what is measured.
-  in.domain_push(in.domain, &in.registered);
+  // domain also opens the range named after the domain, which would double what is measured. The
+  // outer range has a name of its own: under one of the same name, each push would be recursion.
+  in.domain_push(in.domain, &in.registered_outer);
   for (auto _ : state) {
     in.domain_push(in.domain, &in.registered);
     in.domain_pop(in.domain);
@@ -147,6 +148,32 @@ void BM_inject_registered(benchmark::State& state) {
   in.domain_pop(in.domain);
 }
 BENCHMARK(BM_inject_registered);
+
+// The least an NVTX call costs: the same two calls, through function pointers, to functions that
+// return at once (what excluded - this adds is the left-out domain's own test).
+[[gnu::noinline]] int empty_domain_push(nvtxDomainHandle_t, const nvtxEventAttributes_t*) {
+  benchmark::ClobberMemory();
+  return 0;
+}
+[[gnu::noinline]] int empty_domain_pop(nvtxDomainHandle_t) {
+  benchmark::ClobberMemory();
+  return 0;
+}
+
+void BM_floor_two_nvtx_calls(benchmark::State& state) {
+  cuscope_bench::Injected& in = cuscope_bench::injected();
+  if (!in.error.empty()) return state.SkipWithError(in.error.c_str());
+  int (*volatile push)(nvtxDomainHandle_t, const nvtxEventAttributes_t*) = &empty_domain_push;
+  int (*volatile pop)(nvtxDomainHandle_t) = &empty_domain_pop;
+  auto* push_fn = push;
+  auto* pop_fn = pop;
+  for (auto _ : state) {
+    push_fn(in.excluded, &in.registered);
+    pop_fn(in.excluded);
+    benchmark::ClobberMemory();
+  }
+}
+BENCHMARK(BM_floor_two_nvtx_calls);
 
 void BM_inject_excluded(benchmark::State& state) {
   cuscope_bench::Injected& in = cuscope_bench::injected();
@@ -594,6 +621,8 @@ cuscope_bench::Summary summarize(const Collector& c, const std::string& commit) 
       time("inject.registered", "zero-code: injected push/pop (registered, domain)", "BM_inject_registered");
   const double inject_excluded =
       time("inject.excluded", "zero-code: push/pop of a left-out domain", "BM_inject_excluded");
+  const double nvtx_calls =
+      time("floor.two_nvtx_calls", "floor: two calls to empty NVTX callbacks", "BM_floor_two_nvtx_calls");
   time("scope.nested_8", "scope: nested 8 deep, per scope", "BM_scope_nested_8", 8);
   time("scope.threads_8", "scope: 8 threads at once, per scope (CPU)", "BM_scope_threads");
   const char* pairs_labels[][3] = {{"1", "activity: 1 (range, kernel) pair", "activity.pairs_1"},
@@ -629,6 +658,9 @@ cuscope_bench::Summary summarize(const Collector& c, const std::string& commit) 
                        inject_registered / enabled, "x", "<= 1.00x", inject_registered / enabled <= 1.0});
   s.targets.push_back({"inject.excluded_minus_empty", "left-out domain's push/pop - empty loop",
                        inject_excluded - empty, "ns", "<= 3 ns", inject_excluded - empty <= 3.0});
+  s.targets.push_back({"inject.excluded_minus_nvtx_calls",
+                       "left-out domain's push/pop - two empty NVTX calls", inject_excluded - nvtx_calls,
+                       "ns", "<= 1 ns", inject_excluded - nvtx_calls <= 1.0});
   s.targets.push_back({"scope.traced_over_enabled", "enabled scope: trace mode / without", traced / enabled,
                        "x", "<= 1.50x", traced / enabled <= 1.5});
   s.targets.push_back({"scope.traced_minus_enabled", "enabled scope: trace mode - without", traced - enabled,

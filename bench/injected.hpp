@@ -29,6 +29,7 @@ struct Injected {
   nvtxDomainHandle_t domain = nullptr;
   nvtxDomainHandle_t excluded = nullptr;
   nvtxEventAttributes_t registered{};
+  nvtxEventAttributes_t registered_outer{};  // the open range of the domain the measured ones sit in
   std::string error;
 };
 
@@ -86,6 +87,8 @@ inline Injected& injected(int max_wait_ms = 1000) {
     r.registered.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
     r.registered.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
     r.registered.message.registered = reg(r.domain, "registered");
+    r.registered_outer = r.registered;
+    r.registered_outer.message.registered = reg(r.domain, "registered_outer");
     // Settle the copy's clock as the scopes' was (TSC once calibrated), and open its session.
     using EngineFn = const cuscope::detail::Engine* (*)();
     auto engine = reinterpret_cast<EngineFn>(dlsym(lib, "cuscope_v0_engine"));

@@ -6,14 +6,19 @@
 // run_scopes() executes: run once with N scopes and once with 2N, and the difference over N is
 // the cost of one scope's enter and exit in the steady state (host only: no GPU events, no CUPTI).
 // `scope_instructions N injected` does the same for run_injected(): an NVTX push/pop (ASCII
-// message) as libcuscope_inject.so receives it in zero-code mode (bench/injected.hpp), and
-// `scope_instructions N traced` counts run_scopes() in trace mode (CUSCOPE_TRACE=/dev/null; N
-// at most 16,000, so that 2N scopes' events fit a thread's ring even if the writer thread never
-// runs under valgrind, and none is dropped, which would be cheaper).
+// message) as libcuscope_inject.so receives it in zero-code mode (bench/injected.hpp);
+// `registered` for run_registered(): a domain push/pop with a registered string, inside another
+// range of the domain (as bench/cpu_bench.cpp measures it); `excluded` for run_excluded(): a domain
+// left out by CUSCOPE_NVTX_DOMAINS; `nvtx_call` for run_nvtx_call(): the same two calls to empty
+// functions (what an NVTX call costs at the least), so that excluded - nvtx_call is what the
+// left-out domain adds. `traced` counts run_scopes() in trace mode (CUSCOPE_TRACE=/dev/null; N at
+// most 16,000, so that 2N scopes' events fit a thread's ring even if the writer thread never runs
+// under valgrind, and none is dropped, which would be cheaper).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <cuscope/cuscope.hpp>
+#include <string>
 
 #include "host_session.hpp"
 #include "injected.hpp"
@@ -33,21 +38,75 @@ extern "C" __attribute__((noinline)) void run_injected(const cuscope_bench::Inje
   }
 }
 
+extern "C" __attribute__((noinline)) void run_registered(const cuscope_bench::Injected* in, long n) {
+  for (long i = 0; i < n; ++i) {
+    in->domain_push(in->domain, &in->registered);
+    in->domain_pop(in->domain);
+    __asm__ volatile("" ::: "memory");
+  }
+}
+
+extern "C" __attribute__((noinline)) void run_excluded(const cuscope_bench::Injected* in, long n) {
+  for (long i = 0; i < n; ++i) {
+    in->domain_push(in->excluded, &in->registered);
+    in->domain_pop(in->excluded);
+    __asm__ volatile("" ::: "memory");
+  }
+}
+
+namespace {
+__attribute__((noinline)) int empty_push(nvtxDomainHandle_t, const nvtxEventAttributes_t*) {
+  __asm__ volatile("");
+  return 0;
+}
+__attribute__((noinline)) int empty_pop(nvtxDomainHandle_t) {
+  __asm__ volatile("");
+  return 0;
+}
+}  // namespace
+
+extern "C" __attribute__((noinline)) void run_nvtx_call(const cuscope_bench::Injected* in, long n) {
+  for (long i = 0; i < n; ++i) {
+    in->domain_push(in->excluded, &in->registered);
+    in->domain_pop(in->excluded);
+    __asm__ volatile("" ::: "memory");
+  }
+}
+
 int main(int argc, char** argv) {
   const long n = argc > 1 ? std::atol(argv[1]) : 100'000;
-  if (argc > 2 && std::strcmp(argv[2], "injected") == 0) {
-    const cuscope_bench::Injected& in = cuscope_bench::injected(5000);
+  const bool traced = argc > 2 && std::strcmp(argv[2], "traced") == 0;
+  if (argc > 2 && !traced) {
+    const std::string mode = argv[2];
+    cuscope_bench::Injected& in = cuscope_bench::injected(5000);
     if (!in.error.empty()) {
       std::fprintf(stderr, "scope_instructions: %s\n", in.error.c_str());
       return 1;
     }
-    in.push_a("counted");  // the steady state: the message cached
-    in.pop();
-    run_injected(&in, n);
-    std::printf("injected ranges %ld\n", n);
+    if (mode == "injected") {
+      in.push_a("counted");  // the steady state: the message cached
+      in.pop();
+      run_injected(&in, n);
+    } else if (mode == "registered") {
+      in.domain_push(in.domain, &in.registered_outer);
+      in.domain_push(in.domain, &in.registered);  // the steady state: the child node made
+      in.domain_pop(in.domain);
+      run_registered(&in, n);
+      in.domain_pop(in.domain);
+    } else if (mode == "excluded") {
+      run_excluded(&in, n);
+    } else if (mode == "nvtx_call") {
+      cuscope_bench::Injected empty = in;
+      empty.domain_push = &empty_push;
+      empty.domain_pop = &empty_pop;
+      run_nvtx_call(&empty, n);
+    } else {
+      std::fprintf(stderr, "scope_instructions: unknown mode '%s'\n", mode.c_str());
+      return 2;
+    }
+    std::printf("%s ranges %ld\n", mode.c_str(), n);
     return 0;
   }
-  const bool traced = argc > 2 && std::strcmp(argv[2], "traced") == 0;
   cuscope_bench::start_host_only_session(5000, traced ? "/dev/null" : "");
   { CUSCOPE_SCOPE("counted"); }  // the steady state: the call site interned
   run_scopes(n);

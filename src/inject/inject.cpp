@@ -11,10 +11,13 @@
 // The library holds a whole cuscope (the engine). A program that links cuscope as well forwards
 // to it (session/handover.hpp), so a process has one session, one CUPTI subscriber, one table.
 //
-// Hot path (a push/pop in the default or a named domain): a thread-local stack, one hash of the
-// message into a thread-local cache of names (registered strings carry their id in the handle),
-// and the scope's own enter/exit. No lock, no allocation once a message has been seen.
+// Hot path (a push/pop in the default or a named domain): the message's pointer into a
+// thread-local cache of names, its text checked there (registered strings carry their id in the
+// handle), a thread-local stack, and the range tree's common entry and exit, as a scope's. Straight
+// code that tail-calls the general code when any of it declines. No lock, no allocation once a
+// message has been seen.
 #include <nvtx3/nvToolsExt.h>
+#include <pthread.h>
 
 #include <array>
 #include <atomic>
@@ -83,60 +86,138 @@ std::string utf8_of(const wchar_t* w) {
 }
 
 // Messages seen by this thread. First by pointer, checked against the text kept for it (a pointer
-// says nothing alone: Python and std::string buffers are reused for other text), which costs no
-// strlen and no hash when a call site passes the same literal; then by content (strlen and a hash);
-// a miss in both interns under the name table's lock and takes the slots.
+// says nothing alone: Python and std::string buffers are reused for other text): a text of up to
+// 23 bytes is compared inline as three masked words, with no strlen, no hash and no branch per
+// word, when a call site passes the same literal; a longer one word by word. Then by content
+// (strlen and a hash); a miss in both interns under the name table's lock and takes the slots.
 class MessageCache {
  public:
   std::uint32_t id(const char* message) {
+    std::uint32_t found = 0;
+    if (find(message, &found)) return found;
+    const LongSlot& l = longs_[pointer_slot(message)];
+    if (l.pointer == message && l.holds(message)) return l.id;
+    return miss(message);
+  }
+  /// The hot path: the message's id when it is short and its pointer slot holds its text. False
+  /// otherwise (id() then looks further).
+  [[gnu::always_inline]] bool find(const char* message, std::uint32_t* id) const {
+    const Slot& s = pointers_[pointer_slot(message)];
+    if (s.pointer != message || !s.holds(message)) return false;
+    *id = s.id;
+    return true;
+  }
+
+ private:
+  static constexpr std::size_t kSlots = 256;
+  static constexpr std::uintptr_t kPage = 4096;   // the smallest page: a read within one is safe
+  static constexpr std::size_t kShortBytes = 24;  // a short text, NUL included: three words
+
+  // What an empty slot holds: no message (nullptr included) is at this address.
+  static constexpr char kNoMessage = 0;
+
+  // A short text last seen at `pointer`: its words (NUL included, zero padded), and masks of the
+  // bytes up to and including its NUL (0 past them).
+  struct Slot {
+    const char* pointer = &kNoMessage;
+    std::uint32_t id = 0;
+    std::uint64_t words[3]{};
+    std::uint64_t masks[3]{};
+
+    // Whether the text at `message` (== pointer) is the kept text. The reads may go past the
+    // message's NUL: keep() takes only a pointer whose three words lie inside the page of its first
+    // byte, which is mapped. Sanitizers would see the bytes past the NUL (read, never used) as an
+    // overflow or a race, and their attributes do not survive inlining: there, strcmp.
+    bool holds(const char* message) const {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+      return std::strcmp(reinterpret_cast<const char*>(words), message) == 0;
+#else
+      return (((load(message) ^ words[0]) & masks[0]) | ((load(message + 8) ^ words[1]) & masks[1]) |
+              ((load(message + 16) ^ words[2]) & masks[2])) == 0;
+#endif
+    }
+  };
+  static_assert(sizeof(Slot) == 64, "a pointer slot is one cache line");
+
+  // A longer text (or a short one near the end of a page): compared with strcmp, which stops at the
+  // message's NUL.
+  struct LongSlot {
+    const char* pointer = &kNoMessage;
+    std::uint32_t id = 0;
+    std::string text;
+
+    bool holds(const char* message) const { return std::strcmp(text.c_str(), message) == 0; }
+  };
+
+  // A content slot: found by the message's hash.
+  struct TextSlot {
+    std::uint64_t hash = 0;  // 0: empty
+    std::uint32_t id = 0;
+    std::string key;
+  };
+
+  static std::uint64_t load(const char* p) {
+    std::uint64_t w;
+    std::memcpy(&w, p, 8);
+    return w;
+  }
+  static std::size_t pointer_slot(const char* p) {
+    return static_cast<std::size_t>((reinterpret_cast<std::uintptr_t>(p) * 0x9E3779B97F4A7C15ull) >> 56) &
+           (kSlots - 1);
+  }
+
+  [[gnu::noinline]] std::uint32_t miss(const char* message) {
     if (message == nullptr) return intern_message(std::string_view{});
-    Slot& by_pointer = pointers_[(reinterpret_cast<std::uintptr_t>(message) >> 3) & (kSlots - 1)];
-    if (by_pointer.pointer == message && same(by_pointer.key, message)) return by_pointer.id;
     const std::size_t size = std::strlen(message);
     const std::uint64_t h = hash(message, size);
-    Slot& by_content = contents_[h & (kSlots - 1)];
+    TextSlot& by_content = contents_[h & (kSlots - 1)];
     std::uint32_t id = 0;
     if (by_content.hash == h && by_content.key.size() == size &&
         std::memcmp(by_content.key.data(), message, size) == 0) {
       id = by_content.id;
     } else {
       id = intern_message({message, size});
-      keep(by_content, nullptr, h, message, size, id);
+      try {
+        by_content.key.assign(message, size);
+        by_content.hash = h;
+        by_content.id = id;
+      } catch (...) {  // out of memory: the name is right, the slot stays empty
+        by_content = TextSlot{};
+      }
     }
-    keep(by_pointer, message, h, message, size, id);
+    keep(message, size, id);
     return id;
   }
-
- private:
-  static constexpr std::size_t kSlots = 256;
-  struct Slot {
-    const char* pointer = nullptr;
-    std::uint64_t hash = 0;
-    std::uint32_t id = 0;
-    std::string key;
-  };
-  // The text at `message` is `key`, NUL included: one pass, no strlen.
-  static bool same(const std::string& key, const char* message) {
-    return std::strcmp(key.c_str(), message) == 0;
-  }
-  static void keep(Slot& slot, const char* pointer, std::uint64_t h, const char* message, std::size_t size,
-                   std::uint32_t id) {
+  void keep(const char* message, std::size_t size, std::uint32_t id) {
+    const std::size_t at = pointer_slot(message);
+    Slot& s = pointers_[at];
+    LongSlot& l = longs_[at];
+    const bool in_one_page = (reinterpret_cast<std::uintptr_t>(message) & (kPage - 1)) <= kPage - kShortBytes;
+    if (size + 1 <= kShortBytes && in_one_page) {
+      unsigned char text[kShortBytes] = {}, mask[kShortBytes] = {};
+      std::memcpy(text, message, size + 1);
+      std::memset(mask, 0xFF, size + 1);
+      std::memcpy(s.words, text, kShortBytes);
+      std::memcpy(s.masks, mask, kShortBytes);
+      s.id = id;
+      s.pointer = message;
+      if (l.pointer == message) l.pointer = &kNoMessage;
+      return;
+    }
+    if (s.pointer == message) s.pointer = &kNoMessage;
     try {
-      slot.key.assign(message, size);
-      slot.pointer = pointer;
-      slot.hash = h;
-      slot.id = id;
+      l.text.assign(message, size);
+      l.id = id;
+      l.pointer = message;
     } catch (...) {  // out of memory: the name is right, the slot stays empty
-      slot = Slot{};
+      l.pointer = &kNoMessage;
     }
   }
   static std::uint64_t hash(const char* p, std::size_t n) {
     std::uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
     std::size_t i = 0;
     for (; i + 8 <= n; i += 8) {
-      std::uint64_t w;
-      std::memcpy(&w, p + i, 8);
-      h = (h ^ w) * 0xBF58476D1CE4E5B9ull;
+      h = (h ^ load(p + i)) * 0xBF58476D1CE4E5B9ull;
       h ^= h >> 31;
     }
     std::uint64_t tail = 0;
@@ -146,7 +227,8 @@ class MessageCache {
     return h | 1;  // 0 marks an empty slot
   }
   std::array<Slot, kSlots> pointers_{};
-  std::array<Slot, kSlots> contents_{};
+  std::array<LongSlot, kSlots> longs_{};
+  std::array<TextSlot, kSlots> contents_{};
 };
 
 // ---- domains -------------------------------------------------------------------------------
@@ -179,11 +261,22 @@ struct Domains {
   }
 };
 
+Domains* g_domains = nullptr;  // set once, by domains()
+
+// fork(): the lock is held across it, so a child forked while another thread creates a domain
+// finds it free. Taken before the name table's lock (whose handlers are installed first, and
+// prepare handlers run in the reverse order), the order domain_named() takes them in.
+void domains_fork_prepare() { g_domains->mutex.lock(); }
+void domains_fork_release() { g_domains->mutex.unlock(); }
+
 Domains& domains() {
   static auto* d = [] {
     auto* made = new Domains;
     made->filter = options_from_env().nvtx_domains;  // bad values are reported by the session's start
     made->default_counted = made->keeps("default");
+    g_domains = made;
+    static_cast<void>(process_names());  // its fork handlers first (see above)
+    pthread_atfork(domains_fork_prepare, domains_fork_release, domains_fork_release);
     return made;
   }();
   return *d;
@@ -211,11 +304,15 @@ Domain* domain_named(std::string name) {
 // A thread's open NVTX push ranges, of every counted domain, innermost last.
 struct OpenRanges {
   static constexpr std::uint32_t kMax = 2 * model::kHardMaxDepth;
+  static constexpr std::uint32_t kFrame = 1u << 16;   // the range named after the domain, under its first
+  static constexpr std::uint32_t kCommon = 1u << 17;  // opened by enter_common(): token is the tree depth
   struct Entry {
-    ThreadState* ts;  // non-null: the range was entered and exit() must close it
-    std::uint32_t token;
-    std::uint16_t domain;  // Domain::index; 0 for the default domain
-    bool frame;            // the range named after the domain, under its first range
+    ThreadState* ts;      // non-null: the range was entered on ts, which must close it
+    std::uint32_t token;  // exit_owned()'s token; the tree depth when kCommon
+    std::uint32_t kind;   // Domain::index (0 for the default domain) | kFrame | kCommon
+    [[nodiscard]] std::uint16_t domain() const { return static_cast<std::uint16_t>(kind); }
+    [[nodiscard]] bool frame() const { return (kind & kFrame) != 0; }
+    [[nodiscard]] bool common() const { return (kind & kCommon) != 0; }
   };
   std::array<Entry, kMax> entries;
   std::uint32_t depth = 0;
@@ -235,15 +332,64 @@ inline OpenRanges* open_ranges() {
   return o != nullptr ? o : make_thread_owned(t_open);
 }
 
+// The scope's common entry (scope.cpp, enter_common()) for a range of this library, straight into
+// the thread's tree: a started session recording host times only, the counter clock, the thread
+// attached, no end posted from another thread, and the tree's own common case. No NVTX range of its
+// own to push: this library is the NVTX tool. False having done nothing: enter_interned() does it.
+[[gnu::always_inline]] inline bool enter_common(std::uint32_t name_id, OpenRanges::Entry& e) {
+  ThreadState* ts = t_state;
+  if (ts == nullptr || g_state.load(std::memory_order_relaxed) != kOn ||
+      g_flags.load(std::memory_order_relaxed) != kRecording || ts->tree->remote_posted())
+    return false;
+  const ClockSegment* clock = g_clock_segment.load(std::memory_order_acquire);
+  if (clock == nullptr) return false;
+  // The entry is written first (what begin_common() will make of it: the frame above the tree's
+  // innermost), so that nothing stays live across the tree's entry; unused when it declines.
+  e.ts = ts;
+  e.token = ts->tree->open_depth() + 1;
+  model::ThreadTree::Token b{};
+  return ts->tree->begin_common(name_id, clock->to_ns(cycle_counter()), &b);
+}
+
+// The scope's common exit (exit_owned_inline()) for a range enter_common() opened: the innermost
+// frame with nothing else to undo; otherwise exit_owned() with the token it takes.
+[[gnu::always_inline]] inline void exit_common(ThreadState* ts, std::uint32_t depth) {
+  model::ThreadTree& tree = *ts->tree;
+  const ClockSegment* clock = g_clock_segment.load(std::memory_order_acquire);
+  if (clock != nullptr && !tree.remote_posted() && !ts->counted_root &&
+      (g_flags.load(std::memory_order_relaxed) & kCounters) == 0 &&
+      tree.end_common(depth, clock->to_ns(cycle_counter()))) {
+    if (tree.remote_posted()) settle_remote_ends(ts);  // an entry below, ended elsewhere, is innermost now
+    return;
+  }
+  exit_owned(ts, owned_token(depth), now_ns());
+}
+
+// Closes an entry's range. Only on the thread that entered it: a state that is no longer the
+// thread's (a child of fork(), where cuscope is off, or a state released at thread exit and
+// maybe handed to another thread) is not touched; its open ranges were counted when it let go.
+[[gnu::always_inline]] inline void close_range(const OpenRanges::Entry& e) {
+  if (e.ts == nullptr || e.ts != t_state) return;
+  if (e.common()) {
+    exit_common(e.ts, e.token);
+  } else {
+    exit_owned(e.ts, e.token, now_ns());
+  }
+}
+
 [[gnu::always_inline]] inline int open_range(OpenRanges& o, std::uint32_t name_id, std::uint16_t domain,
                                              bool frame) {
   if (o.depth == OpenRanges::kMax) {
     ++o.skipped;
     return static_cast<int>(o.depth);
   }
-  std::uint32_t token = 0;
-  ThreadState* ts = enter_interned(name_id, token);
-  o.entries[o.depth] = {ts, token, domain, frame};
+  OpenRanges::Entry& e = o.entries[o.depth];
+  e.kind = domain | (frame ? OpenRanges::kFrame : 0);
+  if (enter_common(name_id, e)) {
+    e.kind |= OpenRanges::kCommon;
+  } else {
+    e.ts = enter_interned(name_id, e.token);
+  }
   if (domain != 0) ++o.open_in[domain];
   return static_cast<int>(o.depth++);
 }
@@ -258,8 +404,8 @@ void close_entry(OpenRanges& o, std::uint32_t at) {
   const OpenRanges::Entry e = o.entries[at];
   for (std::uint32_t i = at; i + 1 < o.depth; ++i) o.entries[i] = o.entries[i + 1];
   --o.depth;
-  if (e.domain != 0) --o.open_in[e.domain];
-  if (e.ts != nullptr) exit_owned(e.ts, e.token, now_ns());  // entered on this thread: its own state
+  if (e.domain() != 0) --o.open_in[e.domain()];
+  close_range(e);
 }
 
 // Pops the innermost open range of the domain (ranges of other domains opened after it stay open
@@ -271,11 +417,11 @@ void close_entry(OpenRanges& o, std::uint32_t at) {
   }
   for (std::uint32_t i = o.depth; i-- > 0;) {
     const OpenRanges::Entry& e = o.entries[i];
-    if (e.domain != index || e.frame) continue;
+    if (e.domain() != index || e.frame()) continue;
     close_entry(o, i);
     if (index != 0 && o.open_in[index] == 1) {  // only the domain's frame is left: close it too
       for (std::uint32_t j = i; j-- > 0;) {
-        if (o.entries[j].domain == index && o.entries[j].frame) {
+        if (o.entries[j].domain() == index && o.entries[j].frame()) {
           close_entry(o, j);
           break;
         }
@@ -295,12 +441,12 @@ void close_entry(OpenRanges& o, std::uint32_t at) {
 [[gnu::always_inline]] inline int pop_range(OpenRanges& o, const Domain* d) {
   const std::uint16_t index = d != nullptr ? d->index : 0;
   if (o.skipped == 0 && o.depth > 0) {
-    const OpenRanges::Entry top = o.entries[o.depth - 1];
+    const OpenRanges::Entry& top = o.entries[o.depth - 1];
     const bool frame_left = index != 0 && o.open_in[index] == 2;  // this range and the frame under it
-    if (top.domain == index && !top.frame && !frame_left) {
+    if (top.domain() == index && !top.frame() && !frame_left) {
       --o.depth;
       if (index != 0) --o.open_in[index];
-      if (top.ts != nullptr) exit_owned(top.ts, top.token, now_ns());
+      close_range(top);
       return static_cast<int>(o.depth);
     }
   }
@@ -309,29 +455,43 @@ void close_entry(OpenRanges& o, std::uint32_t at) {
 
 // ---- event attributes ----------------------------------------------------------------------
 
-std::uint32_t name_of(OpenRanges& o, const nvtxEventAttributes_t* a) {
-  constexpr std::size_t kNeeded = offsetof(nvtxEventAttributes_t, message) + sizeof(nvtxMessageValue_t);
-  if (a == nullptr || a->size < kNeeded) return intern_message(std::string_view{});
+// The largest name id register_a/w handed out as a handle: a registered handle holds its id, and
+// one above this (or 0) is not ours.
+std::atomic<std::uint32_t> g_registered_max{0};
+
+[[gnu::always_inline]] inline bool registered_id(nvtxStringHandle_t h, std::uint32_t* id) {
+  const auto v = reinterpret_cast<std::uintptr_t>(h);
+  if (v - 1 >= g_registered_max.load(std::memory_order_relaxed)) return false;
+  *id = static_cast<std::uint32_t>(v);
+  return true;
+}
+
+constexpr std::size_t kAttributesNeeded =
+    offsetof(nvtxEventAttributes_t, message) + sizeof(nvtxMessageValue_t);
+
+// The hot path's names: an ASCII message already in the thread's cache, or a registered string.
+// False when that cannot be had here (name_of() does the rest).
+[[gnu::always_inline]] inline bool name_common(const OpenRanges& o, const nvtxEventAttributes_t* a,
+                                               std::uint32_t* id) {
+  if (a == nullptr || a->size < kAttributesNeeded) return false;
+  if (a->messageType == NVTX_MESSAGE_TYPE_REGISTERED) return registered_id(a->message.registered, id);
+  return a->messageType == NVTX_MESSAGE_TYPE_ASCII && o.names.find(a->message.ascii, id);
+}
+
+[[gnu::noinline]] std::uint32_t name_of(OpenRanges& o, const nvtxEventAttributes_t* a) {
+  if (a == nullptr || a->size < kAttributesNeeded) return intern_message(std::string_view{});
   switch (a->messageType) {
     case NVTX_MESSAGE_TYPE_ASCII:
       return o.names.id(a->message.ascii);
     case NVTX_MESSAGE_TYPE_UNICODE:
       return intern_message(utf8_of(a->message.unicode));
     case NVTX_MESSAGE_TYPE_REGISTERED: {
-      // Handles come from register_a/w below, so they hold a valid id; anything else is not ours.
-      const auto id = reinterpret_cast<std::uintptr_t>(a->message.registered);
-      if (id == 0 || id > process_names().size()) return intern_message(std::string_view{});
-      return static_cast<std::uint32_t>(id);
+      std::uint32_t id = 0;
+      return registered_id(a->message.registered, &id) ? id : intern_message(std::string_view{});
     }
     default:
       return intern_message(std::string_view{});
   }
-}
-
-const Domain* counted(nvtxDomainHandle_t h, bool* skip) {
-  const auto* d = reinterpret_cast<const Domain*>(h);
-  *skip = d == nullptr ? !default_counted() : !d->counted;
-  return d;
 }
 
 // ---- start/end -----------------------------------------------------------------------------
@@ -353,70 +513,147 @@ void end_span(nvtxRangeId_t id) {
 
 // ---- the NVTX callbacks ----------------------------------------------------------------------
 
-int NVTX_API push_a(const char* message) {
-  OpenRanges* o = open_ranges();
-  if (!default_counted() || o == nullptr) return 0;
-  return push_range(*o, nullptr, o->names.id(message));
+// Push and pop: the common case is straight code that either does it all or changes nothing and
+// tail-calls the general code (as scope.cpp's common path does), so that it saves no register.
+
+// Opens `name_id` in `domain` (whose frame, if it has one, is open) by the common entry.
+[[gnu::always_inline]] inline bool push_common(OpenRanges& o, std::uint32_t name_id, std::uint16_t domain,
+                                               int* level) {
+  if (o.depth == OpenRanges::kMax) return false;
+  OpenRanges::Entry& e = o.entries[o.depth];
+  e.kind = domain | OpenRanges::kCommon;  // unused unless entered
+  if (!enter_common(name_id, e)) return false;
+  const std::uint32_t depth = o.depth;
+  o.depth = depth + 1;
+  if (domain != 0) ++o.open_in[domain];
+  *level = static_cast<int>(depth);
+  return true;
 }
-int NVTX_API push_w(const wchar_t* message) {
-  OpenRanges* o = open_ranges();
-  if (!default_counted() || o == nullptr) return 0;
-  return push_range(*o, nullptr, intern_message(utf8_of(message)));
+
+// Closes the innermost range when it is `domain`'s own, opened by the common entry on this thread,
+// not the last range above its domain's frame, and closes by the common exit.
+[[gnu::always_inline]] inline bool pop_common(OpenRanges& o, std::uint16_t domain, ThreadState** closed_on,
+                                              int* level) {
+  const std::uint32_t depth = o.depth;
+  if (depth - 1 >= OpenRanges::kMax - 1) return false;  // none open, or full (pushes may be skipped)
+  const OpenRanges::Entry& top = o.entries[depth - 1];
+  ThreadState* ts = top.ts;
+  if (top.kind != (domain | OpenRanges::kCommon) || ts != t_state) return false;
+  if (domain != 0 && o.open_in[domain] == 2) return false;  // its frame is left: pop_range() closes both
+  model::ThreadTree& tree = *ts->tree;
+  const ClockSegment* clock = g_clock_segment.load(std::memory_order_acquire);
+  if (clock == nullptr || tree.remote_posted() || ts->counted_root ||
+      (g_flags.load(std::memory_order_relaxed) & kCounters) != 0 ||
+      !tree.end_common(top.token, clock->to_ns(cycle_counter())))
+    return false;
+  o.depth = depth - 1;
+  if (domain != 0) --o.open_in[domain];
+  *closed_on = ts;
+  *level = static_cast<int>(depth - 1);
+  return true;
 }
-int NVTX_API push_ex(const nvtxEventAttributes_t* a) {
-  OpenRanges* o = open_ranges();
-  if (!default_counted() || o == nullptr) return 0;
-  return push_range(*o, nullptr, name_of(*o, a));
+
+// After a common pop that found an end posted from another thread: an entry below is innermost now.
+[[gnu::noinline]] int settled(ThreadState* ts, int level) {
+  settle_remote_ends(ts);
+  return level;
 }
-int NVTX_API pop_default() {
-  if (!default_counted()) return 0;
-  OpenRanges* o = open_ranges();
-  return o != nullptr ? pop_range(*o, nullptr) : -1;
+
+[[gnu::always_inline]] inline int popped(ThreadState* ts, int level) {
+  return ts->tree->remote_posted() ? settled(ts, level) : level;
 }
-int NVTX_API domain_push_ex(nvtxDomainHandle_t h, const nvtxEventAttributes_t* a) {
-  bool skip = false;
-  const Domain* d = counted(h, &skip);
-  if (skip) return 0;
+
+[[gnu::noinline]] int push_a_general(const char* message) {
+  OpenRanges* o = open_ranges();
+  return o != nullptr ? push_range(*o, nullptr, o->names.id(message)) : 0;
+}
+[[gnu::noinline]] int pop_general(const Domain* d) {
+  OpenRanges* o = open_ranges();
+  return o != nullptr ? pop_range(*o, d) : -1;
+}
+[[gnu::noinline]] int domain_push_general(const Domain* d, const nvtxEventAttributes_t* a) {
   OpenRanges* o = open_ranges();
   return o != nullptr ? push_range(*o, d, name_of(*o, a)) : 0;
 }
-int NVTX_API domain_pop(nvtxDomainHandle_t h) {
-  bool skip = false;
-  const Domain* d = counted(h, &skip);
-  if (skip) return 0;
+
+// The default domain's calls are handed to NVTX only when that domain counts (fill_tables()):
+// left out, they stay NVTX's no-ops.
+[[gnu::flatten]] int NVTX_API push_a(const char* message) {
+  OpenRanges* o = t_open;
+  std::uint32_t id = 0;
+  int level = 0;
+  if (o != nullptr && o->names.find(message, &id) && push_common(*o, id, 0, &level)) return level;
+  return push_a_general(message);
+}
+int NVTX_API push_w(const wchar_t* message) {
   OpenRanges* o = open_ranges();
-  return o != nullptr ? pop_range(*o, d) : -1;
+  return o != nullptr ? push_range(*o, nullptr, intern_message(utf8_of(message))) : 0;
+}
+int NVTX_API push_ex(const nvtxEventAttributes_t* a) { return domain_push_general(nullptr, a); }
+[[gnu::flatten]] int NVTX_API pop_default() {
+  OpenRanges* o = t_open;
+  ThreadState* ts = nullptr;
+  int level = 0;
+  if (o != nullptr && pop_common(*o, 0, &ts, &level)) return popped(ts, level);
+  return pop_general(nullptr);
+}
+// A domain's calls: a left-out domain costs the one test of its flag.
+[[gnu::flatten]] int NVTX_API domain_push_ex(nvtxDomainHandle_t h, const nvtxEventAttributes_t* a) {
+  const Domain* d = reinterpret_cast<const Domain*>(h);
+  if (d == nullptr) return default_counted() ? domain_push_general(nullptr, a) : 0;
+  if (!d->counted) return 0;
+  OpenRanges* o = t_open;
+  std::uint32_t id = 0;
+  int level = 0;
+  // The domain's frame open (or none for it: a shared index), as when its ranges nest.
+  if (o != nullptr && (d->index == kSharedDomain || o->open_in[d->index] != 0) && name_common(*o, a, &id) &&
+      push_common(*o, id, d->index, &level))
+    return level;
+  return domain_push_general(d, a);
+}
+[[gnu::flatten]] int NVTX_API domain_pop(nvtxDomainHandle_t h) {
+  const Domain* d = reinterpret_cast<const Domain*>(h);
+  if (d == nullptr) return default_counted() ? pop_general(nullptr) : 0;
+  if (!d->counted) return 0;
+  OpenRanges* o = t_open;
+  ThreadState* ts = nullptr;
+  int level = 0;
+  if (o != nullptr && pop_common(*o, d->index, &ts, &level)) return popped(ts, level);
+  return pop_general(d);
 }
 
 nvtxRangeId_t NVTX_API start_a(const char* message) {
   OpenRanges* o = open_ranges();
-  if (!default_counted() || o == nullptr) return 0;
-  return start_span(nullptr, o->names.id(message));
+  return o != nullptr ? start_span(nullptr, o->names.id(message)) : 0;
 }
 nvtxRangeId_t NVTX_API start_w(const wchar_t* message) {
-  return default_counted() ? start_span(nullptr, intern_message(utf8_of(message))) : 0;
+  return start_span(nullptr, intern_message(utf8_of(message)));
 }
 nvtxRangeId_t NVTX_API start_ex(const nvtxEventAttributes_t* a) {
   OpenRanges* o = open_ranges();
-  if (!default_counted() || o == nullptr) return 0;
-  return start_span(nullptr, name_of(*o, a));
+  return o != nullptr ? start_span(nullptr, name_of(*o, a)) : 0;
 }
 void NVTX_API end_any(nvtxRangeId_t id) { end_span(id); }
 nvtxRangeId_t NVTX_API domain_start_ex(nvtxDomainHandle_t h, const nvtxEventAttributes_t* a) {
-  bool skip = false;
-  const Domain* d = counted(h, &skip);
-  if (skip) return 0;
+  const Domain* d = reinterpret_cast<const Domain*>(h);
+  if (d != nullptr ? !d->counted : !default_counted()) return 0;
   OpenRanges* o = open_ranges();
   return o != nullptr ? start_span(d, name_of(*o, a)) : 0;
 }
 void NVTX_API domain_end(nvtxDomainHandle_t, nvtxRangeId_t id) { end_span(id); }
 
 // A registered string's handle is its name id: a push with it needs no lookup at all.
+nvtxStringHandle_t registered_handle(std::uint32_t id) {
+  std::uint32_t max = g_registered_max.load(std::memory_order_relaxed);
+  while (id > max && !g_registered_max.compare_exchange_weak(max, id, std::memory_order_relaxed)) {
+  }
+  return reinterpret_cast<nvtxStringHandle_t>(static_cast<std::uintptr_t>(id));
+}
 nvtxStringHandle_t NVTX_API register_a(nvtxDomainHandle_t, const char* s) {
-  return reinterpret_cast<nvtxStringHandle_t>(static_cast<std::uintptr_t>(intern_message(s ? s : "")));
+  return registered_handle(intern_message(s ? s : ""));
 }
 nvtxStringHandle_t NVTX_API register_w(nvtxDomainHandle_t, const wchar_t* s) {
-  return reinterpret_cast<nvtxStringHandle_t>(static_cast<std::uintptr_t>(intern_message(utf8_of(s))));
+  return registered_handle(intern_message(utf8_of(s)));
 }
 nvtxDomainHandle_t NVTX_API create_a(const char* name) {
   try {
@@ -463,7 +700,7 @@ int fill_tables(NvtxGetExportTableFunc_t get) {
       {NVTX_CBID_CORE_RangePushEx, fn(&push_ex)},   {NVTX_CBID_CORE_RangePop, fn(&pop_default)},
       {NVTX_CBID_CORE_RangeStartA, fn(&start_a)},   {NVTX_CBID_CORE_RangeStartW, fn(&start_w)},
       {NVTX_CBID_CORE_RangeStartEx, fn(&start_ex)}, {NVTX_CBID_CORE_RangeEnd, fn(&end_any)}};
-  set(core, core_size, core_callbacks);
+  if (default_counted()) set(core, core_size, core_callbacks);  // left out: NVTX's no-ops, no call
   NvtxFunctionTable core2 = nullptr;
   unsigned core2_size = 0;
   if (callbacks->GetModuleFunctionTable(NVTX_CB_MODULE_CORE2, &core2, &core2_size) != 0 && core2 != nullptr) {

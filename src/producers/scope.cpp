@@ -28,6 +28,7 @@ std::atomic<std::uint32_t> g_flags{0};
 std::atomic<CorrelationHook> g_push_correlation{nullptr};
 std::atomic<CorrelationPopHook> g_pop_correlation{nullptr};
 std::atomic<bool> g_nvtx_quiet{false};
+CUSCOPE_HOT_TLS thread_local ThreadState* t_state = nullptr;  // read by the NVTX injection too
 
 namespace {
 
@@ -45,8 +46,6 @@ static_assert(model::ThreadTree::kMaxTag <= (UINT32_MAX >> kTagShift));
 constexpr std::uint32_t kTokenBits = kRecorded | kPushed | kTimedGpu | kTraced;
 
 // The hot path's thread_locals are pointers (producers/hot_tls.hpp).
-CUSCOPE_HOT_TLS thread_local ThreadState* t_state = nullptr;
-
 // push()/pop() tokens. Equal neighbours (recursion, entries past the maximum depth, pushes while
 // recording is off) share one entry, so balanced use never runs out; past kMaxEntries distinct
 // ones, a push records nothing (counted as a depth overflow) and its pop undoes nothing.
@@ -403,6 +402,10 @@ void exit(ThreadState* ts, std::uint32_t token) noexcept {
 void exit_owned(ThreadState* ts, std::uint32_t token, std::uint64_t now) noexcept {
   exit_owned_inline(ts, token, now);
 }
+
+std::uint32_t owned_token(std::uint32_t depth) noexcept { return kRecorded | depth; }
+
+void settle_remote_ends(ThreadState* ts) noexcept { settle_remote(ts); }
 
 void count(Site& site, double amount) noexcept {
   if (!counting()) {

@@ -22,6 +22,7 @@
 #include "model/spans.hpp"
 #include "producers/cupti/metrics_host.hpp"
 #include "producers/gpu_events.hpp"
+#include "producers/hot_tls.hpp"
 
 namespace cuscope::inline v0::detail {
 
@@ -123,6 +124,14 @@ ThreadState* enter_interned(std::uint32_t id, std::uint32_t& token) noexcept;
 void exit_owned(ThreadState* ts, std::uint32_t token, std::uint64_t now_ns) noexcept;
 /// The calling thread's state if it has one (no attaching).
 ThreadState* current_thread_state() noexcept;
+/// The calling thread's state (scope.cpp), for the NVTX injection's own common path: it opens and
+/// closes frames with ThreadTree::begin_common()/end_common() as the scope's common path does.
+CUSCOPE_HOT_TLS extern constinit thread_local ThreadState* t_state;
+/// The token exit_owned() takes for a frame that begin_common() opened at `depth` on this thread.
+std::uint32_t owned_token(std::uint32_t depth) noexcept;
+/// Closes what other threads ended on `ts` (the calling thread's): after an end_common() that found
+/// remote_posted(), as the scope's common exit does.
+void settle_remote_ends(ThreadState* ts) noexcept;
 /// Whether the session (started on demand) records now: inside the step window.
 bool recording() noexcept;
 /// Set by the NVTX injection: scopes push no NVTX range of their own (NVTX goes to cuscope itself).

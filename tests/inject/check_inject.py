@@ -119,6 +119,15 @@ expect("600 domains: the late domains' ranges nest and pop in pairs", ranges(rep
        {"outer": (1, 1), "outer/x": (1, 1), "outer/x/y": (1, 1)})
 expect("600 domains: no unbalanced ends", rep["diagnostics"]["unbalanced_ends"], 0)
 
+# One buffer, different messages in turn: each range is named by the text it passes.
+out = os.path.join(WORK, "reuse.json")
+rc, _, err = run([CUSCOPE, "run", "--json", out, "--", NVTX, "reuse"])
+expect("reused buffer: exit status", rc, 0)
+expect("reused buffer: every call named by its own text", ranges(report(out)),
+       {"alpha": (2, 1), "beta": (1, 1), "alphabet": (1, 1), "alp": (1, 1), "ab": (2, 1),
+        "a_long_message_of_30_bytes___1": (1, 1), "a_long_message_of_30_bytes___2": (1, 1),
+        "edge": (2, 1), "edgy": (1, 1)})
+
 # A bad filter: one clear warning, every domain kept.
 out = os.path.join(WORK, "bad.json")
 rc, _, err = run([CUSCOPE, "run", "--json", out, "--", NVTX], {"CUSCOPE_NVTX_DOMAINS": "MyLib,,x"})

@@ -4,12 +4,15 @@
 //
 //   nvtx_program [EXIT_STATUS]
 //   nvtx_program domains    600 domains: the ranges of the last two nest and pop in pairs
+//   nvtx_program reuse      one buffer holds different messages in turn (the counts below)
 //
 // Main thread and 2 workers, each: 3 x outer{ 2 x inner }, a wide-string range, and an
 // emit_nvtx()-style operator range; a "MyLib" domain with an ASCII and a registered message; a
 // "cuscope" domain (what a linked cuscope pushes: never counted twice); start/end ranges, one
 // ended on another thread and one never ended.
 #include <nvtx3/nvToolsExt.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -80,8 +83,49 @@ int many_domains() {
   return 0;
 }
 
+// Messages at one address whose text changes between calls, as Python's and std::string's buffers
+// do: each call is named by the text it passes, never by what the address held before. Ranges:
+// alpha 2, beta 1, alphabet 1, alp 1, ab 2 (the bytes after its NUL change, the name does not),
+// the two long ones (30 bytes, differing in the last) 1 each, edge 2 and edgy 1 (at the very end
+// of a page followed by an unreadable one: a read past the NUL there would fault).
+void range(const char* message) {
+  nvtxRangePushA(message);
+  nvtxRangePop();
+}
+
+int reuse() {
+  char buffer[64];
+  for (const char* text : {"alpha", "beta", "alpha", "alphabet", "alp"}) {
+    std::strcpy(buffer, text);
+    range(buffer);
+  }
+  std::memcpy(buffer, "ab\0XYZ", 7);
+  range(buffer);
+  std::memcpy(buffer, "ab\0QRS", 7);
+  range(buffer);
+  std::strcpy(buffer, "a_long_message_of_30_bytes___1");
+  range(buffer);
+  std::strcpy(buffer, "a_long_message_of_30_bytes___2");
+  range(buffer);
+  const long page = sysconf(_SC_PAGESIZE);
+  void* pages = mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (pages == MAP_FAILED || mprotect(static_cast<char*>(pages) + page, page, PROT_NONE) != 0) {
+    std::perror("nvtx_program: mmap");
+    return 1;
+  }
+  char* edge = static_cast<char*>(pages) + page - 5;  // "edge" and its NUL end the page
+  std::strcpy(edge, "edge");
+  range(edge);
+  range(edge);
+  std::strcpy(edge, "edgy");
+  range(edge);
+  munmap(pages, 2 * page);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "domains") == 0) return many_domains();
+  if (argc > 1 && std::strcmp(argv[1], "reuse") == 0) return reuse();
   g_mylib = nvtxDomainCreateA("MyLib");
   g_registered = nvtxDomainRegisterStringA(g_mylib, "registered_step");
   const nvtxDomainHandle_t own = nvtxDomainCreateA("cuscope");
