@@ -11,7 +11,13 @@
 
 #include <new>
 
+#if defined(__CUDACC__)
+// nvcc's front end does not take a TLS model on a declaration; .cu files only declare these (and
+// do not use them on a hot path), and a model differing between declarations is the linker's to settle.
+#define CUSCOPE_HOT_TLS
+#else
 #define CUSCOPE_HOT_TLS [[gnu::tls_model("initial-exec")]]
+#endif
 
 namespace cuscope::inline v0::detail {
 
