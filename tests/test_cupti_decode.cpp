@@ -538,7 +538,8 @@ TEST_CASE("only CUPTI's PAGEABLE memory kind, on either side, makes a copy pagea
                   source ? kind : device, source ? device : kind);
       f.consume();
       INFO("CUPTI memory kind " << int(k) << (source ? " as the source" : " as the destination"));
-      const auto& s = f.report().find("io")->self;
+      const Report r = f.report();
+      const auto& s = r.find("io")->self;
       CHECK(s.pageable_copies == (k == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE ? 1u : 0u));
       CHECK(s.pageable_bytes == (k == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE ? 64u : 0u));
     }

