@@ -74,10 +74,14 @@ class CuptiBuffer {
     return add(a);
   }
   CuptiBuffer& memcpy(std::uint32_t correlation, CUpti_ActivityMemcpyKind kind, std::uint64_t bytes,
-                      std::uint64_t start, std::uint64_t end) {
+                      std::uint64_t start, std::uint64_t end,
+                      CUpti_ActivityMemoryKind src = CUPTI_ACTIVITY_MEMORY_KIND_UNKNOWN,
+                      CUpti_ActivityMemoryKind dst = CUPTI_ACTIVITY_MEMORY_KIND_UNKNOWN) {
     CUpti_ActivityMemcpy6 m{};
     m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
     m.copyKind = static_cast<std::uint8_t>(kind);
+    m.srcKind = static_cast<std::uint8_t>(src);
+    m.dstKind = static_cast<std::uint8_t>(dst);
     m.bytes = bytes;
     m.start = start;
     m.end = end;

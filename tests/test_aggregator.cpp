@@ -468,3 +468,148 @@ TEST_CASE("a kernel without a name never joins the row of a named kernel that ha
   CHECK(r->kernels[unknown_first ? 1 : 0].duration.count == 2);
   CHECK(f.agg.pending() == 0);
 }
+
+TEST_CASE("copies with a pageable host side are counted per range, with their bytes, and roll up",
+          "[aggregator][pageable]") {
+  Fixture f;
+  auto outer = f.begin("outer");
+  auto inner = f.begin("inner");
+  auto copy = [&](std::uint64_t instance, CopyKind kind, MemoryKind src, MemoryKind dst,
+                  std::uint64_t bytes) {
+    MemcpyActivity m;
+    m.correlation = f.launch(instance);
+    m.start_ns = 1000;
+    m.end_ns = 1100;
+    m.bytes = bytes;
+    m.kind = kind;
+    m.src_kind = src;
+    m.dst_kind = dst;
+    f.agg.on(m);
+  };
+  copy(inner.instance, CopyKind::HtoD, MemoryKind::pageable, MemoryKind::device, 1000);
+  copy(inner.instance, CopyKind::HtoD, MemoryKind::pinned, MemoryKind::device, 20);
+  copy(inner.instance, CopyKind::DtoH, MemoryKind::device, MemoryKind::pageable, 300);
+  copy(outer.instance, CopyKind::HtoH, MemoryKind::pageable, MemoryKind::pinned, 7);
+  copy(outer.instance, CopyKind::DtoD, MemoryKind::device, MemoryKind::device, 5000);
+  // Its correlation comes later: the waiting copy keeps its kinds.
+  MemcpyActivity late;
+  late.correlation = 999;
+  late.start_ns = 10;
+  late.end_ns = 20;
+  late.bytes = 40;
+  late.kind = CopyKind::HtoD;
+  late.src_kind = MemoryKind::pageable;
+  f.agg.on(late);
+  f.agg.on(ExternalCorrelation{999, inner.instance});
+  f.agg.settle();
+  f.end(inner);
+  f.end(outer);
+  const Report r = f.report();
+  const auto& in = r.find("outer/inner")->self;
+  CHECK(in.pageable_copies == 3);
+  CHECK(in.pageable_bytes == 1340);
+  const auto& out = r.find("outer");
+  CHECK(out->self.pageable_copies == 1);
+  CHECK(out->self.pageable_bytes == 7);
+  CHECK(out->total.pageable_copies == 4);
+  CHECK(out->total.pageable_bytes == 1347);
+  CHECK(r.root().total.pageable_copies == 4);
+}
+
+namespace {
+
+void stream_kernel(Fixture& f, std::uint64_t instance, std::uint32_t stream, std::uint64_t start,
+                   std::uint64_t end, std::uint32_t device = 0) {
+  KernelActivity k;
+  k.correlation = f.launch(instance);
+  k.start_ns = start;
+  k.end_ns = end;
+  k.name = "_Z6kernelPfi";
+  k.grid = {128, 1, 1};
+  k.block = {256, 1, 1};
+  k.device = device;
+  k.stream = stream;
+  f.agg.on(k);
+}
+
+}  // namespace
+
+TEST_CASE("kernel time per stream: the streams a range used and its busiest one", "[aggregator][streams]") {
+  Fixture f;
+  auto a = f.begin("a");
+  // Stream 7: 3 × 100 ns; stream 9: 2 × 100 ns, one of them beside a stream-7 kernel.
+  stream_kernel(f, a.instance, 7, 1000, 1100);
+  stream_kernel(f, a.instance, 9, 1050, 1150);
+  stream_kernel(f, a.instance, 7, 1200, 1300);
+  stream_kernel(f, a.instance, 7, 1300, 1400);
+  stream_kernel(f, a.instance, 9, 1500, 1600);
+  auto b = f.begin("b");
+  stream_kernel(f, b.instance, 9, 2000, 2500);
+  stream_kernel(f, b.instance, 7, 2000, 2100, 1);  // stream 7 of device 1: another stream
+  f.end(b);
+  f.end(a);
+  const Report r = f.report();
+  const auto* ra = r.find("a");
+  CHECK(ra->self.kernel_streams == 2);
+  CHECK(ra->self.busiest_stream_ns == 300);
+  CHECK(ra->self.kernel_ns == 500);
+  CHECK(ra->self.gpu_busy_ns == 450);  // 50 ns overlapped
+  const auto* rb = r.find("a/b");
+  CHECK(rb->self.kernel_streams == 2);
+  CHECK(rb->self.busiest_stream_ns == 500);
+  CHECK(ra->total.kernel_streams == 2);       // the most of any range of the subtree
+  CHECK(ra->total.busiest_stream_ns == 800);  // summed over the subtree
+}
+
+TEST_CASE("streams past the 4 a range tracks count as one more, their time as one stream's at most",
+          "[aggregator][streams]") {
+  Fixture f;
+  auto a = f.begin("a");
+  for (std::uint32_t s = 1; s <= 6; ++s) stream_kernel(f, a.instance, s, 1000 * s, 1000 * s + 10 * s);
+  f.end(a);
+  const Report r = f.report();
+  CHECK(r.find("a")->self.kernel_streams == 5);
+  // Streams 5 and 6 (50 + 60 ns) are summed apart; their sum is above every tracked stream's (40 ns).
+  CHECK(r.find("a")->self.busiest_stream_ns == 110);
+  CHECK(r.find("a")->self.kernel_ns == 210);
+}
+
+TEST_CASE("each thread's range keeps its own streams: the busiest stream is summed over threads",
+          "[aggregator][streams]") {
+  Fixture f;
+  cuscope::model::ThreadTree* second = f.forest->make_tree();
+  auto a = f.begin("a");
+  const auto b = second->begin(f.id("a"), 0);
+  // Two threads, each on its own stream, their kernels side by side: no stream of one range is idle
+  // while another works, so nothing here could have overlapped more.
+  stream_kernel(f, a.instance, 7, 1000, 2000);
+  stream_kernel(f, b.instance, 9, 1000, 2000);
+  second->end(b.depth, 1'000'000);
+  f.end(a);
+  const Report r = f.report();
+  const auto* ra = r.find("a");
+  CHECK(ra->threads == 2);
+  CHECK(ra->self.kernel_streams == 2);
+  CHECK(ra->self.busiest_stream_ns == 2000);
+  CHECK(ra->self.kernel_ns == 2000);
+}
+
+TEST_CASE("a kernel that waits for its correlation keeps its stream", "[aggregator][streams]") {
+  Fixture f;
+  auto a = f.begin("a");
+  KernelActivity k;
+  k.correlation = 500;
+  k.start_ns = 100;
+  k.end_ns = 300;
+  k.name = "_Z6kernelPfi";
+  k.stream = 3;
+  f.agg.on(k);
+  stream_kernel(f, a.instance, 4, 400, 450);
+  f.agg.on(ExternalCorrelation{500, a.instance});
+  f.agg.settle();
+  f.end(a);
+  const Report r = f.report();
+  CHECK(r.find("a")->self.kernel_calls == 2);
+  CHECK(r.find("a")->self.kernel_streams == 2);
+  CHECK(r.find("a")->self.busiest_stream_ns == 200);
+}

@@ -494,3 +494,54 @@ TEST_CASE("a scope without a stream, or on the legacy stream, records no CUDA ev
   CHECK(events.in_capture.load() == 0);
   CHECK(events.resolve());
 }
+
+TEST_CASE("copies' memory kinds are decoded: a pageable host side is counted with its bytes",
+          "[cupti][pageable]") {
+  Fixture f;
+  auto io = f.begin("io");
+  f.end(io);
+  for (std::uint32_t c = 80; c < 86; ++c) f.buffer.external(c, io.instance).api(c, 5);
+  f.buffer
+      .memcpy(80, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 1000, 10, 20, CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE,
+              CUPTI_ACTIVITY_MEMORY_KIND_DEVICE)
+      .memcpy(81, CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, 300, 30, 40, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+              CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE)
+      .memcpy(82, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 5000, 50, 60, CUPTI_ACTIVITY_MEMORY_KIND_PINNED,
+              CUPTI_ACTIVITY_MEMORY_KIND_DEVICE)
+      .memcpy(83, CUPTI_ACTIVITY_MEMCPY_KIND_DTOD, 70, 70, 80, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+              CUPTI_ACTIVITY_MEMORY_KIND_MANAGED)
+      .memcpy(84, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 9, 90, 95)  // kinds unknown: not counted as pageable
+      .peer_copy(85, 1 << 20, 100, 200);
+  const auto counts = f.consume();
+  CHECK(counts.records == 18);
+  CHECK(counts.unknown == 0);
+  const Report r = f.report();
+  const auto& s = r.find("io")->self;
+  CHECK(s.pageable_copies == 2);
+  CHECK(s.pageable_bytes == 1300);
+  CHECK(s.memcpy[static_cast<std::size_t>(CopyKind::HtoD)].count == 3);
+  CHECK(r.find("io")->total.pageable_copies == 2);
+  CHECK(r.find("io")->total.pageable_bytes == 1300);
+}
+
+TEST_CASE("only CUPTI's PAGEABLE memory kind, on either side, makes a copy pageable", "[cupti][pageable]") {
+  for (std::uint8_t k = 0; k < 9; ++k) {  // 8: a kind past those CUPTI 13.0 defines
+    for (bool source : {true, false}) {
+      Fixture f;
+      auto io = f.begin("io");
+      f.end(io);
+      const auto kind = static_cast<CUpti_ActivityMemoryKind>(k);
+      const auto device = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+      f.buffer.external(1, io.instance)
+          .api(1, 5)
+          .memcpy(1, source ? CUPTI_ACTIVITY_MEMCPY_KIND_HTOD : CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, 64, 10, 20,
+                  source ? kind : device, source ? device : kind);
+      f.consume();
+      INFO("CUPTI memory kind " << int(k) << (source ? " as the source" : " as the destination"));
+      const Report r = f.report();
+      const auto& s = r.find("io")->self;
+      CHECK(s.pageable_copies == (k == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE ? 1u : 0u));
+      CHECK(s.pageable_bytes == (k == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE ? 64u : 0u));
+    }
+  }
+}

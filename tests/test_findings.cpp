@@ -215,3 +215,91 @@ TEST_CASE("apply_findings: warnings first, inclusive findings once along a path,
   CHECK(inner.findings[0].severity == Severity::warning);
   CHECK(inner.findings[1].id == "small-kernels");
 }
+
+TEST_CASE("pageable copies: at least 10 of them, or at least 64 MiB", "[findings][pageable]") {
+  RangeStats r = range_at();
+  r.self.memcpy[static_cast<std::size_t>(CopyKind::HtoD)].count = 30;
+  r.self.memcpy[static_cast<std::size_t>(CopyKind::DtoH)].count = 10;
+  r.self.memcpy[static_cast<std::size_t>(CopyKind::DtoD)].count = 99;  // no host side
+  r.self.pageable_copies = 10;
+  r.self.pageable_bytes = 3 << 20;
+  const auto f = model::pageable_copies_rule(r);
+  REQUIRE(f);
+  CHECK(f->id == "pageable-copies");
+  CHECK(f->severity == Severity::warning);
+  CHECK(f->observation == "10 of 40 host copies pageable, 3.0 MiB");
+  CHECK(f->cause.find("staged through a pinned buffer") != std::string::npos);
+  CHECK(f->fix.find("pin_memory=True") != std::string::npos);
+  CHECK(f->fix.find("non_blocking=True") != std::string::npos);
+  CHECK(f->fix.find("cudaHostAlloc") != std::string::npos);
+  r.self.pageable_copies = 9;
+  CHECK_FALSE(model::pageable_copies_rule(r));
+  r.self.pageable_copies = 1;
+  r.self.pageable_bytes = model::kPageableMinBytes - 1;
+  CHECK_FALSE(model::pageable_copies_rule(r));
+  r.self.pageable_bytes = model::kPageableMinBytes;
+  const auto big = model::pageable_copies_rule(r);
+  REQUIRE(big);
+  CHECK(big->observation == "1 of 40 host copies pageable, 64.0 MiB");
+  // Only the range's own copies: its subtree's are its children's to report.
+  r.self.pageable_copies = 0;
+  r.self.pageable_bytes = 0;
+  r.total.pageable_copies = 100;
+  r.total.pageable_bytes = 1ull << 30;
+  CHECK_FALSE(model::pageable_copies_rule(r));
+}
+
+TEST_CASE("pageable copies of no known direction still count among the host copies", "[findings][pageable]") {
+  RangeStats r = range_at();
+  r.self.memcpy[static_cast<std::size_t>(CopyKind::Other)].count = 12;  // to or from CUDA arrays
+  r.self.pageable_copies = 12;
+  r.self.pageable_bytes = 12 * 1024;
+  const auto f = model::pageable_copies_rule(r);
+  REQUIRE(f);
+  CHECK(f->observation == "12 of 12 host copies pageable, 12.0 KiB");
+}
+
+namespace {
+
+// Own kernels: `calls` of them, `kernel_ns` in all, `busiest` of it on the busiest of `streams`
+// streams, GPU busy `busy` (kernel_ns - busy overlapped).
+RangeStats on_streams(std::uint32_t streams, std::uint64_t calls, std::uint64_t kernel_ns,
+                      std::uint64_t busiest, std::uint64_t busy) {
+  RangeStats r = range_at();
+  r.self.kernel_calls = calls;
+  r.self.kernel_ns = kernel_ns;
+  r.self.kernel_streams = streams;
+  r.self.busiest_stream_ns = busiest;
+  r.self.gpu_busy_ns = busy;
+  r.self.gpu_span_ns = busy;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("serialized streams: several streams, work off the busiest, and almost none of it overlapped",
+          "[findings][streams]") {
+  // 1 ms of kernels, 400 µs off the busiest stream, 39 µs of it beside other kernels (9.75%).
+  const RangeStats r = on_streams(3, 40, 1'000'000, 600'000, 961'000);
+  const auto f = model::serialized_streams_rule(r);
+  REQUIRE(f);
+  CHECK(f->id == "serialized-streams");
+  CHECK(f->severity == Severity::info);
+  CHECK(f->observation ==
+        "kernels on 3 streams, 40% of their time off the busiest stream, yet 10% of that ran alongside "
+        "other kernels (concurrency 1.04)");
+  CHECK(f->cause.find("cudaStreamWaitEvent") != std::string::npos);
+  // The overlap threshold: 40 µs overlapped is 10% of the 400 µs that could have.
+  CHECK_FALSE(model::serialized_streams_rule(on_streams(3, 40, 1'000'000, 600'000, 960'000)));
+  CHECK(model::serialized_streams_rule(on_streams(3, 40, 1'000'000, 600'000, 960'001)));
+  // Work off the busiest stream: 10% of the kernel time is enough, less is not.
+  CHECK(model::serialized_streams_rule(on_streams(2, 40, 1'000'000, 900'000, 1'000'000)));
+  CHECK_FALSE(model::serialized_streams_rule(on_streams(2, 40, 1'000'000, 900'001, 1'000'000)));
+  // One stream, or too few kernels, or no busy time: silent.
+  CHECK_FALSE(model::serialized_streams_rule(on_streams(1, 40, 1'000'000, 600'000, 1'000'000)));
+  CHECK(model::serialized_streams_rule(on_streams(2, 10, 1'000'000, 600'000, 1'000'000)));
+  CHECK_FALSE(model::serialized_streams_rule(on_streams(2, 9, 1'000'000, 600'000, 1'000'000)));
+  CHECK_FALSE(model::serialized_streams_rule(on_streams(2, 40, 1'000'000, 600'000, 0)));
+  // Streams recorded without their time (a report from before streams were recorded): silent.
+  CHECK_FALSE(model::serialized_streams_rule(on_streams(2, 40, 1'000'000, 0, 1'000'000)));
+}

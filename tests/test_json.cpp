@@ -207,10 +207,11 @@ TEST_CASE("json writes every ActivityStats field and busy_share", "[json]") {
   const json self = parsed(make_report()).at("ranges").at(2).at("self");
   std::set<std::string> keys;
   for (const auto& item : self.items()) keys.insert(item.key());
-  const std::set<std::string> expected{"kernel_calls", "kernel_ns",  "gpu_busy_ns",  "gpu_span_ns",
-                                       "busy_share",   "memcpy",     "memset_count", "memset_bytes",
-                                       "memset_ns",    "sync_count", "sync_ns",      "alloc_count",
-                                       "alloc_bytes",  "free_count", "free_bytes",   "peak_bytes"};
+  const std::set<std::string> expected{
+      "kernel_calls", "kernel_ns",       "gpu_busy_ns",    "gpu_span_ns",    "busy_share",
+      "memcpy",       "memset_count",    "memset_bytes",   "memset_ns",      "sync_count",
+      "sync_ns",      "alloc_count",     "alloc_bytes",    "free_count",     "free_bytes",
+      "peak_bytes",   "pageable_copies", "pageable_bytes", "kernel_streams", "busiest_stream_ns"};
   REQUIRE(keys == expected);
   REQUIRE(self.at("busy_share").get<double>() == 0.75);
   REQUIRE(self.at("gpu_busy_ns") == 750);
@@ -467,4 +468,37 @@ TEST_CASE("json carries each range's findings, and cuscope show reads them back"
   CHECK(back.ranges[1].findings[1].id == "small-kernels");
   CHECK(back.ranges[1].findings[1].severity == cuscope::Severity::info);
   CHECK(cuscope::format_json(back) == cuscope::format_json(r));
+}
+
+TEST_CASE("json carries pageable copies and streams, and cuscope show reads them back",
+          "[json][pageable][streams]") {
+  Report r = make_report();
+  auto& self = r.ranges[2].self;
+  self.pageable_copies = 11;
+  self.pageable_bytes = 12'345;
+  self.kernel_streams = 3;
+  self.busiest_stream_ns = 678;
+  r.ranges[2].total.pageable_copies = kMax;
+  const json j = parsed(r).at("ranges").at(2);
+  CHECK(j.at("self").at("pageable_copies") == 11);
+  CHECK(j.at("self").at("pageable_bytes") == 12'345);
+  CHECK(j.at("self").at("kernel_streams") == 3);
+  CHECK(j.at("self").at("busiest_stream_ns") == 678);
+  CHECK(j.at("total").at("pageable_copies") == kMax);
+  Report back;
+  std::string error;
+  REQUIRE(cuscope::cli::report_from_json(format_json(r), &back, &error));
+  CHECK(back.ranges[2].self.pageable_copies == 11);
+  CHECK(back.ranges[2].self.pageable_bytes == 12'345);
+  CHECK(back.ranges[2].self.kernel_streams == 3);
+  CHECK(back.ranges[2].self.busiest_stream_ns == 678);
+  CHECK(back.ranges[2].total.pageable_copies == kMax);
+  CHECK(format_json(back) == format_json(r));
+  // A report from before these fields reads them as 0.
+  json old = parsed(r);
+  for (const char* key : {"pageable_copies", "pageable_bytes", "kernel_streams", "busiest_stream_ns"})
+    old["ranges"][2]["self"].erase(key);
+  REQUIRE(cuscope::cli::report_from_json(old.dump(), &back, &error));
+  CHECK(back.ranges[2].self.pageable_copies == 0);
+  CHECK(back.ranges[2].self.kernel_streams == 0);
 }

@@ -479,3 +479,187 @@ TEST_CASE("CUSCOPE_TRACE and CUSCOPE_TRACE_LIMIT set trace mode's options", "[tr
   REQUIRE(errors.size() == 1);
   CHECK(errors[0].message == "CUSCOPE_TRACE_LIMIT='0' is out of range [1, 1000000]; keeping 256");
 }
+
+namespace {
+
+// Collects the copies a trace holds.
+struct Copies : trace::Visitor {
+  std::vector<model::MemcpyActivity> copies;
+  void on(const model::MemcpyActivity& m) override { copies.push_back(m); }
+};
+
+// A trace of one Memcpy record with `payload` as its payload, then End.
+std::string trace_with_memcpy(const std::string& payload) {
+  std::string out(trace::kMagic, sizeof(trace::kMagic));
+  trace::Encoder e(out);
+  e.put(trace::kVersion);
+  e.put(trace::kHeaderBytes);
+  std::size_t at = e.begin(trace::RecordType::Memcpy);
+  out += payload;
+  e.finish(at);
+  at = e.begin(trace::RecordType::End);
+  e.put(std::uint64_t{0});
+  e.finish(at);
+  return out;
+}
+
+// A Memcpy payload as version 1 wrote it before the memory kinds.
+std::string memcpy_payload_without_kinds() {
+  std::string p;
+  trace::Encoder e(p);
+  for (std::uint64_t v : {std::uint64_t{5}, std::uint64_t{100}, std::uint64_t{200}, std::uint64_t{4096}})
+    e.put(v);
+  e.put(static_cast<std::uint8_t>(cuscope::CopyKind::HtoD));
+  e.put(std::uint32_t{0});
+  e.put(std::uint32_t{7});
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("a copy's memory kinds go through the trace to the replayed report", "[trace][pageable]") {
+  Recorded rec("kinds.cuscope");
+  const std::uint64_t io = rec.begin("io", 1'000);
+  for (std::uint64_t c = 1; c <= 3; ++c) {
+    rec.on(model::ApiCall{c, 1'000 + c, 1'001 + c});
+    rec.on(model::ExternalCorrelation{c, io});
+  }
+  using MK = model::MemoryKind;
+  rec.on(
+      model::MemcpyActivity{1, 2'000, 2'100, 4096, cuscope::CopyKind::HtoD, 0, 7, MK::pageable, MK::device});
+  rec.on(model::MemcpyActivity{2, 2'200, 2'300, 512, cuscope::CopyKind::DtoH, 0, 7, MK::device, MK::pinned});
+  rec.on(model::MemcpyActivity{3, 2'400, 2'500, 64, cuscope::CopyKind::DtoD, 1, 9, MK::managed_static,
+                               MK::device_static});
+  rec.end(1, 3'000);
+  rec.buffer_end();
+  const Report live = rec.live();
+  rec.close(live);
+
+  trace::Reader reader;
+  std::string error;
+  REQUIRE(reader.open(rec.path, &error));
+  Copies copies;
+  REQUIRE(reader.read(copies, &error));
+  REQUIRE(copies.copies.size() == 3);
+  CHECK(copies.copies[0].src_kind == MK::pageable);
+  CHECK(copies.copies[0].dst_kind == MK::device);
+  CHECK(copies.copies[1].src_kind == MK::device);
+  CHECK(copies.copies[1].dst_kind == MK::pinned);
+  CHECK(copies.copies[2].src_kind == MK::managed_static);
+  CHECK(copies.copies[2].dst_kind == MK::device_static);
+  CHECK(copies.copies[2].stream == 9);
+
+  Report replayed;
+  REQUIRE(trace::replay_file(rec.path, &replayed, &error));
+  CHECK(replayed.find("io")->self.pageable_copies == 1);
+  CHECK(replayed.find("io")->self.pageable_bytes == 4096);
+  CHECK(cuscope::format_json(replayed) == cuscope::format_json(live));
+}
+
+TEST_CASE("a Memcpy record without memory kinds (older traces) reads as unknown kinds; bad kinds are refused",
+          "[trace][pageable]") {
+  const std::string path = temp_path("old_memcpy.cuscope");
+  trace::Reader reader;
+  std::string error;
+  Copies copies;
+  SECTION("no kinds") {
+    write_file(path, trace_with_memcpy(memcpy_payload_without_kinds()));
+    REQUIRE(reader.open(path, &error));
+    REQUIRE(reader.read(copies, &error));
+    REQUIRE(copies.copies.size() == 1);
+    CHECK(copies.copies[0].bytes == 4096);
+    CHECK(copies.copies[0].stream == 7);
+    CHECK(copies.copies[0].src_kind == model::MemoryKind::unknown);
+    CHECK(copies.copies[0].dst_kind == model::MemoryKind::unknown);
+  }
+  SECTION("a kind past the last") {
+    write_file(path, trace_with_memcpy(memcpy_payload_without_kinds() + std::string{1, 8}));
+    REQUIRE(reader.open(path, &error));
+    CHECK_FALSE(reader.read(copies, &error));
+    CHECK(error == "malformed: a memcpy record at byte 24");
+  }
+  SECTION("one kind of two") {
+    write_file(path, trace_with_memcpy(memcpy_payload_without_kinds() + std::string(1, '\1')));
+    REQUIRE(reader.open(path, &error));
+    CHECK_FALSE(reader.read(copies, &error));
+    CHECK(error == "malformed: a memcpy record at byte 24");
+  }
+  std::remove(path.c_str());
+}
+
+TEST_CASE("a session's trace records its rank and world size, and its replay reports them",
+          "[trace][session][ranks]") {
+  const std::string trace_path = temp_path("rank.cuscope");
+  const std::string json_path = temp_path("rank.json");
+  ::setenv("RANK", "3", 1);
+  ::setenv("WORLD_SIZE", "4", 1);
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.trace_path = trace_path;
+  o.json_path = json_path;
+  o.gpu_events = false;
+  o.activities = false;  // the test hands a CUPTI buffer to the decoder itself
+  {
+    cuscope_test::Session session(o);
+    auto& s = cuscope::detail::session();
+    s.forest.record_instances = true;
+    cuscope_test::CuptiBuffer buffer;
+    {
+      CUSCOPE_SCOPE("load");
+      // The first instance of this thread's tree (slot 1): the scope above.
+      buffer.api(7, 1).external(7, (std::uint64_t{1} << 48) | 1);
+      buffer.memcpy(7, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 1 << 20, 10, 20, CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE,
+                    CUPTI_ACTIVITY_MEMORY_KIND_DEVICE);
+    }
+    {
+      std::lock_guard lock(s.aggregator_mutex);
+      cuscope::detail::consume_buffer(buffer.data(), buffer.size(), 0, s.aggregator);
+    }
+    cuscope::shutdown();
+  }
+  ::unsetenv("RANK");
+  ::unsetenv("WORLD_SIZE");
+  const std::string exit_json = read_file(json_path);
+  Report replayed;
+  std::string error;
+  REQUIRE(trace::replay_file(trace_path, &replayed, &error));
+  CHECK(replayed.rank == 3);
+  CHECK(replayed.world_size == 4);
+  CHECK(replayed.find("load")->self.pageable_copies == 1);  // the decoder's kinds, through the trace
+  CHECK(replayed.find("load")->self.pageable_bytes == 1u << 20);
+  CHECK(cuscope::format_json(replayed) == exit_json);
+  CHECK(cuscope::format_table(replayed).find(" — rank 3 of 4") != std::string::npos);
+  std::remove(trace_path.c_str());
+  std::remove(json_path.c_str());
+}
+
+TEST_CASE("a trace without rank metadata replays without a rank; a bad value is left unknown",
+          "[trace][ranks]") {
+  Recorded rec("norank.cuscope");
+  SECTION("none") {}
+  SECTION("not a number") {
+    rec.writer->meta("rank", "three");
+    rec.writer->meta("world_size", "-4");
+  }
+  rec.begin("work", 1'000);
+  rec.end(1, 2'000);
+  rec.close(rec.live());
+  Report replayed;
+  std::string error;
+  REQUIRE(trace::replay_file(rec.path, &replayed, &error));
+  CHECK(replayed.rank == -1);
+  CHECK(replayed.world_size == 0);
+}
+
+TEST_CASE("rank metadata of a trace reaches its replayed report", "[trace][ranks]") {
+  Recorded rec("rank_meta.cuscope");
+  rec.writer->meta("rank", "0");
+  rec.writer->meta("world_size", "16");
+  rec.begin("work", 1'000);
+  rec.end(1, 2'000);
+  rec.close(rec.live());
+  Report replayed;
+  std::string error;
+  REQUIRE(trace::replay_file(rec.path, &replayed, &error));
+  CHECK(replayed.rank == 0);
+  CHECK(replayed.world_size == 16);
+}

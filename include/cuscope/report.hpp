@@ -78,6 +78,16 @@ struct ActivityStats {
   /// Highest live bytes allocated by the range (in `self`) or by the range and its subtree (in
   /// `total`): an allocation is live from its alloc to its free, wherever the free happens.
   std::uint64_t peak_bytes = 0;
+  /// Copies with a pageable (not pinned) host side, and their bytes: staged through a pinned
+  /// buffer, and synchronous with the host. Also counted in `memcpy`.
+  std::uint64_t pageable_copies = 0;
+  std::uint64_t pageable_bytes = 0;
+  /// Streams the range's kernels ran on (in `total`: the most of any range of the subtree). Each
+  /// thread's range tracks 4 streams; kernels on more count as one more stream.
+  std::uint32_t kernel_streams = 0;
+  /// Kernel time on the busiest of those streams, per thread that ran the range, summed (in
+  /// `total`: over the subtree). `kernel_ns` minus this is the work that could have overlapped.
+  std::uint64_t busiest_stream_ns = 0;
   /// GPU active share of the range's GPU span (the seeds' "GPU active %"), in [0, 1].
   [[nodiscard]] double busy_share() const {
     return gpu_span_ns ? double(gpu_busy_ns) / double(gpu_span_ns) : 0.0;

@@ -50,6 +50,10 @@ ActivityStats activity(const Json& j) {
   get(j, "free_count", a.free_count);
   get(j, "free_bytes", a.free_bytes);
   get(j, "peak_bytes", a.peak_bytes);
+  get(j, "pageable_copies", a.pageable_copies);
+  get(j, "pageable_bytes", a.pageable_bytes);
+  get(j, "kernel_streams", a.kernel_streams);
+  get(j, "busiest_stream_ns", a.busiest_stream_ns);
   return a;
 }
 

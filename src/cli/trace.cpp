@@ -95,7 +95,9 @@ class Kineto final : public trace::Visitor {
   explicit Kineto(std::FILE* out) : out_(out) {}
 
   void begin() {
-    buf_ += "{\n  \"schemaVersion\": 1,\n  \"distributedInfo\": {\"rank\": 0, \"world_size\": 1},\n";
+    buf_ += "{\n  \"schemaVersion\": 1,\n";
+    info_at_ = buf_.size();
+    buf_ += distributed_info();
     buf_ += "  \"traceEvents\": [\n";
   }
 
@@ -121,6 +123,14 @@ class Kineto final : public trace::Visitor {
     if (key == "pid") pid_ = number(value);
     if (key == "max_depth") max_depth_ = number(value);
     if (key == "device") device_ = std::string(value);
+    if (key == "rank" || key == "world_size") {
+      // The trace's metadata comes first, while the header is still in the buffer: its rank goes
+      // into distributedInfo, which HolisticTraceAnalysis tells ranks apart by.
+      (key == "rank" ? rank_ : world_size_) = number(value);
+      const std::size_t old_size = info_size_;
+      const std::string info = distributed_info();
+      if (!flushed_ && info_at_ + old_size <= buf_.size()) buf_.replace(info_at_, old_size, info);
+    }
   }
   void name(std::uint32_t id, std::string_view text) override { names_[id] = std::string(text); }
 
@@ -293,7 +303,14 @@ class Kineto final : public trace::Visitor {
     buf_ += e;
     if (buf_.size() > (1u << 20)) flush();
   }
+  std::string distributed_info() {
+    std::string info = fmt::format("  \"distributedInfo\": {{\"rank\": {}, \"world_size\": {}}},\n", rank_,
+                                   world_size_ > 0 ? world_size_ : 1);
+    info_size_ = info.size();
+    return info;
+  }
   void flush() {
+    flushed_ = flushed_ || !buf_.empty();
     if (!buf_.empty() && std::fwrite(buf_.data(), 1, buf_.size(), out_) != buf_.size()) ok_ = false;
     buf_.clear();
   }
@@ -440,6 +457,9 @@ class Kineto final : public trace::Visitor {
   std::FILE* out_;
   std::string buf_;
   bool first_ = true;
+  std::size_t info_at_ = 0, info_size_ = 0;  // where distributedInfo is in buf_
+  bool flushed_ = false;
+  std::uint64_t rank_ = 0, world_size_ = 0;
   bool ok_ = true;
   std::uint64_t base_ns_ = 0, pid_ = 0, max_depth_ = 64, last_step_ns_ = 0;
   std::uint64_t dropped_ = 0, open_ranges_ = 0;

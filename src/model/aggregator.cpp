@@ -60,6 +60,10 @@ void add_activity(ActivityStats& into, const ActivityStats& a) {
   into.alloc_bytes += a.alloc_bytes;
   into.free_count += a.free_count;
   into.free_bytes += a.free_bytes;
+  into.pageable_copies += a.pageable_copies;
+  into.pageable_bytes += a.pageable_bytes;
+  into.kernel_streams = std::max(into.kernel_streams, a.kernel_streams);
+  into.busiest_stream_ns += a.busiest_stream_ns;
 }
 
 std::uint64_t duration(std::uint64_t start, std::uint64_t end) { return end > start ? end - start : 0; }
@@ -236,6 +240,7 @@ void Aggregator::apply_kernel(const Kernel& k, const Target& t) {
   a.self.kernel_ns += ns;
   KernelRow& row = kernel_row(a, KernelKey{k.name, k.grid, k.block, k.device});
   count_kernel(row.agg, ns, k.registers, k.static_shared, k.dynamic_shared);
+  count_stream(a, stream_key(k), ns);
   spread_interval(t, k.start_ns, k.end_ns);  // last: it may move the instance table
 }
 
@@ -300,6 +305,10 @@ void Aggregator::apply_at(const R& r, const Target& t) {
       c.count += 1;
       c.bytes += r.bytes;
       c.total_ns += duration(r.start_ns, r.end_ns);
+      if (r.pageable()) {
+        s.pageable_copies += 1;
+        s.pageable_bytes += r.bytes;
+      }
     } else if constexpr (std::is_same_v<R, MemsetActivity>) {
       s.memset_count += 1;
       s.memset_bytes += r.bytes;
@@ -356,7 +365,7 @@ void Aggregator::on_kernel(const KernelActivity& k) {
   const Target t = inst != nullptr ? Target{Where::Range, inst} : locate(k.correlation);
   if (t.where != Where::Range && t.where != Where::Unscoped) {  // to wait, or to be counted apart
     handle(Kernel{k.correlation, k.start_ns, k.end_ns, kernel_name(k.name), k.grid, k.block,
-                  k.registers_per_thread, k.static_shared_bytes, k.dynamic_shared_bytes, k.device});
+                  k.registers_per_thread, k.static_shared_bytes, k.dynamic_shared_bytes, k.device, k.stream});
     return;
   }
   // The common case, apply_kernel without a name lookup when the predicted row is the one.
@@ -372,7 +381,14 @@ void Aggregator::on_kernel(const KernelActivity& k) {
     row->name_ptr = k.name;
   }
   count_kernel(row->agg, ns, k.registers_per_thread, k.static_shared_bytes, k.dynamic_shared_bytes);
+  count_stream(a, stream_key(k), ns);
   spread_interval(t, k.start_ns, k.end_ns);
+}
+
+void Aggregator::new_stream_run(RangeActivity& a, std::uint64_t key, std::uint64_t ns) {
+  if (a.run_key != UINT64_MAX) a.streams.add(a.run_key, a.run_ns);
+  a.run_key = key;
+  a.run_ns = ns;
 }
 
 void Aggregator::on(const MemcpyActivity& m) { handle_timed(m); }
@@ -479,6 +495,9 @@ void Aggregator::build(Report& report) const {
   std::vector<absl::flat_hash_map<KernelKey, KernelAgg>> kernels(1);
   const std::size_t n_metrics = plan_.names.size();
   std::vector<std::vector<double>> metric_sum(1), metric_weight(1);
+  // Per range, the distinct streams its threads' ranges ran kernels on, and whether any had more.
+  std::vector<std::vector<std::uint64_t>> stream_keys(1);
+  std::vector<bool> more_streams(1, false);
   auto merge_activity = [&](std::size_t idx, const RangeActivity& a) {
     RangeStats& r = report.ranges[idx];
     if (metric_sum.size() < report.ranges.size()) {
@@ -499,6 +518,24 @@ void Aggregator::build(Report& report) const {
     total_busy[idx] += a.total_busy.measure();
     total_span[idx] += a.total_span_ns;
     total_peak[idx] = std::max(total_peak[idx], a.total_peak);
+    if (stream_keys.size() < report.ranges.size()) {
+      stream_keys.resize(report.ranges.size());
+      more_streams.resize(report.ranges.size(), false);
+    }
+    // The busiest stream of this thread's range; when it saw more streams than it tracks, their
+    // sum may be one stream's: taking it keeps the work that could overlap a lower bound.
+    StreamTimes streams = a.streams;
+    if (a.run_key != UINT64_MAX) streams.add(a.run_key, a.run_ns);
+    std::uint64_t busiest = streams.other_ns;
+    for (std::uint32_t s = 0; s < streams.count; ++s) {
+      busiest = std::max(busiest, streams.ns[s]);
+      auto& keys = stream_keys[idx];
+      if (std::find(keys.begin(), keys.end(), streams.key[s]) == keys.end()) keys.push_back(streams.key[s]);
+    }
+    r.self.busiest_stream_ns += busiest;
+    if (streams.other_ns > 0) more_streams[idx] = true;
+    r.self.kernel_streams =
+        static_cast<std::uint32_t>(stream_keys[idx].size()) + (more_streams[idx] ? 1u : 0u);
     if (kernels.size() < report.ranges.size()) kernels.resize(report.ranges.size());
     for (const auto& [key, row] : a.kernels) {
       const KernelAgg& agg = row.agg;

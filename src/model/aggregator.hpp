@@ -16,7 +16,9 @@
 #include <absl/container/node_hash_map.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <cuscope/report.hpp>
 #include <deque>
 #include <memory>
@@ -43,6 +45,8 @@ class Aggregator {
   static constexpr std::size_t kCorrelationSlots = 1u << 18;
   static constexpr std::size_t kInstanceSlots = 1u << 16;
   static constexpr std::size_t kMaxLiveAllocations = 1u << 18;
+  /// Streams whose kernel time a range keeps apart, per thread (ActivityStats::kernel_streams).
+  static constexpr std::size_t kStreamsTracked = 4;
 
   explicit Aggregator(const Forest& forest);
   ~Aggregator();
@@ -121,6 +125,26 @@ class Aggregator {
       return name_ptr == k.name && differ == 0;
     }
   };
+  // Kernel time of a few streams (by stream_key()), the rest summed as one.
+  struct StreamTimes {
+    std::array<std::uint64_t, kStreamsTracked> key{}, ns{};
+    std::uint32_t count = 0;
+    std::uint64_t other_ns = 0;
+    void add(std::uint64_t k, std::uint64_t t) {
+      for (std::uint32_t i = 0; i < count; ++i) {
+        if (key[i] == k) {
+          ns[i] += t;
+          return;
+        }
+      }
+      if (count < kStreamsTracked) {
+        key[count] = k;
+        ns[count++] = t;
+        return;
+      }
+      other_ns += t;
+    }
+  };
   struct RangeActivity {
     ActivityStats self;
     // Until a descendant's kernel arrives, the range's own kernels are all of its subtree's: only
@@ -137,6 +161,12 @@ class Aggregator {
     KernelRow* last = nullptr;                          // the row of the last kernel
     std::uint64_t profiled_kernels = 0;
     std::vector<double> metric_sum, metric_weight;  // per plan metric
+    // Kernel time per stream, for the serialized-streams finding. Kernels of one stream come in
+    // runs: the current run's time is summed apart (one compare per kernel) and goes to its
+    // stream's row when another stream's kernel comes.
+    StreamTimes streams;
+    std::uint64_t run_key = UINT64_MAX;  // stream_key() of the current run
+    std::uint64_t run_ns = 0;
   };
   struct CounterPlan {
     std::vector<std::string> names, labels, units;
@@ -166,6 +196,7 @@ class Aggregator {
     std::uint32_t name;
     std::array<std::uint32_t, 3> grid, block;
     std::uint32_t registers, static_shared, dynamic_shared, device;
+    std::uint32_t stream;
   };
   using Record = std::variant<Kernel, MemcpyActivity, MemsetActivity, SyncActivity, MemoryActivity>;
   struct Pending {
@@ -202,6 +233,23 @@ class Aggregator {
     agg.dynamic_shared = dynamic_shared;
   }
   void on_kernel(const KernelActivity& k);  // on(KernelActivity) for every case
+  // Device and stream as one number, in one load from the record's bytes (`stream` follows
+  // `device`); shifting the two fields together costs 3 instructions more per kernel.
+  template <class K>
+  static std::uint64_t stream_key(const K& k) {
+    static_assert(offsetof(K, stream) == offsetof(K, device) + sizeof(std::uint32_t));
+    std::uint64_t key;
+    std::memcpy(&key, reinterpret_cast<const unsigned char*>(&k) + offsetof(K, device), sizeof key);
+    return key;
+  }
+  static void count_stream(RangeActivity& a, std::uint64_t key, std::uint64_t ns) {
+    if (a.run_key == key) {
+      a.run_ns += ns;
+      return;
+    }
+    new_stream_run(a, key, ns);
+  }
+  [[gnu::noinline]] static void new_stream_run(RangeActivity& a, std::uint64_t key, std::uint64_t ns);
   void apply_memory(const MemoryActivity& m, const Target& t);
   void spread_interval(const Target& t, std::uint64_t start, std::uint64_t end);
   void spread_in_range(Instance* inst, std::uint64_t start, std::uint64_t end);
@@ -272,6 +320,7 @@ inline void Aggregator::on(const KernelActivity& k) {
       a->self.kernel_ns += ns;
       a->last = row;
       count_kernel(row->agg, ns, k.registers_per_thread, k.static_shared_bytes, k.dynamic_shared_bytes);
+      count_stream(*a, stream_key(k), ns);
       spread_in_range(inst, k.start_ns, k.end_ns);
       return;
     }

@@ -40,6 +40,20 @@ struct KernelActivity {
   std::uint32_t stream = 0;
 };
 
+/// Where one side of a copy lives (CUPTI's memory kinds, in its order). A pageable host side is
+/// staged through a pinned buffer, and the copy is synchronous with the host.
+enum class MemoryKind : std::uint8_t {
+  unknown,
+  pageable,
+  pinned,
+  device,
+  array,
+  managed,
+  device_static,
+  managed_static
+};
+inline constexpr std::uint8_t kMemoryKinds = 8;
+
 struct MemcpyActivity {
   std::uint64_t correlation = 0;
   std::uint64_t start_ns = 0;
@@ -48,6 +62,11 @@ struct MemcpyActivity {
   CopyKind kind = CopyKind::Other;
   std::uint32_t device = 0;
   std::uint32_t stream = 0;
+  MemoryKind src_kind = MemoryKind::unknown;
+  MemoryKind dst_kind = MemoryKind::unknown;
+  [[nodiscard]] bool pageable() const {
+    return src_kind == MemoryKind::pageable || dst_kind == MemoryKind::pageable;
+  }
 };
 
 struct MemsetActivity {

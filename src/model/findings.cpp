@@ -196,11 +196,50 @@ std::optional<Finding> occupancy_rule(const RangeStats& r) {
   return std::nullopt;  // low, but the records do not say why: no guess
 }
 
+std::optional<Finding> pageable_copies_rule(const RangeStats& r) {
+  const ActivityStats& a = r.self;
+  if (a.pageable_copies < kPageableMinCopies && a.pageable_bytes < kPageableMinBytes) return std::nullopt;
+  auto count = [&](CopyKind k) { return a.memcpy[static_cast<std::size_t>(k)].count; };
+  // Copies of another direction (to CUDA arrays) can have a pageable side too.
+  const std::uint64_t host =
+      std::max(a.pageable_copies, count(CopyKind::HtoD) + count(CopyKind::DtoH) + count(CopyKind::HtoH));
+  return make("pageable-copies", Severity::warning,
+              fmt::format("{} of {} host copies pageable, {}", a.pageable_copies, host,
+                          bytes(double(a.pageable_bytes))),
+              "pageable host memory is staged through a pinned buffer, and the copy is synchronous with "
+              "the host: cudaMemcpyAsync blocks, and the copy cannot overlap GPU work",
+              "pinned host memory (cudaHostAlloc / cudaMallocHost, DataLoader(pin_memory=True), "
+              "tensor.pin_memory()) with asynchronous copies (non_blocking=True)");
+}
+
+std::optional<Finding> serialized_streams_rule(const RangeStats& r) {
+  const ActivityStats& a = r.self;
+  if (a.kernel_streams < 2 || a.kernel_calls < kSerialMinKernels || a.gpu_busy_ns == 0 ||
+      a.busiest_stream_ns == 0 || a.busiest_stream_ns >= a.kernel_ns)
+    return std::nullopt;
+  const double possible = double(a.kernel_ns - a.busiest_stream_ns);
+  const double overlapped = double(a.kernel_ns - std::min(a.kernel_ns, a.gpu_busy_ns));
+  if (possible < kSerialMinOffBusiest * double(a.kernel_ns) || overlapped >= kSerialMaxOverlap * possible)
+    return std::nullopt;
+  return make(
+      "serialized-streams", Severity::info,
+      fmt::format("kernels on {} streams, {} of their time off the busiest stream, yet {} of that ran "
+                  "alongside other kernels (concurrency {:.2f})",
+                  a.kernel_streams, pct(possible / double(a.kernel_ns)), pct(overlapped / possible),
+                  double(a.kernel_ns) / double(a.gpu_busy_ns)),
+      "the streams wait on each other (cudaStreamWaitEvent, a synchronization between launches, the "
+      "legacy default stream's implicit ordering), or each kernel fills the GPU so none can run beside it",
+      "launch independent work on non-blocking streams (cudaStreamNonBlocking, per-thread default "
+      "stream) without events between them; when each kernel fills the GPU, more streams will not help");
+}
+
 void apply_findings(Report& report) {
   using Rule = std::optional<Finding> (*)(const RangeStats&);
-  static constexpr std::array<Rule, 10> kRules{
-      &launch_bound_rule, &idle_gaps_rule,     &sync_rule,       &alloc_churn_rule,  &small_kernels_rule,
-      &small_copies_rule, &step_variance_rule, &nccl_share_rule, &memory_bound_rule, &occupancy_rule};
+  static constexpr std::array<Rule, 12> kRules{
+      &launch_bound_rule,  &idle_gaps_rule,       &sync_rule,
+      &alloc_churn_rule,   &small_kernels_rule,   &small_copies_rule,
+      &step_variance_rule, &nccl_share_rule,      &memory_bound_rule,
+      &occupancy_rule,     &pageable_copies_rule, &serialized_streams_rule};
   for (std::size_t i = 1; i < report.ranges.size(); ++i) {
     RangeStats& r = report.ranges[i];
     r.findings.clear();

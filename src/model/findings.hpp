@@ -40,6 +40,16 @@ inline constexpr double kMemoryBoundPct = 60.0;
 // Occupancy under this %, with kernels over kManyRegisters registers per thread.
 inline constexpr double kLowOccupancyPct = 50.0;
 inline constexpr std::uint32_t kManyRegisters = 128;
+// Pageable host copies: at least this many of the range's own copies with a pageable host side, or
+// at least this many bytes of them.
+inline constexpr std::uint64_t kPageableMinCopies = 10;
+inline constexpr std::uint64_t kPageableMinBytes = 64ull << 20;
+// Serialized streams: own kernels on at least 2 streams, at least kSerialMinKernels of them, with at
+// least kSerialMinOffBusiest of their time off the busiest stream (work that could overlap it), of
+// which under kSerialMaxOverlap did overlap (kernel time minus GPU busy time).
+inline constexpr std::uint64_t kSerialMinKernels = 10;
+inline constexpr double kSerialMinOffBusiest = 0.10;
+inline constexpr double kSerialMaxOverlap = 0.10;
 
 // The rules, one each (tests call them one by one). `depth1` ranges are the top-level ones.
 std::optional<Finding> launch_bound_rule(const RangeStats& r);
@@ -52,6 +62,8 @@ std::optional<Finding> step_variance_rule(const RangeStats& r);
 std::optional<Finding> nccl_share_rule(const RangeStats& r);
 std::optional<Finding> memory_bound_rule(const RangeStats& r);
 std::optional<Finding> occupancy_rule(const RangeStats& r);
+std::optional<Finding> pageable_copies_rule(const RangeStats& r);
+std::optional<Finding> serialized_streams_rule(const RangeStats& r);
 
 /// Every rule on every range but the root: RangeStats::findings, warnings first, then by rule order.
 void apply_findings(Report& report);

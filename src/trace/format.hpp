@@ -35,7 +35,8 @@ enum class RecordType : std::uint32_t {
   ScopeEvents = 3,  ///< u32 count, then count ScopeEvent (24 bytes each)
   KernelName = 4,   ///< u32 id, string: a kernel name as the producer got it (maybe mangled)
   Kernel = 5,       ///< KernelRecord
-  Memcpy = 6,       ///< u64 correlation, start, end, bytes; u8 kind; u32 device, stream
+  Memcpy = 6,       ///< u64 correlation, start, end, bytes; u8 kind; u32 device, stream; then,
+                    ///< optionally (older files lack it), u8 source and destination memory kinds
   Memset = 7,       ///< u64 correlation, start, end, bytes; u32 device, stream
   Sync = 8,         ///< u64 correlation, start, end
   Memory = 9,       ///< u64 correlation, timestamp, address, bytes; u8 is_alloc; u32 device

@@ -265,6 +265,13 @@ bool Reader::dispatch(RecordType type, Decoder& d, Visitor& v, std::string* erro
       const auto kind = d.get<std::uint8_t>();
       m.device = d.get<std::uint32_t>();
       m.stream = d.get<std::uint32_t>();
+      if (!d.failed() && d.left() > 0) {  // the memory kinds' tail (absent in older files: unknown)
+        const auto src = d.get<std::uint8_t>();
+        const auto dst = d.get<std::uint8_t>();
+        if (src >= model::kMemoryKinds || dst >= model::kMemoryKinds) return false;
+        m.src_kind = static_cast<model::MemoryKind>(src);
+        m.dst_kind = static_cast<model::MemoryKind>(dst);
+      }
       if (!d.done() || kind >= kCopyKinds) return false;
       m.kind = static_cast<CopyKind>(kind);
       v.on(m);

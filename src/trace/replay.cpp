@@ -24,6 +24,16 @@ class Replay final : public Visitor {
   Replay() { forest_.record_instances.store(true, std::memory_order_relaxed); }
 
   void meta(std::string_view key, std::string_view value) override {
+    if (key == "rank" || key == "world_size") {
+      std::int64_t n = 0;  // a value that is not a small decimal number leaves the field unknown
+      if (value.empty() || value.size() > 9) return;
+      for (char c : value) {
+        if (c < '0' || c > '9') return;
+        n = n * 10 + (c - '0');
+      }
+      (key == "rank" ? rank_ : world_size_) = n;
+      return;
+    }
     if (key != "max_depth") return;
     std::uint32_t depth = 0;
     for (char c : value) {
@@ -116,6 +126,8 @@ class Replay final : public Visitor {
     r.steps = s.steps;
     r.recorded_steps = s.recorded_steps;
     r.wall_ns = s.wall_ns;
+    r.rank = rank_;
+    r.world_size = world_size_;
     Diagnostics& d = r.diagnostics;
     d.cross_thread_ends = s.cross_thread_ends;
     d.unbalanced_ends += s.stray_pops;
@@ -164,6 +176,7 @@ class Replay final : public Visitor {
   bool recording_ = true;
   Summary summary_;
   std::uint64_t dropped_ = 0;
+  std::int64_t rank_ = -1, world_size_ = 0;  // from the trace's metadata; unknown in older files
 };
 
 }  // namespace

@@ -44,6 +44,8 @@ std::string start_trace(Session& s) noexcept {
     w->meta("device", s.device);
     w->meta("max_depth", std::to_string(o.max_depth));
     w->meta("options", options_line(o));
+    if (s.rank >= 0) w->meta("rank", std::to_string(s.rank));  // absent: no launcher, no rank
+    if (s.world_size > 0) w->meta("world_size", std::to_string(s.world_size));
     w->start();
     g_active = w.release();
     *g_path = o.trace_path;

@@ -217,6 +217,8 @@ void Writer::on(const model::MemcpyActivity& m) {
   e.put(static_cast<std::uint8_t>(m.kind));
   e.put(m.device);
   e.put(m.stream);
+  e.put(static_cast<std::uint8_t>(m.src_kind));
+  e.put(static_cast<std::uint8_t>(m.dst_kind));
   end_activity(at);
 }
 

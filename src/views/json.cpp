@@ -191,6 +191,10 @@ void write_activity(JsonWriter& w, const ActivityStats& a) {
   w.field("free_count", a.free_count);
   w.field("free_bytes", a.free_bytes);
   w.field("peak_bytes", a.peak_bytes);
+  w.field("pageable_copies", a.pageable_copies);
+  w.field("pageable_bytes", a.pageable_bytes);
+  w.field("kernel_streams", std::uint64_t{a.kernel_streams});
+  w.field("busiest_stream_ns", a.busiest_stream_ns);
   w.end_object();
 }
 

@@ -131,6 +131,8 @@ TEST_CASE("copy and set bytes are exact per direction", "[gpu][cupti]") {
   CHECK(c.memcpy[size_t(cuscope::CopyKind::HtoD)].bytes == kBytes);
   CHECK(c.memcpy[size_t(cuscope::CopyKind::DtoH)].bytes == kBytes / 4);
   CHECK(c.memcpy[size_t(cuscope::CopyKind::DtoD)].bytes == kBytes / 16);
+  CHECK(c.pageable_copies == 1);  // the std::vector's copy; the cudaMallocHost one is pinned
+  CHECK(c.pageable_bytes == kBytes);
   CHECK(c.memset_bytes == 4096);
   CHECK(c.sync_count >= 1);
   CHECK(range(r, "alloc").self.alloc_bytes == 2 * kBytes);
@@ -367,4 +369,55 @@ TEST_CASE("a hundred CUDA-calling threads: every kernel counted, none dropped", 
   CHECK(r.diagnostics.dropped_records == 0);
   CHECK(r.diagnostics.activity_buffers_refused == 0);
   CHECK(r.diagnostics.unresolved_records == 0);
+}
+
+TEST_CASE("two streams: a serialized-streams finding when each waits on the other, none when they overlap",
+          "[gpu][cupti][streams]") {
+  cuscope_test::Session session;
+  warm_up();
+  cudaStream_t s1 = nullptr, s2 = nullptr;
+  cudaEvent_t done = nullptr;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
+  CHECK_CUDA(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+  CHECK_CUDA(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+  const long long cycles = cycles_for_ms(0.2);
+  {
+    CUSCOPE_SCOPE("serialized");
+    for (int i = 0; i < 8; ++i) {
+      spin_kernel<<<1, 1, 0, s1>>>(cycles);
+      CHECK_CUDA(cudaEventRecord(done, s1));
+      CHECK_CUDA(cudaStreamWaitEvent(s2, done, 0));
+      spin_kernel<<<1, 1, 0, s2>>>(cycles);
+      CHECK_CUDA(cudaEventRecord(done, s2));
+      CHECK_CUDA(cudaStreamWaitEvent(s1, done, 0));
+    }
+    CHECK_CUDA(cudaDeviceSynchronize());
+  }
+  {
+    CUSCOPE_SCOPE("overlapped");
+    for (int i = 0; i < 8; ++i) {
+      spin_kernel<<<1, 1, 0, s1>>>(cycles);
+      spin_kernel<<<1, 1, 0, s2>>>(cycles);
+    }
+    CHECK_CUDA(cudaDeviceSynchronize());
+  }
+  const cuscope::Report r = settled();
+  auto has = [](const cuscope::RangeStats& range, const char* id) {
+    for (const cuscope::Finding& f : range.findings)
+      if (f.id == id) return true;
+    return false;
+  };
+  const auto& serial = range(r, "serialized");
+  CHECK(serial.self.kernel_calls == 16);
+  CHECK(serial.self.kernel_streams == 2);
+  CHECK(serial.self.busiest_stream_ns < serial.self.kernel_ns);
+  CHECK(has(serial, "serialized-streams"));
+  const auto& overlap = range(r, "overlapped");
+  CHECK(overlap.self.kernel_calls == 16);
+  CHECK(overlap.self.kernel_streams == 2);
+  CHECK(overlap.self.gpu_busy_ns < overlap.self.kernel_ns * 3 / 4);  // the streams ran side by side
+  CHECK_FALSE(has(overlap, "serialized-streams"));
+  cudaEventDestroy(done);
+  cudaStreamDestroy(s1);
+  cudaStreamDestroy(s2);
 }

@@ -96,6 +96,20 @@ for seed in "$here"/corpus/*; do
 done
 echo "ok: every fuzz corpus file gives a report or one line"
 
+# A trace that records its rank (written by make_seeds.py, not by the C++ writer): the replayed
+# report and the Kineto trace both carry it.
+"$cli" json "$here/corpus/all_records.cuscope" >ranked.json || fail "cuscope json of the ranked seed"
+"$cli" trace "$here/corpus/all_records.cuscope" -o ranked_trace.json || fail "cuscope trace of the ranked seed"
+python3 - ranked.json ranked_trace.json <<'PY' || fail "the ranked seed's rank did not come through"
+import json, sys
+report, kineto = (json.load(open(p, encoding="utf-8")) for p in sys.argv[1:])
+assert (report["rank"], report["world_size"]) == (3, 4), (report["rank"], report["world_size"])
+assert kineto["distributedInfo"] == {"rank": 3, "world_size": 4}, kineto["distributedInfo"]
+step = next(r for r in report["ranges"] if r["path"] == "step")
+assert (step["self"]["pageable_copies"], step["self"]["pageable_bytes"]) == (1, 4096), step["self"]
+PY
+echo "ok: a trace's rank reaches its report and its Kineto trace; its copies' memory kinds, the report"
+
 if [[ -n $demo ]]; then
   CUSCOPE_TRACE=demo.cuscope CUSCOPE_OUTPUT=demo_table.txt CUSCOPE_JSON=demo.json "$demo" >/dev/null 2>&1 ||
     fail "the demo failed"

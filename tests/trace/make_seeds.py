@@ -30,6 +30,8 @@ def all_records():
     out = header()
     out += record(1, s("max_depth") + s("2"))
     out += record(1, s("start_ns") + s("1000"))
+    out += record(1, s("rank") + s("3"))
+    out += record(1, s("world_size") + s("4"))
     out += record(2, struct.pack("<I", 3) + s("step"))
     out += record(2, struct.pack("<I", 4) + s("tokens"))
     events = [event(1, 1, 0, 1000, 4242), event(2, 1, 3, 1100, instance), event(2, 1, 3, 1150, instance),
@@ -45,6 +47,8 @@ def all_records():
     out += record(5, struct.pack("<QQQI3I3I5I", 7, 1130, 1140, 1, 64, 1, 1, 256, 1, 1, 40, 512, 0, 0, 7))
     out += record(5, struct.pack("<QQQI3I3I5I", 7, 1131, 1139, 2, 1, 1, 1, 32, 1, 1, 16, 0, 0, 0, 7))
     out += record(6, struct.pack("<QQQQBII", 7, 1141, 1145, 4096, 0, 0, 7))
+    # The same with its memory kinds' tail: pageable source, device destination.
+    out += record(6, struct.pack("<QQQQBIIBB", 7, 1141, 1145, 4096, 0, 0, 7, 1, 3))
     out += record(7, struct.pack("<QQQQII", 7, 1146, 1147, 512, 0, 7))
     out += record(8, struct.pack("<QQQ", 8, 1150, 1160))
     out += record(9, struct.pack("<QQQQBI", 7, 1148, 0xABC000, 1 << 20, 1, 0))

@@ -28,6 +28,13 @@ CopyKind copy_kind(std::uint8_t k) {
   }
 }
 
+model::MemoryKind memory_kind(std::uint8_t k) {
+  // CUPTI_ACTIVITY_MEMORY_KIND_* are 0 (unknown) to 7 (managed static), the model's order.
+  return k < model::kMemoryKinds ? static_cast<model::MemoryKind>(k) : model::MemoryKind::unknown;
+}
+static_assert(CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE == 1 && CUPTI_ACTIVITY_MEMORY_KIND_PINNED == 2 &&
+              CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC == 7);
+
 constexpr std::size_t aligned(std::size_t n) { return (n + 7) & ~std::size_t{7}; }
 
 // The size a record of a decoded layout takes in the buffer (CUPTI 13.0 packs them 8-byte aligned).
@@ -84,14 +91,15 @@ template <class Sink>
       if (room < kSize<CUpti_ActivityMemcpy6>) return kCutOff;
       const auto* r = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
       sink.on(model::MemcpyActivity{r->correlationId, r->start, r->end, r->bytes, copy_kind(r->copyKind),
-                                    r->deviceId, r->streamId});
+                                    r->deviceId, r->streamId, memory_kind(r->srcKind),
+                                    memory_kind(r->dstKind)});
       return kSize<CUpti_ActivityMemcpy6>;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY2: {  // peer to peer, between two devices
       if (room < kSize<CUpti_ActivityMemcpyPtoP4>) return kCutOff;
       const auto* r = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(record);
       sink.on(model::MemcpyActivity{r->correlationId, r->start, r->end, r->bytes, CopyKind::PtoP, r->deviceId,
-                                    r->streamId});
+                                    r->streamId, memory_kind(r->srcKind), memory_kind(r->dstKind)});
       return kSize<CUpti_ActivityMemcpyPtoP4>;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
