@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "model/events.hpp"
+#include "model/graphs.hpp"
 #include "model/interval_union.hpp"
 #include "model/range_tree.hpp"
 
@@ -57,6 +58,14 @@ class Aggregator {
   void on(const SyncActivity& s);
   void on(const MemoryActivity& m);
   void on(const OverheadActivity& o);
+  /// Graph nodes (README, "CUDA graphs"): these two take no aggregator lock (graph_nodes() has its
+  /// own), so producers may call them from the capturing thread while another holds it.
+  void on(const GraphNodeCreated& e) { graph_nodes_.on(e); }
+  void on(const GraphNodeCloned& e) { graph_nodes_.on(e); }
+  [[nodiscard]] GraphNodeMap& graph_nodes() { return graph_nodes_; }
+  /// Off: graph kernels count in their launching range only, with no breakdown by capture-time
+  /// range and nothing counted as of an unknown node (no callbacks, so no node is known).
+  void set_graph_breakdown(bool on) { graph_breakdown_ = on; }
   void add_dropped(std::uint64_t n) { diag_.dropped_records += n; }
   void add_dropped_counter_ranges(std::uint64_t n) { diag_.counter_ranges_dropped += n; }
 
@@ -121,6 +130,7 @@ class Aggregator {
       return name_ptr == k.name && differ == 0;
     }
   };
+  struct GraphBreakdown;  // aggregator.cpp
   struct RangeActivity {
     ActivityStats self;
     // Until a descendant's kernel arrives, the range's own kernels are all of its subtree's: only
@@ -137,6 +147,7 @@ class Aggregator {
     KernelRow* last = nullptr;                          // the row of the last kernel
     std::uint64_t profiled_kernels = 0;
     std::vector<double> metric_sum, metric_weight;  // per plan metric
+    std::unique_ptr<GraphBreakdown> graph;          // graph kernels by capture-time range
   };
   struct CounterPlan {
     std::vector<std::string> names, labels, units;
@@ -166,6 +177,7 @@ class Aggregator {
     std::uint32_t name;
     std::array<std::uint32_t, 3> grid, block;
     std::uint32_t registers, static_shared, dynamic_shared, device;
+    std::uint64_t graph_node_id;
   };
   using Record = std::variant<Kernel, MemcpyActivity, MemsetActivity, SyncActivity, MemoryActivity>;
   struct Pending {
@@ -202,6 +214,10 @@ class Aggregator {
     agg.dynamic_shared = dynamic_shared;
   }
   void on_kernel(const KernelActivity& k);  // on(KernelActivity) for every case
+  // A kernel of a graph launched in `a`: also added to a's breakdown by its node's range.
+  void add_graph_kernel(RangeActivity& a, std::uint64_t node_id, const KernelKey& key, std::uint64_t start,
+                        std::uint64_t end, std::uint32_t registers, std::uint32_t static_shared,
+                        std::uint32_t dynamic_shared);
   void apply_memory(const MemoryActivity& m, const Target& t);
   void spread_interval(const Target& t, std::uint64_t start, std::uint64_t end);
   void spread_in_range(Instance* inst, std::uint64_t start, std::uint64_t end);
@@ -240,6 +256,8 @@ class Aggregator {
   bool final_flush_ = false;
   bool recording_ = true;
   CounterPlan plan_;
+  GraphNodeMap graph_nodes_;
+  bool graph_breakdown_ = true;
 };
 
 // Inline: the producer's decode loop calls these once per launch.
@@ -262,7 +280,7 @@ inline void Aggregator::on(const KernelActivity& k) {
   // row its range predicted (same name pointer and launch shape). Everything else: on_kernel().
   const Correlation& c = correlation_slot(k.correlation);
   if (k.start_ns != 0 && k.end_ns > k.start_ns && k.name != nullptr && c.correlation == k.correlation &&
-      c.instance > kCuscopeInternal && k.correlation != 0) {
+      c.instance > kCuscopeInternal && k.correlation != 0 && k.graph_node_id == 0) {
     Instance* inst = instance(c.instance);
     RangeActivity* a = inst != nullptr ? inst->activity : nullptr;
     KernelRow* row = a != nullptr && a->last != nullptr ? a->last->next : nullptr;
