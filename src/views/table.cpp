@@ -15,6 +15,9 @@
 // and ranges still open (a scope left open at exit is shown, with 0 calls)
 // and a range some listed range lies under (a scope still open around completed children).
 //
+// Under a range that launched CUDA graphs, "(graph) <path>" lines split those kernels by the range
+// their nodes were created in (README, "CUDA graphs"), at most 10, then a count of the rest.
+//
 // NVTX start/end ranges (Report::spans), when there are any, follow in a section of their own:
 // domain/name, completed calls, host total, mean and max, still open, ended on another thread.
 //
