@@ -428,3 +428,43 @@ TEST_CASE("the node callback ties a node to the calling thread's innermost scope
   CHECK(path(3) == "capture");
   CHECK(path(4) == "(not found)");
 }
+
+TEST_CASE("what the node map learns or forgets between two replays applies to the next kernel", "[graphs]") {
+  Fixture f;
+  auto a = f.begin("launch_a");
+  f.end(a);
+  auto b = f.begin("launch_b");
+  f.end(b);
+  f.graph_kernel(f.launch(a.instance), 7, 100, 110);  // node 7 not created yet: unknown
+  f.consume();
+  auto cap = f.begin("capture");
+  f.create(7);
+  f.end(cap);
+  // The same node replayed from two ranges in turn, twice each.
+  for (int i = 0; i < 2; ++i) {
+    f.graph_kernel(f.launch(a.instance), 7, 200 + 100 * i, 220 + 100 * i);
+    f.graph_kernel(f.launch(b.instance), 7, 250 + 100 * i, 280 + 100 * i);
+  }
+  f.consume();
+  // Node 7 evicted: the map fills with newer nodes.
+  for (std::uint64_t n = 1; n <= GraphNodeMap::kMaxNodes; ++n) f.create(1000 + n);
+  f.graph_kernel(f.launch(b.instance), 7, 900, 905);
+  f.consume();
+  const Report r = f.report();
+  const RangeStats* ra = r.find("launch_a");
+  const RangeStats* rb = r.find("launch_b");
+  REQUIRE(ra != nullptr);
+  REQUIRE(rb != nullptr);
+  REQUIRE(graph_row(ra, "capture") != nullptr);
+  CHECK(graph_row(ra, "capture")->kernel_calls == 2);
+  CHECK(graph_row(ra, "capture")->kernel_ns == 40);
+  REQUIRE(graph_row(ra, cuscope::kUnknownGraphNodeName) != nullptr);
+  CHECK(graph_row(ra, cuscope::kUnknownGraphNodeName)->kernel_calls == 1);
+  REQUIRE(graph_row(rb, "capture") != nullptr);
+  CHECK(graph_row(rb, "capture")->kernel_calls == 2);
+  CHECK(graph_row(rb, "capture")->kernel_ns == 60);
+  REQUIRE(graph_row(rb, cuscope::kUnknownGraphNodeName) != nullptr);
+  CHECK(graph_row(rb, cuscope::kUnknownGraphNodeName)->kernel_calls == 1);
+  CHECK(r.diagnostics.graph_kernels_unknown_node == 2);
+  CHECK(r.diagnostics.graph_nodes_evicted == 1);
+}

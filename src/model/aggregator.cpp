@@ -107,16 +107,6 @@ std::string demangle(const char* name) {
   return result;
 }
 
-struct Aggregator::GraphBreakdown {
-  struct Row {
-    std::uint64_t calls = 0, ns = 0;
-    IntervalUnion busy;
-    absl::flat_hash_map<KernelKey, KernelAgg> kernels;
-  };
-  absl::flat_hash_map<const Node*, Row> known;  // nullptr: created outside every range
-  Row unknown;
-};
-
 Aggregator::Aggregator(const Forest& forest)
     : forest_(forest), correlations_(kCorrelationSlots), instances_(kInstanceSlots) {}
 Aggregator::~Aggregator() = default;
@@ -243,20 +233,26 @@ void Aggregator::add_graph_kernel(RangeActivity& a, std::uint64_t node_id, const
                                   std::uint64_t start, std::uint64_t end, std::uint32_t registers,
                                   std::uint32_t static_shared, std::uint32_t dynamic_shared) {
   if (!graph_breakdown_) return;
-  if (!a.graph) a.graph = std::make_unique<GraphBreakdown>();
-  const Node* range = nullptr;
-  GraphBreakdown::Row* row = nullptr;
-  if (graph_nodes_.find(node_id, &range)) {
-    row = &a.graph->known[range];
-  } else {
-    row = &a.graph->unknown;
-    diag_.graph_kernels_unknown_node += 1;
+  if (graph_hits_.empty()) graph_hits_.resize(kGraphHits);
+  GraphHit& hit = graph_hits_[node_id & (kGraphHits - 1)];
+  const std::uint64_t version = graph_nodes_.version();
+  if (hit.node_id != node_id || hit.version != version || hit.activity != &a) {
+    if (!a.graph) a.graph = std::make_unique<GraphBreakdown>();
+    const Node* range = nullptr;
+    const bool known = graph_nodes_.find(node_id, &range);
+    GraphBreakdown::Row& row = known ? a.graph->known[range] : a.graph->unknown;
+    hit = GraphHit{node_id, version, &a, &row, !known, key, &row.kernels[key]};
+  } else if (!(hit.key == key)) {
+    hit.key = key;
+    hit.agg = &hit.row->kernels[key];
   }
+  if (hit.unknown) diag_.graph_kernels_unknown_node += 1;
   const std::uint64_t ns = duration(start, end);
-  row->calls += 1;
-  row->ns += ns;
-  row->busy.add(start, end);
-  count_kernel(row->kernels[key], ns, registers, static_shared, dynamic_shared);
+  GraphBreakdown::Row& row = *hit.row;
+  row.calls += 1;
+  row.ns += ns;
+  row.busy.add(start, end);
+  count_kernel(*hit.agg, ns, registers, static_shared, dynamic_shared);
 }
 
 void Aggregator::apply_kernel(const Kernel& k, const Target& t) {

@@ -130,7 +130,17 @@ class Aggregator {
       return name_ptr == k.name && differ == 0;
     }
   };
-  struct GraphBreakdown;  // aggregator.cpp
+  // A range's graph kernels by the range their node was created in. Node maps: rows never move,
+  // so the last hits (graph_hits_) may point into them.
+  struct GraphBreakdown {
+    struct Row {
+      std::uint64_t calls = 0, ns = 0;
+      IntervalUnion busy;
+      absl::node_hash_map<KernelKey, KernelAgg> kernels;
+    };
+    absl::node_hash_map<const Node*, Row> known;  // nullptr: created outside every range
+    Row unknown;
+  };
   struct RangeActivity {
     ActivityStats self;
     // Until a descendant's kernel arrives, the range's own kernels are all of its subtree's: only
@@ -258,6 +268,20 @@ class Aggregator {
   CounterPlan plan_;
   GraphNodeMap graph_nodes_;
   bool graph_breakdown_ = true;
+  // The last graph kernel of each node id (direct-mapped): a replay runs the same nodes in the same
+  // ranges, so most kernels skip the node map's lock and the hashing. Valid while the map's
+  // version is the one recorded (no node created, cloned or evicted since).
+  struct GraphHit {
+    std::uint64_t node_id = 0;
+    std::uint64_t version = 0;
+    const RangeActivity* activity = nullptr;
+    GraphBreakdown::Row* row = nullptr;
+    bool unknown = false;
+    KernelKey key{};
+    KernelAgg* agg = nullptr;
+  };
+  static constexpr std::size_t kGraphHits = 4096;
+  std::vector<GraphHit> graph_hits_;  // kGraphHits once the first graph kernel came
 };
 
 // Inline: the producer's decode loop calls these once per launch.

@@ -4,6 +4,7 @@
 namespace cuscope::model {
 
 void GraphNodeMap::put(std::uint64_t node_id, const Node* range) {
+  version_.fetch_add(1, std::memory_order_release);
   auto [it, inserted] = nodes_.try_emplace(node_id, range);
   if (!inserted) {
     it->second = range;  // an id seen again (re-created after a destroy): the latest creation wins

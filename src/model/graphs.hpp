@@ -15,6 +15,7 @@
 
 #include <absl/container/flat_hash_map.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -40,6 +41,10 @@ class GraphNodeMap {
   /// Whether `node_id` is known; if so, *range is the range it was created in (nullptr: none).
   bool find(std::uint64_t node_id, const Node** range) const;
 
+  /// Changes with every change to the map (an insert, an eviction, a node re-created): an answer
+  /// of find() read after version() returned v is still right while version() returns v.
+  [[nodiscard]] std::uint64_t version() const { return version_.load(std::memory_order_acquire); }
+
   [[nodiscard]] std::uint64_t evicted() const;
   [[nodiscard]] std::size_t size() const;
 
@@ -51,6 +56,7 @@ class GraphNodeMap {
   absl::flat_hash_map<std::uint64_t, const Node*> nodes_;  // guarded by mutex_
   std::deque<std::uint64_t> order_;                        // guarded: ids, oldest first
   std::uint64_t evicted_ = 0;                              // guarded
+  std::atomic<std::uint64_t> version_{0};                  // written under mutex_
 };
 
 }  // namespace cuscope::model
