@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cuscope/cuscope.hpp>
 #include <string>
+#include <thread>
 
 #include "cli/cli.hpp"
 #include "cupti_buffer.hpp"
@@ -467,4 +468,44 @@ TEST_CASE("what the node map learns or forgets between two replays applies to th
   CHECK(graph_row(rb, cuscope::kUnknownGraphNodeName)->kernel_calls == 1);
   CHECK(r.diagnostics.graph_kernels_unknown_node == 2);
   CHECK(r.diagnostics.graph_nodes_evicted == 1);
+}
+
+TEST_CASE("nodes created on one thread while another decodes graph kernels: nothing lost",
+          "[graphs][threads]") {
+  Fixture f;
+  auto cap = f.begin("capture");
+  f.create(1);
+  f.end(cap);
+  auto decode = f.begin("decode");
+  f.end(decode);
+  constexpr std::uint64_t kCreated = 20'000;
+  constexpr int kReplays = 200;
+  constexpr int kKernels = 50;
+  // The capturing thread, as the resource callback does it: no aggregator lock, the map's own.
+  std::thread capture([&] {
+    for (std::uint64_t n = 0; n < kCreated; ++n) f.agg.on(GraphNodeCreated{100 + n, 2, nullptr});
+  });
+  std::uint64_t t = 1000;
+  for (int replay = 0; replay < kReplays; ++replay) {
+    const std::uint32_t c = f.launch(decode.instance);
+    for (int k = 0; k < kKernels; ++k, t += 10) f.graph_kernel(c, k % 2 == 0 ? 1 : 100 + k, t, t + 5);
+    f.consume();
+  }
+  capture.join();
+  const Report r = f.report();
+  const RangeStats* d = r.find("decode");
+  REQUIRE(d != nullptr);
+  CHECK(d->self.kernel_calls == kReplays * kKernels);
+  std::uint64_t broken_down = 0;
+  for (const GraphPathStats& g : d->graph) broken_down += g.kernel_calls;
+  CHECK(broken_down == kReplays * kKernels);
+  REQUIRE(graph_row(d, "capture") != nullptr);
+  CHECK(graph_row(d, "capture")->kernel_calls == kReplays * kKernels / 2);  // node 1, known throughout
+  const GraphPathStats* unknown = graph_row(d, cuscope::kUnknownGraphNodeName);
+  const GraphPathStats* unscoped = graph_row(d, cuscope::kUnscopedName);
+  CHECK((unknown ? unknown->kernel_calls : 0) + (unscoped ? unscoped->kernel_calls : 0) ==
+        kReplays * kKernels / 2);
+  CHECK(r.diagnostics.graph_kernels_unknown_node == (unknown ? unknown->kernel_calls : 0));
+  CHECK(r.diagnostics.graph_nodes_evicted == 0);
+  CHECK(f.agg.graph_nodes().size() == kCreated + 1);
 }
