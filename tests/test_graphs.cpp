@@ -509,3 +509,27 @@ TEST_CASE("nodes created on one thread while another decodes graph kernels: noth
   CHECK(r.diagnostics.graph_nodes_evicted == 0);
   CHECK(f.agg.graph_nodes().size() == kCreated + 1);
 }
+
+TEST_CASE("the table lists at most 10 capture paths per range and counts the rest", "[graphs]") {
+  Report r;
+  r.activity_status = "on";
+  cuscope::RangeStats decode;
+  decode.name = decode.path = "decode";
+  decode.parent = 0;
+  decode.depth = 1;
+  decode.calls = 1;
+  for (int i = 0; i < 12; ++i) {
+    GraphPathStats g;
+    g.path = "layer_" + std::to_string(i);
+    g.kernel_calls = 1;
+    g.kernel_ns = 1000 - i;
+    g.gpu_busy_ns = 1000 - i;
+    decode.graph.push_back(g);
+  }
+  r.ranges.push_back(decode);
+  r.ranges[0].children.push_back(1);
+  const std::string table = cuscope::format_table(r);
+  CHECK(table.find("  (graph) layer_9  kernels 1  kernel time  991 ns  busy  991 ns\n") != std::string::npos);
+  CHECK(table.find("layer_10") == std::string::npos);
+  CHECK(table.find("  (graph) … 2 more capture paths (JSON: graph)\n") != std::string::npos);
+}

@@ -348,7 +348,7 @@ void stop_activity_tracing() noexcept {
   disable_all(s);
   deliver(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   if (s.subscriber != nullptr) {
-    cuptiUnsubscribe(s.subscriber);  // no cuscope lock held: it waits for callbacks in flight
+    cuptiUnsubscribe(s.subscriber);  // no cuscope lock held
     s.subscriber = nullptr;
   }
   s.target.store(nullptr, std::memory_order_release);
