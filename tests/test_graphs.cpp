@@ -4,7 +4,10 @@
 // also broken down by the range its node was created in (README, "CUDA graphs").
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <cstdio>
 #include <cuscope/cuscope.hpp>
+#include <filesystem>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -14,6 +17,8 @@
 #include "producers/cupti/adapter.hpp"
 #include "producers/cupti/decode.hpp"
 #include "session_fixture.hpp"
+#include "trace/replay.hpp"
+#include "trace/writer.hpp"
 
 using cuscope::GraphPathStats;
 using cuscope::RangeStats;
@@ -532,4 +537,95 @@ TEST_CASE("the table lists at most 10 capture paths per range and counts the res
   CHECK(table.find("  (graph) layer_9  kernels 1  kernel time  991 ns  busy  991 ns\n") != std::string::npos);
   CHECK(table.find("layer_10") == std::string::npos);
   CHECK(table.find("  (graph) … 2 more capture paths (JSON: graph)\n") != std::string::npos);
+}
+
+TEST_CASE("a trace keeps graph nodes and graph kernels: its replay has the same breakdown",
+          "[graphs][trace]") {
+  const std::string path = (std::filesystem::temp_directory_path() / "cuscope_test_graphs.cuscope").string();
+  Forest forest;
+  forest.record_instances = true;
+  Aggregator agg{forest};
+  ThreadTree* tree = forest.make_tree();
+  std::string error;
+  std::unique_ptr<cuscope::trace::Writer> writer =
+      cuscope::trace::Writer::open(path, cuscope::trace::Writer::kDefaultLimitBytes, forest.names, &error);
+  REQUIRE(writer != nullptr);
+  writer->meta("max_depth", "64");
+  auto begin = [&](const char* name, std::uint64_t t) {
+    const std::uint32_t id = forest.names.intern(name);
+    const auto tok = tree->begin(id, t);
+    writer->record(cuscope::trace::ScopeKind::Enter, tree->slot(), id, t, tok.instance);
+    return tok;
+  };
+  auto end = [&](const ThreadTree::Token& tok, std::uint64_t t) {
+    tree->end(tok.depth, t);
+    writer->record(cuscope::trace::ScopeKind::Exit, tree->slot(), tok.depth, t, 0);
+  };
+  auto create = [&](std::uint64_t node) {  // what graph_node_created does in trace mode
+    agg.on(GraphNodeCreated{node, 3, tree->innermost()});
+    writer->record(cuscope::trace::ScopeKind::GraphNode, tree->slot(), 3, 0, node);
+  };
+  auto on = [&](const auto& record) {
+    writer->on(record);
+    agg.on(record);
+  };
+  const auto capture = begin("capture", 10);
+  const auto layer = begin("layer", 20);
+  create(1);
+  end(layer, 30);
+  create(2);
+  end(capture, 40);
+  on(GraphNodeCloned{101, 1});
+  on(GraphNodeCloned{102, 2});
+  const auto decode = begin("decode", 100);
+  on(ApiCall{5, 110, 120});
+  on(ExternalCorrelation{5, decode.instance});
+  for (std::uint64_t i = 0; i < 4; ++i) {
+    KernelActivity k;
+    k.correlation = 5;
+    k.start_ns = 1000 + 100 * i;
+    k.end_ns = k.start_ns + 10 + i;
+    k.name = "_Z4gemmPf";
+    k.grid = {1, 1, 1};
+    k.block = {128, 1, 1};
+    k.graph_node_id = i == 3 ? 55 : 101 + i % 2;  // node 55: unknown
+    k.graph_id = 3;
+    on(k);
+  }
+  KernelActivity plain;  // a kernel outside graphs in the same trace
+  plain.correlation = 5;
+  plain.start_ns = 2000;
+  plain.end_ns = 2050;
+  plain.name = "_Z4normPf";
+  on(plain);
+  end(decode, 3000);
+  writer->buffer_end(0, 0);
+  agg.settle(2, false);
+  writer->finish_events();
+  REQUIRE(writer->close(cuscope::trace::Summary{}));
+  agg.settle(1);
+  Report live;
+  agg.build(live);
+  Report replayed;
+  REQUIRE(cuscope::trace::replay_file(path, &replayed, &error));
+  std::remove(path.c_str());
+  const RangeStats* d = replayed.find("decode");
+  REQUIRE(d != nullptr);
+  CHECK(d->self.kernel_calls == 5);
+  REQUIRE(d->graph.size() == 3);
+  CHECK(d->graph[0].path == "capture/layer");
+  CHECK(d->graph[0].kernel_calls == 2);
+  CHECK(d->graph[0].kernel_ns == 22);
+  CHECK(d->graph[1].path == cuscope::kUnknownGraphNodeName);  // 13 ns
+  CHECK(d->graph[2].path == "capture");                       // 11 ns
+  CHECK(d->graph[2].kernel_calls == 1);
+  CHECK(replayed.diagnostics.graph_kernels_unknown_node == 1);
+  const RangeStats* live_decode = live.find("decode");
+  REQUIRE(live_decode != nullptr);
+  REQUIRE(live_decode->graph.size() == d->graph.size());
+  for (std::size_t i = 0; i < d->graph.size(); ++i) {
+    CHECK(live_decode->graph[i].path == d->graph[i].path);
+    CHECK(live_decode->graph[i].kernel_calls == d->graph[i].kernel_calls);
+    CHECK(live_decode->graph[i].gpu_busy_ns == d->graph[i].gpu_busy_ns);
+  }
 }

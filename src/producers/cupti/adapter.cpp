@@ -256,9 +256,12 @@ void deliver(std::uint32_t flags) {
 void graph_node_created(Session& session, std::uint64_t node_id, std::uint32_t graph_id) noexcept {
   try {
     const ThreadState* ts = current_thread_state();
-    const model::Node* range =
-        ts != nullptr && ts->owner == &session && ts->tree != nullptr ? ts->tree->innermost() : nullptr;
+    const bool own = ts != nullptr && ts->owner == &session && ts->tree != nullptr;
+    const model::Node* range = own ? ts->tree->innermost() : nullptr;
     session.aggregator.on(model::GraphNodeCreated{node_id, graph_id, range});
+    // Trace mode: in the thread's own events, so that the replay finds the same innermost range.
+    // (A thread that never opened a scope has no events: its nodes replay as unknown.)
+    if (own) trace::record(trace::ScopeKind::GraphNode, ts->tree->slot(), graph_id, 0, node_id);
   } catch (...) {  // out of memory: the node stays unknown, its kernels counted as such
   }
 }
@@ -266,6 +269,8 @@ void graph_node_created(Session& session, std::uint64_t node_id, std::uint32_t g
 void graph_node_cloned(Session& session, std::uint64_t node_id, std::uint64_t original_node_id) noexcept {
   try {
     session.aggregator.on(model::GraphNodeCloned{node_id, original_node_id});
+    if (trace::Writer* w = trace::g_writer.load(std::memory_order_acquire))
+      w->on(model::GraphNodeCloned{node_id, original_node_id});
   } catch (...) {
   }
 }
