@@ -150,6 +150,23 @@ struct Finding {
   std::string fix;
 };
 
+/// Kernels of CUDA graphs launched in a range, grouped by the range each kernel's graph node was
+/// created in (captured, or added by hand): README, "CUDA graphs". They are also in the launching
+/// range's `self` and `kernels`, as any kernel it launched: this is a second view, not more work.
+struct GraphPathStats {
+  /// The capture-time range's path ("layer_3/attention"); kUnscopedName for nodes created outside
+  /// every range, kUnknownGraphNodeName for nodes cuscope does not know.
+  std::string path;
+  std::uint64_t kernel_calls = 0;
+  std::uint64_t kernel_ns = 0;       ///< sum of kernel durations
+  std::uint64_t gpu_busy_ns = 0;     ///< union of these kernels' intervals
+  std::vector<KernelStats> kernels;  ///< by total duration, longest first
+};
+
+/// GraphPathStats::path of graph kernels whose node is not known: created before tracing
+/// started, evicted from the bounded node map, or in a graph launched from the device.
+inline constexpr std::string_view kUnknownGraphNodeName = "(unknown node)";
+
 /// One node of the range tree: a scope name under a given parent path.
 struct RangeStats {
   std::string name;                   ///< the scope's name; "" for the root
@@ -174,6 +191,9 @@ struct RangeStats {
   std::vector<MetricValue> metrics;    ///< hardware counters, inclusive of the subtree, in plan order
   Verdict verdict;                     ///< from `total` and `metrics`
   std::vector<Finding> findings;       ///< what the rules found, warnings first (README, "Findings")
+  /// Graph kernels launched directly in this range, by capture-time path (by kernel time, longest
+  /// first); empty when none, or when the breakdown is off (see Report::notes).
+  std::vector<GraphPathStats> graph;
 };
 
 /// Counters of everything that was off, dropped or misused. Shown in the table header when non-zero.
@@ -202,6 +222,8 @@ struct Diagnostics {
   std::uint64_t trace_records_dropped = 0;  ///< trace mode: records that did not fit (CUSCOPE_TRACE_LIMIT); the trace is truncated
   std::uint64_t unmatched_span_ends = 0;     ///< nvtxRangeEnd with an id no open start/end range has
   std::uint64_t spans_dropped = 0;           ///< start/end ranges not tracked: too many open at once
+  std::uint64_t graph_nodes_evicted = 0;     ///< CUDA graph nodes forgotten: the node map is bounded
+  std::uint64_t graph_kernels_unknown_node = 0;  ///< graph kernels under "(unknown node)"
 };
 
 /// An NVTX start/end range (nvtxRangeStart/nvtxRangeEnd, zero-code mode): it may end on another

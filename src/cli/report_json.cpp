@@ -63,6 +63,19 @@ Bound bound(const std::string& s) {
   return Bound::unknown;
 }
 
+KernelStats kernel(const Json& k) {
+  KernelStats s;
+  get(k, "name", s.name);
+  if (auto d = k.find("duration"); d != k.end()) s.duration = duration(*d);
+  get(k, "grid", s.grid);
+  get(k, "block", s.block);
+  get(k, "registers_per_thread", s.registers_per_thread);
+  get(k, "static_shared_bytes", s.static_shared_bytes);
+  get(k, "dynamic_shared_bytes", s.dynamic_shared_bytes);
+  get(k, "device", s.device);
+  return s;
+}
+
 RangeStats range(const Json& j, std::size_t count) {
   RangeStats r;
   get(j, "name", r.name);
@@ -82,18 +95,7 @@ RangeStats range(const Json& j, std::size_t count) {
   if (auto g = j.find("gpu"); g != j.end()) r.gpu = duration(*g);
   if (auto s = j.find("self"); s != j.end()) r.self = activity(*s);
   if (auto t = j.find("total"); t != j.end()) r.total = activity(*t);
-  for (const Json& k : j.value("kernels", Json::array())) {
-    KernelStats s;
-    get(k, "name", s.name);
-    if (auto d = k.find("duration"); d != k.end()) s.duration = duration(*d);
-    get(k, "grid", s.grid);
-    get(k, "block", s.block);
-    get(k, "registers_per_thread", s.registers_per_thread);
-    get(k, "static_shared_bytes", s.static_shared_bytes);
-    get(k, "dynamic_shared_bytes", s.dynamic_shared_bytes);
-    get(k, "device", s.device);
-    r.kernels.push_back(std::move(s));
-  }
+  for (const Json& k : j.value("kernels", Json::array())) r.kernels.push_back(kernel(k));
   if (auto v = j.find("verdict"); v != j.end()) {
     std::string b;
     get(*v, "bound", b);
@@ -132,6 +134,15 @@ RangeStats range(const Json& j, std::size_t count) {
     get(c, "per_host_second", s.per_host_second);
     get(c, "per_gpu_second", s.per_gpu_second);
     r.counts.push_back(std::move(s));
+  }
+  for (const Json& g : j.value("graph", Json::array())) {  // absent in reports before graphs
+    GraphPathStats p;
+    get(g, "path", p.path);
+    get(g, "kernel_calls", p.kernel_calls);
+    get(g, "kernel_ns", p.kernel_ns);
+    get(g, "gpu_busy_ns", p.gpu_busy_ns);
+    for (const Json& k : g.value("kernels", Json::array())) p.kernels.push_back(kernel(k));
+    r.graph.push_back(std::move(p));
   }
   return r;
 }

@@ -161,6 +161,7 @@ class Kineto final : public trace::Visitor {
         break;
       }
       case trace::ScopeKind::Overflow:
+      case trace::ScopeKind::GraphNode:
         break;
     }
   }

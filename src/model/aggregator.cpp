@@ -233,6 +233,32 @@ Aggregator::KernelRow& Aggregator::kernel_row(RangeActivity& a, const KernelKey&
   return *row;
 }
 
+void Aggregator::add_graph_kernel(RangeActivity& a, std::uint64_t node_id, const KernelKey& key,
+                                  std::uint64_t start, std::uint64_t end, std::uint32_t registers,
+                                  std::uint32_t static_shared, std::uint32_t dynamic_shared) {
+  if (!graph_breakdown_) return;
+  if (graph_hits_.empty()) graph_hits_.resize(kGraphHits);
+  GraphHit& hit = graph_hits_[node_id & (kGraphHits - 1)];
+  const std::uint64_t version = graph_nodes_.version();
+  if (hit.node_id != node_id || hit.version != version || hit.activity != &a) {
+    if (!a.graph) a.graph = std::make_unique<GraphBreakdown>();
+    const Node* range = nullptr;
+    const bool known = graph_nodes_.find(node_id, &range);
+    GraphBreakdown::Row& row = known ? a.graph->known[range] : a.graph->unknown;
+    hit = GraphHit{node_id, version, &a, &row, !known, key, &row.kernels[key]};
+  } else if (!(hit.key == key)) {
+    hit.key = key;
+    hit.agg = &hit.row->kernels[key];
+  }
+  if (hit.unknown) diag_.graph_kernels_unknown_node += 1;
+  const std::uint64_t ns = duration(start, end);
+  GraphBreakdown::Row& row = *hit.row;
+  row.calls += 1;
+  row.ns += ns;
+  row.busy.add(start, end);
+  count_kernel(*hit.agg, ns, registers, static_shared, dynamic_shared);
+}
+
 void Aggregator::apply_kernel(const Kernel& k, const Target& t) {
   RangeActivity& a = t.where == Where::Range ? *t.instance->activity : unscoped_;
   const std::uint64_t ns = duration(k.start_ns, k.end_ns);
@@ -241,6 +267,9 @@ void Aggregator::apply_kernel(const Kernel& k, const Target& t) {
   KernelRow& row = kernel_row(a, KernelKey{k.name, k.grid, k.block, k.device});
   count_kernel(row.agg, ns, k.registers, k.static_shared, k.dynamic_shared);
   count_stream(a, stream_key(k), ns);
+  if (k.graph_node_id != 0)
+    add_graph_kernel(a, k.graph_node_id, row.key, k.start_ns, k.end_ns, k.registers, k.static_shared,
+                     k.dynamic_shared);
   spread_interval(t, k.start_ns, k.end_ns);  // last: it may move the instance table
 }
 
@@ -365,7 +394,8 @@ void Aggregator::on_kernel(const KernelActivity& k) {
   const Target t = inst != nullptr ? Target{Where::Range, inst} : locate(k.correlation);
   if (t.where != Where::Range && t.where != Where::Unscoped) {  // to wait, or to be counted apart
     handle(Kernel{k.correlation, k.start_ns, k.end_ns, kernel_name(k.name), k.grid, k.block,
-                  k.registers_per_thread, k.static_shared_bytes, k.dynamic_shared_bytes, k.device, k.stream});
+                  k.registers_per_thread, k.static_shared_bytes, k.dynamic_shared_bytes, k.device, k.stream,
+                  k.graph_node_id});
     return;
   }
   // The common case, apply_kernel without a name lookup when the predicted row is the one.
@@ -382,6 +412,9 @@ void Aggregator::on_kernel(const KernelActivity& k) {
   }
   count_kernel(row->agg, ns, k.registers_per_thread, k.static_shared_bytes, k.dynamic_shared_bytes);
   count_stream(a, stream_key(k), ns);
+  if (k.graph_node_id != 0)
+    add_graph_kernel(a, k.graph_node_id, row->key, k.start_ns, k.end_ns, k.registers_per_thread,
+                     k.static_shared_bytes, k.dynamic_shared_bytes);
   spread_interval(t, k.start_ns, k.end_ns);
 }
 
@@ -493,6 +526,49 @@ void Aggregator::build(Report& report) const {
     return it->second;
   };
   std::vector<absl::flat_hash_map<KernelKey, KernelAgg>> kernels(1);
+  auto add_kernel_agg = [](KernelAgg& into, const KernelAgg& agg) {
+    into.calls += agg.calls;
+    into.total_ns += agg.total_ns;
+    into.min_ns = std::min(into.min_ns, agg.min_ns);
+    into.max_ns = std::max(into.max_ns, agg.max_ns);
+    into.registers = agg.registers;
+    into.static_shared = agg.static_shared;
+    into.dynamic_shared = agg.dynamic_shared;
+  };
+  // Graph breakdowns per report range, by capture-time path (threads' nodes of one path merge).
+  struct GraphAcc {
+    std::uint64_t calls = 0, ns = 0, busy_ns = 0;
+    absl::flat_hash_map<KernelKey, KernelAgg> kernels;
+  };
+  std::vector<absl::flat_hash_map<std::string, GraphAcc>> graphs(1);
+  absl::flat_hash_map<const Node*, std::string> capture_paths;
+  auto capture_path = [&](const Node* node) -> const std::string& {
+    auto [it, inserted] = capture_paths.try_emplace(node);
+    if (!inserted) return it->second;
+    if (node == nullptr) {
+      it->second = std::string(kUnscopedName);
+      return it->second;
+    }
+    std::vector<const Node*> chain;
+    for (const Node* n = node; n != nullptr && n->id != 0; n = n->parent) chain.push_back(n);
+    for (auto c = chain.rbegin(); c != chain.rend(); ++c) {
+      if (!it->second.empty()) it->second += '/';
+      it->second += forest_.names.name((*c)->name_id);
+    }
+    return it->second;
+  };
+  auto merge_graph = [&](std::size_t idx, const GraphBreakdown& g) {
+    if (graphs.size() < report.ranges.size()) graphs.resize(report.ranges.size());
+    auto add_row = [&](const std::string& path, const GraphBreakdown::Row& row) {
+      GraphAcc& acc = graphs[idx][path];
+      acc.calls += row.calls;
+      acc.ns += row.ns;
+      acc.busy_ns += row.busy.measure();
+      for (const auto& [key, agg] : row.kernels) add_kernel_agg(acc.kernels[key], agg);
+    };
+    for (const auto& [node, row] : g.known) add_row(capture_path(node), row);
+    if (g.unknown.calls != 0) add_row(std::string(kUnknownGraphNodeName), g.unknown);
+  };
   const std::size_t n_metrics = plan_.names.size();
   std::vector<std::vector<double>> metric_sum(1), metric_weight(1);
   // Per range, the distinct streams its threads' ranges ran kernels on, and whether any had more.
@@ -548,6 +624,7 @@ void Aggregator::build(Report& report) const {
       into.static_shared = agg.static_shared;
       into.dynamic_shared = agg.dynamic_shared;
     }
+    if (a.graph) merge_graph(idx, *a.graph);
   };
 
   absl::flat_hash_map<const Node*, std::size_t> node_index;
@@ -600,8 +677,29 @@ void Aggregator::build(Report& report) const {
                                          [](const CopyStats& c) { return c.count > 0; });
   if (unscoped_used) merge_activity(range_for(0, NameTable::kUnscopedId), unscoped_);
   kernels.resize(report.ranges.size());
+  graphs.resize(report.ranges.size());
   metric_sum.resize(report.ranges.size());
   metric_weight.resize(report.ranges.size());
+
+  auto kernel_stats = [&](const KernelKey& key, const KernelAgg& agg) {
+    KernelStats k;
+    k.name = kernel_names_[key.name];
+    k.duration = {agg.calls, agg.total_ns, agg.min_ns, agg.max_ns};
+    k.grid = key.grid;
+    k.block = key.block;
+    k.registers_per_thread = agg.registers;
+    k.static_shared_bytes = agg.static_shared;
+    k.dynamic_shared_bytes = agg.dynamic_shared;
+    k.device = key.device;
+    return k;
+  };
+  auto sort_kernels = [](std::vector<KernelStats>& ks) {
+    std::sort(ks.begin(), ks.end(), [](const KernelStats& a, const KernelStats& b) {
+      if (a.duration.total_ns != b.duration.total_ns) return a.duration.total_ns > b.duration.total_ns;
+      if (a.name != b.name) return a.name < b.name;
+      return a.grid < b.grid || (a.grid == b.grid && a.block < b.block);
+    });
+  };
 
   // Post-order (children have larger indices than parents): inclusive roll-ups.
   for (std::size_t i = report.ranges.size(); i-- > 0;) {
@@ -630,6 +728,20 @@ void Aggregator::build(Report& report) const {
       if (a.name != b.name) return a.name < b.name;
       return a.grid < b.grid || (a.grid == b.grid && a.block < b.block);
     });
+    for (auto& [path, acc] : graphs[i]) {
+      GraphPathStats g;
+      g.path = path;
+      g.kernel_calls = acc.calls;
+      g.kernel_ns = acc.ns;
+      g.gpu_busy_ns = acc.busy_ns;
+      for (const auto& [key, agg] : acc.kernels) g.kernels.push_back(kernel_stats(key, agg));
+      sort_kernels(g.kernels);
+      r.graph.push_back(std::move(g));
+    }
+    std::sort(r.graph.begin(), r.graph.end(), [](const GraphPathStats& a, const GraphPathStats& b) {
+      if (a.kernel_ns != b.kernel_ns) return a.kernel_ns > b.kernel_ns;
+      return a.path < b.path;
+    });
     if (i != 0) roll_up_counts(r, report.ranges);
     if (i != 0) roll_up_metrics(i, r, report.ranges, metric_sum, metric_weight);
   }
@@ -654,6 +766,8 @@ void Aggregator::build(Report& report) const {
   out.adjusted_names += forest_.names.adjusted();
   out.name_table_full += forest_.names.overflowed();
   out.unrecorded_scopes += forest_.unrecorded_scopes.load(std::memory_order_relaxed);
+  out.graph_nodes_evicted += graph_nodes_.evicted();
+  out.graph_kernels_unknown_node += d.graph_kernels_unknown_node;
 }
 
 }  // namespace cuscope::model

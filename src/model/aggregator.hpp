@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "model/events.hpp"
+#include "model/graphs.hpp"
 #include "model/interval_union.hpp"
 #include "model/range_tree.hpp"
 
@@ -61,6 +62,14 @@ class Aggregator {
   void on(const SyncActivity& s);
   void on(const MemoryActivity& m);
   void on(const OverheadActivity& o);
+  /// Graph nodes (README, "CUDA graphs"): these two take no aggregator lock (graph_nodes() has its
+  /// own), so producers may call them from the capturing thread while another holds it.
+  void on(const GraphNodeCreated& e) { graph_nodes_.on(e); }
+  void on(const GraphNodeCloned& e) { graph_nodes_.on(e); }
+  [[nodiscard]] GraphNodeMap& graph_nodes() { return graph_nodes_; }
+  /// Off: graph kernels count in their launching range only, with no breakdown by capture-time
+  /// range and nothing counted as of an unknown node (no callbacks, so no node is known).
+  void set_graph_breakdown(bool on) { graph_breakdown_ = on; }
   void add_dropped(std::uint64_t n) { diag_.dropped_records += n; }
   void add_dropped_counter_ranges(std::uint64_t n) { diag_.counter_ranges_dropped += n; }
 
@@ -145,6 +154,17 @@ class Aggregator {
       other_ns += t;
     }
   };
+  // A range's graph kernels by the range their node was created in. Node maps: rows never move,
+  // so the last hits (graph_hits_) may point into them.
+  struct GraphBreakdown {
+    struct Row {
+      std::uint64_t calls = 0, ns = 0;
+      IntervalUnion busy;
+      absl::node_hash_map<KernelKey, KernelAgg> kernels;
+    };
+    absl::node_hash_map<const Node*, Row> known;  // nullptr: created outside every range
+    Row unknown;
+  };
   struct RangeActivity {
     ActivityStats self;
     // Until a descendant's kernel arrives, the range's own kernels are all of its subtree's: only
@@ -167,6 +187,7 @@ class Aggregator {
     StreamTimes streams;
     std::uint64_t run_key = UINT64_MAX;  // stream_key() of the current run
     std::uint64_t run_ns = 0;
+    std::unique_ptr<GraphBreakdown> graph;          // graph kernels by capture-time range
   };
   struct CounterPlan {
     std::vector<std::string> names, labels, units;
@@ -197,6 +218,7 @@ class Aggregator {
     std::array<std::uint32_t, 3> grid, block;
     std::uint32_t registers, static_shared, dynamic_shared, device;
     std::uint32_t stream;
+    std::uint64_t graph_node_id;
   };
   using Record = std::variant<Kernel, MemcpyActivity, MemsetActivity, SyncActivity, MemoryActivity>;
   struct Pending {
@@ -250,6 +272,10 @@ class Aggregator {
     new_stream_run(a, key, ns);
   }
   [[gnu::noinline]] static void new_stream_run(RangeActivity& a, std::uint64_t key, std::uint64_t ns);
+  // A kernel of a graph launched in `a`: also added to a's breakdown by its node's range.
+  void add_graph_kernel(RangeActivity& a, std::uint64_t node_id, const KernelKey& key, std::uint64_t start,
+                        std::uint64_t end, std::uint32_t registers, std::uint32_t static_shared,
+                        std::uint32_t dynamic_shared);
   void apply_memory(const MemoryActivity& m, const Target& t);
   void spread_interval(const Target& t, std::uint64_t start, std::uint64_t end);
   void spread_in_range(Instance* inst, std::uint64_t start, std::uint64_t end);
@@ -288,6 +314,22 @@ class Aggregator {
   bool final_flush_ = false;
   bool recording_ = true;
   CounterPlan plan_;
+  GraphNodeMap graph_nodes_;
+  bool graph_breakdown_ = true;
+  // The last graph kernel of each node id (direct-mapped): a replay runs the same nodes in the same
+  // ranges, so most kernels skip the node map's lock and the hashing. Valid while the map's
+  // version is the one recorded (no node created, cloned or evicted since).
+  struct GraphHit {
+    std::uint64_t node_id = 0;
+    std::uint64_t version = 0;
+    const RangeActivity* activity = nullptr;
+    GraphBreakdown::Row* row = nullptr;
+    bool unknown = false;
+    KernelKey key{};
+    KernelAgg* agg = nullptr;
+  };
+  static constexpr std::size_t kGraphHits = 4096;
+  std::vector<GraphHit> graph_hits_;  // kGraphHits once the first graph kernel came
 };
 
 // Inline: the producer's decode loop calls these once per launch.
@@ -310,7 +352,7 @@ inline void Aggregator::on(const KernelActivity& k) {
   // row its range predicted (same name pointer and launch shape). Everything else: on_kernel().
   const Correlation& c = correlation_slot(k.correlation);
   if (k.start_ns != 0 && k.end_ns > k.start_ns && k.name != nullptr && c.correlation == k.correlation &&
-      c.instance > kCuscopeInternal && k.correlation != 0) {
+      c.instance > kCuscopeInternal && k.correlation != 0 && k.graph_node_id == 0) {
     Instance* inst = instance(c.instance);
     RangeActivity* a = inst != nullptr ? inst->activity : nullptr;
     KernelRow* row = a != nullptr && a->last != nullptr ? a->last->next : nullptr;

@@ -38,6 +38,9 @@ struct KernelActivity {
   std::uint32_t dynamic_shared_bytes = 0;
   std::uint32_t device = 0;
   std::uint32_t stream = 0;
+  // Graphs (README, "CUDA graphs"): the node that launched the kernel, 0 outside graph launches.
+  std::uint64_t graph_node_id = 0;
+  std::uint32_t graph_id = 0;
 };
 
 /// Where one side of a copy lives (CUPTI's memory kinds, in its order). A pageable host side is
@@ -98,6 +101,24 @@ struct MemoryActivity {
 struct OverheadActivity {
   std::uint64_t start_ns = 0;
   std::uint64_t end_ns = 0;
+};
+
+struct Node;  // range_tree.hpp
+
+/// A graph node was created (stream capture, cudaGraphAdd*Node) on a thread whose innermost open
+/// range was `range` (nullptr: none). Nodes live as long as the forest, so replays long after the
+/// range ended still find it.
+struct GraphNodeCreated {
+  std::uint64_t node_id = 0;
+  std::uint32_t graph_id = 0;
+  const Node* range = nullptr;
+};
+
+/// A graph node was cloned (cudaGraphInstantiate, cudaGraphClone, cudaGraphExecUpdate): the clone
+/// was captured where its original was.
+struct GraphNodeCloned {
+  std::uint64_t node_id = 0;
+  std::uint64_t original_node_id = 0;
 };
 
 }  // namespace cuscope::model

@@ -34,7 +34,10 @@ enum class RecordType : std::uint32_t {
   Name = 2,         ///< u32 id, string: a range or counter name, before its first use
   ScopeEvents = 3,  ///< u32 count, then count ScopeEvent (24 bytes each)
   KernelName = 4,   ///< u32 id, string: a kernel name as the producer got it (maybe mangled)
-  Kernel = 5,       ///< KernelRecord
+  /// u64 correlation, start, end; u32 name id, grid[3], block[3], registers, static and dynamic
+  /// shared bytes, device, stream; then, for a graph's kernel only, u64 graph node id, u32 graph id
+  /// (kernels outside graphs, and files before graphs, have no such tail: ids 0)
+  Kernel = 5,
   Memcpy = 6,       ///< u64 correlation, start, end, bytes; u8 kind; u32 device, stream; then,
                     ///< optionally (older files lack it), u8 source and destination memory kinds
   Memset = 7,       ///< u64 correlation, start, end, bytes; u32 device, stream
@@ -49,6 +52,7 @@ enum class RecordType : std::uint32_t {
   Summary = 16,     ///< the session's own fields of its exit report (see Summary)
   End = 17,         ///< u64 records dropped (trace bound or a full thread buffer)
   GpuTime = 18,     ///< u64 ns, u32 n, n u32 name ids: a scope's CUDA-event time, by its range path
+  GraphClone = 19,  ///< u64 node id, u64 original node id: a CUDA graph node was cloned
 };
 
 /// One host event of a thread. `word` = kind (low 8 bits) | thread slot << 8.
@@ -67,6 +71,9 @@ enum class ScopeKind : std::uint8_t {
   Exit = 3,
   Count = 4,
   Overflow = 5,  ///< a push() too deep to remember (counted as a depth overflow)
+  /// A CUDA graph node created on this thread (arg: graph id, value: node id), tied to the range
+  /// innermost on the thread at that point of its events.
+  GraphNode = 6,
 };
 
 inline ScopeKind kind_of(const ScopeEvent& e) { return static_cast<ScopeKind>(e.word & 0xFF); }

@@ -52,6 +52,8 @@ std::string describe(RecordType t) {
       return "summary";
     case RecordType::End:
       return "end";
+    case RecordType::GraphClone:
+      return "graph node clone";
     case RecordType::GpuTime:
       return "GPU time";
   }
@@ -144,7 +146,7 @@ bool Reader::read(Visitor& v, std::string* error) {
     const auto raw_type = hd.get<std::uint32_t>();
     const auto size = hd.get<std::uint32_t>();
     if (raw_type < static_cast<std::uint32_t>(RecordType::Meta) ||
-        raw_type > static_cast<std::uint32_t>(RecordType::GpuTime)) {
+        raw_type > static_cast<std::uint32_t>(RecordType::GraphClone)) {
       *error = fmt::format("malformed: unknown record type {} at byte {}", raw_type, at);
       return false;
     }
@@ -204,7 +206,7 @@ bool Reader::dispatch(RecordType type, Decoder& d, Visitor& v, std::string* erro
         d.skip(kScopeEventBytes);
         const auto k = static_cast<std::uint8_t>(kind_of(e));
         if (k < static_cast<std::uint8_t>(ScopeKind::Attach) ||
-            k > static_cast<std::uint8_t>(ScopeKind::Overflow)) {
+            k > static_cast<std::uint8_t>(ScopeKind::GraphNode)) {
           *error = fmt::format("event {} has unknown kind {}", i, k);
           return false;
         }
@@ -247,6 +249,10 @@ bool Reader::dispatch(RecordType type, Decoder& d, Visitor& v, std::string* erro
       k.dynamic_shared_bytes = d.get<std::uint32_t>();
       k.device = d.get<std::uint32_t>();
       k.stream = d.get<std::uint32_t>();
+      if (!d.failed() && d.left() > 0) {  // a graph kernel's tail
+        k.graph_node_id = d.get<std::uint64_t>();
+        k.graph_id = d.get<std::uint32_t>();
+      }
       if (!d.done()) return false;
       if (name == 0 || name > kernel_names_.size()) {
         *error = fmt::format("kernel uses name {} before its name record", name);
@@ -326,6 +332,14 @@ bool Reader::dispatch(RecordType type, Decoder& d, Visitor& v, std::string* erro
       a.end_ns = d.get<std::uint64_t>();
       if (!d.done()) return false;
       v.on(a);
+      return true;
+    }
+    case RecordType::GraphClone: {
+      model::GraphNodeCloned c;
+      c.node_id = d.get<std::uint64_t>();
+      c.original_node_id = d.get<std::uint64_t>();
+      if (!d.done()) return false;
+      v.on(c);
       return true;
     }
     case RecordType::External: {

@@ -32,6 +32,7 @@ class Visitor {
   virtual void on(const model::SyncActivity& /*s*/) {}
   virtual void on(const model::MemoryActivity& /*m*/) {}
   virtual void on(const model::OverheadActivity& /*o*/) {}
+  virtual void on(const model::GraphNodeCloned& /*c*/) {}
   virtual void buffer_end(std::uint64_t /*dropped*/, std::uint64_t /*unknown*/) {}
   virtual void final_flush() {}
   /// A scope's CUDA-event time for the range whose path is `names` (name ids, top-level first).

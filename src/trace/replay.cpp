@@ -66,6 +66,9 @@ class Replay final : public Visitor {
       case ScopeKind::Overflow:
         tree->depth_overflows.add(1);
         break;
+      case ScopeKind::GraphNode:
+        agg_.on(model::GraphNodeCreated{e.value, e.arg, tree->innermost()});
+        break;
     }
   }
 
@@ -79,6 +82,7 @@ class Replay final : public Visitor {
   void on(const model::SyncActivity& s) override { agg_.on(s); }
   void on(const model::MemoryActivity& m) override { agg_.on(m); }
   void on(const model::OverheadActivity& o) override { agg_.on(o); }
+  void on(const model::GraphNodeCloned& c) override { agg_.on(c); }
   // What consume_buffer does after each buffer.
   void buffer_end(std::uint64_t dropped, std::uint64_t unknown) override {
     agg_.add_unknown(unknown);

@@ -203,6 +203,19 @@ void Writer::on(const model::KernelActivity& k) {
   e.put(k.dynamic_shared_bytes);
   e.put(k.device);
   e.put(k.stream);
+  if (k.graph_node_id != 0) {  // the tail only graph kernels carry: other traces read as before
+    e.put(k.graph_node_id);
+    e.put(k.graph_id);
+  }
+  end_activity(at);
+}
+
+void Writer::on(const model::GraphNodeCloned& c) {
+  std::lock_guard lock(activity_mutex_);
+  const std::size_t at = begin_activity(RecordType::GraphClone);
+  Encoder e(activity_);
+  e.put(c.node_id);
+  e.put(c.original_node_id);
   end_activity(at);
 }
 

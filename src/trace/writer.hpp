@@ -59,6 +59,7 @@ class Writer {
   // The activity stream, in the order the aggregator sees it (any thread, serialized here).
   void on(const model::ApiCall& a);
   void on(const model::ExternalCorrelation& e);
+  void on(const model::GraphNodeCloned& c);  ///< after the GraphNode event of its original
   void on(const model::KernelActivity& k);
   void on(const model::MemcpyActivity& m);
   void on(const model::MemsetActivity& m);

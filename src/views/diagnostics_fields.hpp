@@ -17,7 +17,7 @@ struct DiagnosticField {
   std::string_view many;
 };
 
-inline constexpr std::array<DiagnosticField, 24> kDiagnosticFields{{
+inline constexpr std::array<DiagnosticField, 26> kDiagnosticFields{{
     {&Diagnostics::dropped_records, "dropped_records", "dropped record", "dropped records"},
     {&Diagnostics::zero_timestamp_records, "zero_timestamp_records", "record with a zero timestamp",
      "records with a zero timestamp"},
@@ -59,6 +59,10 @@ inline constexpr std::array<DiagnosticField, 24> kDiagnosticFields{{
      "NVTX range ends without an open start"},
     {&Diagnostics::spans_dropped, "spans_dropped", "NVTX start/end range not tracked (too many open)",
      "NVTX start/end ranges not tracked (too many open)"},
+    {&Diagnostics::graph_nodes_evicted, "graph_nodes_evicted", "CUDA graph node forgotten (node map full)",
+     "CUDA graph nodes forgotten (node map full)"},
+    {&Diagnostics::graph_kernels_unknown_node, "graph_kernels_unknown_node",
+     "graph kernel of an unknown node", "graph kernels of an unknown node"},
     {&Diagnostics::overhead_ns, "overhead_ns", "", ""},
 }};
 

@@ -292,6 +292,21 @@ void write_range(JsonWriter& w, const RangeStats& r, std::size_t id) {
     w.end_object();
   }
   w.end_array();
+  w.key("graph");
+  w.begin_array();
+  for (const GraphPathStats& g : r.graph) {
+    w.begin_object();
+    w.field("path", g.path);
+    w.field("kernel_calls", g.kernel_calls);
+    w.field("kernel_ns", g.kernel_ns);
+    w.field("gpu_busy_ns", g.gpu_busy_ns);
+    w.key("kernels");
+    w.begin_array();
+    for (const KernelStats& k : g.kernels) write_kernel(w, k);
+    w.end_array();
+    w.end_object();
+  }
+  w.end_array();
   w.end_object();
 }
 

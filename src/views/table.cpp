@@ -15,6 +15,9 @@
 // and ranges still open (a scope left open at exit is shown, with 0 calls)
 // and a range some listed range lies under (a scope still open around completed children).
 //
+// Under a range that launched CUDA graphs, "(graph) <path>" lines split those kernels by the range
+// their nodes were created in (README, "CUDA graphs"), at most 10, then a count of the rest.
+//
 // NVTX start/end ranges (Report::spans), when there are any, follow in a section of their own:
 // domain/name, completed calls, host total, mean and max, still open, ended on another thread.
 //
@@ -363,6 +366,35 @@ std::string metric_line(const RangeStats& range, std::size_t level) {
   return out + "\n";
 }
 
+// Graph kernels launched in the range, one line per capture-time path (README, "CUDA graphs"):
+// the same kernels as the range's own, seen by where their graph nodes were created.
+constexpr std::size_t kGraphPaths = 10;
+std::string graph_lines(const RangeStats& range, std::size_t level) {
+  if (range.graph.empty()) return {};
+  const std::size_t shown = std::min(kGraphPaths, range.graph.size());
+  std::vector<std::array<std::string, 4>> fields;  // path, kernels, kernel time, busy
+  std::array<std::size_t, 4> widths{};
+  for (std::size_t i = 0; i < shown; ++i) {
+    const GraphPathStats& g = range.graph[i];
+    fields.push_back({views::truncate(g.path, kRangeNameWidth), fmt::format("{}", g.kernel_calls),
+                      format_duration(g.kernel_ns), format_duration(g.gpu_busy_ns)});
+    for (std::size_t f = 0; f < widths.size(); ++f) {
+      widths[f] = std::max(widths[f], views::display_width(fields.back()[f]));
+    }
+  }
+  const std::string prefix = indent(level + 1) + "(graph) ";
+  std::string out;
+  for (const auto& f : fields) {
+    out += fmt::format("{}{}  kernels {}  kernel time {}  busy {}\n", prefix,
+                       views::pad_right(f[0], widths[0]), views::pad_left(f[1], widths[1]),
+                       views::pad_left(f[2], widths[2]), views::pad_left(f[3], widths[3]));
+  }
+  const std::size_t more = range.graph.size() - shown;
+  if (more != 0)
+    out += fmt::format("{}… {} more capture path{} (JSON: graph)\n", prefix, more, more == 1 ? "" : "s");
+  return out;
+}
+
 // One line per user counter: its total and its rates per second of host and GPU time.
 std::string count_lines(const RangeStats& range, std::size_t level) {
   std::string out;
@@ -457,6 +489,7 @@ std::string range_rows(const Report& report, const TableOptions& options) {
   for (std::size_t r = 0; r < listed; ++r) {
     out += render_row(table[r], widths);
     out += kernel_lines(*rows[r].range, rows[r].level, options.top_kernels);
+    out += graph_lines(*rows[r].range, rows[r].level);
     out += metric_line(*rows[r].range, rows[r].level);
     out += verdict_line(*rows[r].range, rows[r].level, options.max_findings);
     out += finding_lines(*rows[r].range, rows[r].level, options.max_findings);

@@ -62,7 +62,14 @@ struct State {
   std::atomic<std::uint64_t> refused{0};
   std::vector<CUpti_ActivityKind> enabled;  // kinds to disable at stop
   std::vector<std::pair<CUpti_CallbackDomain, CUpti_CallbackId>> traced_calls;
+  CUpti_SubscriberHandle subscriber = nullptr;  // graph node callbacks; null when not subscribed
 };
+
+// Graph node creation and clones: enough to map a replayed kernel's node id to the scope open
+// where its node was made. Not GRAPH_TRACE (it replaces the per-kernel records with one per
+// launch), and not GRAPHEXEC_CREATED: instantiation clones every node, which CLONED reports.
+constexpr std::array<CUpti_CallbackId, 2> kGraphCallbacks = {CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
+                                                             CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED};
 
 State& state() {
   static State* s = new State();  // leaked: CUPTI may call back until the process ends
@@ -121,6 +128,47 @@ void push_correlation(std::uint64_t instance) noexcept {
 void pop_correlation() noexcept {
   std::uint64_t last = 0;
   cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
+}
+
+// On the thread that creates the node (capturing a stream, or adding nodes by hand), inside the CUDA
+// call: two id lookups, the thread's innermost open range (its own tree, no lock) and one insert
+// under the node map's own lock. Never the aggregator's lock, which a buffer decode holds long.
+void CUPTIAPI on_resource(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (domain != CUPTI_CB_DOMAIN_RESOURCE || data == nullptr) return;
+  Session* target = state().target.load(std::memory_order_acquire);
+  if (target == nullptr) return;
+  const auto* graph =
+      static_cast<const CUpti_GraphData*>(static_cast<const CUpti_ResourceData*>(data)->resourceDescriptor);
+  if (graph == nullptr) return;
+  std::uint64_t node = 0;
+  if (graph->node == nullptr || cuptiGetGraphNodeId(graph->node, &node) != CUPTI_SUCCESS) return;
+  if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED) {
+    std::uint32_t graph_id = 0;
+    if (graph->graph == nullptr || cuptiGetGraphId(graph->graph, &graph_id) != CUPTI_SUCCESS) graph_id = 0;
+    graph_node_created(*target, node, graph_id);
+  } else if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) {
+    std::uint64_t original = 0;
+    if (graph->originalNode == nullptr ||
+        cuptiGetGraphNodeId(graph->originalNode, &original) != CUPTI_SUCCESS)
+      return;
+    graph_node_cloned(*target, node, original);
+  }
+}
+
+// Subscribes for the graph callbacks; "" or why the breakdown is off.
+std::string subscribe_graphs(State& s) {
+  CUpti_SubscriberHandle handle = nullptr;
+  CUptiResult r = cuptiSubscribe(&handle, &on_resource, nullptr);
+  if (r != CUPTI_SUCCESS) return refusal("cuptiSubscribe", r);
+  for (CUpti_CallbackId cbid : kGraphCallbacks) {
+    r = cuptiEnableCallback(1, handle, CUPTI_CB_DOMAIN_RESOURCE, cbid);
+    if (r != CUPTI_SUCCESS) {
+      cuptiUnsubscribe(handle);
+      return refusal("cuptiEnableCallback(RESOURCE, GRAPHNODE)", r);
+    }
+  }
+  s.subscriber = handle;
+  return {};
 }
 
 bool wanted(std::string_view name, CUpti_CallbackDomain domain) {
@@ -205,6 +253,28 @@ void deliver(std::uint32_t flags) {
 
 }  // namespace
 
+void graph_node_created(Session& session, std::uint64_t node_id, std::uint32_t graph_id) noexcept {
+  try {
+    const ThreadState* ts = current_thread_state();
+    const bool own = ts != nullptr && ts->owner == &session && ts->tree != nullptr;
+    const model::Node* range = own ? ts->tree->innermost() : nullptr;
+    session.aggregator.on(model::GraphNodeCreated{node_id, graph_id, range});
+    // Trace mode: in the thread's own events, so that the replay finds the same innermost range.
+    // (A thread that never opened a scope has no events: its nodes replay as unknown.)
+    if (own) trace::record(trace::ScopeKind::GraphNode, ts->tree->slot(), graph_id, 0, node_id);
+  } catch (...) {  // out of memory: the node stays unknown, its kernels counted as such
+  }
+}
+
+void graph_node_cloned(Session& session, std::uint64_t node_id, std::uint64_t original_node_id) noexcept {
+  try {
+    session.aggregator.on(model::GraphNodeCloned{node_id, original_node_id});
+    if (trace::Writer* w = trace::g_writer.load(std::memory_order_acquire))
+      w->on(model::GraphNodeCloned{node_id, original_node_id});
+  } catch (...) {
+  }
+}
+
 void set_cupti_version_for_testing(std::uint32_t version) noexcept {
   g_fake_version.store(version, std::memory_order_relaxed);
 }
@@ -242,6 +312,15 @@ std::string start_activity_tracing(Session& session) noexcept {
       s.target.store(nullptr, std::memory_order_release);
       return refusal("cuptiActivityEnableRuntimeApi", r);
     }
+    // Without a subscriber (another tool holds it) tracing goes on, without the graph breakdown.
+    if (const std::string why = subscribe_graphs(s); !why.empty()) {
+      {
+        std::lock_guard lock(session.aggregator_mutex);
+        session.aggregator.set_graph_breakdown(false);
+      }
+      warn_once(fmt::format(
+          "CUDA graph breakdown off (replayed kernels count in their launching range only): {}", why));
+    }
     session.forest.record_instances.store(true, std::memory_order_relaxed);
     g_pop_correlation.store(&pop_correlation, std::memory_order_release);
     g_push_correlation.store(&push_correlation, std::memory_order_release);
@@ -273,6 +352,10 @@ void stop_activity_tracing() noexcept {
   deliver(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   disable_all(s);
   deliver(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (s.subscriber != nullptr) {
+    cuptiUnsubscribe(s.subscriber);  // no cuscope lock held
+    s.subscriber = nullptr;
+  }
   s.target.store(nullptr, std::memory_order_release);
   // Not cuptiFinalize: from an exit handler it can race CUDA's own teardown and other tools'
   // CUPTI use. Disabled kinds and a detached target leave CUPTI nothing to call cuscope for.

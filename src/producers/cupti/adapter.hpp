@@ -4,8 +4,11 @@
 // and runtime + driver API records for the calls that launch work (everything else, cuscope's own
 // event calls included, stays untraced). Scopes push their instance id as external correlation
 // (kind CUSTOM0). Completed buffers (a bounded pool of 4 MiB buffers) are decoded into the
-// session's aggregator on CUPTI's thread, or on the thread that flushes. No cuscope lock is held
-// while calling into CUPTI, and the buffer callback calls nothing in CUPTI under a lock.
+// session's aggregator on CUPTI's thread, or on the thread that flushes. A CUPTI subscriber gets
+// the graph node callbacks (creation, clones) that tie replayed kernels to capture-time scopes; when
+// another tool holds the subscriber, tracing goes on without that breakdown (one note says why).
+// No cuscope lock is held while calling into CUPTI, and the buffer callback calls nothing in CUPTI
+// under a lock.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +29,12 @@ void poll_activity() noexcept;
 /// Delivers what is complete, then forces out the rest (counted as incomplete at exit), disables
 /// every kind and detaches the session. CUPTI is not finalized (see adapter.cpp).
 void stop_activity_tracing() noexcept;
+
+/// What the graph resource callbacks do once CUPTI's handles are ids (called on the thread that
+/// creates the node; tests call them without CUPTI): a node created now is tied to the calling
+/// thread's innermost open range in `session` (none: outside every range); a clone to its original's.
+void graph_node_created(Session& session, std::uint64_t node_id, std::uint32_t graph_id) noexcept;
+void graph_node_cloned(Session& session, std::uint64_t node_id, std::uint64_t original_node_id) noexcept;
 
 /// Tests: the libcupti API version cuscope believes is loaded (0: ask cuptiGetVersion).
 void set_cupti_version_for_testing(std::uint32_t version) noexcept;

@@ -69,6 +69,8 @@ template <class Sink>
       k.dynamic_shared_bytes = static_cast<std::uint32_t>(r->dynamicSharedMemory);
       k.device = r->deviceId;
       k.stream = r->streamId;
+      k.graph_node_id = r->graphNodeId;
+      k.graph_id = r->graphId;
       sink.on(k);
       return kSize<CUpti_ActivityKernel10>;
     }

@@ -1,0 +1,53 @@
+// model/graphs.cpp — see graphs.hpp.
+#include "model/graphs.hpp"
+
+namespace cuscope::model {
+
+void GraphNodeMap::put(std::uint64_t node_id, const Node* range) {
+  version_.fetch_add(1, std::memory_order_release);
+  auto [it, inserted] = nodes_.try_emplace(node_id, range);
+  if (!inserted) {
+    it->second = range;  // an id seen again (re-created after a destroy): the latest creation wins
+    return;
+  }
+  order_.push_back(node_id);
+  while (order_.size() > max_nodes_) {
+    nodes_.erase(order_.front());
+    order_.pop_front();
+    ++evicted_;
+  }
+}
+
+void GraphNodeMap::on(const GraphNodeCreated& e) {
+  if (e.node_id == 0) return;
+  std::lock_guard lock(mutex_);
+  put(e.node_id, e.range);
+}
+
+void GraphNodeMap::on(const GraphNodeCloned& e) {
+  if (e.node_id == 0) return;
+  std::lock_guard lock(mutex_);
+  auto it = nodes_.find(e.original_node_id);
+  if (it == nodes_.end()) return;
+  put(e.node_id, it->second);
+}
+
+bool GraphNodeMap::find(std::uint64_t node_id, const Node** range) const {
+  std::lock_guard lock(mutex_);
+  auto it = nodes_.find(node_id);
+  if (it == nodes_.end()) return false;
+  *range = it->second;
+  return true;
+}
+
+std::uint64_t GraphNodeMap::evicted() const {
+  std::lock_guard lock(mutex_);
+  return evicted_;
+}
+
+std::size_t GraphNodeMap::size() const {
+  std::lock_guard lock(mutex_);
+  return nodes_.size();
+}
+
+}  // namespace cuscope::model

@@ -1,0 +1,62 @@
+// model/graphs.hpp — which range each CUDA graph node was created in (README, "CUDA graphs").
+//
+// A replayed graph's kernels carry the id of the node that launched them, not a scope: the scope
+// open when the node was captured (or added by hand) is known only at creation, on the capturing
+// thread, long before any replay. This map keeps node id -> range node (the range tree's Node,
+// which lives as long as the forest: instance ids die with the scope, Nodes do not). Clones
+// (instantiation, cudaGraphClone, cudaGraphExecUpdate) take their original's range, so the map
+// answers for the template's ids and the exec's alike.
+//
+// Bounded: past kMaxNodes the oldest entry makes room, counted as evicted; a kernel of an evicted
+// node is then reported under "(unknown node)". Thread-safe with a lock of its own: producers
+// call it on the capturing thread, the aggregator looks nodes up under its own lock (this lock is
+// taken after it, never before).
+#pragma once
+
+#include <absl/container/flat_hash_map.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+
+#include "model/events.hpp"
+
+namespace cuscope::model {
+
+class GraphNodeMap {
+ public:
+  /// Nodes remembered (a clone is one more node). 2^18 nodes: about 10 MiB at most.
+  static constexpr std::size_t kMaxNodes = 1u << 18;
+
+  explicit GraphNodeMap(std::size_t max_nodes = kMaxNodes) : max_nodes_(max_nodes == 0 ? 1 : max_nodes) {}
+  GraphNodeMap(const GraphNodeMap&) = delete;
+  GraphNodeMap& operator=(const GraphNodeMap&) = delete;
+
+  void on(const GraphNodeCreated& e);
+  /// A clone of a node not in the map (evicted, or created before tracing) stays unknown.
+  void on(const GraphNodeCloned& e);
+
+  /// Whether `node_id` is known; if so, *range is the range it was created in (nullptr: none).
+  bool find(std::uint64_t node_id, const Node** range) const;
+
+  /// Changes with every change to the map (an insert, an eviction, a node re-created): an answer
+  /// of find() read after version() returned v is still right while version() returns v.
+  [[nodiscard]] std::uint64_t version() const { return version_.load(std::memory_order_acquire); }
+
+  [[nodiscard]] std::uint64_t evicted() const;
+  [[nodiscard]] std::size_t size() const;
+
+ private:
+  void put(std::uint64_t node_id, const Node* range);  // mutex_ held
+
+  const std::size_t max_nodes_;
+  mutable std::mutex mutex_;
+  absl::flat_hash_map<std::uint64_t, const Node*> nodes_;  // guarded by mutex_
+  std::deque<std::uint64_t> order_;                        // guarded: ids, oldest first
+  std::uint64_t evicted_ = 0;                              // guarded
+  std::atomic<std::uint64_t> version_{0};                  // written under mutex_
+};
+
+}  // namespace cuscope::model

@@ -1,0 +1,631 @@
+// CUDA graphs without a GPU: node creation and clone events as the CUPTI adapter hands them to the
+// model, and kernel records with graph node ids, in CUPTI 13.0 buffers built in memory (the decode
+// path) or fed to the aggregator directly. A replayed kernel stays in its launching range and is
+// also broken down by the range its node was created in (README, "CUDA graphs").
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <cstdio>
+#include <cuscope/cuscope.hpp>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "cli/cli.hpp"
+#include "cupti_buffer.hpp"
+#include "model_fixture.hpp"
+#include "producers/cupti/adapter.hpp"
+#include "producers/cupti/decode.hpp"
+#include "session_fixture.hpp"
+#include "trace/replay.hpp"
+#include "trace/writer.hpp"
+
+using cuscope::GraphPathStats;
+using cuscope::RangeStats;
+using cuscope::Report;
+using cuscope::detail::consume_buffer;
+using cuscope_test::CuptiBuffer;
+using namespace cuscope::model;
+
+namespace {
+
+struct Fixture : cuscope_test::ModelFixture {
+  CuptiBuffer buffer;
+  std::uint32_t next_correlation = 1;
+
+  // A node created now on `t` (the fixture's thread by default), as the resource callback reports it.
+  void create(std::uint64_t node_id, std::uint32_t graph_id = 1, ThreadTree* t = nullptr) {
+    agg.on(GraphNodeCreated{node_id, graph_id, (t != nullptr ? t : tree)->innermost()});
+  }
+  void clone(std::uint64_t node_id, std::uint64_t original) { agg.on(GraphNodeCloned{node_id, original}); }
+
+  // One cudaGraphLaunch inside `instance`: its correlation (the replay's kernels carry it).
+  std::uint32_t launch(std::uint64_t instance) {
+    const std::uint32_t c = next_correlation++;
+    buffer.external(c, instance).api(c, 10);
+    return c;
+  }
+  // The kernel record of graph node `node_id`, [start, end).
+  void graph_kernel(std::uint32_t correlation, std::uint64_t node_id, std::uint64_t start, std::uint64_t end,
+                    const char* name = "_Z4gemmPf", std::uint32_t graph_id = 1) {
+    CUpti_ActivityKernel10 k{};
+    k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    k.correlationId = correlation;
+    k.start = start;
+    k.end = end;
+    k.name = name;
+    k.gridX = k.gridY = k.gridZ = 1;
+    k.blockX = 128;
+    k.blockY = k.blockZ = 1;
+    k.streamId = 7;
+    k.graphNodeId = node_id;
+    k.graphId = graph_id;
+    buffer.add(k);
+  }
+  void consume() {
+    consume_buffer(buffer.data(), buffer.size(), 0, agg);
+    buffer.clear();
+  }
+};
+
+const GraphPathStats* graph_row(const RangeStats* r, std::string_view path) {
+  if (r == nullptr) return nullptr;
+  for (const GraphPathStats& g : r->graph) {
+    if (g.path == path) return &g;
+  }
+  return nullptr;
+}
+
+// Capture under capture/layer_0/{attention,mlp} and capture/layer_1/attention: nodes 1..4, the
+// 4th in capture itself. All scopes end before any replay.
+void capture_nested(Fixture& f) {
+  auto capture = f.begin("capture");
+  auto l0 = f.begin("layer_0");
+  auto attn = f.begin("attention");
+  f.create(1);
+  f.end(attn);
+  auto mlp = f.begin("mlp");
+  f.create(2);
+  f.end(mlp);
+  f.end(l0);
+  auto l1 = f.begin("layer_1");
+  auto attn1 = f.begin("attention");
+  f.create(3);
+  f.end(attn1);
+  f.end(l1);
+  f.create(4);
+  f.end(capture);
+}
+
+}  // namespace
+
+TEST_CASE("graph kernels stay in the launching range and are broken down by capture-time path", "[graphs]") {
+  Fixture f;
+  capture_nested(f);
+  auto decode = f.begin("decode");
+  f.end(decode);
+  // Three replays of the graph, each one cudaGraphLaunch in decode; node n runs 10 * n ns.
+  std::uint64_t t = 1000;
+  for (int replay = 0; replay < 3; ++replay) {
+    const std::uint32_t c = f.launch(decode.instance);
+    for (std::uint64_t node = 1; node <= 4; ++node) {
+      f.graph_kernel(c, node, t, t + 10 * node, node == 2 ? "_Z3mlpPf" : "_Z4gemmPf");
+      t += 100;
+    }
+  }
+  f.consume();
+  const Report r = f.report();
+  const RangeStats* d = r.find("decode");
+  REQUIRE(d != nullptr);
+  // The launching range's totals are as without the breakdown: every replayed kernel is its own.
+  CHECK(d->self.kernel_calls == 12);
+  CHECK(d->self.kernel_ns == 3 * (10 + 20 + 30 + 40));
+  CHECK(r.find("capture")->total.kernel_calls == 0);
+  REQUIRE(d->graph.size() == 4);
+  // Longest first: node 4 (capture), 3, 2, 1.
+  CHECK(d->graph[0].path == "capture");
+  CHECK(d->graph[1].path == "capture/layer_1/attention");
+  CHECK(d->graph[2].path == "capture/layer_0/mlp");
+  CHECK(d->graph[3].path == "capture/layer_0/attention");
+  const GraphPathStats* mlp = graph_row(d, "capture/layer_0/mlp");
+  REQUIRE(mlp != nullptr);
+  CHECK(mlp->kernel_calls == 3);
+  CHECK(mlp->kernel_ns == 60);
+  CHECK(mlp->gpu_busy_ns == 60);
+  REQUIRE(mlp->kernels.size() == 1);
+  CHECK(mlp->kernels[0].name == "mlp(float*)");
+  CHECK(mlp->kernels[0].duration.count == 3);
+  CHECK(mlp->kernels[0].duration.min_ns == 20);
+  std::uint64_t calls = 0, ns = 0;
+  for (const GraphPathStats& g : d->graph) {
+    calls += g.kernel_calls;
+    ns += g.kernel_ns;
+  }
+  CHECK(calls == d->self.kernel_calls);  // the two views add up
+  CHECK(ns == d->self.kernel_ns);
+  CHECK(r.diagnostics.graph_kernels_unknown_node == 0);
+  CHECK(r.diagnostics.graph_nodes_evicted == 0);
+}
+
+TEST_CASE("clones made by instantiation map to their original's range, by either id", "[graphs]") {
+  Fixture f;
+  capture_nested(f);
+  // cudaGraphInstantiate clones each node: 1 -> 101, 2 -> 102 ...; a clone of a clone (an exec
+  // updated from a cloned graph) follows the chain.
+  for (std::uint64_t n = 1; n <= 4; ++n) f.clone(100 + n, n);
+  f.clone(1001, 101);
+  f.clone(999, 77);  // a clone of a node created before tracing started: unknown
+  auto decode = f.begin("decode");
+  f.end(decode);
+  const std::uint32_t c = f.launch(decode.instance);
+  f.graph_kernel(c, 1, 100, 110);     // the template's id
+  f.graph_kernel(c, 101, 200, 210);   // the exec's clone
+  f.graph_kernel(c, 1001, 300, 310);  // the clone's clone
+  f.graph_kernel(c, 102, 400, 410);
+  f.graph_kernel(c, 999, 500, 505);
+  f.consume();
+  const Report r = f.report();
+  const RangeStats* d = r.find("decode");
+  REQUIRE(d != nullptr);
+  CHECK(d->self.kernel_calls == 5);
+  REQUIRE(d->graph.size() == 3);
+  REQUIRE(graph_row(d, "capture/layer_0/attention") != nullptr);
+  CHECK(graph_row(d, "capture/layer_0/attention")->kernel_calls == 3);
+  REQUIRE(graph_row(d, "capture/layer_0/mlp") != nullptr);
+  CHECK(graph_row(d, "capture/layer_0/mlp")->kernel_calls == 1);
+  const GraphPathStats* unknown = graph_row(d, cuscope::kUnknownGraphNodeName);
+  REQUIRE(unknown != nullptr);
+  CHECK(unknown->kernel_calls == 1);
+  CHECK(unknown->kernel_ns == 5);
+  CHECK(r.diagnostics.graph_kernels_unknown_node == 1);
+}
+
+TEST_CASE("an exec update re-clones onto the exec's node ids: later replays follow the new graph",
+          "[graphs]") {
+  Fixture f;
+  auto v1 = f.begin("v1");
+  f.create(1);
+  f.end(v1);
+  f.clone(101, 1);  // instantiate
+  auto v2 = f.begin("v2");
+  f.create(2);
+  f.end(v2);
+  auto decode = f.begin("decode");
+  f.end(decode);
+  f.graph_kernel(f.launch(decode.instance), 101, 100, 110);
+  f.consume();
+  f.clone(101, 2);  // cudaGraphExecUpdate(exec, graph of node 2): the exec's node now runs node 2's work
+  f.graph_kernel(f.launch(decode.instance), 101, 200, 230);
+  f.graph_kernel(f.launch(decode.instance), 101, 300, 330);
+  f.consume();
+  const Report r = f.report();
+  const RangeStats* d = r.find("decode");
+  REQUIRE(d != nullptr);
+  REQUIRE(graph_row(d, "v1") != nullptr);
+  CHECK(graph_row(d, "v1")->kernel_calls == 1);
+  REQUIRE(graph_row(d, "v2") != nullptr);
+  CHECK(graph_row(d, "v2")->kernel_calls == 2);
+  CHECK(graph_row(d, "v2")->kernel_ns == 60);
+  CHECK(d->graph.size() == 2);
+}
+
+TEST_CASE("two graphs launched from two ranges keep their own breakdowns", "[graphs]") {
+  Fixture f;
+  auto cap_a = f.begin("prefill_graph");
+  f.create(1, 1);
+  f.create(2, 1);
+  f.end(cap_a);
+  auto cap_b = f.begin("decode_graph");
+  f.create(3, 2);
+  f.end(cap_b);
+  auto prefill = f.begin("prefill");
+  f.end(prefill);
+  auto decode = f.begin("decode");
+  f.end(decode);
+  const std::uint32_t ca = f.launch(prefill.instance);
+  f.graph_kernel(ca, 1, 100, 150, "_Z4gemmPf", 1);
+  f.graph_kernel(ca, 2, 120, 170, "_Z4gemmPf", 1);  // overlaps the first: busy 70, kernel time 100
+  const std::uint32_t cb = f.launch(decode.instance);
+  f.graph_kernel(cb, 3, 200, 210, "_Z4gemmPf", 2);
+  f.graph_kernel(f.launch(decode.instance), 3, 300, 310, "_Z4gemmPf", 2);
+  f.consume();
+  const Report r = f.report();
+  const RangeStats* p = r.find("prefill");
+  const RangeStats* d = r.find("decode");
+  REQUIRE(p != nullptr);
+  REQUIRE(d != nullptr);
+  REQUIRE(p->graph.size() == 1);
+  CHECK(p->graph[0].path == "prefill_graph");
+  CHECK(p->graph[0].kernel_calls == 2);
+  CHECK(p->graph[0].kernel_ns == 100);
+  CHECK(p->graph[0].gpu_busy_ns == 70);
+  REQUIRE(p->graph[0].kernels.size() == 1);
+  CHECK(p->graph[0].kernels[0].duration.count == 2);
+  REQUIRE(d->graph.size() == 1);
+  CHECK(d->graph[0].path == "decode_graph");
+  CHECK(d->graph[0].kernel_calls == 2);
+  CHECK(d->graph[0].gpu_busy_ns == 20);
+}
+
+TEST_CASE("a graph captured on one thread and replayed from another is broken down by the capture",
+          "[graphs]") {
+  Fixture f;
+  ThreadTree* other = f.forest->make_tree();
+  REQUIRE(other != nullptr);
+  auto cap = f.begin("capture");
+  auto layer = f.begin("layer");
+  f.create(1);
+  f.end(layer);
+  f.end(cap);
+  // The replaying thread has a "capture/layer" range of its own: it must not mix with the capture's.
+  auto serve = other->begin(f.id("serve"), 0);
+  auto c2 = other->begin(f.id("capture"), 0);
+  f.create(2, 1, other);  // a node added by hand (cudaGraphAddKernelNode) in serve/capture
+  other->end(c2.depth, 10);
+  const std::uint32_t c = f.launch(serve.instance);
+  other->end(serve.depth, 20);
+  f.graph_kernel(c, 1, 100, 140);
+  f.graph_kernel(c, 2, 200, 210);
+  f.consume();
+  const Report r = f.report();
+  const RangeStats* s = r.find("serve");
+  REQUIRE(s != nullptr);
+  CHECK(s->self.kernel_calls == 2);
+  REQUIRE(s->graph.size() == 2);
+  CHECK(s->graph[0].path == "capture/layer");
+  CHECK(s->graph[0].kernel_ns == 40);
+  CHECK(s->graph[1].path == "serve/capture");
+  CHECK(s->graph[1].kernel_ns == 10);
+  CHECK(r.find("capture/layer")->total.kernel_calls == 0);
+}
+
+TEST_CASE("nodes keep their range after it ended and its instances aged out", "[graphs]") {
+  Fixture f;
+  auto cap = f.begin("capture");
+  f.create(1);
+  f.end(cap);
+  // Far more instances than the ring keeps: the capture's instance id resolves no more.
+  for (std::uint32_t i = 0; i < 2 * ThreadTree::kInstanceRing; ++i) f.end(f.begin("other"));
+  CHECK(f.forest->node_for_testing(cap.instance) == nullptr);
+  auto decode = f.begin("decode");
+  f.graph_kernel(f.launch(decode.instance), 1, 100, 130);
+  f.end(decode);
+  f.create(2);  // no scope open: created outside every range
+  f.graph_kernel(f.launch(decode.instance), 2, 200, 205);
+  f.consume();
+  const Report r = f.report();
+  const RangeStats* d = r.find("decode");
+  REQUIRE(d != nullptr);
+  REQUIRE(d->graph.size() == 2);
+  CHECK(d->graph[0].path == "capture");
+  CHECK(d->graph[0].kernel_calls == 1);
+  CHECK(d->graph[1].path == cuscope::kUnscopedName);
+  CHECK(d->graph[1].kernel_calls == 1);
+}
+
+TEST_CASE("a graph kernel that waits for its correlation is broken down once it resolves", "[graphs]") {
+  Fixture f;
+  auto cap = f.begin("capture");
+  f.create(1);
+  f.end(cap);
+  auto decode = f.begin("decode");
+  f.end(decode);
+  f.graph_kernel(50, 1, 100, 120);  // per-thread buffers: the kernel before its correlation
+  f.consume();
+  CHECK(f.agg.pending() == 1);
+  f.buffer.external(50, decode.instance).api(50, 10);
+  f.consume();
+  CHECK(f.agg.pending() == 0);
+  const Report r = f.report();
+  const RangeStats* d = r.find("decode");
+  REQUIRE(d != nullptr);
+  CHECK(d->self.kernel_calls == 1);
+  REQUIRE(d->graph.size() == 1);
+  CHECK(d->graph[0].path == "capture");
+  CHECK(d->graph[0].kernel_ns == 20);
+}
+
+TEST_CASE("the node map is bounded: the oldest nodes are evicted, counted, and their kernels unknown",
+          "[graphs]") {
+  Fixture f;
+  auto cap = f.begin("capture");
+  for (std::uint64_t n = 1; n <= GraphNodeMap::kMaxNodes + 3; ++n) f.create(n);
+  f.end(cap);
+  CHECK(f.agg.graph_nodes().size() == GraphNodeMap::kMaxNodes);
+  f.clone(1'000'000'000, 2);  // a clone of an evicted node: unknown too, and nothing more evicted
+  auto decode = f.begin("decode");
+  f.end(decode);
+  const std::uint32_t c = f.launch(decode.instance);
+  for (std::uint64_t n = 1; n <= 5; ++n) f.graph_kernel(c, n, 100 * n, 100 * n + 10);
+  f.graph_kernel(c, 1'000'000'000, 1000, 1010);
+  f.consume();
+  const Report r = f.report();
+  CHECK(r.diagnostics.graph_nodes_evicted == 3);
+  CHECK(r.diagnostics.graph_kernels_unknown_node == 4);
+  const RangeStats* d = r.find("decode");
+  REQUIRE(d != nullptr);
+  REQUIRE(graph_row(d, "capture") != nullptr);
+  CHECK(graph_row(d, "capture")->kernel_calls == 2);  // nodes 4 and 5
+  REQUIRE(graph_row(d, cuscope::kUnknownGraphNodeName) != nullptr);
+  CHECK(graph_row(d, cuscope::kUnknownGraphNodeName)->kernel_calls == 4);
+}
+
+TEST_CASE("with the breakdown off, graph kernels count in their launching range only", "[graphs]") {
+  Fixture f;
+  f.agg.set_graph_breakdown(false);
+  auto decode = f.begin("decode");
+  f.end(decode);
+  f.graph_kernel(f.launch(decode.instance), 1, 100, 110);
+  f.consume();
+  const Report r = f.report();
+  CHECK(r.find("decode")->self.kernel_calls == 1);
+  CHECK(r.find("decode")->graph.empty());
+  CHECK(r.diagnostics.graph_kernels_unknown_node == 0);
+}
+
+TEST_CASE("the graph breakdown in JSON reads back, and the table lists it under the launching range",
+          "[graphs]") {
+  Fixture f;
+  capture_nested(f);
+  f.clone(1'000'000'000, 5);  // nothing: node 5 is unknown
+  auto decode = f.begin("decode");
+  f.end(decode);
+  const std::uint32_t c = f.launch(decode.instance);
+  f.graph_kernel(c, 1, 1000, 1500);
+  f.graph_kernel(c, 2, 2000, 2300, "_Z3mlpPf");
+  f.graph_kernel(c, 5, 3000, 3100);
+  f.consume();
+  Report r = f.report();
+  r.activity_status = "on";
+  const std::string json = cuscope::format_json(r);
+  Report back;
+  std::string error;
+  REQUIRE(cuscope::cli::report_from_json(json, &back, &error));
+  const RangeStats* d = back.find("decode");
+  REQUIRE(d != nullptr);
+  REQUIRE(d->graph.size() == 3);
+  CHECK(d->graph[0].path == "capture/layer_0/attention");
+  CHECK(d->graph[0].kernel_calls == 1);
+  CHECK(d->graph[0].kernel_ns == 500);
+  CHECK(d->graph[0].gpu_busy_ns == 500);
+  REQUIRE(d->graph[0].kernels.size() == 1);
+  CHECK(d->graph[0].kernels[0].name == "gemm(float*)");
+  CHECK(d->graph[0].kernels[0].duration.total_ns == 500);
+  CHECK(d->graph[1].path == "capture/layer_0/mlp");
+  CHECK(d->graph[2].path == cuscope::kUnknownGraphNodeName);
+  CHECK(back.diagnostics.graph_kernels_unknown_node == 1);
+  CHECK(cuscope::format_json(back) == json);
+
+  const std::string table = cuscope::format_table(r);
+  CHECK(table.find("  (graph) capture/layer_0/attention  kernels 1  kernel time 500 ns  busy 500 ns\n") !=
+        std::string::npos);
+  CHECK(table.find("  (graph) (unknown node)             kernels 1  kernel time 100 ns  busy 100 ns\n") !=
+        std::string::npos);
+  CHECK(table.find("1 graph kernel of an unknown node") != std::string::npos);
+}
+
+TEST_CASE("the node callback ties a node to the calling thread's innermost scope, or to none", "[graphs]") {
+  cuscope_test::Session session;
+  auto& s = cuscope::detail::session();
+  cuscope::detail::graph_node_created(s, 1, 9);  // no scope open on this thread yet
+  {
+    cuscope::Scope capture("capture");
+    {
+      cuscope::Scope layer("layer_3");
+      cuscope::Scope attn("attention");
+      cuscope::detail::graph_node_created(s, 2, 9);
+    }
+    cuscope::detail::graph_node_created(s, 3, 9);
+  }
+  cuscope::detail::graph_node_cloned(s, 102, 2);
+  const Node* range = reinterpret_cast<const Node*>(1);
+  REQUIRE(s.aggregator.graph_nodes().find(1, &range));
+  CHECK(range == nullptr);
+  auto path = [&](std::uint64_t node) {
+    const Node* n = nullptr;
+    std::string p;
+    if (!s.aggregator.graph_nodes().find(node, &n)) return std::string("(not found)");
+    for (; n != nullptr && n->id != 0; n = n->parent)
+      p = s.forest.names.name(n->name_id) + (p.empty() ? "" : "/" + p);
+    return p;
+  };
+  CHECK(path(2) == "capture/layer_3/attention");
+  CHECK(path(102) == "capture/layer_3/attention");
+  CHECK(path(3) == "capture");
+  CHECK(path(4) == "(not found)");
+}
+
+TEST_CASE("what the node map learns or forgets between two replays applies to the next kernel", "[graphs]") {
+  Fixture f;
+  auto a = f.begin("launch_a");
+  f.end(a);
+  auto b = f.begin("launch_b");
+  f.end(b);
+  f.graph_kernel(f.launch(a.instance), 7, 100, 110);  // node 7 not created yet: unknown
+  f.consume();
+  auto cap = f.begin("capture");
+  f.create(7);
+  f.end(cap);
+  // The same node replayed from two ranges in turn, twice each.
+  for (int i = 0; i < 2; ++i) {
+    f.graph_kernel(f.launch(a.instance), 7, 200 + 100 * i, 220 + 100 * i);
+    f.graph_kernel(f.launch(b.instance), 7, 250 + 100 * i, 280 + 100 * i);
+  }
+  f.consume();
+  // Node 7 evicted: the map fills with newer nodes.
+  for (std::uint64_t n = 1; n <= GraphNodeMap::kMaxNodes; ++n) f.create(1000 + n);
+  f.graph_kernel(f.launch(b.instance), 7, 900, 905);
+  f.consume();
+  const Report r = f.report();
+  const RangeStats* ra = r.find("launch_a");
+  const RangeStats* rb = r.find("launch_b");
+  REQUIRE(ra != nullptr);
+  REQUIRE(rb != nullptr);
+  REQUIRE(graph_row(ra, "capture") != nullptr);
+  CHECK(graph_row(ra, "capture")->kernel_calls == 2);
+  CHECK(graph_row(ra, "capture")->kernel_ns == 40);
+  REQUIRE(graph_row(ra, cuscope::kUnknownGraphNodeName) != nullptr);
+  CHECK(graph_row(ra, cuscope::kUnknownGraphNodeName)->kernel_calls == 1);
+  REQUIRE(graph_row(rb, "capture") != nullptr);
+  CHECK(graph_row(rb, "capture")->kernel_calls == 2);
+  CHECK(graph_row(rb, "capture")->kernel_ns == 60);
+  REQUIRE(graph_row(rb, cuscope::kUnknownGraphNodeName) != nullptr);
+  CHECK(graph_row(rb, cuscope::kUnknownGraphNodeName)->kernel_calls == 1);
+  CHECK(r.diagnostics.graph_kernels_unknown_node == 2);
+  CHECK(r.diagnostics.graph_nodes_evicted == 1);
+}
+
+TEST_CASE("nodes created on one thread while another decodes graph kernels: nothing lost",
+          "[graphs][threads]") {
+  Fixture f;
+  auto cap = f.begin("capture");
+  f.create(1);
+  f.end(cap);
+  auto decode = f.begin("decode");
+  f.end(decode);
+  constexpr std::uint64_t kCreated = 20'000;
+  constexpr int kReplays = 200;
+  constexpr int kKernels = 50;
+  // The capturing thread, as the resource callback does it: no aggregator lock, the map's own.
+  std::thread capture([&] {
+    for (std::uint64_t n = 0; n < kCreated; ++n) f.agg.on(GraphNodeCreated{100 + n, 2, nullptr});
+  });
+  std::uint64_t t = 1000;
+  for (int replay = 0; replay < kReplays; ++replay) {
+    const std::uint32_t c = f.launch(decode.instance);
+    for (int k = 0; k < kKernels; ++k, t += 10) f.graph_kernel(c, k % 2 == 0 ? 1 : 100 + k, t, t + 5);
+    f.consume();
+  }
+  capture.join();
+  const Report r = f.report();
+  const RangeStats* d = r.find("decode");
+  REQUIRE(d != nullptr);
+  CHECK(d->self.kernel_calls == kReplays * kKernels);
+  std::uint64_t broken_down = 0;
+  for (const GraphPathStats& g : d->graph) broken_down += g.kernel_calls;
+  CHECK(broken_down == kReplays * kKernels);
+  REQUIRE(graph_row(d, "capture") != nullptr);
+  CHECK(graph_row(d, "capture")->kernel_calls == kReplays * kKernels / 2);  // node 1, known throughout
+  const GraphPathStats* unknown = graph_row(d, cuscope::kUnknownGraphNodeName);
+  const GraphPathStats* unscoped = graph_row(d, cuscope::kUnscopedName);
+  CHECK((unknown ? unknown->kernel_calls : 0) + (unscoped ? unscoped->kernel_calls : 0) ==
+        kReplays * kKernels / 2);
+  CHECK(r.diagnostics.graph_kernels_unknown_node == (unknown ? unknown->kernel_calls : 0));
+  CHECK(r.diagnostics.graph_nodes_evicted == 0);
+  CHECK(f.agg.graph_nodes().size() == kCreated + 1);
+}
+
+TEST_CASE("the table lists at most 10 capture paths per range and counts the rest", "[graphs]") {
+  Report r;
+  r.activity_status = "on";
+  cuscope::RangeStats decode;
+  decode.name = decode.path = "decode";
+  decode.parent = 0;
+  decode.depth = 1;
+  decode.calls = 1;
+  for (int i = 0; i < 12; ++i) {
+    GraphPathStats g;
+    g.path = "layer_" + std::to_string(i);
+    g.kernel_calls = 1;
+    g.kernel_ns = 1000 - i;
+    g.gpu_busy_ns = 1000 - i;
+    decode.graph.push_back(g);
+  }
+  r.ranges.push_back(decode);
+  r.ranges[0].children.push_back(1);
+  const std::string table = cuscope::format_table(r);
+  CHECK(table.find("  (graph) layer_9  kernels 1  kernel time  991 ns  busy  991 ns\n") != std::string::npos);
+  CHECK(table.find("layer_10") == std::string::npos);
+  CHECK(table.find("  (graph) … 2 more capture paths (JSON: graph)\n") != std::string::npos);
+}
+
+TEST_CASE("a trace keeps graph nodes and graph kernels: its replay has the same breakdown",
+          "[graphs][trace]") {
+  const std::string path = (std::filesystem::temp_directory_path() / "cuscope_test_graphs.cuscope").string();
+  Forest forest;
+  forest.record_instances = true;
+  Aggregator agg{forest};
+  ThreadTree* tree = forest.make_tree();
+  std::string error;
+  std::unique_ptr<cuscope::trace::Writer> writer =
+      cuscope::trace::Writer::open(path, cuscope::trace::Writer::kDefaultLimitBytes, forest.names, &error);
+  REQUIRE(writer != nullptr);
+  writer->meta("max_depth", "64");
+  auto begin = [&](const char* name, std::uint64_t t) {
+    const std::uint32_t id = forest.names.intern(name);
+    const auto tok = tree->begin(id, t);
+    writer->record(cuscope::trace::ScopeKind::Enter, tree->slot(), id, t, tok.instance);
+    return tok;
+  };
+  auto end = [&](const ThreadTree::Token& tok, std::uint64_t t) {
+    tree->end(tok.depth, t);
+    writer->record(cuscope::trace::ScopeKind::Exit, tree->slot(), tok.depth, t, 0);
+  };
+  auto create = [&](std::uint64_t node) {  // what graph_node_created does in trace mode
+    agg.on(GraphNodeCreated{node, 3, tree->innermost()});
+    writer->record(cuscope::trace::ScopeKind::GraphNode, tree->slot(), 3, 0, node);
+  };
+  auto on = [&](const auto& record) {
+    writer->on(record);
+    agg.on(record);
+  };
+  const auto capture = begin("capture", 10);
+  const auto layer = begin("layer", 20);
+  create(1);
+  end(layer, 30);
+  create(2);
+  end(capture, 40);
+  on(GraphNodeCloned{101, 1});
+  on(GraphNodeCloned{102, 2});
+  const auto decode = begin("decode", 100);
+  on(ApiCall{5, 110, 120});
+  on(ExternalCorrelation{5, decode.instance});
+  for (std::uint64_t i = 0; i < 4; ++i) {
+    KernelActivity k;
+    k.correlation = 5;
+    k.start_ns = 1000 + 100 * i;
+    k.end_ns = k.start_ns + 10 + i;
+    k.name = "_Z4gemmPf";
+    k.grid = {1, 1, 1};
+    k.block = {128, 1, 1};
+    k.graph_node_id = i == 3 ? 55 : 101 + i % 2;  // node 55: unknown
+    k.graph_id = 3;
+    on(k);
+  }
+  KernelActivity plain;  // a kernel outside graphs in the same trace
+  plain.correlation = 5;
+  plain.start_ns = 2000;
+  plain.end_ns = 2050;
+  plain.name = "_Z4normPf";
+  on(plain);
+  end(decode, 3000);
+  writer->buffer_end(0, 0);
+  agg.settle(2, false);
+  writer->finish_events();
+  REQUIRE(writer->close(cuscope::trace::Summary{}));
+  agg.settle(1);
+  Report live;
+  agg.build(live);
+  Report replayed;
+  REQUIRE(cuscope::trace::replay_file(path, &replayed, &error));
+  std::remove(path.c_str());
+  const RangeStats* d = replayed.find("decode");
+  REQUIRE(d != nullptr);
+  CHECK(d->self.kernel_calls == 5);
+  REQUIRE(d->graph.size() == 3);
+  CHECK(d->graph[0].path == "capture/layer");
+  CHECK(d->graph[0].kernel_calls == 2);
+  CHECK(d->graph[0].kernel_ns == 22);
+  CHECK(d->graph[1].path == cuscope::kUnknownGraphNodeName);  // 13 ns
+  CHECK(d->graph[2].path == "capture");                       // 11 ns
+  CHECK(d->graph[2].kernel_calls == 1);
+  CHECK(replayed.diagnostics.graph_kernels_unknown_node == 1);
+  const RangeStats* live_decode = live.find("decode");
+  REQUIRE(live_decode != nullptr);
+  REQUIRE(live_decode->graph.size() == d->graph.size());
+  for (std::size_t i = 0; i < d->graph.size(); ++i) {
+    CHECK(live_decode->graph[i].path == d->graph[i].path);
+    CHECK(live_decode->graph[i].kernel_calls == d->graph[i].kernel_calls);
+    CHECK(live_decode->graph[i].gpu_busy_ns == d->graph[i].gpu_busy_ns);
+  }
+}
