@@ -149,7 +149,7 @@ class MessageCache {
     bool holds(const char* message) const { return std::strcmp(text.c_str(), message) == 0; }
   };
 
-  // A content slot: found by the message's hash.
+  // A content slot: found by the hash of the name the message stands for (operator_name()).
   struct TextSlot {
     std::uint64_t hash = 0;  // 0: empty
     std::uint32_t id = 0;
@@ -169,16 +169,18 @@ class MessageCache {
   [[gnu::noinline]] std::uint32_t miss(const char* message) {
     if (message == nullptr) return intern_message(std::string_view{});
     const std::size_t size = std::strlen(message);
-    const std::uint64_t h = hash(message, size);
+    // By the name the message stands for: emit_nvtx() writes new text on every call (its sequence
+    // numbers), and its operators must still be found here, not in the process's locked name table.
+    const std::string_view name = operator_name({message, size});
+    const std::uint64_t h = hash(name.data(), name.size());
     TextSlot& by_content = contents_[h & (kSlots - 1)];
     std::uint32_t id = 0;
-    if (by_content.hash == h && by_content.key.size() == size &&
-        std::memcmp(by_content.key.data(), message, size) == 0) {
+    if (by_content.hash == h && std::string_view(by_content.key) == name) {
       id = by_content.id;
     } else {
-      id = intern_message({message, size});
+      id = process_names().intern(name);
       try {
-        by_content.key.assign(message, size);
+        by_content.key.assign(name);
         by_content.hash = h;
         by_content.id = id;
       } catch (...) {  // out of memory: the name is right, the slot stays empty
