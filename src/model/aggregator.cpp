@@ -711,23 +711,8 @@ void Aggregator::build(Report& report) const {
     total.gpu_span_ns = total_span[i];
     total.peak_bytes = std::max(total_peak[i], r.self.peak_bytes);
     r.total = total;
-    for (const auto& [key, agg] : kernels[i]) {
-      KernelStats k;
-      k.name = kernel_names_[key.name];
-      k.duration = {agg.calls, agg.total_ns, agg.min_ns, agg.max_ns};
-      k.grid = key.grid;
-      k.block = key.block;
-      k.registers_per_thread = agg.registers;
-      k.static_shared_bytes = agg.static_shared;
-      k.dynamic_shared_bytes = agg.dynamic_shared;
-      k.device = key.device;
-      r.kernels.push_back(std::move(k));
-    }
-    std::sort(r.kernels.begin(), r.kernels.end(), [](const KernelStats& a, const KernelStats& b) {
-      if (a.duration.total_ns != b.duration.total_ns) return a.duration.total_ns > b.duration.total_ns;
-      if (a.name != b.name) return a.name < b.name;
-      return a.grid < b.grid || (a.grid == b.grid && a.block < b.block);
-    });
+    for (const auto& [key, agg] : kernels[i]) r.kernels.push_back(kernel_stats(key, agg));
+    sort_kernels(r.kernels);
     for (auto& [path, acc] : graphs[i]) {
       GraphPathStats g;
       g.path = path;
