@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # bench/run-cpu.sh: builds the CPU benchmarks in Release (preset "release") and runs them: one
-# table on stdout, and the same numbers as JSON in bench/results/cpu-<YYYY-MM-DD>.json (UTC date).
+# table on stdout, and the same numbers as JSON in bench/results/cpu-<YYYY-MM-DD>-<commit>.json (UTC
+# date, short commit: a later run of the same day does not overwrite an earlier one's).
 # Extra arguments go to the benchmark program (e.g. --benchmark_filter=BM_scope).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -21,7 +22,7 @@ fi
 commit=$(git rev-parse HEAD 2>/dev/null) || commit="unknown (not a git checkout)"
 if [[ -n $(git status --porcelain -- . ':!bench/results' 2>/dev/null) ]]; then commit="$commit (uncommitted changes)"; fi
 mkdir -p bench/results
-json="bench/results/cpu-$(date -u +%F).json"
+json="bench/results/cpu-$(date -u +%F)-$(git rev-parse --short HEAD 2>/dev/null || echo unknown).json"
 # The floors and the scopes are measured with no NVTX tool attached.
 env -u NVTX_INJECTION64_PATH -u NVTX_INJECTION32_PATH \
   build/release/bench/cuscope_bench --json="$json" --git-commit="$commit" "$@"
