@@ -30,6 +30,7 @@ TEST_CASE("no variables keep every default", "[options]") {
   CHECK(errors.empty());
   CHECK(o.enabled == d.enabled);
   CHECK(o.gpu_events == d.gpu_events);
+  CHECK(o.graphs);
   CHECK(o.warmup_steps == 0);
   CHECK(o.table.max_rows == 50);
   CHECK(o.max_depth == 64);
@@ -41,6 +42,7 @@ TEST_CASE("every variable sets its option", "[options]") {
   const cuscope::Options o = parse({{"CUSCOPE_ENABLE", "off"},
                                     {"CUSCOPE_GPU_EVENTS", "No"},
                                     {"CUSCOPE_ACTIVITIES", "false"},
+                                    {"CUSCOPE_GRAPHS", "off"},
                                     {"CUSCOPE_WAIT", "1"},
                                     {"CUSCOPE_WARMUP", " 3 "},
                                     {"CUSCOPE_ACTIVE", "10"},
@@ -59,6 +61,7 @@ TEST_CASE("every variable sets its option", "[options]") {
   CHECK_FALSE(o.enabled);
   CHECK_FALSE(o.gpu_events);
   CHECK_FALSE(o.activities);
+  CHECK_FALSE(o.graphs);
   CHECK(o.wait_steps == 1);
   CHECK(o.warmup_steps == 3);
   CHECK(o.active_steps == 10);

@@ -32,6 +32,9 @@ struct Options {
   bool enabled = true;             ///< CUSCOPE_ENABLE: false makes every scope cost one branch
   bool gpu_events = true;          ///< CUSCOPE_GPU_EVENTS: time scopes with CUDA events too
   bool activities = true;          ///< CUSCOPE_ACTIVITIES: trace GPU work with CUPTI
+  /// CUSCOPE_GRAPHS: break replayed CUDA graph kernels down by the scope each node was captured
+  /// in (a CUPTI subscriber of its own; false leaves the subscriber to another tool)
+  bool graphs = true;
   std::uint32_t wait_steps = 0;    ///< CUSCOPE_WAIT: steps recorded nothing at all
   std::uint32_t warmup_steps = 0;  ///< CUSCOPE_WARMUP: then steps run traced but left out
   std::uint32_t active_steps = 0;  ///< CUSCOPE_ACTIVE: then steps recorded; 0 = every step after

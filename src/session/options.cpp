@@ -165,12 +165,13 @@ struct Reader {
   }
 };
 
-constexpr const char* kKnown[] = {
-    "CUSCOPE_ENABLE",    "CUSCOPE_GPU_EVENTS",  "CUSCOPE_ACTIVITIES",    "CUSCOPE_WAIT",
-    "CUSCOPE_WARMUP",    "CUSCOPE_ACTIVE",      "CUSCOPE_PRINT",         "CUSCOPE_OUTPUT",
-    "CUSCOPE_JSON",      "CUSCOPE_SORT",        "CUSCOPE_ROWS",          "CUSCOPE_TOP_KERNELS",
-    "CUSCOPE_MAX_DEPTH", "CUSCOPE_METRICS",     "CUSCOPE_METRIC_RANGES", "CUSCOPE_METRIC_STEPS",
-    "CUSCOPE_TRACE",     "CUSCOPE_TRACE_LIMIT", "CUSCOPE_NVTX_DOMAINS", "CUSCOPE_FINDINGS"};
+constexpr const char* kKnown[] = {"CUSCOPE_ENABLE",       "CUSCOPE_GPU_EVENTS", "CUSCOPE_ACTIVITIES",
+                                  "CUSCOPE_WAIT",         "CUSCOPE_WARMUP",     "CUSCOPE_ACTIVE",
+                                  "CUSCOPE_PRINT",        "CUSCOPE_OUTPUT",     "CUSCOPE_JSON",
+                                  "CUSCOPE_SORT",         "CUSCOPE_ROWS",       "CUSCOPE_TOP_KERNELS",
+                                  "CUSCOPE_MAX_DEPTH",    "CUSCOPE_METRICS",    "CUSCOPE_METRIC_RANGES",
+                                  "CUSCOPE_METRIC_STEPS", "CUSCOPE_TRACE",      "CUSCOPE_TRACE_LIMIT",
+                                  "CUSCOPE_NVTX_DOMAINS", "CUSCOPE_FINDINGS",   "CUSCOPE_GRAPHS"};
 
 }  // namespace
 
@@ -179,6 +180,7 @@ Options options_from(EnvLookup lookup, Options base, std::vector<OptionError>* e
   r.boolean("CUSCOPE_ENABLE", base.enabled);
   r.boolean("CUSCOPE_GPU_EVENTS", base.gpu_events);
   r.boolean("CUSCOPE_ACTIVITIES", base.activities);
+  r.boolean("CUSCOPE_GRAPHS", base.graphs);
   r.number("CUSCOPE_WAIT", base.wait_steps, 0, 1'000'000'000);
   r.number("CUSCOPE_WARMUP", base.warmup_steps, 0, 1'000'000'000);
   r.number("CUSCOPE_ACTIVE", base.active_steps, 0, 1'000'000'000);

@@ -312,15 +312,16 @@ std::string start_activity_tracing(Session& session) noexcept {
       s.target.store(nullptr, std::memory_order_release);
       return refusal("cuptiActivityEnableRuntimeApi", r);
     }
-    // Without a subscriber (another tool holds it) tracing goes on, without the graph breakdown.
-    if (const std::string why = subscribe_graphs(s); !why.empty()) {
-      {
-        std::lock_guard lock(session.aggregator_mutex);
-        session.aggregator.set_graph_breakdown(false);
-      }
+    // Without a subscriber (another tool holds it, or CUSCOPE_GRAPHS=0 leaves it to one) tracing
+    // goes on, without the graph breakdown.
+    const std::string why = session.options.graphs ? subscribe_graphs(s) : "";
+    if (!session.options.graphs || !why.empty()) {
+      std::lock_guard lock(session.aggregator_mutex);
+      session.aggregator.set_graph_breakdown(false);
+    }
+    if (!why.empty())
       warn_once(fmt::format(
           "CUDA graph breakdown off (replayed kernels count in their launching range only): {}", why));
-    }
     session.forest.record_instances.store(true, std::memory_order_relaxed);
     g_pop_correlation.store(&pop_correlation, std::memory_order_release);
     g_push_correlation.store(&push_correlation, std::memory_order_release);
