@@ -204,8 +204,9 @@ template <bool kTraceMode, class General>
                                                         cudaStream_t stream, std::uint32_t& token,
                                                         General general) noexcept {
   constexpr std::uint32_t kFlags = kTraceMode ? kRecording | kTrace : kRecording;
-  if (ts == nullptr || g_state.load(std::memory_order_relaxed) != kOn ||
-      g_flags.load(std::memory_order_relaxed) != kFlags || ts->tree->remote_posted() || !nvtx_push_off())
+  // The flags first: trace mode leaves the plain path at its first test.
+  if (g_flags.load(std::memory_order_relaxed) != kFlags || ts == nullptr ||
+      g_state.load(std::memory_order_relaxed) != kOn || ts->tree->remote_posted() || !nvtx_push_off())
     return general();
   const ClockSegment* clock = g_clock_segment.load(std::memory_order_acquire);
   if (clock == nullptr) return general();
