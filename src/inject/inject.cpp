@@ -235,12 +235,27 @@ class MessageCache {
 
 // ---- domains -------------------------------------------------------------------------------
 
-// A domain handle given out by nvtxDomainCreate: never freed (handles may be used after destroy).
+// What a domain handle given out by nvtxDomainCreate points to: never freed (handles may be used
+// after destroy).
 struct Domain {
   std::uint32_t name_id = 0;  // the range the domain's ranges sit under
   std::uint16_t index = 0;    // into a thread's per-domain counts (0 is the default domain's)
   bool counted = true;        // false: left out by CUSCOPE_NVTX_DOMAINS, or cuscope's own
 };
+
+// The handle of a left-out domain is its Domain's address with this bit set, so that its calls cost
+// one test of the handle and no load; a counted domain's handle is its address (nullptr is the
+// default domain's). Handles are opaque to NVTX and to the program: only this library reads them.
+constexpr std::uintptr_t kLeftOut = 1;
+static_assert(alignof(Domain) > kLeftOut, "the bit is free in a Domain's address");
+
+nvtxDomainHandle_t handle_of(const Domain* d) {
+  const auto bits = reinterpret_cast<std::uintptr_t>(d);
+  return reinterpret_cast<nvtxDomainHandle_t>(d != nullptr && !d->counted ? bits | kLeftOut : bits);
+}
+[[gnu::always_inline]] inline bool left_out(nvtxDomainHandle_t h) {
+  return (reinterpret_cast<std::uintptr_t>(h) & kLeftOut) != 0;
+}
 constexpr std::size_t kMaxDomains = 512;
 // Domains past the first kMaxDomains - 2 share this index: their pops pair among themselves, and
 // their ranges sit under no range named after a domain.
@@ -599,11 +614,11 @@ int NVTX_API push_ex(const nvtxEventAttributes_t* a) { return domain_push_genera
   if (o != nullptr && pop_common(*o, 0, &ts, &level)) return popped(ts, level);
   return pop_general(nullptr);
 }
-// A domain's calls: a left-out domain costs the one test of its flag.
+// A domain's calls: a left-out domain costs one test of its handle.
 [[gnu::flatten]] int NVTX_API domain_push_ex(nvtxDomainHandle_t h, const nvtxEventAttributes_t* a) {
+  if (left_out(h)) return 0;
   const Domain* d = reinterpret_cast<const Domain*>(h);
   if (d == nullptr) return default_counted() ? domain_push_general(nullptr, a) : 0;
-  if (!d->counted) return 0;
   OpenRanges* o = t_open;
   std::uint32_t id = 0;
   int level = 0;
@@ -614,9 +629,9 @@ int NVTX_API push_ex(const nvtxEventAttributes_t* a) { return domain_push_genera
   return domain_push_general(d, a);
 }
 [[gnu::flatten]] int NVTX_API domain_pop(nvtxDomainHandle_t h) {
+  if (left_out(h)) return 0;
   const Domain* d = reinterpret_cast<const Domain*>(h);
   if (d == nullptr) return default_counted() ? pop_general(nullptr) : 0;
-  if (!d->counted) return 0;
   OpenRanges* o = t_open;
   ThreadState* ts = nullptr;
   int level = 0;
@@ -637,8 +652,9 @@ nvtxRangeId_t NVTX_API start_ex(const nvtxEventAttributes_t* a) {
 }
 void NVTX_API end_any(nvtxRangeId_t id) { end_span(id); }
 nvtxRangeId_t NVTX_API domain_start_ex(nvtxDomainHandle_t h, const nvtxEventAttributes_t* a) {
+  if (left_out(h)) return 0;
   const Domain* d = reinterpret_cast<const Domain*>(h);
-  if (d != nullptr ? !d->counted : !default_counted()) return 0;
+  if (d == nullptr && !default_counted()) return 0;
   OpenRanges* o = open_ranges();
   return o != nullptr ? start_span(d, name_of(*o, a)) : 0;
 }
@@ -659,14 +675,14 @@ nvtxStringHandle_t NVTX_API register_w(nvtxDomainHandle_t, const wchar_t* s) {
 }
 nvtxDomainHandle_t NVTX_API create_a(const char* name) {
   try {
-    return reinterpret_cast<nvtxDomainHandle_t>(domain_named(name != nullptr ? name : ""));
+    return handle_of(domain_named(name != nullptr ? name : ""));
   } catch (...) {
     return nullptr;  // out of memory: its ranges count in the default domain
   }
 }
 nvtxDomainHandle_t NVTX_API create_w(const wchar_t* name) {
   try {
-    return reinterpret_cast<nvtxDomainHandle_t>(domain_named(utf8_of(name)));
+    return handle_of(domain_named(utf8_of(name)));
   } catch (...) {
     return nullptr;
   }

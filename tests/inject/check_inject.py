@@ -71,7 +71,9 @@ ALL = {
 }
 DEFAULT_ONLY = {k: v for k, v in ALL.items() if not k.startswith("MyLib")}
 MYLIB_ONLY = {k: v for k, v in ALL.items() if k.startswith("MyLib")}
-SPANS = {("", "load"): (1, 0, 1), ("", "never_ended"): (0, 1, 0)}
+DEFAULT_SPANS = {("", "load"): (1, 0, 1), ("", "never_ended"): (0, 1, 0)}
+MYLIB_SPANS = {("MyLib", "lib_load"): (1, 0, 0)}
+SPANS = {**DEFAULT_SPANS, **MYLIB_SPANS}  # never the "cuscope" domain's linked_span
 
 # Every domain; the program's exit status passes through; the table is printed.
 out = os.path.join(WORK, "all.json")
@@ -105,10 +107,11 @@ out = os.path.join(WORK, "no-mylib.json")
 rc, _, err = run([CUSCOPE, "run", "--json", out, "--domains", "-MyLib", "--", NVTX])
 expect("--domains -MyLib: exit status", rc, 0)
 expect("--domains -MyLib: MyLib's ranges are absent", ranges(report(out)), DEFAULT_ONLY)
+expect("--domains -MyLib: MyLib's start/end range is absent", spans(report(out)), DEFAULT_SPANS)
 out = os.path.join(WORK, "only-mylib.json")
 rc, _, err = run([CUSCOPE, "run", "--json", out, "--", NVTX], {"CUSCOPE_NVTX_DOMAINS": "MyLib"})
 expect("CUSCOPE_NVTX_DOMAINS=MyLib: only MyLib's ranges", ranges(report(out)), MYLIB_ONLY)
-expect("CUSCOPE_NVTX_DOMAINS=MyLib: no start/end range of the default domain", spans(report(out)), {})
+expect("CUSCOPE_NVTX_DOMAINS=MyLib: only MyLib's start/end range", spans(report(out)), MYLIB_SPANS)
 
 # Past 510 domains the late ones share one index: their pops pair among themselves.
 out = os.path.join(WORK, "domains.json")

@@ -9,7 +9,7 @@
 // Main thread and 2 workers, each: 3 x outer{ 2 x inner }, a wide-string range, and an
 // emit_nvtx()-style operator range; a "MyLib" domain with an ASCII and a registered message; a
 // "cuscope" domain (what a linked cuscope pushes: never counted twice); start/end ranges, one
-// ended on another thread and one never ended.
+// ended on another thread and one never ended; a start/end range in "MyLib" and one in "cuscope".
 #include <nvtx3/nvToolsExt.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -24,7 +24,7 @@ namespace {
 nvtxDomainHandle_t g_mylib = nullptr;
 nvtxStringHandle_t g_registered = nullptr;
 
-void domain_push(nvtxDomainHandle_t d, const char* ascii, nvtxStringHandle_t registered = nullptr) {
+nvtxEventAttributes_t attributes(const char* ascii, nvtxStringHandle_t registered = nullptr) {
   nvtxEventAttributes_t a{};
   a.version = NVTX_VERSION;
   a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
@@ -35,7 +35,17 @@ void domain_push(nvtxDomainHandle_t d, const char* ascii, nvtxStringHandle_t reg
     a.messageType = NVTX_MESSAGE_TYPE_ASCII;
     a.message.ascii = ascii;
   }
+  return a;
+}
+
+void domain_push(nvtxDomainHandle_t d, const char* ascii, nvtxStringHandle_t registered = nullptr) {
+  const nvtxEventAttributes_t a = attributes(ascii, registered);
   nvtxDomainRangePushEx(d, &a);
+}
+
+void domain_span(nvtxDomainHandle_t d, const char* ascii) {
+  const nvtxEventAttributes_t a = attributes(ascii);
+  nvtxDomainRangeEnd(d, nvtxDomainRangeStartEx(d, &a));
 }
 
 void work() {
@@ -131,6 +141,8 @@ int main(int argc, char** argv) {
   const nvtxDomainHandle_t own = nvtxDomainCreateA("cuscope");
   domain_push(own, "linked_scope");  // a linked cuscope's scope: that copy counts it, not the injection
   nvtxDomainRangePop(own);
+  domain_span(own, "linked_span");
+  domain_span(g_mylib, "lib_load");
 
   const nvtxRangeId_t crossing = nvtxRangeStartA("load");
   nvtxRangeStartA("never_ended");
