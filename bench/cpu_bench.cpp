@@ -133,6 +133,24 @@ void BM_inject_push_pop(benchmark::State& state) {
 }
 BENCHMARK(BM_inject_push_pop);
 
+// emit_nvtx()-style messages (bench/injected.hpp): a new text at one address on every push. The
+// 160-byte copy that puts it there is in the time.
+void BM_inject_operators(benchmark::State& state) {
+  cuscope_bench::Injected& in = cuscope_bench::injected();
+  if (!in.error.empty()) return state.SkipWithError(in.error.c_str());
+  const cuscope_bench::OperatorMessages& texts = cuscope_bench::operator_messages();
+  static char buffer[cuscope_bench::kOperatorMessageBytes];
+  int i = 0;
+  for (auto _ : state) {
+    std::memcpy(buffer, texts[i], sizeof(buffer));
+    i = (i + 1) % cuscope_bench::kOperatorMessages;
+    in.push_a(buffer);
+    in.pop();
+    benchmark::ClobberMemory();
+  }
+}
+BENCHMARK(BM_inject_operators);
+
 void BM_inject_registered(benchmark::State& state) {
   cuscope_bench::Injected& in = cuscope_bench::injected();
   if (!in.error.empty()) return state.SkipWithError(in.error.c_str());
@@ -619,6 +637,8 @@ cuscope_bench::Summary summarize(const Collector& c, const std::string& commit) 
       time("inject.push_pop", "zero-code: injected NVTX push/pop (ASCII message)", "BM_inject_push_pop");
   const double inject_registered =
       time("inject.registered", "zero-code: injected push/pop (registered, domain)", "BM_inject_registered");
+  time("inject.operators", "zero-code: injected push/pop, emit_nvtx() messages (new text each call)",
+       "BM_inject_operators");
   const double inject_excluded =
       time("inject.excluded", "zero-code: push/pop of a left-out domain", "BM_inject_excluded");
   const double nvtx_calls =

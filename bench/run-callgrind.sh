@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/run-callgrind.sh: instructions per enabled scope (enter + exit, host only), and per NVTX
 # push/pop as zero-code mode's libcuscope_inject.so receives it (ASCII message; registered string in
-# a domain; a left-out domain, beside two calls to empty functions), counted by valgrind's callgrind,
+# a domain; emit_nvtx()-style messages; a left-out domain, beside two calls to empty functions), counted by valgrind's callgrind,
 # which is repeatable where times are not. Builds the Release program bench/scope_instructions.cpp,
 # counts run_scopes() (run_injected()) with N and with 2N, and prints (I(2N) - I(N)) / N. Compares
 # with the committed bench/results/instructions.json and exits 1 when a count grew by more than 2%
@@ -35,6 +35,7 @@ per_call() {  # per_call FUNCTION [MODE [N]]: (I(2N) - I(N)) / N
 per_scope=$(per_call run_scopes)
 per_injected=$(per_call run_injected injected)
 per_registered=$(per_call run_registered registered)
+per_operator=$(per_call run_operators operators)
 per_excluded=$(per_call run_excluded excluded)
 per_nvtx_call=$(per_call run_nvtx_call nvtx_call)
 per_traced=$(per_call run_scopes traced 8000)
@@ -44,13 +45,14 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 echo "instructions per enabled scope (enter + exit, host only): $per_scope"
 echo "instructions per injected NVTX push/pop (zero-code, ASCII message): $per_injected ($(ratio "$per_injected" "$per_scope")x the scope)"
 echo "instructions per injected push/pop (registered string, in a domain): $per_registered ($(ratio "$per_registered" "$per_scope")x the scope)"
+echo "instructions per injected push/pop of emit_nvtx() messages (a new text at one address each call; with the loop's 160-byte copy): $per_operator ($(ratio "$per_operator" "$per_scope")x the scope)"
 echo "instructions per push/pop of a left-out domain: $per_excluded (two empty NVTX calls: $per_nvtx_call)"
 echo "instructions per enabled scope in trace mode (CUSCOPE_TRACE): $per_traced ($(ratio "$per_traced" "$per_scope")x the scope)"
 echo "clock: $clock"
 
 if [[ ${1:-} == --update ]]; then
-  printf '{\n  "instructions_per_scope": %s,\n  "instructions_per_injected_range": %s,\n  "instructions_per_injected_registered": %s,\n  "instructions_per_excluded_domain": %s,\n  "instructions_per_two_empty_nvtx_calls": %s,\n  "instructions_per_traced_scope": %s,\n  "clock": "%s",\n  "commit": "%s",\n  "date": "%s"\n}\n' \
-    "$per_scope" "$per_injected" "$per_registered" "$per_excluded" "$per_nvtx_call" "$per_traced" "$clock" "$commit" "$(date -u +%F)" >"$baseline"
+  printf '{\n  "instructions_per_scope": %s,\n  "instructions_per_injected_range": %s,\n  "instructions_per_injected_registered": %s,\n  "instructions_per_injected_operator": %s,\n  "instructions_per_excluded_domain": %s,\n  "instructions_per_two_empty_nvtx_calls": %s,\n  "instructions_per_traced_scope": %s,\n  "clock": "%s",\n  "commit": "%s",\n  "date": "%s"\n}\n' \
+    "$per_scope" "$per_injected" "$per_registered" "$per_operator" "$per_excluded" "$per_nvtx_call" "$per_traced" "$clock" "$commit" "$(date -u +%F)" >"$baseline"
   echo "wrote $baseline"
   exit 0
 fi
@@ -74,6 +76,7 @@ check() {  # check KEY NOW WHAT
 check instructions_per_scope "$per_scope" scope
 check instructions_per_injected_range "$per_injected" "injected range"
 check instructions_per_injected_registered "$per_registered" "injected registered range"
+check instructions_per_injected_operator "$per_operator" "injected emit_nvtx() range"
 check instructions_per_excluded_domain "$per_excluded" "left-out domain's range"
 check instructions_per_traced_scope "$per_traced" "scope in trace mode"
 exit $status

@@ -11,7 +11,8 @@
 // range of the domain (as bench/cpu_bench.cpp measures it); `excluded` for run_excluded(): a domain
 // left out by CUSCOPE_NVTX_DOMAINS; `nvtx_call` for run_nvtx_call(): the same two calls to empty
 // functions (what an NVTX call costs at the least), so that excluded - nvtx_call is what the
-// left-out domain adds. `traced` counts run_scopes() in trace mode (CUSCOPE_TRACE=/dev/null; N at
+// left-out domain adds. `operators` counts run_operators(): emit_nvtx()-style messages, a new text at
+// the same address on every push. `traced` counts run_scopes() in trace mode (CUSCOPE_TRACE=/dev/null; N at
 // most 16,000, so that 2N scopes' events fit a thread's ring even if the writer thread never runs
 // under valgrind, and none is dropped, which would be cheaper).
 #include <cstdio>
@@ -33,6 +34,18 @@ extern "C" __attribute__((noinline)) void run_scopes(long n) {
 extern "C" __attribute__((noinline)) void run_injected(const cuscope_bench::Injected* in, long n) {
   for (long i = 0; i < n; ++i) {
     in->push_a("counted");
+    in->pop();
+    __asm__ volatile("" ::: "memory");
+  }
+}
+
+// emit_nvtx()-style messages (bench/injected.hpp): the next text copied into one buffer, then pushed.
+extern "C" __attribute__((noinline)) void run_operators(const cuscope_bench::Injected* in,
+                                                        const cuscope_bench::OperatorMessages* texts, long n) {
+  static char buffer[cuscope_bench::kOperatorMessageBytes];
+  for (long i = 0; i < n; ++i) {
+    std::memcpy(buffer, (*texts)[i % cuscope_bench::kOperatorMessages], sizeof(buffer));
+    in->push_a(buffer);
     in->pop();
     __asm__ volatile("" ::: "memory");
   }
@@ -87,6 +100,10 @@ int main(int argc, char** argv) {
       in.push_a("counted");  // the steady state: the message cached
       in.pop();
       run_injected(&in, n);
+    } else if (mode == "operators") {
+      const cuscope_bench::OperatorMessages& texts = cuscope_bench::operator_messages();
+      run_operators(&in, &texts, cuscope_bench::kOperatorMessages);  // the steady state: the name interned
+      run_operators(&in, &texts, n);
     } else if (mode == "registered") {
       in.domain_push(in.domain, &in.registered_outer);
       in.domain_push(in.domain, &in.registered);  // the steady state: the child node made

@@ -47,13 +47,27 @@ namespace {
 // ---- names ---------------------------------------------------------------------------------
 
 // PyTorch's emit_nvtx() writes "aten::addmm, seq = 1234, op_id = 99, sizes = [[8, 8], ...]": the
-// numbers make every call a new name. The range is the operator; what follows is left out.
+// numbers make every call a new name. The range is the operator; what follows is left out: the text
+// up to the first comma that starts one of these. One pass that stops there (such a message is
+// formatted anew for every call, and its sizes can run to hundreds of bytes).
+constexpr std::string_view kOperatorSuffixes[] = {", seq = ", ", op_id = ", ", sizes = ", ", input_op_ids = "};
+
+// Whether the NUL-terminated text at `p` starts with one of kOperatorSuffixes.
+bool operator_suffix_at(const char* p) {
+  for (std::string_view s : kOperatorSuffixes) {
+    if (std::strncmp(p, s.data(), s.size()) == 0) return true;
+  }
+  return false;
+}
+
 std::string_view operator_name(std::string_view message) {
-  static constexpr std::string_view kSuffixes[] = {
-      ", seq = ", ", op_id = ", ", sizes = ", ", input_op_ids = "};
-  std::size_t cut = message.size();
-  for (std::string_view s : kSuffixes) cut = std::min(cut, message.find(s));
-  return message.substr(0, cut);
+  for (std::size_t at = message.find(','); at != std::string_view::npos; at = message.find(',', at + 1)) {
+    const std::string_view rest = message.substr(at);
+    for (std::string_view s : kOperatorSuffixes) {
+      if (rest.starts_with(s)) return message.substr(0, at);
+    }
+  }
+  return message;
 }
 
 std::uint32_t intern_message(std::string_view message) {
@@ -88,8 +102,9 @@ std::string utf8_of(const wchar_t* w) {
 // Messages seen by this thread. First by pointer, checked against the text kept for it (a pointer
 // says nothing alone: Python and std::string buffers are reused for other text): a text of up to
 // 23 bytes is compared inline as three masked words, with no strlen, no hash and no branch per
-// word, when a call site passes the same literal; a longer one word by word. Then by content
-// (strlen and a hash); a miss in both interns under the name table's lock and takes the slots.
+// word, when a call site passes the same literal; a longer one word by word; an emit_nvtx() message
+// by its operator name and suffix. Then by content (strlen and a hash); a miss in both interns under
+// the name table's lock and takes the slots.
 class MessageCache {
  public:
   std::uint32_t id(const char* message) {
@@ -140,13 +155,19 @@ class MessageCache {
   static_assert(sizeof(Slot) == 64, "a pointer slot is one cache line");
 
   // A longer text (or a short one near the end of a page): compared with strcmp, which stops at the
-  // message's NUL.
+  // message's NUL. Or, `cut`, the operator name of an emit_nvtx() message: any message at the pointer
+  // that starts with it and goes on with one of the operator suffixes (its numbers change every call).
   struct LongSlot {
     const char* pointer = &kNoMessage;
     std::uint32_t id = 0;
+    bool cut = false;
     std::string text;
 
-    bool holds(const char* message) const { return std::strcmp(text.c_str(), message) == 0; }
+    bool holds(const char* message) const {
+      if (!cut) return std::strcmp(text.c_str(), message) == 0;
+      // A match of all of text's bytes (none is NUL) means the message is at least that long.
+      return std::strncmp(text.c_str(), message, text.size()) == 0 && operator_suffix_at(message + text.size());
+    }
   };
 
   // A content slot: found by the hash of the name the message stands for (operator_name()).
@@ -187,15 +208,18 @@ class MessageCache {
         by_content = TextSlot{};
       }
     }
-    keep(message, size, id);
+    keep(message, size, name.size(), id);
     return id;
   }
-  void keep(const char* message, std::size_t size, std::uint32_t id) {
+  // `name_size` < `size`: the message is cut (operator_name()), and only its name is kept, as a prefix:
+  // such a message is formatted anew for every call, and its whole text will not come back.
+  void keep(const char* message, std::size_t size, std::size_t name_size, std::uint32_t id) {
     const std::size_t at = pointer_slot(message);
     Slot& s = pointers_[at];
     LongSlot& l = longs_[at];
+    const bool cut = name_size < size;
     const bool in_one_page = (reinterpret_cast<std::uintptr_t>(message) & (kPage - 1)) <= kPage - kShortBytes;
-    if (size + 1 <= kShortBytes && in_one_page) {
+    if (!cut && size + 1 <= kShortBytes && in_one_page) {
       unsigned char text[kShortBytes] = {}, mask[kShortBytes] = {};
       std::memcpy(text, message, size + 1);
       std::memset(mask, 0xFF, size + 1);
@@ -208,7 +232,8 @@ class MessageCache {
     }
     if (s.pointer == message) s.pointer = &kNoMessage;
     try {
-      l.text.assign(message, size);
+      l.text.assign(message, name_size);
+      l.cut = cut;
       l.id = id;
       l.pointer = message;
     } catch (...) {  // out of memory: the name is right, the slot stays empty

@@ -129,7 +129,8 @@ expect("reused buffer: exit status", rc, 0)
 expect("reused buffer: every call named by its own text", ranges(report(out)),
        {"alpha": (2, 1), "beta": (1, 1), "alphabet": (1, 1), "alp": (1, 1), "ab": (2, 1),
         "a_long_message_of_30_bytes___1": (1, 1), "a_long_message_of_30_bytes___2": (1, 1),
-        "edge": (2, 1), "edgy": (1, 1)})
+        "edge": (2, 1), "edgy": (1, 1), "aten::add": (2, 1), "aten::add_extra": (1, 1),
+        "aten::addmm": (2, 1), "aten::mm": (1, 1), "aten::mm, unrelated": (1, 1)})
 
 # A bad filter: one clear warning, every domain kept.
 out = os.path.join(WORK, "bad.json")

@@ -97,7 +97,11 @@ int many_domains() {
 // do: each call is named by the text it passes, never by what the address held before. Ranges:
 // alpha 2, beta 1, alphabet 1, alp 1, ab 2 (the bytes after its NUL change, the name does not),
 // the two long ones (30 bytes, differing in the last) 1 each, edge 2 and edgy 1 (at the very end
-// of a page followed by an unreadable one: a read past the NUL there would fault).
+// of a page followed by an unreadable one: a read past the NUL there would fault). Then
+// emit_nvtx()-style messages, whose name is the text before ", seq = " (or another operator
+// suffix): aten::add 2, aten::addmm 2 (one of them with no suffix), aten::add_extra 1 (the name kept
+// for the address is its prefix, but no suffix follows), "aten::mm, unrelated" 1 (a comma, but no
+// operator suffix).
 void range(const char* message) {
   nvtxRangePushA(message);
   nvtxRangePop();
@@ -117,6 +121,12 @@ int reuse() {
   range(buffer);
   std::strcpy(buffer, "a_long_message_of_30_bytes___2");
   range(buffer);
+  for (const char* text : {"aten::add, seq = 1, op_id = 7, sizes = [[8, 8], [8, 8]]", "aten::add, seq = 2, op_id = 8",
+                           "aten::add_extra", "aten::addmm, sizes = [[8, 8]]", "aten::addmm", "aten::mm, seq = 3",
+                           "aten::mm, unrelated"}) {
+    std::strcpy(buffer, text);
+    range(buffer);
+  }
   const long page = sysconf(_SC_PAGESIZE);
   void* pages = mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (pages == MAP_FAILED || mprotect(static_cast<char*>(pages) + page, page, PROT_NONE) != 0) {
