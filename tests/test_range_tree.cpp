@@ -171,6 +171,42 @@ TEST_CASE("ranges still open are reported as open", "[tree]") {
   CHECK(r.find("a/b")->calls == 0);
 }
 
+TEST_CASE("the slowest call is known by its ordinal; of equal maxima the first", "[tree]") {
+  Fixture f;
+  const std::uint64_t durations[] = {50, 10, 110, 30, 110, 20};  // the 3rd and the 5th take 110
+  std::uint64_t t = 0;
+  for (std::uint64_t d : durations) {
+    auto k = f.tree->begin(f.id("k"), t);
+    f.tree->end(k.depth, t + d);
+    t += 1000;
+  }
+  const Report report = f.report();
+  const auto* k = report.find("k");
+  REQUIRE(k != nullptr);
+  CHECK(k->host.max_ns == 110);
+  CHECK(k->host.max_call == 3);
+  CHECK(k->gpu.max_call == 0);  // CUDA-event times do not record it
+}
+
+TEST_CASE("the slowest call's ordinal counts host-timed entries: not re-entries, not unbalanced ones",
+          "[tree]") {
+  Fixture f;
+  auto first = f.tree->begin(f.id("k"), 0);
+  auto again = f.tree->begin(f.id("k"), 1);  // direct recursion: not a host-timed call
+  f.tree->end(again.depth, 500);
+  f.tree->end(first.depth, 10);
+  auto skipped = f.tree->begin(f.id("k"), 100);
+  f.tree->begin(f.id("inner"), 101);  // left open: closed as unbalanced, untimed, by k's end
+  f.tree->end(skipped.depth, 120);
+  auto slow = f.tree->begin(f.id("k"), 200);
+  f.tree->end(slow.depth, 290);
+  const auto* k = f.report().find("k");
+  REQUIRE(k != nullptr);
+  CHECK(k->host.count == 3);
+  CHECK(k->host.max_ns == 90);
+  CHECK(k->host.max_call == 3);
+}
+
 TEST_CASE("trees of several threads merge by path", "[tree]") {
   Fixture f;
   ThreadTree* other = f.forest->make_tree();
@@ -184,6 +220,26 @@ TEST_CASE("trees of several threads merge by path", "[tree]") {
   CHECK(w->threads == 2);
   CHECK(w->host.min_ns == 10);
   CHECK(w->host.max_ns == 30);
+}
+
+TEST_CASE("over several threads, the slowest call's ordinal is that of the thread with the longest",
+          "[tree]") {
+  Fixture f;
+  ThreadTree* other = f.forest->make_tree();
+  auto call = [&](ThreadTree* tree, std::uint64_t t, std::uint64_t ns) {
+    auto k = tree->begin(f.id("work"), t);
+    tree->end(k.depth, t + ns);
+  };
+  for (std::uint64_t ns : {40, 10, 10, 10}) call(f.tree, 0, ns);  // its longest: the 1st, 40 ns
+  for (std::uint64_t ns : {10, 10, 60, 10}) call(other, 0, ns);   // its longest: the 3rd, 60 ns
+  const auto* w = f.report().find("work");
+  REQUIRE(w != nullptr);
+  CHECK(w->host.count == 8);
+  CHECK(w->host.max_ns == 60);
+  CHECK(w->host.max_call == 3);
+  // Equal maxima on both: the thread merged first (the first tree made) keeps its ordinal.
+  call(f.tree, 0, 60);
+  CHECK(f.report().find("work")->host.max_call == 5);
 }
 
 TEST_CASE("direct recursion uses no depth: 10,001 entries are one frame", "[tree]") {
