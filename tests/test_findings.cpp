@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <cuscope/report.hpp>
 #include <string>
+#include <utility>
 
 #include "model/findings.hpp"
 
@@ -136,6 +137,78 @@ TEST_CASE("one slow call: over 2x the mean of the others, by 100 µs, top-level 
   RangeStats nested = range_at(2);
   nested.host = {10, 9 * 1'000'000 + 9'000'000, 1'000'000, 9'000'000};
   CHECK_FALSE(model::step_variance_rule(nested));
+}
+
+namespace {
+
+// A top-level range of 20 calls whose slowest, the `max_call`th (0: not known), took 5.9 ms and the
+// other 19 2.36 ms each.
+RangeStats one_slow_call(std::uint64_t max_call, std::uint32_t threads = 1) {
+  RangeStats r = range_at(1);
+  r.calls = 20;
+  r.threads = threads;
+  r.host = {20, 19 * 2'360'000 + 5'900'000, 2'360'000, 5'900'000, max_call};
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("slow call: the first call's is first-time work", "[findings]") {
+  const auto f = model::step_variance_rule(one_slow_call(1));
+  REQUIRE(f);
+  CHECK(f->observation == "slowest call (the 1st of 20) 5.9 ms, 2.5x the mean of the other 19 (2.4 ms)");
+  CHECK(f->cause ==
+        "first-time work: JIT compilation, first allocations, lazy module loading, cache warm-up");
+  CHECK(f->fix.find("CUSCOPE_WARMUP") != std::string::npos);
+  CHECK(f->cause.find("checkpoint") == std::string::npos);
+}
+
+TEST_CASE("slow call: a later call's is a hiccup in the middle of the run", "[findings]") {
+  const auto f = model::step_variance_rule(one_slow_call(7));
+  REQUIRE(f);
+  CHECK(f->observation == "slowest call (the 7th of 20) 5.9 ms, 2.5x the mean of the other 19 (2.4 ms)");
+  CHECK(f->cause ==
+        "a hiccup in the middle of the run: a checkpoint or other I/O, garbage collection, a data-loader "
+        "stall, another process on the GPU");
+  CHECK(f->fix.find("CUSCOPE_TRACE") != std::string::npos);
+  CHECK(f->fix.find("CUSCOPE_WARMUP") == std::string::npos);
+  CHECK(f->cause.find("first-time") == std::string::npos);
+  // The 2nd is a later call too: only the very first has first-time work to do.
+  CHECK(model::step_variance_rule(one_slow_call(2))->cause.find("a hiccup") == 0);
+}
+
+TEST_CASE("slow call: over several threads the ordinal is its thread's; unknown, both causes", "[findings]") {
+  const auto threads = model::step_variance_rule(one_slow_call(3, 2));
+  REQUIRE(threads);
+  CHECK(threads->observation ==
+        "slowest call (the 3rd of one of its 2 threads) 5.9 ms, 2.5x the mean of the other 19 (2.4 ms)");
+  CHECK(threads->cause.find("a hiccup") == 0);
+  // A report that does not say which call (read from an older JSON, or merged): no ordinal, and
+  // the cause names both, without a guess.
+  const auto unknown = model::step_variance_rule(one_slow_call(0));
+  REQUIRE(unknown);
+  CHECK(unknown->observation == "slowest call 5.9 ms, 2.5x the mean of the other 19 (2.4 ms)");
+  CHECK(unknown->cause ==
+        "if the first call, first-time work: JIT compilation, first allocations, lazy module loading, "
+        "cache warm-up; if a later one, a hiccup in the middle of the run: a checkpoint or other I/O, "
+        "garbage collection, a data-loader stall, another process on the GPU");
+  CHECK(unknown->fix.find("CUSCOPE_WARMUP") != std::string::npos);
+  CHECK(unknown->fix.find("CUSCOPE_TRACE") != std::string::npos);
+}
+
+TEST_CASE("slow call: ordinals in English", "[findings]") {
+  const std::pair<std::uint64_t, const char*> cases[] = {
+      {2, "2nd"},     {3, "3rd"},     {4, "4th"},     {10, "10th"},    {11, "11th"},
+      {12, "12th"},   {13, "13th"},   {21, "21st"},   {22, "22nd"},    {23, "23rd"},
+      {101, "101st"}, {111, "111th"}, {112, "112th"}, {1001, "1001st"}};
+  for (const auto& [n, text] : cases) {
+    RangeStats r = one_slow_call(n);
+    r.host.count = 2000;
+    r.host.total_ns = 1999ull * 2'360'000 + 5'900'000;
+    const auto f = model::step_variance_rule(r);
+    REQUIRE(f);
+    CHECK(f->observation.find(std::string("(the ") + text + " of 2000)") != std::string::npos);
+  }
 }
 
 TEST_CASE("NCCL's share: its kernels at least 20% of the range's own kernel time", "[findings]") {

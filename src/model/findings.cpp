@@ -9,6 +9,7 @@
 #include <cctype>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace cuscope::model {
 namespace {
@@ -37,6 +38,33 @@ const MetricValue* metric(const RangeStats& r, std::string_view name) {
     if (m.name == name) return &m;
   }
   return nullptr;
+}
+
+// 1st, 2nd, 3rd, 4th, ..., 11th, 12th, 13th, ..., 21st.
+std::string ordinal(std::uint64_t n) {
+  const std::uint64_t last = n % 10;
+  const bool teen = n % 100 / 10 == 1;
+  const char* suffix = teen || last == 0 || last > 3 ? "th" : last == 1 ? "st" : last == 2 ? "nd" : "rd";
+  return fmt::format("{}{}", n, suffix);
+}
+
+// A slow call's cause and fix by which call it was: the first did first-time work, a later one
+// met a hiccup; 0 (not known) gives both, never a guess.
+std::pair<std::string, std::string> slow_call_cause(std::uint64_t max_call) {
+  constexpr std::string_view kFirstTime =
+      "first-time work: JIT compilation, first allocations, lazy module loading, cache warm-up";
+  constexpr std::string_view kFirstTimeFix =
+      "warm-up steps before measuring (CUSCOPE_WARMUP), and a look at torch.compile's first-call cost";
+  constexpr std::string_view kHiccup =
+      "a hiccup in the middle of the run: a checkpoint or other I/O, garbage collection, a data-loader "
+      "stall, another process on the GPU";
+  constexpr std::string_view kHiccupFix =
+      "see what else ran during that call (trace mode's timeline, CUSCOPE_TRACE); save checkpoints "
+      "asynchronously, gc.freeze() after setup, more DataLoader workers and prefetch_factor";
+  if (max_call == 1) return {std::string(kFirstTime), std::string(kFirstTimeFix)};
+  if (max_call > 1) return {std::string(kHiccup), std::string(kHiccupFix)};
+  return {fmt::format("if the first call, {}; if a later one, {}", kFirstTime, kHiccup),
+          fmt::format("{}; {}", kFirstTimeFix, kHiccupFix)};
 }
 
 bool is_nccl(std::string_view kernel) {
@@ -138,12 +166,17 @@ std::optional<Finding> step_variance_rule(const RangeStats& r) {
   const double others = double(h.total_ns - h.max_ns) / double(h.count - 1);
   if (double(h.max_ns) <= kSlowCallFactor * others || double(h.max_ns) - others < double(kSlowCallMinNs))
     return std::nullopt;
+  std::string which;  // which call it was, when the report knows: over threads, its thread's ordinal
+  if (h.max_call != 0 && r.threads > 1)
+    which = fmt::format(" (the {} of one of its {} threads)", ordinal(h.max_call), r.threads);
+  else if (h.max_call != 0)
+    which = fmt::format(" (the {} of {})", ordinal(h.max_call), h.count);
+  auto [cause, fix] = slow_call_cause(h.max_call);
   return make(
       "slow-call", Severity::info,
-      fmt::format("slowest call {}, {:.1f}x the mean of the other {} ({})", us(double(h.max_ns)),
+      fmt::format("slowest call{} {}, {:.1f}x the mean of the other {} ({})", which, us(double(h.max_ns)),
                   others > 0 ? double(h.max_ns) / others : 0.0, h.count - 1, us(others)),
-      "first-time work: JIT compilation, first allocations, lazy module loading, cache warm-up",
-      "warm-up steps before measuring (CUSCOPE_WARMUP), and a look at torch.compile's first-call cost");
+      cause, fix);
 }
 
 std::optional<Finding> nccl_share_rule(const RangeStats& r) {

@@ -29,7 +29,8 @@ inline constexpr std::uint64_t kSmallCopyBytes = 64 * 1024;
 // Allocation churn: at least one cudaMalloc or cudaFree per call, over at least kChurnMinCalls calls.
 inline constexpr std::uint64_t kChurnMinCalls = 2;
 // Step variance (top-level ranges): the slowest call over kSlowCallFactor times the mean of the
-// others, by at least kSlowCallMinNs, over at least kVarianceMinCalls calls.
+// others, by at least kSlowCallMinNs, over at least kVarianceMinCalls calls. Which call it was
+// (DurationStats::max_call) tells the cause: the first, first-time work; a later one, a hiccup.
 inline constexpr std::uint64_t kVarianceMinCalls = 3;
 inline constexpr double kSlowCallFactor = 2.0;
 inline constexpr std::uint64_t kSlowCallMinNs = 100'000;
