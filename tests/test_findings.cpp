@@ -289,6 +289,32 @@ TEST_CASE("apply_findings: warnings first, inclusive findings once along a path,
   CHECK(inner.findings[1].id == "small-kernels");
 }
 
+TEST_CASE("apply_findings: an inclusive finding is not said again two levels down", "[findings]") {
+  // step ─ mlp ─ gemm, all three memory-bound: step says it, and gemm, whose parent kept quiet
+  // because step had said it, keeps quiet too. Below a range where it does not hold, it is said again.
+  cuscope::Report report;
+  report.ranges.resize(5);
+  report.ranges[0].children = {1};
+  for (std::size_t i = 1; i < 5; ++i) {
+    report.ranges[i] = range_at(int(i));
+    report.ranges[i].parent = i - 1;
+    report.ranges[i].verdict.bound = Bound::memory;
+    report.ranges[i].verdict.reason = "DRAM at 87% of peak";
+  }
+  report.ranges[3].verdict.bound = Bound::latency;
+  model::apply_findings(report);
+  REQUIRE(report.ranges[1].findings.size() == 1);
+  CHECK(report.ranges[1].findings[0].id == "memory-bound");
+  CHECK(report.ranges[2].findings.empty());
+  CHECK(report.ranges[3].findings.empty());
+  REQUIRE(report.ranges[4].findings.size() == 1);
+  CHECK(report.ranges[4].findings[0].id == "memory-bound");
+  report.ranges[3].verdict.bound = Bound::memory;
+  model::apply_findings(report);
+  CHECK(report.ranges[3].findings.empty());
+  CHECK(report.ranges[4].findings.empty());
+}
+
 TEST_CASE("pageable copies: at least 10 of them, or at least 64 MiB", "[findings][pageable]") {
   RangeStats r = range_at();
   r.self.memcpy[static_cast<std::size_t>(CopyKind::HtoD)].count = 30;

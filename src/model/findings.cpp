@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace cuscope::model {
 namespace {
@@ -273,18 +274,24 @@ void apply_findings(Report& report) {
       &alloc_churn_rule,   &small_kernels_rule,   &small_copies_rule,
       &step_variance_rule, &nccl_share_rule,      &memory_bound_rule,
       &occupancy_rule,     &pageable_copies_rule, &serialized_streams_rule};
+  // Per range, the inclusive findings that hold there, said or left to an ancestor: a grandchild
+  // of the range that says one must not say it again because its parent kept quiet.
+  std::vector<std::vector<std::string>> holds(report.ranges.size());
   for (std::size_t i = 1; i < report.ranges.size(); ++i) {
     RangeStats& r = report.ranges[i];
     r.findings.clear();
-    const RangeStats& parent = report.ranges[r.parent];
+    const std::vector<std::string>& parent_holds = holds[r.parent];
     for (Rule rule : kRules) {
       std::optional<Finding> f = rule(r);
       if (!f) continue;
-      // Inclusive rules (over the subtree's work) say it once, at the outermost range they hold for.
+      // Inclusive rules (over the subtree's work) say it once, at the outermost range of each run
+      // of nested ranges they hold for.
       const bool inclusive = f->id == "launch-bound" || f->id == "gpu-idle-gaps" || f->id == "memory-bound";
-      const bool parent_has = std::any_of(parent.findings.begin(), parent.findings.end(),
-                                          [&](const Finding& p) { return p.id == f->id; });
-      if (inclusive && r.parent != 0 && parent_has) continue;
+      if (inclusive) {
+        holds[i].push_back(f->id);
+        if (r.parent != 0 && std::find(parent_holds.begin(), parent_holds.end(), f->id) != parent_holds.end())
+          continue;
+      }
       r.findings.push_back(std::move(*f));
     }
     std::stable_sort(r.findings.begin(), r.findings.end(),
