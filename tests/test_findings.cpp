@@ -260,6 +260,91 @@ TEST_CASE("counters: memory-bound from the verdict; occupancy limits only when t
   CHECK_FALSE(model::occupancy_rule(r));
 }
 
+namespace {
+
+constexpr const char* kTensorPipe = "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed";
+constexpr const char* kSmThroughput = "sm__throughput.avg.pct_of_peak_sustained_elapsed";
+
+// A compute-bound range (by its verdict) with the tensor pipe at `tensor_pct` and SM at 78%.
+RangeStats compute_bound(double tensor_pct) {
+  RangeStats r = range_at();
+  r.verdict.bound = Bound::compute;
+  r.verdict.flop_per_s = 41.2e12;
+  r.metrics = {{kSmThroughput, "SM %", "percent", 78.0}, {kTensorPipe, "Tensor %", "percent", tensor_pct}};
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("low tensor pipe: compute-bound with the tensor pipe under 60% of peak", "[findings][tensor]") {
+  const auto f = model::low_tensor_pipe_rule(compute_bound(4.0));
+  REQUIRE(f);
+  CHECK(f->id == "low-tensor-pipe");
+  CHECK(f->severity == Severity::info);
+  CHECK(f->observation == "compute-bound, SM at 78% of peak, tensor pipe active 4% of peak");
+  CHECK(f->cause.find("CUDA cores, not tensor cores") != std::string::npos);
+  CHECK(f->cause.find("multiples of 8/16") != std::string::npos);
+  CHECK(f->fix.find("torch.set_float32_matmul_precision(\"high\")") != std::string::npos);
+  CHECK(f->fix.find("torch.backends.cuda.matmul.allow_tf32 = True") != std::string::npos);
+  CHECK(f->fix.find("torch.autocast") != std::string::npos);
+  // Both sides of the threshold.
+  const auto below = model::low_tensor_pipe_rule(compute_bound(59.0));
+  REQUIRE(below);
+  CHECK(below->observation == "compute-bound, SM at 78% of peak, tensor pipe active 59% of peak");
+  CHECK_FALSE(model::low_tensor_pipe_rule(compute_bound(model::kLowTensorPipePct)));
+  CHECK_FALSE(model::low_tensor_pipe_rule(compute_bound(85.0)));
+}
+
+TEST_CASE("low tensor pipe: the FLOP rate stands for SM throughput when that was not collected",
+          "[findings][tensor]") {
+  RangeStats r = compute_bound(4.0);
+  r.metrics.erase(r.metrics.begin());  // the "compute" set alone: FLOP counts and Tensor %
+  const auto f = model::low_tensor_pipe_rule(r);
+  REQUIRE(f);
+  CHECK(f->observation == "compute-bound, 41.2 TFLOP/s on CUDA cores, tensor pipe active 4% of peak");
+}
+
+TEST_CASE("low tensor pipe: silent without the tensor counter, or when not compute-bound",
+          "[findings][tensor]") {
+  RangeStats r = compute_bound(4.0);
+  r.metrics.pop_back();  // SM % alone: nothing says what the tensor pipe did
+  CHECK_FALSE(model::low_tensor_pipe_rule(r));
+  for (Bound b : {Bound::unknown, Bound::memory, Bound::latency, Bound::launch}) {
+    RangeStats other = compute_bound(4.0);
+    other.verdict.bound = b;
+    CHECK_FALSE(model::low_tensor_pipe_rule(other));
+  }
+}
+
+TEST_CASE("apply_findings: low tensor pipe is said once along a path, at the outermost range",
+          "[findings][tensor]") {
+  cuscope::Report report;
+  report.ranges.resize(4);
+  report.ranges[0].children = {1};
+  RangeStats& step = report.ranges[1] = compute_bound(10.0);
+  step.path = step.name = "step";
+  step.depth = 1;
+  step.children = {2};
+  RangeStats& mlp = report.ranges[2] = compute_bound(5.0);
+  mlp.parent = 1;
+  mlp.children = {3};
+  RangeStats& gemm = report.ranges[3] = compute_bound(2.0);
+  gemm.path = "step/r/gemm";
+  gemm.depth = 3;
+  gemm.parent = 2;
+  model::apply_findings(report);
+  REQUIRE(step.findings.size() == 1);
+  CHECK(step.findings[0].id == "low-tensor-pipe");
+  CHECK(mlp.findings.empty());
+  CHECK(gemm.findings.empty());
+  // A child compute-bound under a parent that is not says it itself.
+  step.verdict.bound = Bound::memory;
+  model::apply_findings(report);
+  REQUIRE(mlp.findings.size() == 1);
+  CHECK(mlp.findings[0].id == "low-tensor-pipe");
+  CHECK(gemm.findings.empty());
+}
+
 TEST_CASE("apply_findings: warnings first, inclusive findings once along a path, the root left alone",
           "[findings]") {
   cuscope::Report report;

@@ -205,6 +205,26 @@ std::optional<Finding> memory_bound_rule(const RangeStats& r) {
               "fuse kernels to reuse data on chip, lower precision (bf16, fp8), coalesced accesses");
 }
 
+std::optional<Finding> low_tensor_pipe_rule(const RangeStats& r) {
+  if (r.verdict.bound != Bound::compute) return std::nullopt;
+  const MetricValue* tensor = metric(r, "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed");
+  if (tensor == nullptr || tensor->value >= kLowTensorPipePct) return std::nullopt;
+  // The compute side in the verdict's terms: SM throughput when collected, else the FLOP rate
+  // (CUDA-core instructions: tensor-core work is not in those counts).
+  const MetricValue* sm = metric(r, "sm__throughput.avg.pct_of_peak_sustained_elapsed");
+  const std::string compute = sm != nullptr
+                                  ? fmt::format("SM at {:.0f}% of peak", sm->value)
+                                  : fmt::format("{:.3g} TFLOP/s on CUDA cores", r.verdict.flop_per_s / 1e12);
+  return make(
+      "low-tensor-pipe", Severity::info,
+      fmt::format("compute-bound, {}, tensor pipe active {:.0f}% of peak", compute, tensor->value),
+      "the math runs on CUDA cores, not tensor cores: FP32 matmuls and convolutions not allowed TF32, "
+      "no bf16/fp16, or matrix dimensions that are not multiples of 8/16",
+      "TF32 for FP32 matmuls (torch.set_float32_matmul_precision(\"high\") or "
+      "torch.backends.cuda.matmul.allow_tf32 = True), bf16/fp16 autocast (torch.autocast), dimensions "
+      "padded to multiples of 8, cuBLAS/cuDNN (cublasLt) tensor-core paths for hand-written math");
+}
+
 std::optional<Finding> occupancy_rule(const RangeStats& r) {
   const MetricValue* occ = metric(r, "sm__warps_active.avg.pct_of_peak_sustained_active");
   if (occ == nullptr || occ->value >= kLowOccupancyPct) return std::nullopt;
@@ -269,11 +289,11 @@ std::optional<Finding> serialized_streams_rule(const RangeStats& r) {
 
 void apply_findings(Report& report) {
   using Rule = std::optional<Finding> (*)(const RangeStats&);
-  static constexpr std::array<Rule, 12> kRules{
-      &launch_bound_rule,  &idle_gaps_rule,       &sync_rule,
-      &alloc_churn_rule,   &small_kernels_rule,   &small_copies_rule,
-      &step_variance_rule, &nccl_share_rule,      &memory_bound_rule,
-      &occupancy_rule,     &pageable_copies_rule, &serialized_streams_rule};
+  static constexpr std::array<Rule, 13> kRules{
+      &launch_bound_rule,      &idle_gaps_rule,       &sync_rule,          &alloc_churn_rule,
+      &small_kernels_rule,     &small_copies_rule,    &step_variance_rule, &nccl_share_rule,
+      &memory_bound_rule,      &low_tensor_pipe_rule, &occupancy_rule,     &pageable_copies_rule,
+      &serialized_streams_rule};
   // Per range, the inclusive findings that hold there, said or left to an ancestor: a grandchild
   // of the range that says one must not say it again because its parent kept quiet.
   std::vector<std::vector<std::string>> holds(report.ranges.size());
@@ -285,8 +305,11 @@ void apply_findings(Report& report) {
       std::optional<Finding> f = rule(r);
       if (!f) continue;
       // Inclusive rules (over the subtree's work) say it once, at the outermost range of each run
-      // of nested ranges they hold for.
-      const bool inclusive = f->id == "launch-bound" || f->id == "gpu-idle-gaps" || f->id == "memory-bound";
+      // of nested ranges they hold for. low-tensor-pipe is one: the verdict and the counters cover
+      // the subtree's kernels, so a compute-bound range with an idle tensor pipe says the same of
+      // its compute-bound children; their own numbers are in the table's counter columns.
+      const bool inclusive = f->id == "launch-bound" || f->id == "gpu-idle-gaps" || f->id == "memory-bound" ||
+                             f->id == "low-tensor-pipe";
       if (inclusive) {
         holds[i].push_back(f->id);
         if (r.parent != 0 && std::find(parent_holds.begin(), parent_holds.end(), f->id) != parent_holds.end())
