@@ -169,7 +169,7 @@ TEST_CASE("slow call: a later call's is a hiccup in the middle of the run", "[fi
   CHECK(f->observation == "slowest call (the 7th of 20) 5.9 ms, 2.5x the mean of the other 19 (2.4 ms)");
   CHECK(f->cause ==
         "a hiccup in the middle of the run: a checkpoint or other I/O, garbage collection, a data-loader "
-        "stall, another process on the GPU");
+        "stall, another process on the GPU or the CPU");
   CHECK(f->fix.find("CUSCOPE_TRACE") != std::string::npos);
   CHECK(f->fix.find("CUSCOPE_WARMUP") == std::string::npos);
   CHECK(f->cause.find("first-time") == std::string::npos);
@@ -191,7 +191,7 @@ TEST_CASE("slow call: over several threads the ordinal is its thread's; unknown,
   CHECK(unknown->cause ==
         "if the first call, first-time work: JIT compilation, first allocations, lazy module loading, "
         "cache warm-up; if a later one, a hiccup in the middle of the run: a checkpoint or other I/O, "
-        "garbage collection, a data-loader stall, another process on the GPU");
+        "garbage collection, a data-loader stall, another process on the GPU or the CPU");
   CHECK(unknown->fix.find("CUSCOPE_WARMUP") != std::string::npos);
   CHECK(unknown->fix.find("CUSCOPE_TRACE") != std::string::npos);
 }

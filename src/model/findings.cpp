@@ -58,7 +58,7 @@ std::pair<std::string, std::string> slow_call_cause(std::uint64_t max_call) {
       "warm-up steps before measuring (CUSCOPE_WARMUP), and a look at torch.compile's first-call cost";
   constexpr std::string_view kHiccup =
       "a hiccup in the middle of the run: a checkpoint or other I/O, garbage collection, a data-loader "
-      "stall, another process on the GPU";
+      "stall, another process on the GPU or the CPU";
   constexpr std::string_view kHiccupFix =
       "see what else ran during that call (trace mode's timeline, CUSCOPE_TRACE); save checkpoints "
       "asynchronously, gc.freeze() after setup, more DataLoader workers and prefetch_factor";
