@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <cuscope/report.hpp>
 #include <string>
+#include <utility>
 
 #include "model/findings.hpp"
 
@@ -138,6 +139,78 @@ TEST_CASE("one slow call: over 2x the mean of the others, by 100 µs, top-level 
   CHECK_FALSE(model::step_variance_rule(nested));
 }
 
+namespace {
+
+// A top-level range of 20 calls whose slowest, the `max_call`th (0: not known), took 5.9 ms and the
+// other 19 2.36 ms each.
+RangeStats one_slow_call(std::uint64_t max_call, std::uint32_t threads = 1) {
+  RangeStats r = range_at(1);
+  r.calls = 20;
+  r.threads = threads;
+  r.host = {20, 19 * 2'360'000 + 5'900'000, 2'360'000, 5'900'000, max_call};
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("slow call: the first call's is first-time work", "[findings]") {
+  const auto f = model::step_variance_rule(one_slow_call(1));
+  REQUIRE(f);
+  CHECK(f->observation == "slowest call (the 1st of 20) 5.9 ms, 2.5x the mean of the other 19 (2.4 ms)");
+  CHECK(f->cause ==
+        "first-time work: JIT compilation, first allocations, lazy module loading, cache warm-up");
+  CHECK(f->fix.find("CUSCOPE_WARMUP") != std::string::npos);
+  CHECK(f->cause.find("checkpoint") == std::string::npos);
+}
+
+TEST_CASE("slow call: a later call's is a hiccup in the middle of the run", "[findings]") {
+  const auto f = model::step_variance_rule(one_slow_call(7));
+  REQUIRE(f);
+  CHECK(f->observation == "slowest call (the 7th of 20) 5.9 ms, 2.5x the mean of the other 19 (2.4 ms)");
+  CHECK(f->cause ==
+        "a hiccup in the middle of the run: a checkpoint or other I/O, garbage collection, a data-loader "
+        "stall, another process on the GPU or the CPU");
+  CHECK(f->fix.find("CUSCOPE_TRACE") != std::string::npos);
+  CHECK(f->fix.find("CUSCOPE_WARMUP") == std::string::npos);
+  CHECK(f->cause.find("first-time") == std::string::npos);
+  // The 2nd is a later call too: only the very first has first-time work to do.
+  CHECK(model::step_variance_rule(one_slow_call(2))->cause.find("a hiccup") == 0);
+}
+
+TEST_CASE("slow call: over several threads the ordinal is its thread's; unknown, both causes", "[findings]") {
+  const auto threads = model::step_variance_rule(one_slow_call(3, 2));
+  REQUIRE(threads);
+  CHECK(threads->observation ==
+        "slowest call (the 3rd of one of its 2 threads) 5.9 ms, 2.5x the mean of the other 19 (2.4 ms)");
+  CHECK(threads->cause.find("a hiccup") == 0);
+  // A report that does not say which call (read from an older JSON, or merged): no ordinal, and
+  // the cause names both, without a guess.
+  const auto unknown = model::step_variance_rule(one_slow_call(0));
+  REQUIRE(unknown);
+  CHECK(unknown->observation == "slowest call 5.9 ms, 2.5x the mean of the other 19 (2.4 ms)");
+  CHECK(unknown->cause ==
+        "if the first call, first-time work: JIT compilation, first allocations, lazy module loading, "
+        "cache warm-up; if a later one, a hiccup in the middle of the run: a checkpoint or other I/O, "
+        "garbage collection, a data-loader stall, another process on the GPU or the CPU");
+  CHECK(unknown->fix.find("CUSCOPE_WARMUP") != std::string::npos);
+  CHECK(unknown->fix.find("CUSCOPE_TRACE") != std::string::npos);
+}
+
+TEST_CASE("slow call: ordinals in English", "[findings]") {
+  const std::pair<std::uint64_t, const char*> cases[] = {
+      {2, "2nd"},     {3, "3rd"},     {4, "4th"},     {10, "10th"},    {11, "11th"},
+      {12, "12th"},   {13, "13th"},   {21, "21st"},   {22, "22nd"},    {23, "23rd"},
+      {101, "101st"}, {111, "111th"}, {112, "112th"}, {1001, "1001st"}};
+  for (const auto& [n, text] : cases) {
+    RangeStats r = one_slow_call(n);
+    r.host.count = 2000;
+    r.host.total_ns = 1999ull * 2'360'000 + 5'900'000;
+    const auto f = model::step_variance_rule(r);
+    REQUIRE(f);
+    CHECK(f->observation.find(std::string("(the ") + text + " of 2000)") != std::string::npos);
+  }
+}
+
 TEST_CASE("NCCL's share: its kernels at least 20% of the range's own kernel time", "[findings]") {
   RangeStats r = range_at();
   r.self.kernel_ns = 1'000'000;
@@ -187,6 +260,91 @@ TEST_CASE("counters: memory-bound from the verdict; occupancy limits only when t
   CHECK_FALSE(model::occupancy_rule(r));
 }
 
+namespace {
+
+constexpr const char* kTensorPipe = "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed";
+constexpr const char* kSmThroughput = "sm__throughput.avg.pct_of_peak_sustained_elapsed";
+
+// A compute-bound range (by its verdict) with the tensor pipe at `tensor_pct` and SM at 78%.
+RangeStats compute_bound(double tensor_pct) {
+  RangeStats r = range_at();
+  r.verdict.bound = Bound::compute;
+  r.verdict.flop_per_s = 41.2e12;
+  r.metrics = {{kSmThroughput, "SM %", "percent", 78.0}, {kTensorPipe, "Tensor %", "percent", tensor_pct}};
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("low tensor pipe: compute-bound with the tensor pipe under 60% of peak", "[findings][tensor]") {
+  const auto f = model::low_tensor_pipe_rule(compute_bound(4.0));
+  REQUIRE(f);
+  CHECK(f->id == "low-tensor-pipe");
+  CHECK(f->severity == Severity::info);
+  CHECK(f->observation == "compute-bound, SM at 78% of peak, tensor pipe active 4% of peak");
+  CHECK(f->cause.find("CUDA cores, not tensor cores") != std::string::npos);
+  CHECK(f->cause.find("multiples of 8/16") != std::string::npos);
+  CHECK(f->fix.find("torch.set_float32_matmul_precision(\"high\")") != std::string::npos);
+  CHECK(f->fix.find("torch.backends.cuda.matmul.allow_tf32 = True") != std::string::npos);
+  CHECK(f->fix.find("torch.autocast") != std::string::npos);
+  // Both sides of the threshold.
+  const auto below = model::low_tensor_pipe_rule(compute_bound(59.0));
+  REQUIRE(below);
+  CHECK(below->observation == "compute-bound, SM at 78% of peak, tensor pipe active 59% of peak");
+  CHECK_FALSE(model::low_tensor_pipe_rule(compute_bound(model::kLowTensorPipePct)));
+  CHECK_FALSE(model::low_tensor_pipe_rule(compute_bound(85.0)));
+}
+
+TEST_CASE("low tensor pipe: the FLOP rate stands for SM throughput when that was not collected",
+          "[findings][tensor]") {
+  RangeStats r = compute_bound(4.0);
+  r.metrics.erase(r.metrics.begin());  // the "compute" set alone: FLOP counts and Tensor %
+  const auto f = model::low_tensor_pipe_rule(r);
+  REQUIRE(f);
+  CHECK(f->observation == "compute-bound, 41.2 TFLOP/s on CUDA cores, tensor pipe active 4% of peak");
+}
+
+TEST_CASE("low tensor pipe: silent without the tensor counter, or when not compute-bound",
+          "[findings][tensor]") {
+  RangeStats r = compute_bound(4.0);
+  r.metrics.pop_back();  // SM % alone: nothing says what the tensor pipe did
+  CHECK_FALSE(model::low_tensor_pipe_rule(r));
+  for (Bound b : {Bound::unknown, Bound::memory, Bound::latency, Bound::launch}) {
+    RangeStats other = compute_bound(4.0);
+    other.verdict.bound = b;
+    CHECK_FALSE(model::low_tensor_pipe_rule(other));
+  }
+}
+
+TEST_CASE("apply_findings: low tensor pipe is said once along a path, at the outermost range",
+          "[findings][tensor]") {
+  cuscope::Report report;
+  report.ranges.resize(4);
+  report.ranges[0].children = {1};
+  RangeStats& step = report.ranges[1] = compute_bound(10.0);
+  step.path = step.name = "step";
+  step.depth = 1;
+  step.children = {2};
+  RangeStats& mlp = report.ranges[2] = compute_bound(5.0);
+  mlp.parent = 1;
+  mlp.children = {3};
+  RangeStats& gemm = report.ranges[3] = compute_bound(2.0);
+  gemm.path = "step/r/gemm";
+  gemm.depth = 3;
+  gemm.parent = 2;
+  model::apply_findings(report);
+  REQUIRE(step.findings.size() == 1);
+  CHECK(step.findings[0].id == "low-tensor-pipe");
+  CHECK(mlp.findings.empty());
+  CHECK(gemm.findings.empty());
+  // A child compute-bound under a parent that is not says it itself.
+  step.verdict.bound = Bound::memory;
+  model::apply_findings(report);
+  REQUIRE(mlp.findings.size() == 1);
+  CHECK(mlp.findings[0].id == "low-tensor-pipe");
+  CHECK(gemm.findings.empty());
+}
+
 TEST_CASE("apply_findings: warnings first, inclusive findings once along a path, the root left alone",
           "[findings]") {
   cuscope::Report report;
@@ -214,6 +372,32 @@ TEST_CASE("apply_findings: warnings first, inclusive findings once along a path,
   CHECK(inner.findings[0].id == "synchronization");
   CHECK(inner.findings[0].severity == Severity::warning);
   CHECK(inner.findings[1].id == "small-kernels");
+}
+
+TEST_CASE("apply_findings: an inclusive finding is not said again two levels down", "[findings]") {
+  // step ─ mlp ─ gemm, all three memory-bound: step says it, and gemm, whose parent kept quiet
+  // because step had said it, keeps quiet too. Below a range where it does not hold, it is said again.
+  cuscope::Report report;
+  report.ranges.resize(5);
+  report.ranges[0].children = {1};
+  for (std::size_t i = 1; i < 5; ++i) {
+    report.ranges[i] = range_at(int(i));
+    report.ranges[i].parent = i - 1;
+    report.ranges[i].verdict.bound = Bound::memory;
+    report.ranges[i].verdict.reason = "DRAM at 87% of peak";
+  }
+  report.ranges[3].verdict.bound = Bound::latency;
+  model::apply_findings(report);
+  REQUIRE(report.ranges[1].findings.size() == 1);
+  CHECK(report.ranges[1].findings[0].id == "memory-bound");
+  CHECK(report.ranges[2].findings.empty());
+  CHECK(report.ranges[3].findings.empty());
+  REQUIRE(report.ranges[4].findings.size() == 1);
+  CHECK(report.ranges[4].findings[0].id == "memory-bound");
+  report.ranges[3].verdict.bound = Bound::memory;
+  model::apply_findings(report);
+  CHECK(report.ranges[3].findings.empty());
+  CHECK(report.ranges[4].findings.empty());
 }
 
 TEST_CASE("pageable copies: at least 10 of them, or at least 64 MiB", "[findings][pageable]") {

@@ -49,7 +49,7 @@ Report make_report() {
   step.calls = 10;
   step.recursive_calls = 2;
   step.threads = 3;
-  step.host = {10, 10, 1, 2};
+  step.host = {10, 10, 1, 2, 7};
   step.host_self_ns = 4;
   RangeStats forward = make_range("forward", "step/forward", 1, 2);
   forward.calls = 10;
@@ -166,11 +166,27 @@ TEST_CASE("json writes calls, threads and host and CUDA-event durations", "[json
   REQUIRE(step.at("calls") == 10);
   REQUIRE(step.at("recursive_calls") == 2);
   REQUIRE(step.at("threads") == 3);
-  REQUIRE(step.at("host") ==
-          json{{"count", 10}, {"total_ns", 10}, {"min_ns", 1}, {"max_ns", 2}, {"mean_ns", 1.0}});
+  REQUIRE(
+      step.at("host") ==
+      json{{"count", 10}, {"total_ns", 10}, {"min_ns", 1}, {"max_ns", 2}, {"max_call", 7}, {"mean_ns", 1.0}});
   REQUIRE(step.at("host_self_ns") == 4);
+  // Only a range's host times record which call was the longest.
   REQUIRE(step.at("gpu") ==
           json{{"count", 0}, {"total_ns", 0}, {"min_ns", 0}, {"max_ns", 0}, {"mean_ns", 0.0}});
+}
+
+TEST_CASE("json: the slowest host call's ordinal reads back, and is 0 in a report without it",
+          "[json][cli]") {
+  Report back;
+  std::string error;
+  REQUIRE(cuscope::cli::report_from_json(format_json(make_report()), &back, &error));
+  CHECK(back.ranges[1].host.max_call == 7);
+  CHECK(back.ranges[1].host.max_ns == 2);
+  json older = parsed(make_report());
+  older["ranges"][1]["host"].erase("max_call");
+  REQUIRE(cuscope::cli::report_from_json(older.dump(), &back, &error));
+  CHECK(back.ranges[1].host.max_call == 0);
+  CHECK(back.ranges[1].host.max_ns == 2);
 }
 
 TEST_CASE("json writes means as doubles that read back exactly", "[json]") {
@@ -451,7 +467,8 @@ TEST_CASE("cuscope show's reader takes a JSON report without spans, and refuses 
 TEST_CASE("json carries each range's findings, and cuscope show reads them back", "[json][findings]") {
   Report r = make_report();
   r.ranges[1].findings = {
-      {"synchronization", cuscope::Severity::warning, "7 synchronizations waited 3.2 ms", "an .item()", "keep it"},
+      {"synchronization", cuscope::Severity::warning, "7 synchronizations waited 3.2 ms", "an .item()",
+       "keep it"},
       {"small-kernels", cuscope::Severity::info, "412 kernels averaging 4.1 µs", "unfused", "fuse"}};
   const json j = parsed(r);
   const json& f = j.at("ranges")[1].at("findings");

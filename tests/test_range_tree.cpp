@@ -1,6 +1,7 @@
 // The range tree: nesting, siblings, recursion, depth limits and unbalanced ends, fed with range
 // begin/end events directly (no session, no clock).
 #include <catch2/catch.hpp>
+#include <initializer_list>
 #include <string>
 
 #include "model_fixture.hpp"
@@ -9,6 +10,20 @@ using cuscope::Report;
 using cuscope::model::ThreadTree;
 
 using Fixture = cuscope_test::ModelFixture;
+
+namespace {
+
+// Enters and leaves `name` on `tree` once per duration, 1 µs apart.
+void calls(Fixture& f, ThreadTree* tree, const char* name, std::initializer_list<std::uint64_t> durations) {
+  std::uint64_t t = 0;
+  for (std::uint64_t d : durations) {
+    auto k = tree->begin(f.id(name), t);
+    tree->end(k.depth, t + d);
+    t += 1000;
+  }
+}
+
+}  // namespace
 
 TEST_CASE("nested ranges form a path and time their parents inclusively", "[tree]") {
   Fixture f;
@@ -50,13 +65,7 @@ TEST_CASE("the same name under different parents is a different range", "[tree]"
 
 TEST_CASE("repeated entries aggregate count, total, min, max and mean", "[tree]") {
   Fixture f;
-  const std::uint64_t durations[] = {50, 10, 30, 110};
-  std::uint64_t t = 0;
-  for (std::uint64_t d : durations) {
-    auto k = f.tree->begin(f.id("k"), t);
-    f.tree->end(k.depth, t + d);
-    t += 1000;
-  }
+  calls(f, f.tree, "k", {50, 10, 30, 110});
   const Report report = f.report();
   const auto* k = report.find("k");
   REQUIRE(k != nullptr);
@@ -171,6 +180,36 @@ TEST_CASE("ranges still open are reported as open", "[tree]") {
   CHECK(r.find("a/b")->calls == 0);
 }
 
+TEST_CASE("the slowest call is known by its ordinal; of equal maxima the first", "[tree]") {
+  Fixture f;
+  calls(f, f.tree, "k", {50, 10, 110, 30, 110, 20});  // the 3rd and the 5th take 110
+  const Report report = f.report();
+  const auto* k = report.find("k");
+  REQUIRE(k != nullptr);
+  CHECK(k->host.max_ns == 110);
+  CHECK(k->host.max_call == 3);
+  CHECK(k->gpu.max_call == 0);  // CUDA-event times do not record it
+}
+
+TEST_CASE("the slowest call's ordinal counts host-timed entries: not re-entries, not unbalanced ones",
+          "[tree]") {
+  Fixture f;
+  auto first = f.tree->begin(f.id("k"), 0);
+  auto again = f.tree->begin(f.id("k"), 1);  // direct recursion: not a host-timed call
+  f.tree->end(again.depth, 500);
+  f.tree->end(first.depth, 10);
+  auto skipped = f.tree->begin(f.id("k"), 100);
+  f.tree->begin(f.id("inner"), 101);  // left open: closed as unbalanced, untimed, by k's end
+  f.tree->end(skipped.depth, 120);
+  auto slow = f.tree->begin(f.id("k"), 200);
+  f.tree->end(slow.depth, 290);
+  const auto* k = f.report().find("k");
+  REQUIRE(k != nullptr);
+  CHECK(k->host.count == 3);
+  CHECK(k->host.max_ns == 90);
+  CHECK(k->host.max_call == 3);
+}
+
 TEST_CASE("trees of several threads merge by path", "[tree]") {
   Fixture f;
   ThreadTree* other = f.forest->make_tree();
@@ -184,6 +223,22 @@ TEST_CASE("trees of several threads merge by path", "[tree]") {
   CHECK(w->threads == 2);
   CHECK(w->host.min_ns == 10);
   CHECK(w->host.max_ns == 30);
+}
+
+TEST_CASE("over several threads, the slowest call's ordinal is that of the thread with the longest",
+          "[tree]") {
+  Fixture f;
+  ThreadTree* other = f.forest->make_tree();
+  calls(f, f.tree, "work", {40, 10, 10, 10});  // its longest: the 1st, 40 ns
+  calls(f, other, "work", {10, 10, 60, 10});   // its longest: the 3rd, 60 ns
+  const auto* w = f.report().find("work");
+  REQUIRE(w != nullptr);
+  CHECK(w->host.count == 8);
+  CHECK(w->host.max_ns == 60);
+  CHECK(w->host.max_call == 3);
+  // Equal maxima on both: the thread merged first (the first tree made) keeps its ordinal.
+  calls(f, f.tree, "work", {60});
+  CHECK(f.report().find("work")->host.max_call == 5);
 }
 
 TEST_CASE("direct recursion uses no depth: 10,001 entries are one frame", "[tree]") {

@@ -140,7 +140,7 @@ void record_run(Recorded& rec) {
     rec.on(model::ApiCall{10 * i + 3, t + 8'100, t + 8'200});
     rec.on(model::MemsetActivity{10 * i + 3, t + 8'300, t + 8'400, 512, 0, 7});
     rec.on(model::SyncActivity{10 * i + 4, t + 8'500, t + 9'000});
-    rec.end(1, t + 10'000);
+    rec.end(1, t + 10'000 + (i == 1 ? 2'000 : 0));  // the 2nd step the slowest
     rec.buffer_end();
   }
 }
@@ -168,6 +168,8 @@ TEST_CASE("a trace replays to the report its live model built", "[trace]") {
   CHECK(fwd->gpu.count == 3);
   CHECK(fwd->gpu.total_ns == 21'003);
   CHECK(replayed.find("(unscoped)")->self.memset_count == 3);  // launched outside every scope
+  CHECK(replayed.find("step")->host.max_ns == 12'000);
+  CHECK(replayed.find("step")->host.max_call == 2);  // the same tree, the same begin/end order
 }
 
 TEST_CASE("a tree that a second thread takes over counts both threads in the replay too",

@@ -31,6 +31,11 @@ struct DurationStats {
   std::uint64_t total_ns = 0;
   std::uint64_t min_ns = 0;
   std::uint64_t max_ns = 0;
+  /// Which call took `max_ns`, 1-based, among the calls of the thread that made it (the first of
+  /// equal maxima; over several threads, that of the thread with the longest): the 1st points to
+  /// first-time work, a later one to a hiccup. Range `host` times only; 0 = unknown (other
+  /// durations, a report that did not record it, or calls that all took 0 ns).
+  std::uint64_t max_call = 0;
   [[nodiscard]] double mean_ns() const { return count ? double(total_ns) / double(count) : 0.0; }
 };
 

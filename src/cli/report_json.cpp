@@ -22,6 +22,7 @@ DurationStats duration(const Json& j) {
   get(j, "total_ns", d.total_ns);
   get(j, "min_ns", d.min_ns);
   get(j, "max_ns", d.max_ns);
+  get(j, "max_call", d.max_call);  // absent before reports recorded it: 0, unknown
   return d;
 }
 

@@ -30,17 +30,20 @@ std::uint64_t extend_hull(std::uint64_t& start, std::uint64_t& end, std::uint64_
   return grown;
 }
 
+// One thread's durations into the range's. `max_call` (0: not known) is the ordinal of the call
+// that took the thread's max; the range keeps that of the thread with the longest, the first on a tie.
 void add_duration(DurationStats& d, std::uint64_t count, std::uint64_t total, std::uint64_t min,
-                  std::uint64_t max) {
+                  std::uint64_t max, std::uint64_t max_call) {
   if (count == 0) return;
+  if (d.count == 0 || max > d.max_ns) d.max_call = max_call;
   d.min_ns = d.count == 0 ? min : std::min(d.min_ns, min);
   d.max_ns = std::max(d.max_ns, max);
   d.count += count;
   d.total_ns += total;
 }
 
-void add_solo(DurationStats& d, const SoloDurations& s) {
-  add_duration(d, s.count.get(), s.total_ns.get(), s.min_ns.get(), s.max_ns.get());
+void add_solo(DurationStats& d, const SoloDurations& s, std::uint64_t max_call = 0) {
+  add_duration(d, s.count.get(), s.total_ns.get(), s.min_ns.get(), s.max_ns.get(), max_call);
 }
 
 void add_activity(ActivityStats& into, const ActivityStats& a) {
@@ -651,7 +654,7 @@ void Aggregator::build(Report& report) const {
       r.calls += calls;
       r.recursive_calls += node->recursive_calls.get();
       r.threads += static_cast<std::uint32_t>(node->threads.get());
-      add_solo(r.host, node->host);
+      add_solo(r.host, node->host, node->host_max_call.get());
       host_children[idx] += node->host_children_ns.get();
       add_solo(r.gpu, node->gpu);
       add_counts(r.counts, *node, forest_.names);

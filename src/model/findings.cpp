@@ -9,6 +9,8 @@
 #include <cctype>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace cuscope::model {
 namespace {
@@ -37,6 +39,33 @@ const MetricValue* metric(const RangeStats& r, std::string_view name) {
     if (m.name == name) return &m;
   }
   return nullptr;
+}
+
+// 1st, 2nd, 3rd, 4th, ..., 11th, 12th, 13th, ..., 21st.
+std::string ordinal(std::uint64_t n) {
+  const std::uint64_t last = n % 10;
+  const bool teen = n % 100 / 10 == 1;
+  const char* suffix = teen || last == 0 || last > 3 ? "th" : last == 1 ? "st" : last == 2 ? "nd" : "rd";
+  return fmt::format("{}{}", n, suffix);
+}
+
+// A slow call's cause and fix by which call it was: the first did first-time work, a later one
+// met a hiccup; 0 (not known) gives both, never a guess.
+std::pair<std::string, std::string> slow_call_cause(std::uint64_t max_call) {
+  constexpr std::string_view kFirstTime =
+      "first-time work: JIT compilation, first allocations, lazy module loading, cache warm-up";
+  constexpr std::string_view kFirstTimeFix =
+      "warm-up steps before measuring (CUSCOPE_WARMUP), and a look at torch.compile's first-call cost";
+  constexpr std::string_view kHiccup =
+      "a hiccup in the middle of the run: a checkpoint or other I/O, garbage collection, a data-loader "
+      "stall, another process on the GPU or the CPU";
+  constexpr std::string_view kHiccupFix =
+      "see what else ran during that call (trace mode's timeline, CUSCOPE_TRACE); save checkpoints "
+      "asynchronously, gc.freeze() after setup, more DataLoader workers and prefetch_factor";
+  if (max_call == 1) return {std::string(kFirstTime), std::string(kFirstTimeFix)};
+  if (max_call > 1) return {std::string(kHiccup), std::string(kHiccupFix)};
+  return {fmt::format("if the first call, {}; if a later one, {}", kFirstTime, kHiccup),
+          fmt::format("{}; {}", kFirstTimeFix, kHiccupFix)};
 }
 
 bool is_nccl(std::string_view kernel) {
@@ -138,12 +167,17 @@ std::optional<Finding> step_variance_rule(const RangeStats& r) {
   const double others = double(h.total_ns - h.max_ns) / double(h.count - 1);
   if (double(h.max_ns) <= kSlowCallFactor * others || double(h.max_ns) - others < double(kSlowCallMinNs))
     return std::nullopt;
+  std::string which;  // which call it was, when the report knows: over threads, its thread's ordinal
+  if (h.max_call != 0 && r.threads > 1)
+    which = fmt::format(" (the {} of one of its {} threads)", ordinal(h.max_call), r.threads);
+  else if (h.max_call != 0)
+    which = fmt::format(" (the {} of {})", ordinal(h.max_call), h.count);
+  auto [cause, fix] = slow_call_cause(h.max_call);
   return make(
       "slow-call", Severity::info,
-      fmt::format("slowest call {}, {:.1f}x the mean of the other {} ({})", us(double(h.max_ns)),
+      fmt::format("slowest call{} {}, {:.1f}x the mean of the other {} ({})", which, us(double(h.max_ns)),
                   others > 0 ? double(h.max_ns) / others : 0.0, h.count - 1, us(others)),
-      "first-time work: JIT compilation, first allocations, lazy module loading, cache warm-up",
-      "warm-up steps before measuring (CUSCOPE_WARMUP), and a look at torch.compile's first-call cost");
+      cause, fix);
 }
 
 std::optional<Finding> nccl_share_rule(const RangeStats& r) {
@@ -169,6 +203,26 @@ std::optional<Finding> memory_bound_rule(const RangeStats& r) {
   return make("memory-bound", Severity::info, r.verdict.reason,
               "the kernels move more bytes than they compute on: DRAM bandwidth is the limit",
               "fuse kernels to reuse data on chip, lower precision (bf16, fp8), coalesced accesses");
+}
+
+std::optional<Finding> low_tensor_pipe_rule(const RangeStats& r) {
+  if (r.verdict.bound != Bound::compute) return std::nullopt;
+  const MetricValue* tensor = metric(r, "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed");
+  if (tensor == nullptr || tensor->value >= kLowTensorPipePct) return std::nullopt;
+  // The compute side in the verdict's terms: SM throughput when collected, else the FLOP rate
+  // (CUDA-core instructions: tensor-core work is not in those counts).
+  const MetricValue* sm = metric(r, "sm__throughput.avg.pct_of_peak_sustained_elapsed");
+  const std::string compute = sm != nullptr
+                                  ? fmt::format("SM at {:.0f}% of peak", sm->value)
+                                  : fmt::format("{:.3g} TFLOP/s on CUDA cores", r.verdict.flop_per_s / 1e12);
+  return make(
+      "low-tensor-pipe", Severity::info,
+      fmt::format("compute-bound, {}, tensor pipe active {:.0f}% of peak", compute, tensor->value),
+      "the math runs on CUDA cores, not tensor cores: FP32 matmuls and convolutions not allowed TF32, "
+      "no bf16/fp16, or matrix dimensions that are not multiples of 8/16",
+      "TF32 for FP32 matmuls (torch.set_float32_matmul_precision(\"high\") or "
+      "torch.backends.cuda.matmul.allow_tf32 = True), bf16/fp16 autocast (torch.autocast), dimensions "
+      "padded to multiples of 8, cuBLAS/cuDNN (cublasLt) tensor-core paths for hand-written math");
 }
 
 std::optional<Finding> occupancy_rule(const RangeStats& r) {
@@ -235,23 +289,32 @@ std::optional<Finding> serialized_streams_rule(const RangeStats& r) {
 
 void apply_findings(Report& report) {
   using Rule = std::optional<Finding> (*)(const RangeStats&);
-  static constexpr std::array<Rule, 12> kRules{
-      &launch_bound_rule,  &idle_gaps_rule,       &sync_rule,
-      &alloc_churn_rule,   &small_kernels_rule,   &small_copies_rule,
-      &step_variance_rule, &nccl_share_rule,      &memory_bound_rule,
-      &occupancy_rule,     &pageable_copies_rule, &serialized_streams_rule};
+  static constexpr std::array<Rule, 13> kRules{
+      &launch_bound_rule,      &idle_gaps_rule,       &sync_rule,          &alloc_churn_rule,
+      &small_kernels_rule,     &small_copies_rule,    &step_variance_rule, &nccl_share_rule,
+      &memory_bound_rule,      &low_tensor_pipe_rule, &occupancy_rule,     &pageable_copies_rule,
+      &serialized_streams_rule};
+  // Per range, the inclusive findings that hold there, said or left to an ancestor: a grandchild
+  // of the range that says one must not say it again because its parent kept quiet.
+  std::vector<std::vector<std::string>> holds(report.ranges.size());
   for (std::size_t i = 1; i < report.ranges.size(); ++i) {
     RangeStats& r = report.ranges[i];
     r.findings.clear();
-    const RangeStats& parent = report.ranges[r.parent];
+    const std::vector<std::string>& parent_holds = holds[r.parent];
     for (Rule rule : kRules) {
       std::optional<Finding> f = rule(r);
       if (!f) continue;
-      // Inclusive rules (over the subtree's work) say it once, at the outermost range they hold for.
-      const bool inclusive = f->id == "launch-bound" || f->id == "gpu-idle-gaps" || f->id == "memory-bound";
-      const bool parent_has = std::any_of(parent.findings.begin(), parent.findings.end(),
-                                          [&](const Finding& p) { return p.id == f->id; });
-      if (inclusive && r.parent != 0 && parent_has) continue;
+      // Inclusive rules (over the subtree's work) say it once, at the outermost range of each run
+      // of nested ranges they hold for. low-tensor-pipe is one: the verdict and the counters cover
+      // the subtree's kernels, so a compute-bound range with an idle tensor pipe says the same of
+      // its compute-bound children; their own numbers are in the table's counter columns.
+      const bool inclusive = f->id == "launch-bound" || f->id == "gpu-idle-gaps" || f->id == "memory-bound" ||
+                             f->id == "low-tensor-pipe";
+      if (inclusive) {
+        holds[i].push_back(f->id);
+        if (r.parent != 0 && std::find(parent_holds.begin(), parent_holds.end(), f->id) != parent_holds.end())
+          continue;
+      }
       r.findings.push_back(std::move(*f));
     }
     std::stable_sort(r.findings.begin(), r.findings.end(),

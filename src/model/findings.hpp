@@ -29,7 +29,8 @@ inline constexpr std::uint64_t kSmallCopyBytes = 64 * 1024;
 // Allocation churn: at least one cudaMalloc or cudaFree per call, over at least kChurnMinCalls calls.
 inline constexpr std::uint64_t kChurnMinCalls = 2;
 // Step variance (top-level ranges): the slowest call over kSlowCallFactor times the mean of the
-// others, by at least kSlowCallMinNs, over at least kVarianceMinCalls calls.
+// others, by at least kSlowCallMinNs, over at least kVarianceMinCalls calls. Which call it was
+// (DurationStats::max_call) tells the cause: the first, first-time work; a later one, a hiccup.
 inline constexpr std::uint64_t kVarianceMinCalls = 3;
 inline constexpr double kSlowCallFactor = 2.0;
 inline constexpr std::uint64_t kSlowCallMinNs = 100'000;
@@ -40,6 +41,9 @@ inline constexpr double kMemoryBoundPct = 60.0;
 // Occupancy under this %, with kernels over kManyRegisters registers per thread.
 inline constexpr double kLowOccupancyPct = 50.0;
 inline constexpr std::uint32_t kManyRegisters = 128;
+// Low tensor-pipe share: a compute-bound range (by its verdict) whose tensor pipe was active under
+// this % of peak (the "compute" set's Tensor %). The guides' bar for GEMM kernels: "should be >60%".
+inline constexpr double kLowTensorPipePct = 60.0;
 // Pageable host copies: at least this many of the range's own copies with a pageable host side, or
 // at least this many bytes of them.
 inline constexpr std::uint64_t kPageableMinCopies = 10;
@@ -61,6 +65,7 @@ std::optional<Finding> alloc_churn_rule(const RangeStats& r);
 std::optional<Finding> step_variance_rule(const RangeStats& r);
 std::optional<Finding> nccl_share_rule(const RangeStats& r);
 std::optional<Finding> memory_bound_rule(const RangeStats& r);
+std::optional<Finding> low_tensor_pipe_rule(const RangeStats& r);
 std::optional<Finding> occupancy_rule(const RangeStats& r);
 std::optional<Finding> pageable_copies_rule(const RangeStats& r);
 std::optional<Finding> serialized_streams_rule(const RangeStats& r);

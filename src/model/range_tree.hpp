@@ -48,11 +48,15 @@ struct SoloCounter {
 struct SoloDurations {
   SoloCounter count, total_ns, max_ns;
   SoloCounter min_ns{UINT64_MAX};
-  void add(std::uint64_t ns) {
+  /// Adds `ns`; true when it is a new maximum (strictly longer: the first of equal maxima stays),
+  /// so that the caller may note which call it was, in that rare branch only.
+  bool add(std::uint64_t ns) {
     count.add(1);
     total_ns.add(ns);
     if (ns < min_ns.get()) min_ns.set(ns);
-    if (ns > max_ns.get()) max_ns.set(ns);
+    if (ns <= max_ns.get()) return false;
+    max_ns.set(ns);
+    return true;
   }
 };
 
@@ -87,6 +91,9 @@ struct alignas(64) Node {
   Node* after = nullptr;       // owner thread only: the sibling entered after this one last time
   SoloCounter recursive_calls;
   SoloCounter threads;  // distinct threads that entered it (a reused tree counts each owner)
+  // Owner thread: which of the host-timed calls (1-based, host.count at the time) took host.max_ns;
+  // 0 before the first. Written only when a new maximum is found, so outside the first line.
+  SoloCounter host_max_call;
   // Written by whoever resolves CUDA events (serialized by the session).
   SoloDurations gpu;
   std::atomic<NodeCount*> first_count{nullptr};  // user counters (owner thread appends)
@@ -250,7 +257,7 @@ class ThreadTree {
     const std::uint64_t duration = now_ns > start ? now_ns - start : 0;
     Node* node = f.node.load(std::memory_order_relaxed);
     node->calls.add(1);
-    node->host.add(duration);
+    if (node->host.add(duration)) node->host_max_call.set(node->host.count.get());
     node->host_children_ns.add(f.children_ns < duration ? f.children_ns : duration);
     frames_[d - 1].children_ns += duration;  // the root's frame at d == 1: never read
   }

@@ -145,12 +145,15 @@ class JsonWriter {
   bool after_key_ = false;
 };
 
-void write_duration(JsonWriter& w, const DurationStats& d) {
+// `max_call` only where it is recorded (a range's host times), so that other durations do not
+// carry a field that is always 0.
+void write_duration(JsonWriter& w, const DurationStats& d, bool with_max_call = false) {
   w.begin_object();
   w.field("count", d.count);
   w.field("total_ns", d.total_ns);
   w.field("min_ns", d.min_ns);
   w.field("max_ns", d.max_ns);
+  if (with_max_call) w.field("max_call", d.max_call);
   w.field("mean_ns", d.mean_ns());
   w.end_object();
 }
@@ -235,7 +238,7 @@ void write_range(JsonWriter& w, const RangeStats& r, std::size_t id) {
   w.field("recursive_calls", r.recursive_calls);
   w.field("threads", r.threads);
   w.key("host");
-  write_duration(w, r.host);
+  write_duration(w, r.host, true);
   w.field("host_self_ns", r.host_self_ns);
   w.key("gpu");
   write_duration(w, r.gpu);
