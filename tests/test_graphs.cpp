@@ -180,6 +180,40 @@ TEST_CASE("clones made by instantiation map to their original's range, by either
   CHECK(r.diagnostics.graph_kernels_unknown_node == 1);
 }
 
+TEST_CASE("instantiation reports each exec node created, then cloned: the clone decides", "[graphs]") {
+  Fixture f;
+  auto cap = f.begin("capture");
+  f.create(1);
+  f.end(cap);
+  // cudaGraphInstantiate inside "setup": CUPTI reports each exec node as created on this thread
+  // (in setup), then as a clone of its template node.
+  auto setup = f.begin("setup");
+  f.create(101);
+  f.clone(101, 1);
+  f.create(102);
+  f.clone(102, 77);  // template node 77 made before tracing started: unknown, not setup's
+  f.clone(103, 1);   // the other order: the clone first, then its creation
+  f.create(103);
+  f.end(setup);
+  auto decode = f.begin("decode");
+  f.end(decode);
+  const std::uint32_t c = f.launch(decode.instance);
+  f.graph_kernel(c, 101, 100, 110);
+  f.graph_kernel(c, 102, 200, 220);
+  f.graph_kernel(c, 103, 300, 330);
+  f.consume();
+  const Report r = f.report();
+  const RangeStats* d = r.find("decode");
+  REQUIRE(d != nullptr);
+  REQUIRE(d->graph.size() == 2);
+  CHECK(d->graph[0].path == "capture");
+  CHECK(d->graph[0].kernel_calls == 2);
+  CHECK(d->graph[1].path == cuscope::kUnknownGraphNodeName);
+  CHECK(d->graph[1].kernel_calls == 1);
+  CHECK(graph_row(d, "setup") == nullptr);
+  CHECK(r.diagnostics.graph_kernels_unknown_node == 1);
+}
+
 TEST_CASE("an exec update re-clones onto the exec's node ids: later replays follow the new graph",
           "[graphs]") {
   Fixture f;
