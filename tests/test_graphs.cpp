@@ -2,6 +2,7 @@
 // model, and kernel records with graph node ids, in CUPTI 13.0 buffers built in memory (the decode
 // path) or fed to the aggregator directly. A replayed kernel stays in its launching range and is
 // also broken down by the range its node was created in (README, "CUDA graphs").
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstdio>
@@ -395,6 +396,34 @@ TEST_CASE("with the breakdown off, graph kernels count in their launching range 
   CHECK(r.find("decode")->self.kernel_calls == 1);
   CHECK(r.find("decode")->graph.empty());
   CHECK(r.diagnostics.graph_kernels_unknown_node == 0);
+}
+
+TEST_CASE("CUPTI's subscriber held by another tool: the breakdown is off, in one line saying why",
+          "[graphs]") {
+  cuscope_test::Session session;
+  auto& s = cuscope::detail::session();
+  cuscope::detail::set_subscribe_result_for_testing(CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
+  const bool on = cuscope::detail::start_graph_breakdown(s);
+  cuscope::detail::set_subscribe_result_for_testing(0);
+  CHECK_FALSE(on);
+  const Report r = cuscope::snapshot();
+  REQUIRE(r.notes.size() >= 1);
+  std::size_t graph_notes = 0;
+  for (const std::string& note : r.notes) graph_notes += note.find("graph") != std::string::npos ? 1 : 0;
+  CHECK(graph_notes == 1);
+  CHECK(std::find(r.notes.begin(), r.notes.end(),
+                  "CUDA graph breakdown off (replayed kernels count in their launching range only): CUPTI is "
+                  "already in use by another tool (Nsight Systems, Nsight Compute or compute-sanitizer): "
+                  "cuptiSubscribe returned CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED") != r.notes.end());
+  {
+    std::lock_guard lock(s.aggregator_mutex);
+    CHECK_FALSE(s.aggregator.graph_breakdown());
+  }
+  // Everything else works: scopes go on.
+  { cuscope::Scope decode("decode"); }
+  const RangeStats* d = cuscope::snapshot().find("decode");
+  REQUIRE(d != nullptr);
+  CHECK(d->calls == 1);
 }
 
 TEST_CASE("the graph breakdown in JSON reads back, and the table lists it under the launching range",
