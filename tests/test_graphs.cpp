@@ -48,8 +48,10 @@ struct Fixture : cuscope_test::ModelFixture {
   }
   // The kernel record of graph node `node_id`, [start, end).
   void graph_kernel(std::uint32_t correlation, std::uint64_t node_id, std::uint64_t start, std::uint64_t end,
-                    const char* name = "_Z4gemmPf", std::uint32_t graph_id = 1) {
+                    const char* name = "_Z4gemmPf", std::uint32_t graph_id = 1,
+                    bool device_launched = false) {
     CUpti_ActivityKernel10 k{};
+    k.isDeviceLaunched = device_launched ? 1 : 0;
     k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
     k.correlationId = correlation;
     k.start = start;
@@ -360,6 +362,69 @@ TEST_CASE("a graph kernel that waits for its correlation is broken down once it 
   CHECK(d->graph[0].kernel_ns == 20);
 }
 
+TEST_CASE("kernels of a device-launched graph are counted, and broken down where their records allow",
+          "[graphs]") {
+  Fixture f;
+  auto cap = f.begin("capture");
+  f.create(1);  // the device graph's node, captured on the host like any other
+  f.end(cap);
+  f.clone(101, 1);  // instantiated with cudaGraphInstantiateFlagDeviceLaunch
+  auto decode = f.begin("decode");
+  f.end(decode);
+  const std::uint32_t c = f.launch(decode.instance);
+  f.graph_kernel(c, 101, 100, 110, "_Z4gemmPf", 2, true);  // its correlation resolves: decode, capture
+  f.graph_kernel(c, 101, 200, 220, "_Z4gemmPf", 2, false);
+  f.graph_kernel(4242, 101, 300, 340, "_Z4gemmPf", 2, true);  // a correlation no API call has: waits
+  f.consume();
+  const Report r = f.report();
+  CHECK(r.diagnostics.graph_kernels_device_launched == 2);
+  CHECK(f.agg.pending() == 1);
+  const RangeStats* d = r.find("decode");
+  REQUIRE(d != nullptr);
+  CHECK(d->self.kernel_calls == 2);
+  REQUIRE(d->graph.size() == 1);
+  CHECK(d->graph[0].path == "capture");
+  CHECK(d->graph[0].kernel_calls == 2);
+}
+
+TEST_CASE("nodes of a conditional node's body graph take the scope open where they were added", "[graphs]") {
+  Fixture f;
+  // cudaGraphAddNode(conditional) in "loop" (node 10), then kernel nodes added to its body graph
+  // (graph 2) in loop/body; instantiation clones the body's nodes too. Body node 13's clone is not
+  // reported: its kernels are of an unknown node, counted.
+  auto loop = f.begin("loop");
+  f.create(10, 1);
+  auto body = f.begin("body");
+  f.create(11, 2);
+  f.create(12, 2);
+  f.create(13, 2);
+  f.end(body);
+  f.end(loop);
+  f.clone(110, 10);
+  f.clone(111, 11);
+  f.clone(112, 12);
+  auto decode = f.begin("decode");
+  f.end(decode);
+  const std::uint32_t c = f.launch(decode.instance);
+  for (int i = 0; i < 3; ++i) {  // the body ran 3 times in this launch
+    f.graph_kernel(c, 111, 100 + 100 * i, 110 + 100 * i, "_Z4gemmPf", 2);
+    f.graph_kernel(c, 112, 150 + 100 * i, 155 + 100 * i, "_Z4gemmPf", 2);
+    f.graph_kernel(c, 213, 170 + 100 * i, 171 + 100 * i, "_Z4gemmPf", 2);
+  }
+  f.consume();
+  const Report r = f.report();
+  const RangeStats* d = r.find("decode");
+  REQUIRE(d != nullptr);
+  CHECK(d->self.kernel_calls == 9);
+  REQUIRE(d->graph.size() == 2);
+  CHECK(d->graph[0].path == "loop/body");
+  CHECK(d->graph[0].kernel_calls == 6);
+  CHECK(d->graph[0].kernel_ns == 45);
+  CHECK(d->graph[1].path == cuscope::kUnknownGraphNodeName);
+  CHECK(d->graph[1].kernel_calls == 3);
+  CHECK(r.diagnostics.graph_kernels_unknown_node == 3);
+}
+
 TEST_CASE("the node map is bounded: the oldest nodes are evicted, counted, and their kernels unknown",
           "[graphs]") {
   Fixture f;
@@ -653,6 +718,7 @@ TEST_CASE("a trace keeps graph nodes and graph kernels: its replay has the same 
     k.block = {128, 1, 1};
     k.graph_node_id = i == 3 ? 55 : 101 + i % 2;  // node 55: unknown
     k.graph_id = 3;
+    k.device_launched = i == 0;  // the tail's last byte
     on(k);
   }
   KernelActivity plain;  // a kernel outside graphs in the same trace
@@ -683,6 +749,8 @@ TEST_CASE("a trace keeps graph nodes and graph kernels: its replay has the same 
   CHECK(d->graph[2].path == "capture");                       // 11 ns
   CHECK(d->graph[2].kernel_calls == 1);
   CHECK(replayed.diagnostics.graph_kernels_unknown_node == 1);
+  CHECK(replayed.diagnostics.graph_kernels_device_launched == 1);
+  CHECK(live.diagnostics.graph_kernels_device_launched == 1);
   const RangeStats* live_decode = live.find("decode");
   REQUIRE(live_decode != nullptr);
   REQUIRE(live_decode->graph.size() == d->graph.size());
