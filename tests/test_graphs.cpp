@@ -15,6 +15,7 @@
 #include "cli/cli.hpp"
 #include "cupti_buffer.hpp"
 #include "model_fixture.hpp"
+#include "producers/clock.hpp"
 #include "producers/cupti/adapter.hpp"
 #include "producers/cupti/decode.hpp"
 #include "session_fixture.hpp"
@@ -77,6 +78,16 @@ const GraphPathStats* graph_row(const RangeStats* r, std::string_view path) {
     if (g.path == path) return &g;
   }
   return nullptr;
+}
+
+// The path of the range `node` was created in, as the session's node map has it: "" for none.
+std::string node_path(cuscope::detail::Session& s, std::uint64_t node) {
+  const Node* n = nullptr;
+  if (!s.aggregator.graph_nodes().find(node, &n)) return "(not found)";
+  std::string p;
+  for (; n != nullptr && n->id != 0; n = n->parent)
+    p = s.forest.names.name(n->name_id) + (p.empty() ? "" : "/" + p);
+  return p;
 }
 
 // Capture under capture/layer_0/{attention,mlp} and capture/layer_1/attention: nodes 1..4, the
@@ -549,18 +560,35 @@ TEST_CASE("the node callback ties a node to the calling thread's innermost scope
   const Node* range = reinterpret_cast<const Node*>(1);
   REQUIRE(s.aggregator.graph_nodes().find(1, &range));
   CHECK(range == nullptr);
-  auto path = [&](std::uint64_t node) {
-    const Node* n = nullptr;
-    std::string p;
-    if (!s.aggregator.graph_nodes().find(node, &n)) return std::string("(not found)");
-    for (; n != nullptr && n->id != 0; n = n->parent)
-      p = s.forest.names.name(n->name_id) + (p.empty() ? "" : "/" + p);
-    return p;
-  };
+  auto path = [&](std::uint64_t node) { return node_path(s, node); };
   CHECK(path(2) == "capture/layer_3/attention");
   CHECK(path(102) == "capture/layer_3/attention");
   CHECK(path(3) == "capture");
   CHECK(path(4) == "(not found)");
+}
+
+TEST_CASE("zero-code mode: a node created under NVTX ranges takes the innermost one", "[graphs]") {
+  cuscope_test::Session session;
+  auto& s = cuscope::detail::session();
+  // What the NVTX injection does for nvtxRangePushA("decode"), then ("layer_3") (inject.cpp:
+  // enter_interned() when its common path declines; both open the thread's own tree).
+  std::uint32_t outer_token = 0;
+  std::uint32_t inner_token = 0;
+  auto* outer =
+      cuscope::detail::enter_interned(cuscope::detail::process_names().intern("decode"), outer_token);
+  auto* inner =
+      cuscope::detail::enter_interned(cuscope::detail::process_names().intern("layer_3"), inner_token);
+  REQUIRE(outer != nullptr);
+  REQUIRE(inner != nullptr);
+  cuscope::detail::graph_node_created(s, 1, 4);
+  cuscope::detail::exit_owned(inner, inner_token, cuscope::detail::now_ns());
+  cuscope::detail::graph_node_created(s, 2, 4);
+  cuscope::detail::exit_owned(outer, outer_token, cuscope::detail::now_ns());
+  cuscope::detail::graph_node_created(s, 3, 4);
+  auto path = [&](std::uint64_t node) { return node_path(s, node); };
+  CHECK(path(1) == "decode/layer_3");
+  CHECK(path(2) == "decode");
+  CHECK(path(3).empty());  // no range open
 }
 
 TEST_CASE("what the node map learns or forgets between two replays applies to the next kernel", "[graphs]") {
