@@ -176,6 +176,10 @@ check() {
   if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
     section "zero-code: PyTorch under cuscope run vs torch.profiler" python3 tests/gpu/torch_compare.py \
       --cuscope "$BUILD_DIR/src/cli/cuscope" --out "$results/torch-compare"
+    # Issue 15: a torch.cuda.graph captured under NVTX ranges, replayed 100 times: exact kernel
+    # counts per capture-time path (fails on a miss).
+    section "zero-code: torch.cuda.graph breakdown by capture-time NVTX path" python3 tests/gpu/torch_compare.py \
+      --cuscope "$BUILD_DIR/src/cli/cuscope" --out "$results/torch-compare" --graph --replays 100
   else
     echo "=== zero-code: PyTorch (skipped: no PyTorch with CUDA here) ===" | tee -a "$log"
   fi

@@ -2,6 +2,7 @@
 // model, and kernel records with graph node ids, in CUPTI 13.0 buffers built in memory (the decode
 // path) or fed to the aggregator directly. A replayed kernel stays in its launching range and is
 // also broken down by the range its node was created in (README, "CUDA graphs").
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstdio>
@@ -9,11 +10,15 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "cli/cli.hpp"
 #include "cupti_buffer.hpp"
 #include "model_fixture.hpp"
+#include "producers/clock.hpp"
 #include "producers/cupti/adapter.hpp"
 #include "producers/cupti/decode.hpp"
 #include "session_fixture.hpp"
@@ -47,8 +52,10 @@ struct Fixture : cuscope_test::ModelFixture {
   }
   // The kernel record of graph node `node_id`, [start, end).
   void graph_kernel(std::uint32_t correlation, std::uint64_t node_id, std::uint64_t start, std::uint64_t end,
-                    const char* name = "_Z4gemmPf", std::uint32_t graph_id = 1) {
+                    const char* name = "_Z4gemmPf", std::uint32_t graph_id = 1,
+                    bool device_launched = false) {
     CUpti_ActivityKernel10 k{};
+    k.isDeviceLaunched = device_launched ? 1 : 0;
     k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
     k.correlationId = correlation;
     k.start = start;
@@ -74,6 +81,25 @@ const GraphPathStats* graph_row(const RangeStats* r, std::string_view path) {
     if (g.path == path) return &g;
   }
   return nullptr;
+}
+
+// A range's (graph) lines as (path, kernels), longest kernel time first; none for no range.
+using GraphLines = std::vector<std::pair<std::string, std::uint64_t>>;
+GraphLines graph_lines(const Report& r, std::string_view range) {
+  GraphLines lines;
+  if (const RangeStats* found = r.find(range))
+    for (const GraphPathStats& g : found->graph) lines.emplace_back(g.path, g.kernel_calls);
+  return lines;
+}
+
+// The path of the range `node` was created in, as the session's node map has it: "" for none.
+std::string node_path(cuscope::detail::Session& s, std::uint64_t node) {
+  const Node* n = nullptr;
+  if (!s.aggregator.graph_nodes().find(node, &n)) return "(not found)";
+  std::string p;
+  for (; n != nullptr && n->id != 0; n = n->parent)
+    p = s.forest.names.name(n->name_id) + (p.empty() ? "" : "/" + p);
+  return p;
 }
 
 // Capture under capture/layer_0/{attention,mlp} and capture/layer_1/attention: nodes 1..4, the
@@ -177,6 +203,34 @@ TEST_CASE("clones made by instantiation map to their original's range, by either
   REQUIRE(unknown != nullptr);
   CHECK(unknown->kernel_calls == 1);
   CHECK(unknown->kernel_ns == 5);
+  CHECK(r.diagnostics.graph_kernels_unknown_node == 1);
+}
+
+TEST_CASE("instantiation reports each exec node created, then cloned: the clone decides", "[graphs]") {
+  Fixture f;
+  auto cap = f.begin("capture");
+  f.create(1);
+  f.end(cap);
+  // cudaGraphInstantiate inside "setup": CUPTI reports each exec node as created on this thread
+  // (in setup), then as a clone of its template node.
+  auto setup = f.begin("setup");
+  f.create(101);
+  f.clone(101, 1);
+  f.create(102);
+  f.clone(102, 77);  // template node 77 made before tracing started: unknown, not setup's
+  f.clone(103, 1);   // the other order: the clone first, then its creation
+  f.create(103);
+  f.end(setup);
+  auto decode = f.begin("decode");
+  f.end(decode);
+  const std::uint32_t c = f.launch(decode.instance);
+  f.graph_kernel(c, 101, 100, 110);
+  f.graph_kernel(c, 102, 200, 220);
+  f.graph_kernel(c, 103, 300, 330);
+  f.consume();
+  const Report r = f.report();
+  CHECK(graph_lines(r, "decode") ==
+        GraphLines{{"capture", 2}, {std::string(cuscope::kUnknownGraphNodeName), 1}});
   CHECK(r.diagnostics.graph_kernels_unknown_node == 1);
 }
 
@@ -325,6 +379,64 @@ TEST_CASE("a graph kernel that waits for its correlation is broken down once it 
   CHECK(d->graph[0].kernel_ns == 20);
 }
 
+TEST_CASE("kernels of a device-launched graph are counted, and broken down where their records allow",
+          "[graphs]") {
+  Fixture f;
+  auto cap = f.begin("capture");
+  f.create(1);  // the device graph's node, captured on the host like any other
+  f.end(cap);
+  f.clone(101, 1);  // instantiated with cudaGraphInstantiateFlagDeviceLaunch
+  auto decode = f.begin("decode");
+  f.end(decode);
+  const std::uint32_t c = f.launch(decode.instance);
+  f.graph_kernel(c, 101, 100, 110, "_Z4gemmPf", 2, true);  // its correlation resolves: decode, capture
+  f.graph_kernel(c, 101, 200, 220, "_Z4gemmPf", 2, false);
+  f.graph_kernel(4242, 101, 300, 340, "_Z4gemmPf", 2, true);  // a correlation no API call has: waits
+  f.consume();
+  const Report r = f.report();
+  CHECK(r.diagnostics.graph_kernels_device_launched == 2);
+  CHECK(f.agg.pending() == 1);
+  REQUIRE(r.find("decode") != nullptr);
+  CHECK(r.find("decode")->self.kernel_calls == 2);
+  CHECK(graph_lines(r, "decode") == GraphLines{{"capture", 2}});
+}
+
+TEST_CASE("nodes of a conditional node's body graph take the scope open where they were added", "[graphs]") {
+  Fixture f;
+  // cudaGraphAddNode(conditional) in "loop" (node 10), then kernel nodes added to its body graph
+  // (graph 2) in loop/body; instantiation clones the body's nodes too. Body node 13's clone is not
+  // reported: its kernels are of an unknown node, counted.
+  auto loop = f.begin("loop");
+  f.create(10, 1);
+  auto body = f.begin("body");
+  f.create(11, 2);
+  f.create(12, 2);
+  f.create(13, 2);
+  f.end(body);
+  f.end(loop);
+  f.clone(110, 10);
+  f.clone(111, 11);
+  f.clone(112, 12);
+  auto decode = f.begin("decode");
+  f.end(decode);
+  const std::uint32_t c = f.launch(decode.instance);
+  for (int i = 0; i < 3; ++i) {  // the body ran 3 times in this launch
+    f.graph_kernel(c, 111, 100 + 100 * i, 110 + 100 * i, "_Z4gemmPf", 2);
+    f.graph_kernel(c, 112, 150 + 100 * i, 155 + 100 * i, "_Z4gemmPf", 2);
+    f.graph_kernel(c, 213, 170 + 100 * i, 171 + 100 * i, "_Z4gemmPf", 2);
+  }
+  f.consume();
+  const Report r = f.report();
+  REQUIRE(r.find("decode") != nullptr);
+  CHECK(r.find("decode")->self.kernel_calls == 9);
+  CHECK(graph_lines(r, "decode") ==
+        GraphLines{{"loop/body", 6}, {std::string(cuscope::kUnknownGraphNodeName), 3}});
+  const GraphPathStats* body_row = graph_row(r.find("decode"), "loop/body");
+  REQUIRE(body_row != nullptr);
+  CHECK(body_row->kernel_ns == 45);
+  CHECK(r.diagnostics.graph_kernels_unknown_node == 3);
+}
+
 TEST_CASE("the node map is bounded: the oldest nodes are evicted, counted, and their kernels unknown",
           "[graphs]") {
   Fixture f;
@@ -361,6 +473,34 @@ TEST_CASE("with the breakdown off, graph kernels count in their launching range 
   CHECK(r.find("decode")->self.kernel_calls == 1);
   CHECK(r.find("decode")->graph.empty());
   CHECK(r.diagnostics.graph_kernels_unknown_node == 0);
+}
+
+TEST_CASE("CUPTI's subscriber held by another tool: the breakdown is off, in one line saying why",
+          "[graphs]") {
+  cuscope_test::Session session;
+  auto& s = cuscope::detail::session();
+  cuscope::detail::set_subscribe_result_for_testing(CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
+  const bool on = cuscope::detail::start_graph_breakdown(s);
+  cuscope::detail::set_subscribe_result_for_testing(0);
+  CHECK_FALSE(on);
+  const Report r = cuscope::snapshot();
+  REQUIRE(r.notes.size() >= 1);
+  std::size_t graph_notes = 0;
+  for (const std::string& note : r.notes) graph_notes += note.find("graph") != std::string::npos ? 1 : 0;
+  CHECK(graph_notes == 1);
+  CHECK(std::find(r.notes.begin(), r.notes.end(),
+                  "CUDA graph breakdown off (replayed kernels count in their launching range only): CUPTI is "
+                  "already in use by another tool (Nsight Systems, Nsight Compute or compute-sanitizer): "
+                  "cuptiSubscribe returned CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED") != r.notes.end());
+  {
+    std::lock_guard lock(s.aggregator_mutex);
+    CHECK_FALSE(s.aggregator.graph_breakdown());
+  }
+  // Everything else works: scopes go on.
+  { cuscope::Scope decode("decode"); }
+  const RangeStats* d = cuscope::snapshot().find("decode");
+  REQUIRE(d != nullptr);
+  CHECK(d->calls == 1);
 }
 
 TEST_CASE("the graph breakdown in JSON reads back, and the table lists it under the launching range",
@@ -421,18 +561,35 @@ TEST_CASE("the node callback ties a node to the calling thread's innermost scope
   const Node* range = reinterpret_cast<const Node*>(1);
   REQUIRE(s.aggregator.graph_nodes().find(1, &range));
   CHECK(range == nullptr);
-  auto path = [&](std::uint64_t node) {
-    const Node* n = nullptr;
-    std::string p;
-    if (!s.aggregator.graph_nodes().find(node, &n)) return std::string("(not found)");
-    for (; n != nullptr && n->id != 0; n = n->parent)
-      p = s.forest.names.name(n->name_id) + (p.empty() ? "" : "/" + p);
-    return p;
-  };
+  auto path = [&](std::uint64_t node) { return node_path(s, node); };
   CHECK(path(2) == "capture/layer_3/attention");
   CHECK(path(102) == "capture/layer_3/attention");
   CHECK(path(3) == "capture");
   CHECK(path(4) == "(not found)");
+}
+
+TEST_CASE("zero-code mode: a node created under NVTX ranges takes the innermost one", "[graphs]") {
+  cuscope_test::Session session;
+  auto& s = cuscope::detail::session();
+  // What the NVTX injection does for nvtxRangePushA("decode"), then ("layer_3") (inject.cpp:
+  // enter_interned() when its common path declines; both open the thread's own tree).
+  std::uint32_t outer_token = 0;
+  std::uint32_t inner_token = 0;
+  auto* outer =
+      cuscope::detail::enter_interned(cuscope::detail::process_names().intern("decode"), outer_token);
+  auto* inner =
+      cuscope::detail::enter_interned(cuscope::detail::process_names().intern("layer_3"), inner_token);
+  REQUIRE(outer != nullptr);
+  REQUIRE(inner != nullptr);
+  cuscope::detail::graph_node_created(s, 1, 4);
+  cuscope::detail::exit_owned(inner, inner_token, cuscope::detail::now_ns());
+  cuscope::detail::graph_node_created(s, 2, 4);
+  cuscope::detail::exit_owned(outer, outer_token, cuscope::detail::now_ns());
+  cuscope::detail::graph_node_created(s, 3, 4);
+  auto path = [&](std::uint64_t node) { return node_path(s, node); };
+  CHECK(path(1) == "decode/layer_3");
+  CHECK(path(2) == "decode");
+  CHECK(path(3).empty());  // no range open
 }
 
 TEST_CASE("what the node map learns or forgets between two replays applies to the next kernel", "[graphs]") {
@@ -590,6 +747,7 @@ TEST_CASE("a trace keeps graph nodes and graph kernels: its replay has the same 
     k.block = {128, 1, 1};
     k.graph_node_id = i == 3 ? 55 : 101 + i % 2;  // node 55: unknown
     k.graph_id = 3;
+    k.device_launched = i == 0;  // the tail's last byte
     on(k);
   }
   KernelActivity plain;  // a kernel outside graphs in the same trace
@@ -620,6 +778,8 @@ TEST_CASE("a trace keeps graph nodes and graph kernels: its replay has the same 
   CHECK(d->graph[2].path == "capture");                       // 11 ns
   CHECK(d->graph[2].kernel_calls == 1);
   CHECK(replayed.diagnostics.graph_kernels_unknown_node == 1);
+  CHECK(replayed.diagnostics.graph_kernels_device_launched == 1);
+  CHECK(live.diagnostics.graph_kernels_device_launched == 1);
   const RangeStats* live_decode = live.find("decode");
   REQUIRE(live_decode != nullptr);
   REQUIRE(live_decode->graph.size() == d->graph.size());

@@ -229,6 +229,7 @@ struct Diagnostics {
   std::uint64_t spans_dropped = 0;           ///< start/end ranges not tracked: too many open at once
   std::uint64_t graph_nodes_evicted = 0;     ///< CUDA graph nodes forgotten: the node map is bounded
   std::uint64_t graph_kernels_unknown_node = 0;  ///< graph kernels under "(unknown node)"
+  std::uint64_t graph_kernels_device_launched = 0;  ///< kernels of device-launched graphs, wherever they went
 };
 
 /// An NVTX start/end range (nvtxRangeStart/nvtxRangeEnd, zero-code mode): it may end on another

@@ -389,6 +389,8 @@ void Aggregator::on_kernel(const KernelActivity& k) {
     count_zero_timestamp();
     return;
   }
+  // Counted whatever its correlation resolves to: what a device launch carries is not the host's.
+  if (k.device_launched) diag_.graph_kernels_device_launched += 1;
   // locate(), its common case first: an API call made inside a scope instance still in the table.
   const Correlation& c = correlation_slot(k.correlation);
   Instance* inst = c.correlation == k.correlation && c.instance > kCuscopeInternal && k.correlation != 0
@@ -756,6 +758,7 @@ void Aggregator::build(Report& report) const {
   out.unrecorded_scopes += forest_.unrecorded_scopes.load(std::memory_order_relaxed);
   out.graph_nodes_evicted += graph_nodes_.evicted();
   out.graph_kernels_unknown_node += d.graph_kernels_unknown_node;
+  out.graph_kernels_device_launched += d.graph_kernels_device_launched;
 }
 
 }  // namespace cuscope::model

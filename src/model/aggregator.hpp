@@ -70,6 +70,7 @@ class Aggregator {
   /// Off: graph kernels count in their launching range only, with no breakdown by capture-time
   /// range and nothing counted as of an unknown node (no callbacks, so no node is known).
   void set_graph_breakdown(bool on) { graph_breakdown_ = on; }
+  [[nodiscard]] bool graph_breakdown() const { return graph_breakdown_; }
   void add_dropped(std::uint64_t n) { diag_.dropped_records += n; }
   void add_dropped_counter_ranges(std::uint64_t n) { diag_.counter_ranges_dropped += n; }
 
@@ -187,7 +188,7 @@ class Aggregator {
     StreamTimes streams;
     std::uint64_t run_key = UINT64_MAX;  // stream_key() of the current run
     std::uint64_t run_ns = 0;
-    std::unique_ptr<GraphBreakdown> graph;          // graph kernels by capture-time range
+    std::unique_ptr<GraphBreakdown> graph;  // graph kernels by capture-time range
   };
   struct CounterPlan {
     std::vector<std::string> names, labels, units;

@@ -41,6 +41,7 @@ struct KernelActivity {
   // Graphs (README, "CUDA graphs"): the node that launched the kernel, 0 outside graph launches.
   std::uint64_t graph_node_id = 0;
   std::uint32_t graph_id = 0;
+  bool device_launched = false;  ///< part of a graph launched from the device (CUPTI's isDeviceLaunched)
 };
 
 /// Where one side of a copy lives (CUPTI's memory kinds, in its order). A pageable host side is

@@ -3,13 +3,15 @@
 
 namespace cuscope::model {
 
-void GraphNodeMap::put(std::uint64_t node_id, const Node* range) {
-  version_.fetch_add(1, std::memory_order_release);
-  auto [it, inserted] = nodes_.try_emplace(node_id, range);
+void GraphNodeMap::put(std::uint64_t node_id, Entry entry, bool overwrite) {
+  auto [it, inserted] = nodes_.try_emplace(node_id, entry);
   if (!inserted) {
-    it->second = range;  // an id seen again (re-created after a destroy): the latest creation wins
+    if (!overwrite) return;
+    version_.fetch_add(1, std::memory_order_release);
+    it->second = entry;
     return;
   }
+  version_.fetch_add(1, std::memory_order_release);
   order_.push_back(node_id);
   while (order_.size() > max_nodes_) {
     nodes_.erase(order_.front());
@@ -21,22 +23,29 @@ void GraphNodeMap::put(std::uint64_t node_id, const Node* range) {
 void GraphNodeMap::on(const GraphNodeCreated& e) {
   if (e.node_id == 0) return;
   std::lock_guard lock(mutex_);
-  put(e.node_id, e.range);
+  put(e.node_id, Entry{e.range, true}, false);
 }
 
 void GraphNodeMap::on(const GraphNodeCloned& e) {
   if (e.node_id == 0) return;
   std::lock_guard lock(mutex_);
   auto it = nodes_.find(e.original_node_id);
-  if (it == nodes_.end()) return;
-  put(e.node_id, it->second);
+  if (it != nodes_.end()) {
+    put(e.node_id, it->second, true);
+    return;
+  }
+  // Unknown original: the node's creation at instantiation (reported first) must not stand.
+  auto own = nodes_.find(e.node_id);
+  if (own == nodes_.end() || !own->second.known) return;
+  version_.fetch_add(1, std::memory_order_release);
+  own->second = Entry{nullptr, false};
 }
 
 bool GraphNodeMap::find(std::uint64_t node_id, const Node** range) const {
   std::lock_guard lock(mutex_);
   auto it = nodes_.find(node_id);
-  if (it == nodes_.end()) return false;
-  *range = it->second;
+  if (it == nodes_.end() || !it->second.known) return false;
+  *range = it->second.range;
   return true;
 }
 

@@ -7,6 +7,11 @@
 // (instantiation, cudaGraphClone, cudaGraphExecUpdate) take their original's range, so the map
 // answers for the template's ids and the exec's alike.
 //
+// Instantiation reports each exec node twice: GRAPHNODE_CREATED (on the instantiating thread, in
+// whatever scope is open there) and GRAPHNODE_CLONED from its template node. The clone decides,
+// whichever comes first: a creation never overrides what an id already has (CUPTI's node ids are
+// unique), and a clone of an unknown original makes its node unknown, not the instantiating scope's.
+//
 // Bounded: past kMaxNodes the oldest entry makes room, counted as evicted; a kernel of an evicted
 // node is then reported under "(unknown node)". Thread-safe with a lock of its own: producers
 // call it on the capturing thread, the aggregator looks nodes up under its own lock (this lock is
@@ -27,15 +32,17 @@ namespace cuscope::model {
 
 class GraphNodeMap {
  public:
-  /// Nodes remembered (a clone is one more node). 2^18 nodes: about 10 MiB at most.
+  /// Nodes remembered (a clone is one more node). 2^18 nodes: about 12 MiB at most.
   static constexpr std::size_t kMaxNodes = 1u << 18;
 
   explicit GraphNodeMap(std::size_t max_nodes = kMaxNodes) : max_nodes_(max_nodes == 0 ? 1 : max_nodes) {}
   GraphNodeMap(const GraphNodeMap&) = delete;
   GraphNodeMap& operator=(const GraphNodeMap&) = delete;
 
+  /// A node id the map already holds (its clone came first) keeps what it has.
   void on(const GraphNodeCreated& e);
-  /// A clone of a node not in the map (evicted, or created before tracing) stays unknown.
+  /// A clone of a node not in the map (evicted, or created before tracing) is unknown, even when
+  /// its own creation was reported first (then its entry stays, marked unknown).
   void on(const GraphNodeCloned& e);
 
   /// Whether `node_id` is known; if so, *range is the range it was created in (nullptr: none).
@@ -49,14 +56,19 @@ class GraphNodeMap {
   [[nodiscard]] std::size_t size() const;
 
  private:
-  void put(std::uint64_t node_id, const Node* range);  // mutex_ held
+  struct Entry {
+    const Node* range = nullptr;
+    bool known = true;  // false: a clone of an unknown node
+  };
+  // Sets `node_id` (inserted, or overwritten when `overwrite`); mutex_ held.
+  void put(std::uint64_t node_id, Entry entry, bool overwrite);
 
   const std::size_t max_nodes_;
   mutable std::mutex mutex_;
-  absl::flat_hash_map<std::uint64_t, const Node*> nodes_;  // guarded by mutex_
-  std::deque<std::uint64_t> order_;                        // guarded: ids, oldest first
-  std::uint64_t evicted_ = 0;                              // guarded
-  std::atomic<std::uint64_t> version_{0};                  // written under mutex_
+  absl::flat_hash_map<std::uint64_t, Entry> nodes_;  // guarded by mutex_
+  std::deque<std::uint64_t> order_;                  // guarded: ids, oldest first
+  std::uint64_t evicted_ = 0;                        // guarded
+  std::atomic<std::uint64_t> version_{0};            // written under mutex_
 };
 
 }  // namespace cuscope::model

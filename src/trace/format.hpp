@@ -35,8 +35,9 @@ enum class RecordType : std::uint32_t {
   ScopeEvents = 3,  ///< u32 count, then count ScopeEvent (24 bytes each)
   KernelName = 4,   ///< u32 id, string: a kernel name as the producer got it (maybe mangled)
   /// u64 correlation, start, end; u32 name id, grid[3], block[3], registers, static and dynamic
-  /// shared bytes, device, stream; then, for a graph's kernel only, u64 graph node id, u32 graph id
-  /// (kernels outside graphs, and files before graphs, have no such tail: ids 0)
+  /// shared bytes, device, stream; then, for a graph's kernel only, u64 graph node id, u32 graph id,
+  /// and u8 1 for a device-launched graph's (kernels outside graphs, and files before graphs, have
+  /// no such tail: ids 0; host-launched graph kernels stop after the graph id)
   Kernel = 5,
   Memcpy = 6,       ///< u64 correlation, start, end, bytes; u8 kind; u32 device, stream; then,
                     ///< optionally (older files lack it), u8 source and destination memory kinds

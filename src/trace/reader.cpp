@@ -252,6 +252,7 @@ bool Reader::dispatch(RecordType type, Decoder& d, Visitor& v, std::string* erro
       if (!d.failed() && d.left() > 0) {  // a graph kernel's tail
         k.graph_node_id = d.get<std::uint64_t>();
         k.graph_id = d.get<std::uint32_t>();
+        if (!d.failed() && d.left() > 0) k.device_launched = d.get<std::uint8_t>() != 0;
       }
       if (!d.done()) return false;
       if (name == 0 || name > kernel_names_.size()) {

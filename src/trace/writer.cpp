@@ -203,9 +203,11 @@ void Writer::on(const model::KernelActivity& k) {
   e.put(k.dynamic_shared_bytes);
   e.put(k.device);
   e.put(k.stream);
-  if (k.graph_node_id != 0) {  // the tail only graph kernels carry: other traces read as before
+  // The tail only graph kernels carry: other traces read as before.
+  if (k.graph_node_id != 0 || k.device_launched) {
     e.put(k.graph_node_id);
     e.put(k.graph_id);
+    if (k.device_launched) e.put(std::uint8_t{1});  // and a device-launched graph's, one byte more
   }
   end_activity(at);
 }

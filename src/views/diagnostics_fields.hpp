@@ -17,7 +17,7 @@ struct DiagnosticField {
   std::string_view many;
 };
 
-inline constexpr std::array<DiagnosticField, 26> kDiagnosticFields{{
+inline constexpr std::array<DiagnosticField, 27> kDiagnosticFields{{
     {&Diagnostics::dropped_records, "dropped_records", "dropped record", "dropped records"},
     {&Diagnostics::zero_timestamp_records, "zero_timestamp_records", "record with a zero timestamp",
      "records with a zero timestamp"},
@@ -63,6 +63,8 @@ inline constexpr std::array<DiagnosticField, 26> kDiagnosticFields{{
      "CUDA graph nodes forgotten (node map full)"},
     {&Diagnostics::graph_kernels_unknown_node, "graph_kernels_unknown_node",
      "graph kernel of an unknown node", "graph kernels of an unknown node"},
+    {&Diagnostics::graph_kernels_device_launched, "graph_kernels_device_launched",
+     "kernel of a device-launched graph", "kernels of device-launched graphs"},
     {&Diagnostics::overhead_ns, "overhead_ns", "", ""},
 }};
 

@@ -44,15 +44,62 @@ void require_breakdown_on(const cuscope::Report& r) {
   }
 }
 
+// Launches `exec` `times` times on `stream`, each launch in its own scope `name`, and waits.
+void launch_in(const char* name, cudaGraphExec_t exec, cudaStream_t stream, int times) {
+  for (int i = 0; i < times; ++i) {
+    const cuscope::Scope scope(name, stream);
+    CHECK_CUDA(cudaGraphLaunch(exec, stream));
+  }
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+}
+
+// The report once every record so far has come, with the graph breakdown on.
+cuscope::Report flushed_report() {
+  cuscope::flush();
+  cuscope::Report r = cuscope::snapshot();
+  require_breakdown_on(r);
+  return r;
+}
+
+// A kernel node running kernel(x) added to `graph`, after `dep` when there is one.
+cudaGraphNode_t add_kernel_node(cudaGraph_t graph, void (*kernel)(float*), float*& x,
+                                cudaGraphNode_t dep = nullptr) {
+  void* args[] = {&x};
+  cudaKernelNodeParams p{};
+  p.func = reinterpret_cast<void*>(kernel);
+  p.gridDim = dim3(1);
+  p.blockDim = dim3(32);
+  p.kernelParams = args;
+  cudaGraphNode_t node = nullptr;
+  CHECK_CUDA(
+      cudaGraphAddKernelNode(&node, graph, dep != nullptr ? &dep : nullptr, dep != nullptr ? 1 : 0, &p));
+  return node;
+}
+
+// A session, a stream and `floats` zeroed floats on the device, for one test case.
+struct GraphCase {
+  explicit GraphCase(std::size_t floats = 32) {
+    CHECK_CUDA(cudaStreamCreate(&stream));
+    CHECK_CUDA(cudaMalloc(&x, floats * sizeof(float)));
+    CHECK_CUDA(cudaMemset(x, 0, floats * sizeof(float)));
+  }
+  ~GraphCase() {
+    cudaFree(x);
+    cudaStreamDestroy(stream);
+  }
+  GraphCase(const GraphCase&) = delete;
+  GraphCase& operator=(const GraphCase&) = delete;
+  cuscope_test::Session session;
+  cudaStream_t stream = nullptr;
+  float* x = nullptr;
+};
+
 }  // namespace
 
 TEST_CASE("a captured graph replayed 100 times: exact kernel counts per capture-time path", "[gpu][graphs]") {
-  cuscope_test::Session session;
-  cudaStream_t stream = nullptr;
-  CHECK_CUDA(cudaStreamCreate(&stream));
-  float* x = nullptr;
-  CHECK_CUDA(cudaMalloc(&x, 32 * sizeof(float)));
-  CHECK_CUDA(cudaMemset(x, 0, 32 * sizeof(float)));
+  GraphCase c;
+  cudaStream_t stream = c.stream;
+  float* x = c.x;
   graph_kernel<0><<<1, 32, 0, stream>>>(x);  // module loading and CUPTI's instrumentation
   CHECK_CUDA(cudaStreamSynchronize(stream));
 
@@ -73,14 +120,8 @@ TEST_CASE("a captured graph replayed 100 times: exact kernel counts per capture-
   CHECK_CUDA(cudaStreamEndCapture(stream, &graph));
   cudaGraphExec_t exec = nullptr;
   CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-  for (int replay = 0; replay < 100; ++replay) {
-    CUSCOPE_SCOPE("decode", stream);
-    CHECK_CUDA(cudaGraphLaunch(exec, stream));
-  }
-  CHECK_CUDA(cudaStreamSynchronize(stream));
-  cuscope::flush();
-  const cuscope::Report r = cuscope::snapshot();
-  require_breakdown_on(r);
+  launch_in("decode", exec, stream, 100);
+  const cuscope::Report r = flushed_report();
   const cuscope::RangeStats& decode = range(r, "decode");
   CHECK(decode.self.kernel_calls == 600);
   CHECK(range(r, "capture").total.kernel_calls == 0);  // captured, never run there
@@ -100,8 +141,6 @@ TEST_CASE("a captured graph replayed 100 times: exact kernel counts per capture-
   CHECK(r.diagnostics.unresolved_records == 0);
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
-  cudaFree(x);
-  cudaStreamDestroy(stream);
 }
 
 TEST_CASE(
@@ -113,23 +152,14 @@ TEST_CASE(
   CHECK_CUDA(cudaMemset(x, 0, 32 * sizeof(float)));
   cudaGraph_t graph = nullptr;
   CHECK_CUDA(cudaGraphCreate(&graph, 0));
-  auto add = [&](void (*kernel)(float*), cudaGraphNode_t* node, const cudaGraphNode_t* dep) {
-    void* args[] = {&x};
-    cudaKernelNodeParams p{};
-    p.func = reinterpret_cast<void*>(kernel);
-    p.gridDim = dim3(1);
-    p.blockDim = dim3(32);
-    p.kernelParams = args;
-    CHECK_CUDA(cudaGraphAddKernelNode(node, graph, dep, dep != nullptr ? 1 : 0, &p));
-  };
-  cudaGraphNode_t a = nullptr, b = nullptr;
   {
     CUSCOPE_SCOPE("build");
+    cudaGraphNode_t a = nullptr;
     {
       CUSCOPE_SCOPE("node_a");
-      add(graph_kernel<1>, &a, nullptr);
+      a = add_kernel_node(graph, graph_kernel<1>, x);
     }
-    add(graph_kernel<2>, &b, &a);
+    add_kernel_node(graph, graph_kernel<2>, x, a);
   }
   cudaGraphExec_t exec = nullptr;
   CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
@@ -145,9 +175,7 @@ TEST_CASE(
   });
   worker.join();
   CHECK_CUDA(cudaDeviceSynchronize());
-  cuscope::flush();
-  const cuscope::Report r = cuscope::snapshot();
-  require_breakdown_on(r);
+  const cuscope::Report r = flushed_report();
   const cuscope::RangeStats& w = range(r, "worker");
   CHECK(w.self.kernel_calls == 20);
   CHECK(graph_calls(w, "build/node_a") == 10);
@@ -157,4 +185,73 @@ TEST_CASE(
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaFree(x);
+}
+
+TEST_CASE("cudaGraphExecUpdate: later replays follow the updating graph's capture scopes", "[gpu][graphs]") {
+  GraphCase c(64);
+  cudaStream_t stream = c.stream;
+  float* x = c.x;
+  auto capture = [&](const char* name, float* arg) {
+    cudaGraph_t g = nullptr;
+    CHECK_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    {
+      const cuscope::Scope scope(name, stream);
+      graph_kernel<4><<<1, 32, 0, stream>>>(arg);
+    }
+    CHECK_CUDA(cudaStreamEndCapture(stream, &g));
+    return g;
+  };
+  cudaGraph_t v1 = capture("v1", x);
+  cudaGraph_t v2 = capture("v2", x + 32);
+  cudaGraphExec_t exec = nullptr;
+  CHECK_CUDA(cudaGraphInstantiate(&exec, v1, 0));
+  launch_in("decode", exec, stream, 10);
+  cudaGraphExecUpdateResultInfo info{};
+  CHECK_CUDA(cudaGraphExecUpdate(exec, v2, &info));
+  launch_in("decode", exec, stream, 10);
+  const cuscope::Report r = flushed_report();
+  const cuscope::RangeStats& decode = range(r, "decode");
+  CHECK(decode.self.kernel_calls == 20);
+  CHECK(graph_calls(decode, "v1") == 10);
+  CHECK(graph_calls(decode, "v2") == 10);  // what CUPTI reports of an exec update decides this
+  CHECK(r.diagnostics.graph_kernels_unknown_node == 0);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(v1);
+  cudaGraphDestroy(v2);
+}
+
+TEST_CASE("a conditional node's body kernels: broken down by the scope they were added in, or counted",
+          "[gpu][graphs]") {
+  GraphCase c;
+  cudaStream_t stream = c.stream;
+  float* x = c.x;
+  cudaGraph_t graph = nullptr;
+  CHECK_CUDA(cudaGraphCreate(&graph, 0));
+  {
+    CUSCOPE_SCOPE("loop");
+    cudaGraphConditionalHandle handle{};
+    CHECK_CUDA(cudaGraphConditionalHandleCreate(&handle, graph, 1, cudaGraphCondAssignDefault));
+    cudaGraphNodeParams cond{};
+    cond.type = cudaGraphNodeTypeConditional;
+    cond.conditional.handle = handle;
+    cond.conditional.type = cudaGraphCondTypeIf;  // the body runs once per launch (default value 1)
+    cond.conditional.size = 1;
+    cudaGraphNode_t node = nullptr;
+    CHECK_CUDA(cudaGraphAddNode(&node, graph, nullptr, nullptr, 0, &cond));
+    CUSCOPE_SCOPE("body");
+    add_kernel_node(cond.conditional.phGraph_out[0], graph_kernel<6>, x);
+  }
+  cudaGraphExec_t exec = nullptr;
+  CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  launch_in("run", exec, stream, 10);
+  const cuscope::Report r = flushed_report();
+  const cuscope::RangeStats& run = range(r, "run");
+  const std::uint64_t body = graph_calls(run, "loop/body");
+  const std::uint64_t unknown = graph_calls(run, cuscope::kUnknownGraphNodeName);
+  WARN("conditional body kernels: " << body << " under loop/body, " << unknown << " of an unknown node");
+  CHECK(run.self.kernel_calls == 10);
+  CHECK(body + unknown == 10);  // attributed where CUPTI reports the body's clones, else counted
+  CHECK(r.diagnostics.graph_kernels_unknown_node == unknown);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
 }

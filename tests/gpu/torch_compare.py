@@ -16,6 +16,15 @@ For each hand-placed range: kernels and kernel time (inclusive) from cuscope's r
 Kineto trace (a kernel belongs to the innermost annotation of the launching thread that holds its
 launch). Prints one table; each difference above 5% is marked EXPLAIN. Writes compare.json.
 Exit status: 0 when every run worked (differences are for a person to explain), 1 otherwise.
+
+    torch_compare.py --cuscope BUILD/src/cli/cuscope --out DIR --graph [--replays N]
+
+The CUDA graph breakdown in zero-code mode: a torch.cuda.graph captured under NVTX ranges
+capture/layer_{0,1}/{attention,mlp}, replayed N times under "replay", under `cuscope run`
+-> cuscope-graph.json. The same layers run once eagerly under eager/... first. Checks, exactly:
+each capture-time leaf has N times the kernels its eager twin launched, every path is N times
+its count per capture, nothing is of an unknown node, and the paths add up to replay's own
+kernels (the launching range keeps them all). Exit status 1 on a miss.
 """
 import argparse
 import json
@@ -90,6 +99,99 @@ def workload(steps, warmup, mode):
             step(True)
 
 
+GRAPH_LEAVES = ["capture/layer_0/attention", "capture/layer_0/mlp", "capture/layer_1/attention",
+                "capture/layer_1/mlp"]
+
+
+def graph_workload(replays):
+    import torch
+    import torch.nn.functional as F
+
+    torch.manual_seed(0)
+    dev = "cuda"
+    dim = 256
+    layers = [(torch.nn.Linear(dim, 3 * dim).to(dev), torch.nn.Linear(dim, dim).to(dev)) for _ in range(2)]
+    x = torch.randn(4, 64, dim, device=dev)
+
+    def model(h):
+        for i, (qkv, mlp) in enumerate(layers):
+            with torch.cuda.nvtx.range(f"layer_{i}"):
+                with torch.cuda.nvtx.range("attention"):
+                    q, k, v = qkv(h).chunk(3, dim=-1)
+                    h = h + F.scaled_dot_product_attention(q, k, v)
+                with torch.cuda.nvtx.range("mlp"):
+                    h = h + F.gelu(mlp(h))
+        return h
+
+    with torch.no_grad():
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # warm-up outside the capture, as torch.cuda.graph asks
+            for _ in range(3):
+                model(x)
+        torch.cuda.current_stream().wait_stream(side)
+        with torch.cuda.nvtx.range("eager"):  # the same layers once without a graph: the expected counts
+            model(x)
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.nvtx.range("capture"):
+            with torch.cuda.graph(graph):
+                model(x)
+        torch.cuda.synchronize()
+        for _ in range(replays):
+            with torch.cuda.nvtx.range("replay"):
+                graph.replay()
+        torch.cuda.synchronize()
+
+
+def check_graph(path, replays):
+    """Problems found in the graph breakdown of `path` (cuscope's JSON report); [] when none."""
+    with open(path) as f:
+        rep = json.load(f)
+    ranges = {r["path"]: r for r in rep["ranges"] if r["path"]}
+    replay = ranges.get("replay")
+    if replay is None:
+        return ["no replay range in the report"]
+    problems = []
+    if replay["calls"] != replays:
+        problems.append(f"replay entered {replay['calls']} times, not {replays}")
+    rows = {g["path"]: g["kernel_calls"] for g in replay.get("graph", [])}
+    print("replay's kernels by capture-time path:", json.dumps(rows, indent=2))
+    own = replay["self"]["kernel_calls"]
+    if own == 0 or sum(rows.values()) != own:
+        problems.append(f"the breakdown's {sum(rows.values())} kernels are not replay's {own}")
+    for leaf in GRAPH_LEAVES:
+        eager = ranges.get("eager" + leaf[len("capture"):], {}).get("self", {}).get("kernel_calls", 0)
+        if eager == 0 or rows.get(leaf, 0) != replays * eager:
+            problems.append(f"{rows.get(leaf, 0)} kernels under {leaf}, not {replays} x {eager} (eager)")
+    for p, n in rows.items():
+        if not p.startswith("capture"):
+            problems.append(f"{n} kernels under {p}, outside the capture")
+        elif n % replays != 0:
+            problems.append(f"{n} kernels under {p}: not {replays} times the same count per capture")
+    if rep["diagnostics"].get("graph_kernels_unknown_node", 0) != 0:
+        problems.append(f"{rep['diagnostics']['graph_kernels_unknown_node']} graph kernels of an unknown node")
+    if any("CUDA graph breakdown off" in n for n in rep.get("notes", [])):
+        problems.append("the breakdown is off: " + "; ".join(rep["notes"]))
+    return problems
+
+
+def run_graph(cuscope, out, replays):
+    os.makedirs(out, exist_ok=True)
+    report = os.path.join(out, "cuscope-graph.json")
+    args = [cuscope, "run", "--json", report, "--", sys.executable, os.path.abspath(__file__), "--workload",
+            "graph", "--replays", str(replays)]
+    p = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    print(f"$ {' '.join(args)}\n(exit {p.returncode})\n{p.stderr[-6000:]}")
+    if p.returncode != 0:
+        return 1
+    problems = check_graph(report, replays)
+    for problem in problems:
+        print("FAIL:", problem)
+    print("graph breakdown: " + ("ok" if not problems else f"{len(problems)} problem(s)"))
+    return 1 if problems else 0
+
+
 def kineto_by_region(path):
     """path -> [kernels, kernel ns] from a Kineto trace: annotations nest by time on their thread."""
     with open(path) as f:
@@ -131,11 +233,18 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=5)
-    ap.add_argument("--workload", choices=["plain", "emit_nvtx", "profile"])
+    ap.add_argument("--workload", choices=["plain", "emit_nvtx", "profile", "graph"])
+    ap.add_argument("--graph", action="store_true", help="check the CUDA graph breakdown instead")
+    ap.add_argument("--replays", type=int, default=100)
     a = ap.parse_args()
+    if a.workload == "graph":
+        graph_workload(a.replays)
+        return 0
     if a.workload:
         workload(a.steps, a.warmup, a.workload)
         return 0
+    if a.graph:
+        return run_graph(a.cuscope, a.out, a.replays)
     os.makedirs(a.out, exist_ok=True)
     me = [sys.executable, os.path.abspath(__file__), "--steps", str(a.steps), "--warmup", str(a.warmup)]
     runs = {"ranges": os.path.join(a.out, "cuscope-ranges.json"),

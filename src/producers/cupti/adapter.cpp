@@ -77,6 +77,7 @@ State& state() {
 }
 
 std::atomic<std::uint32_t> g_fake_version{0};  // tests: a libcupti of another API version
+std::atomic<int> g_fake_subscribe{0};          // tests: what cuptiSubscribe returns (0: call it)
 
 std::string refusal(const char* what, CUptiResult r) { return cupti_refusal(what, static_cast<int>(r)); }
 
@@ -158,7 +159,8 @@ void CUPTIAPI on_resource(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
 // Subscribes for the graph callbacks; "" or why the breakdown is off.
 std::string subscribe_graphs(State& s) {
   CUpti_SubscriberHandle handle = nullptr;
-  CUptiResult r = cuptiSubscribe(&handle, &on_resource, nullptr);
+  const int fake = g_fake_subscribe.load(std::memory_order_relaxed);
+  CUptiResult r = fake != 0 ? static_cast<CUptiResult>(fake) : cuptiSubscribe(&handle, &on_resource, nullptr);
   if (r != CUPTI_SUCCESS) return refusal("cuptiSubscribe", r);
   for (CUpti_CallbackId cbid : kGraphCallbacks) {
     r = cuptiEnableCallback(1, handle, CUPTI_CB_DOMAIN_RESOURCE, cbid);
@@ -275,6 +277,29 @@ void graph_node_cloned(Session& session, std::uint64_t node_id, std::uint64_t or
   }
 }
 
+bool start_graph_breakdown(Session& session) noexcept {
+  // Without a subscriber (another tool holds it, or CUSCOPE_GRAPHS=0 leaves it to one) tracing
+  // goes on, without the graph breakdown.
+  bool on = false;
+  try {
+    const std::string why = session.options.graphs ? subscribe_graphs(state()) : "";
+    on = session.options.graphs && why.empty();
+    if (!why.empty())
+      warn_once(fmt::format(
+          "CUDA graph breakdown off (replayed kernels count in their launching range only): {}", why));
+  } catch (...) {  // out of memory saying why: off all the same
+  }
+  if (!on) {
+    std::lock_guard lock(session.aggregator_mutex);
+    session.aggregator.set_graph_breakdown(false);
+  }
+  return on;
+}
+
+void set_subscribe_result_for_testing(int result) noexcept {
+  g_fake_subscribe.store(result, std::memory_order_relaxed);
+}
+
 void set_cupti_version_for_testing(std::uint32_t version) noexcept {
   g_fake_version.store(version, std::memory_order_relaxed);
 }
@@ -312,16 +337,7 @@ std::string start_activity_tracing(Session& session) noexcept {
       s.target.store(nullptr, std::memory_order_release);
       return refusal("cuptiActivityEnableRuntimeApi", r);
     }
-    // Without a subscriber (another tool holds it, or CUSCOPE_GRAPHS=0 leaves it to one) tracing
-    // goes on, without the graph breakdown.
-    const std::string why = session.options.graphs ? subscribe_graphs(s) : "";
-    if (!session.options.graphs || !why.empty()) {
-      std::lock_guard lock(session.aggregator_mutex);
-      session.aggregator.set_graph_breakdown(false);
-    }
-    if (!why.empty())
-      warn_once(fmt::format(
-          "CUDA graph breakdown off (replayed kernels count in their launching range only): {}", why));
+    start_graph_breakdown(session);
     session.forest.record_instances.store(true, std::memory_order_relaxed);
     g_pop_correlation.store(&pop_correlation, std::memory_order_release);
     g_push_correlation.store(&push_correlation, std::memory_order_release);

@@ -36,6 +36,14 @@ void stop_activity_tracing() noexcept;
 void graph_node_created(Session& session, std::uint64_t node_id, std::uint32_t graph_id) noexcept;
 void graph_node_cloned(Session& session, std::uint64_t node_id, std::uint64_t original_node_id) noexcept;
 
+/// Subscribes for the graph node callbacks (start_activity_tracing() calls it): true when the
+/// breakdown is on. Off (CUSCOPE_GRAPHS=0, or cuptiSubscribe refused, e.g. another tool holds
+/// CUPTI's one subscriber): graph kernels count in their launching range only, and a refusal is
+/// one note saying why.
+bool start_graph_breakdown(Session& session) noexcept;
+
+/// Tests: what cuptiSubscribe returns (a CUptiResult; 0: call it).
+void set_subscribe_result_for_testing(int result) noexcept;
 /// Tests: the libcupti API version cuscope believes is loaded (0: ask cuptiGetVersion).
 void set_cupti_version_for_testing(std::uint32_t version) noexcept;
 

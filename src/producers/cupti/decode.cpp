@@ -71,6 +71,7 @@ template <class Sink>
       k.stream = r->streamId;
       k.graph_node_id = r->graphNodeId;
       k.graph_id = r->graphId;
+      k.device_launched = r->isDeviceLaunched != 0;
       sink.on(k);
       return kSize<CUpti_ActivityKernel10>;
     }
