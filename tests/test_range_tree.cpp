@@ -203,7 +203,8 @@ TEST_CASE("the slowest call's ordinal counts host-timed entries: not re-entries,
   f.tree->end(skipped.depth, 120);
   auto slow = f.tree->begin(f.id("k"), 200);
   f.tree->end(slow.depth, 290);
-  const auto* k = f.report().find("k");
+  const Report report = f.report();
+  const auto* k = report.find("k");
   REQUIRE(k != nullptr);
   CHECK(k->host.count == 3);
   CHECK(k->host.max_ns == 90);
@@ -231,14 +232,16 @@ TEST_CASE("over several threads, the slowest call's ordinal is that of the threa
   ThreadTree* other = f.forest->make_tree();
   calls(f, f.tree, "work", {40, 10, 10, 10});  // its longest: the 1st, 40 ns
   calls(f, other, "work", {10, 10, 60, 10});   // its longest: the 3rd, 60 ns
-  const auto* w = f.report().find("work");
+  const Report report = f.report();
+  const auto* w = report.find("work");
   REQUIRE(w != nullptr);
   CHECK(w->host.count == 8);
   CHECK(w->host.max_ns == 60);
   CHECK(w->host.max_call == 3);
   // Equal maxima on both: the thread merged first (the first tree made) keeps its ordinal.
   calls(f, f.tree, "work", {60});
-  CHECK(f.report().find("work")->host.max_call == 5);
+  const Report again = f.report();
+  CHECK(again.find("work")->host.max_call == 5);
 }
 
 TEST_CASE("direct recursion uses no depth: 10,001 entries are one frame", "[tree]") {
