@@ -19,6 +19,7 @@
 #include <nvtx3/nvToolsExt.h>
 #include <pthread.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -51,21 +52,27 @@ namespace {
 // up to the first comma that starts one of these. One pass that stops there (such a message is
 // formatted anew for every call, and its sizes can run to hundreds of bytes).
 constexpr std::string_view kOperatorSuffixes[] = {", seq = ", ", op_id = ", ", sizes = ", ", input_op_ids = "};
+constexpr std::size_t kLongestOperatorSuffix = [] {
+  std::size_t n = 0;
+  for (std::string_view s : kOperatorSuffixes) n = std::max(n, s.size());
+  return n;
+}();
 
-// Whether the NUL-terminated text at `p` starts with one of kOperatorSuffixes.
-bool operator_suffix_at(const char* p) {
+bool starts_with_operator_suffix(std::string_view rest) {
   for (std::string_view s : kOperatorSuffixes) {
-    if (std::strncmp(p, s.data(), s.size()) == 0) return true;
+    if (rest.starts_with(s)) return true;
   }
   return false;
 }
 
+// The same for the NUL-terminated text at `p`, reading no further than a suffix's length.
+bool operator_suffix_at(const char* p) {
+  return starts_with_operator_suffix({p, strnlen(p, kLongestOperatorSuffix)});
+}
+
 std::string_view operator_name(std::string_view message) {
   for (std::size_t at = message.find(','); at != std::string_view::npos; at = message.find(',', at + 1)) {
-    const std::string_view rest = message.substr(at);
-    for (std::string_view s : kOperatorSuffixes) {
-      if (rest.starts_with(s)) return message.substr(0, at);
-    }
+    if (starts_with_operator_suffix(message.substr(at))) return message.substr(0, at);
   }
   return message;
 }
