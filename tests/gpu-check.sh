@@ -141,7 +141,7 @@ check() {
   # "gpu: tests", the suite the section above has just run.
   echo "ctest: left out here (label devtools): $(ctest --test-dir "$BUILD_DIR" -N -L devtools 2>/dev/null |
     sed -n 's/^ *Test *#[0-9]*: //p' | paste -sd ';' -); and 'gpu: tests' (run above)" | tee -a "$log"
-  section ctest ctest --test-dir "$BUILD_DIR" --output-on-failure -LE devtools -E '^gpu: tests$'
+  section ctest ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$(nproc)" -LE devtools -E '^gpu: tests$'
   section demo "$BUILD_DIR/cuda/cuscope_demo"
   # Issue 5: the demo with the sol counters on its MLP range prints a verdict per range.
   section "demo, counters: sol on step/mlp" env CUSCOPE_METRICS=sol CUSCOPE_METRIC_RANGES=step/mlp \
