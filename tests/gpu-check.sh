@@ -58,19 +58,19 @@ use_deps() {
   export LD_LIBRARY_PATH="$PWD/$DEPS_DIR/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 }
 
-# The commit measured: CUSCOPE_COMMIT when set (the GPU machine's copy may have no .git), else git's.
+# The commit measured: GPU_CHECK_COMMIT when set (the GPU machine's copy may have no .git), else git's.
 commit_id() {
-  if [[ -n ${CUSCOPE_COMMIT:-} ]]; then
-    echo "$CUSCOPE_COMMIT"
+  if [[ -n ${GPU_CHECK_COMMIT:-} ]]; then
+    echo "$GPU_CHECK_COMMIT"
   else
-    git rev-parse HEAD 2>/dev/null || echo "unknown (no git commit; set CUSCOPE_COMMIT)"
+    git rev-parse HEAD 2>/dev/null || echo "unknown (no git commit; set GPU_CHECK_COMMIT)"
   fi
 }
 
 log_header() {
   local commit dirty=""
   commit=$(commit_id)
-  if [[ -z ${CUSCOPE_COMMIT:-} && -n $(git status --porcelain 2>/dev/null) ]]; then dirty=" dirty"; fi
+  if [[ -z ${GPU_CHECK_COMMIT:-} && -n $(git status --porcelain 2>/dev/null) ]]; then dirty=" dirty"; fi
   echo "date:   $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
   echo "commit: $commit$dirty"
   if command -v nvidia-smi >/dev/null; then

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#define CATCH_CONFIG_ENABLE_PAIR_STRINGMAKER
 #include <catch2/catch.hpp>
 #include <condition_variable>
 #include <map>

@@ -86,6 +86,7 @@ TEST_CASE("counters: bytes of a copy, FLOPs of an FMA loop, verdicts, and no rep
   CHECK_CUDA(cudaDeviceSynchronize());
   cuscope::flush();
   const cuscope::Report r = cuscope::snapshot();
+  INFO("the report:\n" << cuscope::format_table(r));
 
   // Every recorded step ran with counters (CUSCOPE_METRIC_STEPS=0): all under "(counted steps)".
   const auto& copy = range(r, "(counted steps)/copy");
@@ -137,6 +138,7 @@ TEST_CASE("counters: a counted step is reported apart, the next step is timed no
   CHECK_CUDA(cudaDeviceSynchronize());
   cuscope::flush();
   const cuscope::Report r = cuscope::snapshot();
+  INFO("the report:\n" << cuscope::format_table(r));
   const auto& counted = range(r, "(counted steps)/step");
   const auto& normal = range(r, "step");
   CHECK(counted.calls == 1);

@@ -122,6 +122,7 @@ TEST_CASE("a captured graph replayed 100 times: exact kernel counts per capture-
   CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
   launch_in("decode", exec, stream, 100);
   const cuscope::Report r = flushed_report();
+  INFO("the report:\n" << cuscope::format_table(r));
   const cuscope::RangeStats& decode = range(r, "decode");
   CHECK(decode.self.kernel_calls == 600);
   CHECK(range(r, "capture").total.kernel_calls == 0);  // captured, never run there
@@ -210,6 +211,7 @@ TEST_CASE("cudaGraphExecUpdate: later replays follow the updating graph's captur
   CHECK_CUDA(cudaGraphExecUpdate(exec, v2, &info));
   launch_in("decode", exec, stream, 10);
   const cuscope::Report r = flushed_report();
+  INFO("the report:\n" << cuscope::format_table(r));
   const cuscope::RangeStats& decode = range(r, "decode");
   CHECK(decode.self.kernel_calls == 20);
   CHECK(graph_calls(decode, "v1") == 10);
@@ -245,6 +247,7 @@ TEST_CASE("a conditional node's body kernels: broken down by the scope they were
   CHECK_CUDA(cudaGraphInstantiate(&exec, graph, 0));
   launch_in("run", exec, stream, 10);
   const cuscope::Report r = flushed_report();
+  INFO("the report:\n" << cuscope::format_table(r));
   const cuscope::RangeStats& run = range(r, "run");
   const std::uint64_t body = graph_calls(run, "loop/body");
   const std::uint64_t unknown = graph_calls(run, cuscope::kUnknownGraphNodeName);
