@@ -171,6 +171,7 @@ struct Args {
   int steps = 50;
   std::string json;
   std::string commit;
+  bool show_traced = false;  ///< --show-traced: also print the last full-tracing loop's report
 };
 
 bool parse_args(int argc, char** argv, Args& a) {
@@ -190,6 +191,8 @@ bool parse_args(int argc, char** argv, Args& a) {
       a.json = v;
     } else if (const char* v = value("git-commit")) {
       a.commit = v;
+    } else if (arg == "--show-traced") {
+      a.show_traced = true;
     } else {
       return false;
     }
@@ -238,6 +241,7 @@ int main(int argc, char** argv) {
   if (!parse_args(argc, argv, args)) {
     std::fprintf(stderr,
                  "usage: %s [--launches=N] [--rounds=R] [--steps=S] [--json=PATH] [--git-commit=SHA]\n"
+                 "          [--show-traced]\n"
                  "  runs cuscope's GPU benchmarks (bench/README.md); exits 77 without a CUDA device\n",
                  argv[0]);
     return 2;
@@ -362,6 +366,10 @@ int main(int argc, char** argv) {
           std::to_string(step != nullptr ? step->total.kernel_calls : 0) +
           " kernels attributed under 'step'."};
   std::fputs(cuscope_bench::format_table(s).c_str(), stdout);
+  if (args.show_traced) {
+    std::printf("\nThe last full-tracing loop's report:\n");
+    std::fputs(cuscope::format_table(traced).c_str(), stdout);
+  }
   if (!args.json.empty() && !cuscope_bench::write_file(args.json, cuscope_bench::format_json(s))) return 1;
   return 0;
 }

@@ -1,7 +1,10 @@
 // A fresh cuscope session per test case, so the cases also run together in one process.
 #pragma once
 
+#include <cctype>
+#include <cstdlib>
 #include <cuscope/cuscope.hpp>
+#include <string>
 
 #include "session/session.hpp"
 
@@ -13,10 +16,26 @@ inline cuscope::Options quiet_options() {
   return o;
 }
 
+// GPU_TEST_TRACE_DIR (tests/gpu-check.sh): each test case's session also writes a trace there,
+// named after the case, which CPU tests replay (tests/data/gpu/). Not a CUSCOPE_ name: cuscope
+// warns of those it does not know.
+inline cuscope::Options traced_if_asked(cuscope::Options o) {
+#ifdef CATCH_VERSION_MAJOR
+  const char* dir = std::getenv("GPU_TEST_TRACE_DIR");
+  if (dir == nullptr || *dir == '\0' || !o.trace_path.empty()) return o;
+  std::string name = Catch::getResultCapture().getCurrentTestName();
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  o.trace_path = std::string(dir) + "/" + name.substr(0, 60) + ".cuscope";
+#endif
+  return o;
+}
+
 struct Session {
   explicit Session(const cuscope::Options& o = quiet_options(), bool start = true) {
     cuscope::detail::reset_for_testing();
-    if (start) cuscope::start(o);
+    if (start) cuscope::start(traced_if_asked(o));
   }
   ~Session() { cuscope::detail::reset_for_testing(); }
   Session(const Session&) = delete;

@@ -112,6 +112,25 @@ TEST_CASE("GPU busy is the union of kernel intervals across two streams; span pe
   CHECK(r->total.gpu_span_ns == 350);
 }
 
+TEST_CASE("the report's GPU busy is the union over all ranges and (unscoped), not their sum", "[aggregator]") {
+  Fixture f;
+  auto a = f.begin("a");
+  f.kernel(f.launch(a.instance), 1000, 1100);
+  f.end(a);
+  auto b = f.begin("b");                       // another top-level range (as from another thread)
+  f.kernel(f.launch(b.instance), 1050, 1200);  // overlaps a's kernel by 50 ns
+  f.end(b);
+  f.kernel(f.launch(kNoInstance), 1300, 1310);  // unscoped
+  const Report r = f.report();
+  CHECK(r.find("a")->total.gpu_busy_ns == 100);
+  CHECK(r.find("b")->total.gpu_busy_ns == 150);
+  CHECK(r.root().total.kernel_ns == 260);
+  CHECK(r.root().total.gpu_busy_ns == 210);  // [1000, 1200) and [1300, 1310)
+  Report shown = r;
+  shown.activity_status = "on";  // the table's total line shows GPU figures only when tracing was on
+  CHECK(cuscope::format_table(shown).find("— kernel time 260 ns — GPU busy 210 ns\n") != std::string::npos);
+}
+
 TEST_CASE("a parent's span covers the gaps between its children's kernels", "[aggregator]") {
   Fixture f;
   auto step = f.begin("step");

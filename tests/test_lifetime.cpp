@@ -168,11 +168,21 @@ namespace {
 std::mutex g_hook_mutex;
 std::map<std::thread::id, std::pair<int, int>>* g_hook_counts = nullptr;
 
-void fake_push(std::uint64_t) noexcept {
+// cuscope's own CUDA calls (a snapshot resolving CUDA events, with a GPU) push and pop an id of
+// their own: paired too, but not a scope's, so not counted. t_own_calls: whether each open push
+// was one of those.
+thread_local std::vector<bool> t_own_calls;
+void fake_push(std::uint64_t id) noexcept {
+  const bool own = id == cuscope::model::kCuscopeInternal;
+  t_own_calls.push_back(own);
+  if (own) return;
   std::lock_guard lock(g_hook_mutex);
   ++(*g_hook_counts)[std::this_thread::get_id()].first;
 }
 void fake_pop() noexcept {
+  const bool own = !t_own_calls.empty() && t_own_calls.back();
+  if (!t_own_calls.empty()) t_own_calls.pop_back();
+  if (own) return;
   std::lock_guard lock(g_hook_mutex);
   ++(*g_hook_counts)[std::this_thread::get_id()].second;
 }

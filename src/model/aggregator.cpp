@@ -193,6 +193,7 @@ std::uint32_t Aggregator::kernel_name(const char* name) {
 
 void Aggregator::spread_interval(const Target& t, std::uint64_t start, std::uint64_t end) {
   if (t.where == Where::Unscoped) {
+    all_busy_.add(start, end);
     unscoped_.total_busy.add(start, end);
     return;
   }
@@ -200,6 +201,7 @@ void Aggregator::spread_interval(const Target& t, std::uint64_t start, std::uint
 }
 
 void Aggregator::spread_in_range(Instance* inst, std::uint64_t start, std::uint64_t end) {
+  all_busy_.add(start, end);
   RangeActivity& own = *inst->activity;
   if (own.has_descendant_kernels) own.self_busy.add(start, end);
   own.self.gpu_span_ns += extend_hull(inst->self_start, inst->self_end, start, end);
@@ -739,6 +741,9 @@ void Aggregator::build(Report& report) const {
   RangeStats& root = report.ranges[0];
   root.total = {};
   for (std::size_t c : root.children) add_activity(root.total, report.ranges[c].total);
+  // Its busy time is the union over everything (the table's "total" line): top-level ranges of
+  // several threads may overlap on the GPU, so no sum of theirs gives it.
+  root.total.gpu_busy_ns = all_busy_.measure();
   roll_up_counts(root, report.ranges);
 
   const Diagnostics& d = diag_;

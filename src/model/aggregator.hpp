@@ -301,6 +301,9 @@ class Aggregator {
   std::deque<Pending> pending_;
   std::vector<std::unique_ptr<RangeActivity>> by_node_;  // index = Node::id
   RangeActivity unscoped_;
+  // Every interval attributed, to a range or (unscoped): the GPU busy time of the whole report (its
+  // root), which no sum of the top-level ranges gives when they overlap on the GPU.
+  IntervalUnion all_busy_;
   absl::flat_hash_map<std::uint64_t, Allocation> live_;
   absl::flat_hash_map<const char*, std::uint32_t> kernel_name_by_ptr_;
   struct RecentName {

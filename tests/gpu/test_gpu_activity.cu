@@ -83,6 +83,11 @@ TEST_CASE("a one-kernel scope: CUPTI kernel time and CUDA-event time agree", "[g
   warm_up();
   cudaStream_t stream = nullptr;
   CHECK_CUDA(cudaStreamCreate(&stream));
+  // spin_kernel's own first launch, outside every scope: CUDA loads each function lazily at its
+  // first launch. Without it the H100 showed 0.64 ms more between the five scopes' events than in
+  // their kernels (lazy loading in the first scope being the likely cause; the INFO below tells).
+  spin_kernel<<<1, 1, 0, stream>>>(0);
+  CHECK_CUDA(cudaStreamSynchronize(stream));
   for (int i = 0; i < 5; ++i) {
     CUSCOPE_SCOPE("single", stream);
     spin_kernel<<<1, 1, 0, stream>>>(cycles_for_ms(2.0));
@@ -93,6 +98,8 @@ TEST_CASE("a one-kernel scope: CUPTI kernel time and CUDA-event time agree", "[g
   REQUIRE(s.self.kernel_calls == 5);
   const double event_ns = double(s.gpu.total_ns);
   const double kernel_ns = double(s.self.kernel_ns);
+  INFO("CUDA-event time per scope: min " << s.gpu.min_ns << " ns, max " << s.gpu.max_ns << " ns; kernel time "
+                                           << s.self.kernel_ns << " ns in " << s.self.kernel_calls << " kernels");
   // Events bracket the kernel: a few microseconds of launch gap per scope, nothing more.
   CHECK(event_ns >= kernel_ns * 0.97);
   CHECK(event_ns - kernel_ns <= 0.05 * kernel_ns + 5 * 20'000.0);
