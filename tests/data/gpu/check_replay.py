@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""CI's guard of what an H100 showed: replays traces recorded there (tests/data/gpu/README.md)
+through `cuscope json` and `cuscope show`, and asserts the attribution the GPU run reported, exactly.
+
+usage: check_replay.py CUSCOPE_CLI DATA_DIR
+"""
+import json
+import subprocess
+import sys
+
+# Per trace: the diagnostics that must be zero, then {range path: {field: value}}. Fields: calls,
+# self_kernels / kernels (inclusive) / kernel_ns / busy_ns (inclusive), htod/dtoh/dtod bytes (self),
+# memset_bytes, syncs (self), graph ({capture-time path: kernels}). Kernel counts are known from the
+# programs' code (tests/gpu/*.cu, cuda/transformer_demo.cu); times are the H100's, replayed exactly.
+MUST_BE_ZERO = ["dropped_records", "zero_timestamp_records", "unresolved_records", "unknown_records",
+                "graph_kernels_unknown_node", "incomplete_at_exit", "trace_records_dropped"]
+
+EXPECT = {
+    # cuscope_demo, 20 steps after 3 warm-up steps (its phase table: 13 kernels a step, 5 of them
+    # its own, 8 cuBLAS).
+    "h100-demo.cuscope": {
+        "step": dict(calls=20, kernels=260, kernel_ns=1765059, busy_ns=1765059),
+        "step/load_batch": dict(calls=20, kernels=0, htod=20 * 1024 * 1024),
+        "step/norm_1": dict(calls=20, kernels=20, kernel_ns=76770),
+        "step/attention": dict(calls=20, kernels=100, self_kernels=0, kernel_ns=918734),
+        "step/attention/qkv_proj": dict(calls=20, kernels=20, kernel_ns=158847),
+        "step/attention/scores": dict(calls=20, kernels=60, kernel_ns=655948),
+        "step/attention/o_proj": dict(calls=20, kernels=20, kernel_ns=103939),
+        "step/residual_1": dict(calls=20, kernels=20, kernel_ns=53375),
+        "step/norm_2": dict(calls=20, kernels=20, kernel_ns=77410),
+        "step/mlp": dict(calls=20, kernels=80, self_kernels=0, kernel_ns=582673),
+        "step/mlp/gate_up_proj": dict(calls=20, kernels=40, kernel_ns=300265),
+        "step/mlp/silu_mul": dict(calls=20, kernels=20, kernel_ns=116775),
+        "step/mlp/down_proj": dict(calls=20, kernels=20, kernel_ns=165633),
+        "step/residual_2": dict(calls=20, kernels=20, kernel_ns=56097),
+    },
+    # tests/gpu "kernel counts per range are exact": 4 steps of 3 + 5 kernels, and the warm-up kernel.
+    "h100-kernel-counts.cuscope": {
+        "counted": dict(calls=4, self_kernels=0, kernels=32, kernel_ns=27134),
+        "counted/three": dict(calls=4, kernels=12, kernel_ns=10399),
+        "counted/five": dict(calls=4, kernels=20, kernel_ns=16735),
+        "(unscoped)": dict(kernels=1),
+    },
+    # "kernels on two streams from two threads go to their own scopes": 7 and 11 kernels.
+    "h100-two-threads.cuscope": {
+        "thread_a": dict(calls=1, kernels=7),
+        "thread_b": dict(calls=1, kernels=11),
+        "(unscoped)": dict(kernels=1),
+    },
+    # "a kernel launched with cuLaunchKernel is attributed".
+    "h100-culaunchkernel.cuscope": {
+        "driver_launch": dict(calls=1, kernels=1, kernel_ns=865),
+    },
+    # "a captured graph replayed 100 times": 6 kernels a replay, by capture-time path.
+    "h100-graph-replay.cuscope": {
+        "decode": dict(calls=100, kernels=600, kernel_ns=619719,
+                       graph={"capture/layer/attention": 300, "capture/layer": 200, "capture": 100}),
+        "capture/layer/attention": dict(calls=1, kernels=0),
+    },
+    # "copy and set bytes are exact per direction": 1 MiB up, 1/4 down, 1/16 device to device.
+    "h100-copies.cuscope": {
+        "copies": dict(calls=1, htod=1 << 20, dtoh=(1 << 20) // 4, dtod=(1 << 20) // 16, memset_bytes=4096),
+    },
+    # "stream waits and event queries are attributed, never left unresolved".
+    "h100-stream-waits.cuscope": {
+        "waits": dict(calls=1, kernels=200, syncs=200),
+    },
+    # "a hundred CUDA-calling threads: every kernel counted, none dropped": 10 kernels each.
+    "h100-hundred-threads.cuscope": {
+        "threaded": dict(calls=100, kernels=1000, kernel_ns=890660),
+    },
+}
+
+# `cuscope show` of the demo: the total line (the H100 run's table said "GPU busy 0 ns": fixed).
+SHOW_DEMO_TOTAL = "total: host 10.9 ms in top-level ranges — kernel time 1.77 ms — GPU busy 1.77 ms"
+
+
+def field(r, name):
+    s, t = r["self"], r["total"]
+    return {
+        "calls": lambda: r["calls"],
+        "self_kernels": lambda: s["kernel_calls"],
+        "kernels": lambda: t["kernel_calls"],
+        "kernel_ns": lambda: t["kernel_ns"],
+        "busy_ns": lambda: t["gpu_busy_ns"],
+        "htod": lambda: s["memcpy"]["HtoD"]["bytes"],
+        "dtoh": lambda: s["memcpy"]["DtoH"]["bytes"],
+        "dtod": lambda: s["memcpy"]["DtoD"]["bytes"],
+        "memset_bytes": lambda: s["memset_bytes"],
+        "syncs": lambda: s["sync_count"],
+        "graph": lambda: {g["path"]: g["kernel_calls"] for g in r["graph"]},
+    }[name]()
+
+
+def main():
+    cli, data = sys.argv[1], sys.argv[2]
+    failures = 0
+
+    def fail(msg):
+        nonlocal failures
+        failures += 1
+        print(f"check_replay: FAILED: {msg}")
+
+    for trace, ranges in EXPECT.items():
+        path = f"{data}/{trace}"
+        p = subprocess.run([cli, "json", path], capture_output=True, text=True)
+        if p.returncode != 0:
+            fail(f"cuscope json {trace} exited {p.returncode}: {p.stderr.strip()}")
+            continue
+        report = json.loads(p.stdout)
+        for d in MUST_BE_ZERO:
+            if report["diagnostics"].get(d, 0) != 0:
+                fail(f"{trace}: diagnostics.{d} = {report['diagnostics'][d]}, not 0")
+        by_path = {r["path"]: r for r in report["ranges"][1:]}
+        for rpath, fields in ranges.items():
+            r = by_path.get(rpath)
+            if r is None:
+                fail(f"{trace}: no range '{rpath}'")
+                continue
+            for name, want in fields.items():
+                got = field(r, name)
+                if got != want:
+                    fail(f"{trace}: {rpath} {name} = {got}, not {want}")
+        print(f"check_replay: {trace}: {len(ranges)} ranges checked")
+    p = subprocess.run([cli, "show", f"{data}/h100-demo.cuscope"], capture_output=True, text=True)
+    if SHOW_DEMO_TOTAL not in p.stdout.splitlines():
+        fail(f"cuscope show h100-demo.cuscope: no line '{SHOW_DEMO_TOTAL}'")
+    if "device: NVIDIA H100 80GB HBM3 (sm_90)" not in p.stdout:
+        fail("cuscope show h100-demo.cuscope: the device is not named")
+    print("check_replay: " + ("all passed" if failures == 0 else f"{failures} failed"))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
