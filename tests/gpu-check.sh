@@ -135,14 +135,21 @@ check() {
 
   section configure cmake --preset gpu -B "$BUILD_DIR" "-DCMAKE_CUDA_ARCHITECTURES=${CUDAARCHS:-90}"
   section build cmake --build "$BUILD_DIR"
+  local results="${OUT:-$BUILD_DIR}" traces="$BUILD_DIR/gpu-test-traces"
+  # Each GPU test case's session also writes a trace (tests/session_fixture.hpp), packed next to
+  # the log: what tests/data/gpu/ replays in CI comes from here.
+  rm -rf "$traces" && mkdir -p "$traces"
+  export GPU_TEST_TRACE_DIR="$PWD/$traces"
   run_if_built "gpu tests" "$BUILD_DIR/tests/gpu/cuscope_gpu_tests"
+  unset GPU_TEST_TRACE_DIR
+  tar czf "$results/gpu-test-traces.tgz" -C "$traces" . 2>/dev/null
   # Every test but those that need the development machine's tools (label "devtools": HTA's venv,
   # Chromium, mpirun, clang-14's libFuzzer), which the GPU machine lacks and CI runs anyway, and
   # "gpu: tests", the suite the section above has just run.
   echo "ctest: left out here (label devtools): $(ctest --test-dir "$BUILD_DIR" -N -L devtools 2>/dev/null |
     sed -n 's/^ *Test *#[0-9]*: //p' | paste -sd ';' -); and 'gpu: tests' (run above)" | tee -a "$log"
   section ctest ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$(nproc)" -LE devtools -E '^gpu: tests$'
-  section demo "$BUILD_DIR/cuda/cuscope_demo"
+  section demo env CUSCOPE_TRACE="$results/demo.cuscope" "$BUILD_DIR/cuda/cuscope_demo"
   # Issue 5: the demo with the sol counters on its MLP range prints a verdict per range.
   section "demo, counters: sol on step/mlp" env CUSCOPE_METRICS=sol CUSCOPE_METRIC_RANGES=step/mlp \
     "$BUILD_DIR/cuda/cuscope_demo" --steps 5 --warmup 2
@@ -169,7 +176,7 @@ check() {
   else
     echo "=== ncu (skipped: Nsight Compute not found) ===" | tee -a "$log"
   fi
-  local commit results="${OUT:-$BUILD_DIR}"
+  local commit
   # Zero-code mode with PyTorch: the demo program under `cuscope run`, then a small model's ranges
   # beside torch.profiler's (tests/gpu/torch_compare.py; differences over 5% are marked EXPLAIN).
   section "zero-code: the demo under cuscope run" "$BUILD_DIR/src/cli/cuscope" run -- "$BUILD_DIR/cuda/cuscope_demo" \
