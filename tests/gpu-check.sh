@@ -83,6 +83,11 @@ log_header() {
   else
     echo "nvcc:   not found"
   fi
+  # CUPTI: the API version the library the build links reports (cuptiGetVersion), and its file.
+  local cupti
+  cupti=$(readlink -f /usr/local/cuda/lib64/libcupti.so 2>/dev/null)
+  echo "cupti:  $(python3 -c "import ctypes, sys; l = ctypes.CDLL(sys.argv[1]); v = ctypes.c_uint32()
+print('API version', v.value if l.cuptiGetVersion(ctypes.byref(v)) == 0 else 'unknown')" "${cupti:-libcupti.so}" 2>&1) (${cupti:-not found})"
   if [[ -d $DEPS_DIR ]]; then echo "deps:   $PWD/$DEPS_DIR/usr"; else echo "deps:   system"; fi
 }
 
