@@ -198,7 +198,7 @@ check() {
   fi
   # Benchmarks (bench/README.md): their tables go to the log, their JSON next to it.
   commit=$(commit_id)
-  run_if_built "gpu bench" "$BUILD_DIR/bench/cuscope_gpu_bench" --json="$results/gpu-bench.json" \
+  run_if_built "gpu bench" "$BUILD_DIR/bench/cuscope_gpu_bench" --json="$results/gpu-bench.json" --show-traced \
     --git-commit="$commit"
   run_if_built "cpu bench" "$BUILD_DIR/bench/cuscope_bench" --json="$results/cpu-bench.json" \
     --git-commit="$commit"
