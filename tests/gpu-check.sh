@@ -175,7 +175,7 @@ check() {
   # the test itself fails there; only ncu's table matters in this section.
   if command -v ncu >/dev/null; then
     section "ncu on the counter test's kernels (informational)" bash -c \
-      "ncu --metrics dram__bytes_read.sum,dram__bytes_write.sum,sm__sass_thread_inst_executed_op_ffma_pred_on.sum \
+      "ncu --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,sm__sass_thread_inst_executed_op_ffma_pred_on.sum \
          --kernel-name regex:'copy_kernel|fma_kernel' --launch-count 2 \
          '$BUILD_DIR/tests/gpu/cuscope_gpu_tests' '[metrics]' || true"
   else
