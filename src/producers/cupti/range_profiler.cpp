@@ -15,6 +15,7 @@
 #include <mutex>
 #include <thread>
 
+#include "producers/cupti/adapter.hpp"
 #include "producers/cupti/errors.hpp"
 #include "session/session.hpp"
 
@@ -404,16 +405,19 @@ void counters_on_enter(const model::Node* entered) noexcept {
 void counters_on_exit(const model::Node* left, const model::Node* innermost) noexcept {
   if (!g_enabled.load(std::memory_order_acquire) || !g_window_open.load(std::memory_order_acquire)) return;
   State& s = state();
-  std::lock_guard lock(s.mutex);
-  if (!s.window_open || s.owner != std::this_thread::get_id()) return;
-  collect(s, s.target);
-  if (left == s.window_root && innermost != left) {
+  {
+    std::lock_guard lock(s.mutex);
+    if (!s.window_open || s.owner != std::this_thread::get_id()) return;
+    collect(s, s.target);
+    if (left != s.window_root || innermost == left) {
+      s.target = innermost;
+      start_profiler(s);
+      return;
+    }
     s.window_open = false;
     g_window_open.store(false, std::memory_order_release);
-    return;
   }
-  s.target = innermost;
-  start_profiler(s);
+  deliver_after_counters();  // outside the lock: the buffer callback takes the aggregator's
 }
 
 std::string counters_failure() noexcept {
