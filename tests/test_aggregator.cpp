@@ -407,6 +407,64 @@ TEST_CASE("hardware counters roll up: sums add, percentages weigh by kernel dura
   CHECK(r.find("mlp/down")->metrics[2].value == Approx(40.0));
 }
 
+TEST_CASE("kernels replayed for counters come untimed: counted apart, not as lost or cut-off work",
+          "[aggregator][metrics]") {
+  Fixture f;
+  f.agg.set_counter_plan({"gpu__time_duration.sum"}, {"time"}, {"nanosecond"}, {false});
+  auto frame = f.begin("(counted steps)");
+  auto mlp = f.begin("mlp");  // a chosen range: the range profiler marks it when it opens a window
+  f.forest->node_for_testing(mlp.instance)->counters_choice.store(1);
+  auto up = f.begin("up");  // entered inside the window: never assessed, replayed all the same
+  f.kernel(f.launch(up.instance), 0, 0);
+  // Its record first, its correlation in a later buffer: it waits like any other.
+  f.kernel(1000, 0, 0);
+  f.agg.on(ExternalCorrelation{1000, up.instance});
+  f.agg.on(ApiCall{1000, 1, 2});
+  f.agg.settle(Aggregator::kMaxAge, false);
+  f.end(up);
+  f.kernel(f.launch(mlp.instance), 0, 0);
+  f.end(mlp);
+  auto other = f.begin("other");  // not chosen: its kernels run once, timed
+  f.forest->node_for_testing(other.instance)->counters_choice.store(2);
+  f.kernel(f.launch(other.instance), 100, 300);
+  f.kernel(f.launch(other.instance), 0, 0);  // no timestamps outside a window: cut-off work
+  f.end(other);
+  f.end(frame);
+  auto step = f.begin("step");  // chosen, in a step after the counted ones: not replayed
+  f.forest->node_for_testing(step.instance)->counters_choice.store(1);
+  f.kernel(f.launch(step.instance), 0, 0);
+  f.end(step);
+  f.kernel(f.launch(kNoInstance), 0, 0);
+  f.agg.set_final_flush(true);  // what the session's last forced flush hands back
+  f.kernel(f.launch(up.instance), 0, 0);
+  f.kernel(f.launch(step.instance), 0, 0);
+
+  const Report r = f.report();
+  CHECK(r.diagnostics.counted_kernels_untimed == 4);
+  CHECK(r.diagnostics.zero_timestamp_records == 3);  // other, step, unscoped
+  CHECK(r.diagnostics.incomplete_at_exit == 1);      // step's, at exit
+  CHECK(r.diagnostics.unresolved_records == 0);
+  CHECK(f.agg.pending() == 0);
+  CHECK(r.find("(counted steps)/mlp/up")->self.kernel_calls == 0);
+  CHECK(r.find("(counted steps)/mlp")->total.kernel_calls == 0);
+  CHECK(r.find("(counted steps)/other")->self.kernel_calls == 1);
+  CHECK(r.find("(counted steps)/other")->self.kernel_ns == 200);
+  CHECK(r.find("step")->self.kernel_calls == 0);
+}
+
+TEST_CASE("without counters, a kernel record with no timestamps counts as such at once", "[aggregator]") {
+  Fixture f;
+  auto step = f.begin("step");
+  f.forest->node_for_testing(step.instance)->counters_choice.store(1);
+  f.kernel(f.launch(step.instance), 0, 0);
+  f.kernel(5000, 0, 0);  // never correlated: nothing waits for it
+  f.end(step);
+  CHECK(f.agg.pending() == 0);
+  const Report r = f.report();
+  CHECK(r.diagnostics.zero_timestamp_records == 2);
+  CHECK(r.diagnostics.counted_kernels_untimed == 0);
+}
+
 TEST_CASE("ranges without replayed kernels carry no counters", "[aggregator][metrics]") {
   Fixture f;
   f.agg.set_counter_plan({"gpu__time_duration.sum"}, {"time"}, {"nanosecond"}, {false});

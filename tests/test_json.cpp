@@ -201,23 +201,37 @@ TEST_CASE("json writes means as doubles that read back exactly", "[json]") {
 
 TEST_CASE("json lists every Diagnostics field by its C++ name", "[json]") {
   Report r = make_report();
-  r.diagnostics = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13,
-                   14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27};
+  r.diagnostics = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14,
+                   15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28};
   const json expected{
-      {"dropped_records", 1},           {"zero_timestamp_records", 2},
-      {"unresolved_records", 3},        {"unknown_records", 4},
-      {"outside_window_records", 5},    {"open_scopes", 6},
-      {"unbalanced_ends", 7},           {"cross_thread_ends", 8},
-      {"depth_overflows", 9},           {"adjusted_names", 10},
-      {"name_table_full", 11},          {"gpu_event_failures", 12},
-      {"overhead_records", 13},         {"overhead_ns", 14},
-      {"counter_ranges_dropped", 15},   {"incomplete_at_exit", 16},
-      {"activity_buffers_refused", 17}, {"scopes_in_capture", 18},
-      {"unrecorded_scopes", 19},        {"outside_window_scopes", 20},
-      {"rejected_counts", 21},          {"trace_records_dropped", 22},
-      {"unmatched_span_ends", 23},      {"spans_dropped", 24},
-      {"graph_nodes_evicted", 25},      {"graph_kernels_unknown_node", 26},
+      {"dropped_records", 1},
+      {"zero_timestamp_records", 2},
+      {"unresolved_records", 3},
+      {"unknown_records", 4},
+      {"outside_window_records", 5},
+      {"open_scopes", 6},
+      {"unbalanced_ends", 7},
+      {"cross_thread_ends", 8},
+      {"depth_overflows", 9},
+      {"adjusted_names", 10},
+      {"name_table_full", 11},
+      {"gpu_event_failures", 12},
+      {"overhead_records", 13},
+      {"overhead_ns", 14},
+      {"counter_ranges_dropped", 15},
+      {"incomplete_at_exit", 16},
+      {"activity_buffers_refused", 17},
+      {"scopes_in_capture", 18},
+      {"unrecorded_scopes", 19},
+      {"outside_window_scopes", 20},
+      {"rejected_counts", 21},
+      {"trace_records_dropped", 22},
+      {"unmatched_span_ends", 23},
+      {"spans_dropped", 24},
+      {"graph_nodes_evicted", 25},
+      {"graph_kernels_unknown_node", 26},
       {"graph_kernels_device_launched", 27},
+      {"counted_kernels_untimed", 28},
   };
   REQUIRE(parsed(r).at("diagnostics") == expected);
 }

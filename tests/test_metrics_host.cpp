@@ -135,6 +135,7 @@ TEST_CASE("combined values become the roofline's counters", "[metrics]") {
     for (std::size_t i = 0; i < metrics.size(); ++i)
       if (metrics[i].name == name) values[i] = v;
   };
+  set("gpu__time_duration.sum", 188'000);
   set("dram__bytes_read.sum", 3000);
   set("dram__bytes_write.sum", 1000);
   set("sm__sass_thread_inst_executed_op_fadd_pred_on.sum", 10);
@@ -146,6 +147,8 @@ TEST_CASE("combined values become the roofline's counters", "[metrics]") {
   set("sm__throughput.avg.pct_of_peak_sustained_elapsed", 12.25);
 
   const auto c = roofline_counters(metrics, values);
+  REQUIRE(c.kernel_ns);
+  CHECK(*c.kernel_ns == 188'000.0);
   REQUIRE(c.dram_bytes);
   CHECK(*c.dram_bytes == 4000.0);
   REQUIRE(c.flops);
@@ -163,6 +166,7 @@ TEST_CASE("roofline inputs whose metrics were not all collected stay empty", "[m
   const auto metrics = selection("dram__bytes_read.sum,sm__sass_thread_inst_executed_op_ffma_pred_on.sum");
   const std::vector<double> values{100, 50};
   const auto c = roofline_counters(metrics, values);
+  CHECK_FALSE(c.kernel_ns);   // no gpu__time_duration.sum
   CHECK_FALSE(c.dram_bytes);  // no write bytes
   CHECK_FALSE(c.flops);       // no fadd, fmul
   CHECK_FALSE(c.dram_pct);

@@ -246,6 +246,36 @@ TEST_CASE("launch-bound needs many kernels, short ones, an idle GPU and the host
   CHECK(bound_of(host_done_early) == Bound::launch_bound);
 }
 
+TEST_CASE("rates rest on the counters' own kernel time when no kernel record timed the range", "[roofline]") {
+  // Kernels replayed for counters carry no activity timing: kernel_count and kernel_ns are 0.
+  RangeMeasures m;
+  m.host_ns = 5'000'000;
+  m.counters.kernel_ns = 200'000;
+  m.counters.dram_bytes = 4e8;
+  m.counters.flops = Flops{0, 0, 0};
+  m.counters.dram_pct = 85;
+  m.counters.sm_pct = 4;
+  const Verdict v = roofline_verdict(m, round_peaks());
+  CHECK(v.bound == Bound::memory_bound);
+  CHECK(v.dram_bytes_per_s == 2e12);
+  CHECK(v.flops_per_s == 0.0);
+  CHECK(v.reason ==
+        "DRAM at 85% of peak while SM at 4%, intensity 0 FLOP/B vs ridge 20: memory-bound — fuse kernels, "
+        "coalesce accesses or reduce bytes moved");
+}
+
+TEST_CASE("the counters' own kernel time wins over the activity records' for rates", "[roofline]") {
+  RangeMeasures m = busy_range();  // 1 ms of kernel records
+  m.counters.kernel_ns = 500'000;  // the counted kernels ran 0.5 ms
+  m.counters.flops = Flops{0, 18e9, 0};
+  m.counters.dram_bytes = 3e7;
+  const Verdict v = roofline_verdict(m, round_peaks());
+  CHECK(v.flops_per_s == 36e12);
+  CHECK(v.dram_bytes_per_s == 6e10);
+  CHECK(v.compute_pct == 90.0);
+  CHECK(v.bound == Bound::compute_bound);
+}
+
 TEST_CASE("a range without kernels is unknown", "[roofline]") {
   RangeMeasures m;
   m.host_ns = 5'000'000;

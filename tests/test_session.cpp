@@ -1,5 +1,6 @@
 // The session: what it says without a GPU, the step window, explicit and at-exit output.
 #include <cuda_runtime_api.h>
+#include <cupti_result.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,6 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "producers/cupti/range_profiler.hpp"
+#include "session/hardware.hpp"
 #include "session_fixture.hpp"
 
 namespace {
@@ -69,6 +72,33 @@ TEST_CASE("hardware counters asked for without a GPU say why they are off", "[se
   } else {
     CHECK(r.counters_status != std::string(cuscope::kCountersNotRequested));
   }
+}
+
+TEST_CASE("another tool holding the GPU's profiler turns counters off in one line, and scopes go on",
+          "[session][metrics]") {
+  cuscope_test::Session session;  // counters not started (on a GPU they would have initialized)
+  cuscope::detail::session().options.metrics = "sol";
+  // Without the profiler interface, no other profiler call is made: under Nsight Compute the chip's
+  // name crashed inside libcupti.
+  CHECK(cuscope::detail::device_chip_name(0).empty());
+  cuscope::detail::set_profiler_initialize_result_for_testing(CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
+  const std::string held = cuscope::detail::start_counters(cuscope::detail::session());
+  cuscope::detail::set_profiler_initialize_result_for_testing(CUPTI_ERROR_INSUFFICIENT_PRIVILEGES);
+  const std::string denied = cuscope::detail::start_counters(cuscope::detail::session());
+  cuscope::detail::set_profiler_initialize_result_for_testing(0);
+  CHECK(
+      held ==
+      "another tool holds the GPU's profiler (Nsight Compute or compute-sanitizer?): cuptiProfilerInitialize "
+      "returned CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED");
+  CHECK(denied ==
+        "no permission for GPU performance counters (ERR_NVGPUCTRPERM; run as root, or load the driver with "
+        "NVreg_RestrictProfilingToAdminUsers=0: https://developer.nvidia.com/ERR_NVGPUCTRPERM): "
+        "cuptiProfilerInitialize returned CUPTI_ERROR_INSUFFICIENT_PRIVILEGES");
+  CHECK(cuscope::detail::device_chip_name(0).empty());
+  { CUSCOPE_SCOPE("decode"); }
+  const cuscope::Report r = cuscope::snapshot();
+  REQUIRE(r.find("decode") != nullptr);
+  CHECK(r.find("decode")->calls == 1);
 }
 
 TEST_CASE("hardware counters not asked for say so", "[session][metrics]") {

@@ -230,6 +230,10 @@ struct Diagnostics {
   std::uint64_t graph_nodes_evicted = 0;     ///< CUDA graph nodes forgotten: the node map is bounded
   std::uint64_t graph_kernels_unknown_node = 0;  ///< graph kernels under "(unknown node)"
   std::uint64_t graph_kernels_device_launched = 0;  ///< kernels of device-launched graphs, wherever they went
+  /// Kernels replayed for hardware counters: CUPTI gives their activity records no timestamps, so
+  /// they are not in kernel_calls or kernel time; their range's counters (profiled_kernels, GPU time
+  /// from gpu__time_duration.sum) cover them.
+  std::uint64_t counted_kernels_untimed = 0;
 };
 
 /// An NVTX start/end range (nvtxRangeStart/nvtxRangeEnd, zero-code mode): it may end on another

@@ -168,6 +168,18 @@ Aggregator::Target Aggregator::locate(std::uint64_t correlation) {
   return {Where::Range, inst};
 }
 
+bool Aggregator::replayed_for_counters(const Node* node) {
+  // Counters run in the chosen ranges (counters_choice 1) of counted steps, and in every range
+  // inside a chosen one: a chosen range on the way up, under "(counted steps)" at the top.
+  bool chosen = false;
+  for (; node != nullptr && node->id != 0; node = node->parent) {
+    chosen = chosen || node->counters_choice.load(std::memory_order_relaxed) == 1;
+    if (node->parent == nullptr || node->parent->id == 0)
+      return chosen && node->name_id == NameTable::kCountedStepsId;
+  }
+  return false;
+}
+
 Aggregator::RangeActivity& Aggregator::activity(const Node* node) {
   if (node == nullptr) return unscoped_;
   if (node->id >= by_node_.size()) by_node_.resize(node->id + 1);
@@ -265,6 +277,14 @@ void Aggregator::add_graph_kernel(RangeActivity& a, std::uint64_t node_id, const
 }
 
 void Aggregator::apply_kernel(const Kernel& k, const Target& t) {
+  if (k.start_ns == 0 || k.end_ns == 0) {  // only while counters are planned: see on_kernel()
+    if (t.where == Where::Range && replayed_for_counters(t.instance->node)) {
+      diag_.counted_kernels_untimed += 1;
+    } else {
+      count_zero_timestamp();
+    }
+    return;
+  }
   RangeActivity& a = t.where == Where::Range ? *t.instance->activity : unscoped_;
   const std::uint64_t ns = duration(k.start_ns, k.end_ns);
   a.self.kernel_calls += 1;
@@ -388,7 +408,15 @@ void Aggregator::handle_timed(const R& r) {
 
 void Aggregator::on_kernel(const KernelActivity& k) {
   if (k.start_ns == 0 || k.end_ns == 0) {
-    count_zero_timestamp();
+    // With counters, a kernel replayed for them has no timestamps (CUPTI does not time kernel
+    // replay): its range tells it apart from work cut off at exit, so it waits for its correlation.
+    if (plan_.names.empty()) {
+      count_zero_timestamp();
+    } else {
+      handle(Kernel{k.correlation, k.start_ns, k.end_ns, kernel_name(k.name), k.grid, k.block,
+                    k.registers_per_thread, k.static_shared_bytes, k.dynamic_shared_bytes, k.device, k.stream,
+                    k.graph_node_id});
+    }
     return;
   }
   // Counted whatever its correlation resolves to: what a device launch carries is not the host's.
@@ -764,6 +792,7 @@ void Aggregator::build(Report& report) const {
   out.graph_nodes_evicted += graph_nodes_.evicted();
   out.graph_kernels_unknown_node += d.graph_kernels_unknown_node;
   out.graph_kernels_device_launched += d.graph_kernels_device_launched;
+  out.counted_kernels_untimed += d.counted_kernels_untimed;
 }
 
 }  // namespace cuscope::model

@@ -244,6 +244,8 @@ class Aggregator {
   // Returns false when the record must wait for its correlation.
   bool apply(const Record& r);
   void apply_kernel(const Kernel& k, const Target& t);
+  // Whether kernels launched in `node` were replayed for hardware counters.
+  static bool replayed_for_counters(const Node* node);
   KernelRow& kernel_row(RangeActivity& a, const KernelKey& key);
   static void count_kernel(KernelAgg& agg, std::uint64_t ns, std::uint32_t registers,
                            std::uint32_t static_shared, std::uint32_t dynamic_shared) {

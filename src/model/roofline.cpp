@@ -61,9 +61,17 @@ std::string intensity_note(const Verdict& v) {
   return fmt::format(", intensity {:.3g} FLOP/B vs ridge {:.3g}", *v.arithmetic_intensity, *v.ridge_point);
 }
 
+// The kernel time the counters cover: their own when collected, else the activity records'.
+std::uint64_t counted_ns(const RangeMeasures& m) {
+  if (m.counters.kernel_ns && *m.counters.kernel_ns >= 1.0)
+    return static_cast<std::uint64_t>(*m.counters.kernel_ns + 0.5);
+  return m.kernel_ns;
+}
+
 void derive_rates(const RangeMeasures& m, const DevicePeaks& peaks, Verdict& v) {
   const RangeCounters& c = m.counters;
-  if (c.dram_bytes) v.dram_bytes_per_s = per_second(*c.dram_bytes, m.kernel_ns);
+  const std::uint64_t ns = counted_ns(m);
+  if (c.dram_bytes) v.dram_bytes_per_s = per_second(*c.dram_bytes, ns);
   // The compute roof: the peak for the range's mix of precisions, or FP32's when it did no FLOPs.
   std::optional<double> compute_peak;
   if (c.flops && c.flops->total() > 0) {
@@ -72,7 +80,7 @@ void derive_rates(const RangeMeasures& m, const DevicePeaks& peaks, Verdict& v) 
   } else if (peaks.fp32_flops_per_s > 0) {
     compute_peak = peaks.fp32_flops_per_s;
   }
-  if (c.flops) v.flops_per_s = per_second(c.flops->total(), m.kernel_ns);
+  if (c.flops) v.flops_per_s = per_second(c.flops->total(), ns);
   const bool bandwidth_known = peaks.dram_bytes_per_s > 0;
   if (compute_peak && bandwidth_known) v.ridge_point = *compute_peak / peaks.dram_bytes_per_s;
 
@@ -242,7 +250,8 @@ std::optional<double> mix_peak_flops_per_s(const Flops& f, const DevicePeaks& p)
 
 Verdict roofline_verdict(const RangeMeasures& m, const DevicePeaks& peaks) {
   Verdict v;
-  if (m.kernel_count == 0 || m.kernel_ns == 0) {
+  const bool timed = m.kernel_count != 0 && m.kernel_ns != 0;
+  if (!timed && counted_ns(m) == 0) {
     v.reason = "no kernel ran in this range";
     return v;
   }

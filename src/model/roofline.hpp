@@ -40,6 +40,9 @@ struct Flops {
 /// Counter-derived values for a range, combined over its kernels; each is absent when the metric
 /// that gives it was not collected.
 struct RangeCounters {
+  /// The counted kernels' own GPU time (gpu__time_duration.sum, ns): what the rates divide by, so
+  /// that they cover exactly the kernels the other counters measured, with or without activity.
+  std::optional<double> kernel_ns;
   std::optional<double> dram_bytes;     ///< DRAM bytes read + written
   std::optional<Flops> flops;           ///< FLOPs by precision
   std::optional<double> dram_pct;       ///< DRAM throughput, % of peak (duration-weighted)
@@ -47,10 +50,11 @@ struct RangeCounters {
   std::optional<double> occupancy_pct;  ///< achieved occupancy, % of peak warps (duration-weighted)
 };
 
-/// What the verdict reads from one range. Timing comes from the activity records (always there);
-/// counters only when a metric set was collected for the range.
+/// What the verdict reads from one range. Timing comes from the activity records; counters only
+/// when a metric set was collected for the range. Rates divide by the counters' own kernel time
+/// when they have it (kernels replayed for counters carry no activity timing), else by kernel_ns.
 struct RangeMeasures {
-  std::uint64_t kernel_ns = 0;    ///< sum of kernel durations: the time the counters cover
+  std::uint64_t kernel_ns = 0;    ///< sum of kernel durations (activity records)
   std::uint64_t gpu_busy_ns = 0;  ///< time at least one kernel ran
   std::uint64_t gpu_span_ns = 0;  ///< first kernel start to last kernel end (summed per instance)
   std::uint64_t kernel_count = 0;

@@ -36,6 +36,43 @@ Bound public_bound(model::Bound b) {
   return Bound::unknown;
 }
 
+// Names the chip, builds the config image and enables the range profiler: "on: ..." or why not.
+std::string enable_counters(Session& session, const MetricSelection& selection) {
+  const Options& o = session.options;
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) cudaGetLastError();
+  const std::string chip = device_chip_name(device);
+  if (chip.empty()) return "CUPTI could not name this GPU's chip (cuptiDeviceGetChipName failed)";
+  ConfigImage config = build_config_image(chip, selection.metrics);
+  for (const std::string& e : config.errors) warn_once(e);
+  if (config.image.empty()) return fmt::format("none of the requested metrics can be collected on {}", chip);
+
+  CounterPlan plan;
+  plan.chip = chip;
+  std::vector<std::string> names;
+  for (const Metric& m : config.metrics) {
+    plan.metrics.push_back(m.name);
+    plan.labels.push_back(m.label);
+    plan.units.push_back(m.unit);
+    plan.duration_weighted.push_back(m.combine == Combine::duration_weighted);
+    names.push_back(m.name);
+  }
+  plan.config_image = std::move(config.image);
+  plan.passes = config.passes;
+  const std::size_t passes = plan.passes;
+  const std::string status = enable_range_profiler(session, std::move(plan));
+  if (status != "on") return status;
+  session.counter_metrics = config.metrics;
+  return fmt::format(
+      "on: {} on {} ({} replay pass{} per kernel) in {}, during {}; those steps are reported apart under "
+      "{} (kernel replay serializes and re-runs their kernels, so their times are not a normal step's)",
+      joined(names), chip, passes, passes == 1 ? "" : "es",
+      o.metric_ranges.empty() ? "every range" : joined(o.metric_ranges),
+      o.metric_steps == 0 ? "every recorded step"
+                          : fmt::format("the first {} recorded steps", o.metric_steps),
+      kCountedStepsName);
+}
+
 }  // namespace
 
 std::string start_counters(Session& session) noexcept {
@@ -50,40 +87,14 @@ std::string start_counters(Session& session) noexcept {
     if (std::find(selection.metrics.begin(), selection.metrics.end(), duration) == selection.metrics.end()) {
       selection.metrics.insert(selection.metrics.begin(), duration);
     }
-    int device = 0;
-    if (cudaGetDevice(&device) != cudaSuccess) cudaGetLastError();
-    const std::string chip = device_chip_name(device);
-    if (chip.empty()) return "CUPTI could not name this GPU's chip (cuptiDeviceGetChipName failed)";
-    ConfigImage config = build_config_image(chip, selection.metrics);
-    for (const std::string& e : config.errors) warn_once(e);
-    if (config.image.empty())
-      return fmt::format("none of the requested metrics can be collected on {}", chip);
-
-    CounterPlan plan;
-    plan.chip = chip;
-    std::vector<std::string> names;
-    for (const Metric& m : config.metrics) {
-      plan.metrics.push_back(m.name);
-      plan.labels.push_back(m.label);
-      plan.units.push_back(m.unit);
-      plan.duration_weighted.push_back(m.combine == Combine::duration_weighted);
-      names.push_back(m.name);
-    }
-    plan.config_image = std::move(config.image);
-    plan.passes = config.passes;
-    const std::size_t passes = plan.passes;
-    const std::string status = enable_range_profiler(session, std::move(plan));
-    if (status != "on") return status;
-    session.counter_metrics = config.metrics;
-    return fmt::format(
-        "on: {} on {} ({} replay pass{} per kernel) in {}, during {}; those steps are reported apart under "
-        "{} (kernel replay serializes and re-runs their kernels, so their times are not a normal step's)",
-        joined(names), chip, passes, passes == 1 ? "" : "es",
-        o.metric_ranges.empty() ? "every range" : joined(o.metric_ranges),
-        o.metric_steps == 0 ? "every recorded step"
-                            : fmt::format("the first {} recorded steps", o.metric_steps),
-        kCountedStepsName);
+    // The profiler interface first: when another tool holds it (Nsight Compute), this is the call
+    // that says so, and the calls after it (the chip's name) would crash inside libcupti.
+    if (std::string why = initialize_profiler(); !why.empty()) return why;
+    const std::string status = enable_counters(session, selection);
+    if (status.rfind("on:", 0) != 0) deinitialize_profiler();
+    return status;
   } catch (const std::exception& e) {
+    deinitialize_profiler();
     return fmt::format("counters could not start: {}", e.what());
   }
 }

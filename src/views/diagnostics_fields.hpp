@@ -17,7 +17,7 @@ struct DiagnosticField {
   std::string_view many;
 };
 
-inline constexpr std::array<DiagnosticField, 27> kDiagnosticFields{{
+inline constexpr std::array<DiagnosticField, 28> kDiagnosticFields{{
     {&Diagnostics::dropped_records, "dropped_records", "dropped record", "dropped records"},
     {&Diagnostics::zero_timestamp_records, "zero_timestamp_records", "record with a zero timestamp",
      "records with a zero timestamp"},
@@ -44,6 +44,9 @@ inline constexpr std::array<DiagnosticField, 27> kDiagnosticFields{{
     {&Diagnostics::overhead_records, "overhead_records", "CUPTI overhead record", "CUPTI overhead records"},
     {&Diagnostics::counter_ranges_dropped, "counter_ranges_dropped", "replayed kernel without counters",
      "replayed kernels without counters"},
+    {&Diagnostics::counted_kernels_untimed, "counted_kernels_untimed",
+     "kernel replayed for counters, untimed by CUPTI (its time is the counters' GPU time)",
+     "kernels replayed for counters, untimed by CUPTI (their time is the counters' GPU time)"},
     {&Diagnostics::incomplete_at_exit, "incomplete_at_exit", "record still running at exit",
      "records still running at exit"},
     {&Diagnostics::activity_buffers_refused, "activity_buffers_refused",

@@ -352,6 +352,14 @@ void flush_activity() noexcept { deliver(0); }
 
 void poll_activity() noexcept { deliver(0); }
 
+void deliver_after_counters() noexcept {
+  Session* target = state().target.load(std::memory_order_acquire);
+  if (target == nullptr) return;
+  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);  // no cuscope lock held
+  std::lock_guard lock(target->aggregator_mutex);
+  target->aggregator.settle(model::Aggregator::kMaxAge, false);  // retries without aging
+}
+
 void stop_activity_tracing() noexcept {
   State& s = state();
   Session* target = s.target.load(std::memory_order_acquire);

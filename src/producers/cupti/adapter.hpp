@@ -26,6 +26,11 @@ std::string start_activity_tracing(Session& session) noexcept;
 void flush_activity() noexcept;
 /// The same, as the collector thread's periodic call.
 void poll_activity() noexcept;
+/// After a counter window has closed (its kernels finished: the range profiler's decode synchronized
+/// the context): hands back every buffer, incomplete ones too. Kernels replayed for counters get
+/// records CUPTI never completes (no timestamps), and a default flush never returns a buffer that
+/// holds one: without this, every later record of that thread would wait for the session's end.
+void deliver_after_counters() noexcept;
 /// Delivers what is complete, then forces out the rest (counted as incomplete at exit), disables
 /// every kind and detaches the session. CUPTI is not finalized (see adapter.cpp).
 void stop_activity_tracing() noexcept;

@@ -33,7 +33,29 @@ const char* reason(CUptiResult r) {
   }
 }
 
+// Why cuptiProfilerInitialize refused: its own reasons where CUPTI names one, else the usual
+// cause, another tool in the process holding the GPU's profiler.
+const char* profiler_reason(CUptiResult r) {
+  switch (r) {
+    case CUPTI_ERROR_INSUFFICIENT_PRIVILEGES:
+    case CUPTI_ERROR_NOT_SUPPORTED:
+    case CUPTI_ERROR_VIRTUALIZED_DEVICE_NOT_SUPPORTED:
+    case CUPTI_ERROR_CMP_DEVICE_NOT_SUPPORTED:
+    case CUPTI_ERROR_MIG_DEVICE_NOT_SUPPORTED:
+      return reason(r);
+    case CUPTI_ERROR_OLD_PROFILER_API_INITIALIZED:
+      return "the legacy CUPTI event and metric API is in use in this process";
+    default:
+      return "another tool holds the GPU's profiler (Nsight Compute or compute-sanitizer?)";
+  }
+}
+
 }  // namespace
+
+std::string profiler_refusal(const char* call, int result) {
+  const auto r = static_cast<CUptiResult>(result);
+  return fmt::format("{}: {} returned {}", profiler_reason(r), call, error_name(r));
+}
 
 std::string cupti_refusal(const char* call, int result) {
   const auto r = static_cast<CUptiResult>(result);

@@ -332,6 +332,7 @@ model::RangeCounters roofline_counters(std::span<const Metric> metrics, std::spa
     return *a + *m + 2.0 * *f;
   };
   model::RangeCounters c;
+  c.kernel_ns = value("gpu__time_duration.sum");
   const auto read = value("dram__bytes_read.sum");
   const auto write = value("dram__bytes_write.sum");
   if (read && write) c.dram_bytes = *read + *write;

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <thread>
 
+#include "producers/cupti/adapter.hpp"
 #include "producers/cupti/errors.hpp"
 #include "session/session.hpp"
 
@@ -56,6 +57,8 @@ State& state() {
 
 std::atomic<bool> g_enabled{false};
 std::atomic<bool> g_window_open{false};  // mirrors State::window_open, read without the lock
+std::atomic<bool> g_initialized{false};  // cuptiProfilerInitialize succeeded, not deinitialized yet
+std::atomic<int> g_fake_initialize{0};   // tests: what cuptiProfilerInitialize returns (0: call it)
 
 // Whether `node`'s path is `path`; the "(counted steps)" frame that counted steps run under is
 // not part of the path the user named.
@@ -217,7 +220,38 @@ void turn_off(State& s, std::string why, bool context_gone) {
 
 }  // namespace
 
+std::string initialize_profiler() noexcept {
+  try {
+    const int fake = g_fake_initialize.load(std::memory_order_relaxed);
+    CUptiResult r = static_cast<CUptiResult>(fake);
+    if (fake == 0) {
+      auto init = params<CUpti_Profiler_Initialize_Params>(CUpti_Profiler_Initialize_Params_STRUCT_SIZE);
+      r = cuptiProfilerInitialize(&init);
+    }
+    if (r == CUPTI_SUCCESS) {
+      g_initialized.store(true, std::memory_order_release);
+      return {};
+    }
+    return profiler_refusal("cuptiProfilerInitialize", static_cast<int>(r));
+  } catch (const std::exception& e) {
+    return fmt::format("counters could not start: {}", e.what());
+  }
+}
+
+void deinitialize_profiler() noexcept {
+  if (!g_initialized.exchange(false)) return;
+  auto deinit = params<CUpti_Profiler_DeInitialize_Params>(CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE);
+  cuptiProfilerDeInitialize(&deinit);
+}
+
+void set_profiler_initialize_result_for_testing(int result) noexcept {
+  g_fake_initialize.store(result, std::memory_order_relaxed);
+}
+
 std::string device_chip_name(int device) noexcept {
+  // Only after initialize_profiler(): without it, and with another tool holding the profiler
+  // (Nsight Compute), cuptiDeviceGetChipName crashed inside libcupti.
+  if (!g_initialized.load(std::memory_order_acquire)) return {};
   auto p = params<CUpti_Device_GetChipName_Params>(CUpti_Device_GetChipName_Params_STRUCT_SIZE);
   p.deviceIndex = static_cast<std::size_t>(device);
   if (cuptiDeviceGetChipName(&p) != CUPTI_SUCCESS || p.pChipName == nullptr) return {};
@@ -244,9 +278,7 @@ std::string enable_range_profiler(Session& session, CounterPlan plan) noexcept {
       s.chosen.push_back(std::move(ids));
     }
 
-    auto init = params<CUpti_Profiler_Initialize_Params>(CUpti_Profiler_Initialize_Params_STRUCT_SIZE);
-    if (CUptiResult r = cuptiProfilerInitialize(&init); r != CUPTI_SUCCESS)
-      return fail(s, "cuptiProfilerInitialize", r);
+    if (!g_initialized.load(std::memory_order_acquire)) return "the profiler was not initialized";
     CUcontext ctx = current_context();
     if (ctx == nullptr || !current_context_id(&s.device, &s.context_id))
       return "no current CUDA context to profile";
@@ -330,8 +362,7 @@ void disable_range_profiler() noexcept {
     g_window_open.store(false, std::memory_order_release);
   }
   release(s);
-  auto deinit = params<CUpti_Profiler_DeInitialize_Params>(CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE);
-  cuptiProfilerDeInitialize(&deinit);
+  deinitialize_profiler();
 }
 
 void counters_on_enter(const model::Node* entered) noexcept {
@@ -374,16 +405,19 @@ void counters_on_enter(const model::Node* entered) noexcept {
 void counters_on_exit(const model::Node* left, const model::Node* innermost) noexcept {
   if (!g_enabled.load(std::memory_order_acquire) || !g_window_open.load(std::memory_order_acquire)) return;
   State& s = state();
-  std::lock_guard lock(s.mutex);
-  if (!s.window_open || s.owner != std::this_thread::get_id()) return;
-  collect(s, s.target);
-  if (left == s.window_root && innermost != left) {
+  {
+    std::lock_guard lock(s.mutex);
+    if (!s.window_open || s.owner != std::this_thread::get_id()) return;
+    collect(s, s.target);
+    if (left != s.window_root || innermost == left) {
+      s.target = innermost;
+      start_profiler(s);
+      return;
+    }
     s.window_open = false;
     g_window_open.store(false, std::memory_order_release);
-    return;
   }
-  s.target = innermost;
-  start_profiler(s);
+  deliver_after_counters();  // outside the lock: the buffer callback takes the aggregator's
 }
 
 std::string counters_failure() noexcept {

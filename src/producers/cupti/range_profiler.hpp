@@ -32,7 +32,17 @@ struct CounterPlan {
   std::size_t passes = 0;
 };
 
-/// The chip name CUPTI's profiler knows `device` by ("GH100"), or "" when it cannot say.
+/// Initializes CUPTI's profiler interface: "" when it is ready, else one line saying why counters
+/// are off (another tool, such as Nsight Compute, holding the GPU's profiler). Every other profiler
+/// call, device_chip_name() included, comes after it has succeeded.
+std::string initialize_profiler() noexcept;
+/// Undoes initialize_profiler() (nothing when it did not succeed).
+void deinitialize_profiler() noexcept;
+/// Tests: cuptiProfilerInitialize's result is `result` (a CUptiResult) instead of its own; 0 calls it.
+void set_profiler_initialize_result_for_testing(int result) noexcept;
+
+/// The chip name CUPTI's profiler knows `device` by ("GH100"), or "" when it cannot say (also
+/// before initialize_profiler() has succeeded).
 std::string device_chip_name(int device) noexcept;
 
 /// Turns the range profiler on for the current CUDA context: "on", or one line saying why not.
