@@ -42,7 +42,14 @@ struct Fixture : cuscope_test::ModelFixture {
   void create(std::uint64_t node_id, std::uint32_t graph_id = 1, ThreadTree* t = nullptr) {
     agg.on(GraphNodeCreated{node_id, graph_id, (t != nullptr ? t : tree)->innermost()});
   }
-  void clone(std::uint64_t node_id, std::uint64_t original) { agg.on(GraphNodeCloned{node_id, original}); }
+  void clone(std::uint64_t node_id, std::uint64_t original, std::uint32_t exec = 0) {
+    agg.on(GraphNodeCloned{node_id, original, exec});
+  }
+  // cudaGraphExecUpdate(exec, graph of `graph_nodes`) succeeded in an API call made now (its
+  // correlation is the next one): later launches have larger correlations.
+  void update(std::uint32_t exec, std::vector<std::uint64_t> graph_nodes) {
+    agg.on(GraphExecUpdated{exec, next_correlation++, std::move(graph_nodes)});
+  }
 
   // One cudaGraphLaunch inside `instance`: its correlation (the replay's kernels carry it).
   std::uint32_t launch(std::uint64_t instance) {
@@ -121,6 +128,11 @@ void capture_nested(Fixture& f) {
   f.end(l1);
   f.create(4);
   f.end(capture);
+}
+
+// Instantiation's bracket (GRAPHEXEC_CREATE_STARTING .. _CREATED) tied these clones to `exec`.
+void agg_nodes(Fixture& f, std::uint32_t exec, std::vector<std::uint64_t> nodes) {
+  f.agg.on(GraphExecNodes{exec, std::move(nodes)});
 }
 
 }  // namespace
@@ -234,8 +246,7 @@ TEST_CASE("instantiation reports each exec node created, then cloned: the clone 
   CHECK(r.diagnostics.graph_kernels_unknown_node == 1);
 }
 
-TEST_CASE("an exec update re-clones onto the exec's node ids: later replays follow the new graph",
-          "[graphs]") {
+TEST_CASE("a clone onto a node id the map holds takes its new original's range", "[graphs]") {
   Fixture f;
   auto v1 = f.begin("v1");
   f.create(1);
@@ -248,7 +259,7 @@ TEST_CASE("an exec update re-clones onto the exec's node ids: later replays foll
   f.end(decode);
   f.graph_kernel(f.launch(decode.instance), 101, 100, 110);
   f.consume();
-  f.clone(101, 2);  // cudaGraphExecUpdate(exec, graph of node 2): the exec's node now runs node 2's work
+  f.clone(101, 2);  // (an exec update is not reported so on an H100: see the GraphExecUpdated tests)
   f.graph_kernel(f.launch(decode.instance), 101, 200, 230);
   f.graph_kernel(f.launch(decode.instance), 101, 300, 330);
   f.consume();
@@ -789,4 +800,177 @@ TEST_CASE("a trace keeps graph nodes and graph kernels: its replay has the same 
     CHECK(live_decode->graph[i].kernel_calls == d->graph[i].kernel_calls);
     CHECK(live_decode->graph[i].gpu_busy_ns == d->graph[i].gpu_busy_ns);
   }
+}
+
+// cudaGraphExecUpdate on an H100 (CUDA 13.0) reported no clone for the exec's nodes: the update
+// comes as GraphExecUpdated, with the update call's correlation as the fence.
+TEST_CASE("an exec update whose new graph is of one range: later launches follow it, earlier ones stay",
+          "[graphs]") {
+  Fixture f;
+  auto v1 = f.begin("v1");
+  f.create(1);
+  f.create(2);
+  f.end(v1);
+  f.clone(101, 1, 7);  // instantiate: exec 7
+  f.clone(102, 2, 7);
+  auto v2 = f.begin("v2");
+  f.create(3);
+  f.create(4);
+  f.end(v2);
+  auto decode = f.begin("decode");
+  f.end(decode);
+  const std::uint32_t before = f.launch(decode.instance);
+  f.update(7, {3, 4});
+  const std::uint32_t after = f.launch(decode.instance);
+  // Records of the launch before the update come after it was reported: they keep v1.
+  f.graph_kernel(before, 101, 100, 110);
+  f.graph_kernel(before, 102, 110, 120);
+  f.graph_kernel(after, 101, 200, 230);
+  f.graph_kernel(after, 102, 230, 260);
+  f.graph_kernel(before, 101, 120, 125);  // a late record of the first launch, after the cached hit
+  f.consume();
+  const Report r = f.report();
+  CHECK(graph_lines(r, "decode") == GraphLines{{"v2", 2}, {"v1", 3}});
+  CHECK(graph_row(r.find("decode"), "v2")->kernel_ns == 60);
+  CHECK(graph_row(r.find("decode"), "v1")->kernel_ns == 25);
+  CHECK(r.diagnostics.graph_kernels_unknown_node == 0);
+  CHECK(r.diagnostics.graph_kernels_after_update == 0);
+  CHECK(r.diagnostics.graph_exec_updates_unmapped == 0);
+}
+
+TEST_CASE("an exec update that would need CUDA's node pairing: later launches are unknown, counted",
+          "[graphs]") {
+  Fixture f;
+  auto v1 = f.begin("v1");
+  f.create(1);
+  f.create(2);
+  f.end(v1);
+  f.clone(101, 1, 7);
+  f.clone(102, 2, 7);
+  auto a = f.begin("a");
+  f.create(3);
+  f.end(a);
+  auto b = f.begin("b");
+  f.create(4);
+  f.end(b);
+  auto decode = f.begin("decode");
+  f.end(decode);
+  const std::uint32_t before = f.launch(decode.instance);
+  f.update(7, {3, 4});  // two ranges: which exec node runs which is CUDA's pairing
+  const std::uint32_t after = f.launch(decode.instance);
+  f.graph_kernel(before, 101, 100, 110);
+  f.graph_kernel(after, 101, 200, 230);
+  f.graph_kernel(after, 102, 230, 240);
+  f.consume();
+  const Report r = f.report();
+  CHECK(graph_lines(r, "decode") == GraphLines{{std::string(cuscope::kUnknownGraphNodeName), 2}, {"v1", 1}});
+  CHECK(r.find("decode")->self.kernel_calls == 3);
+  CHECK(r.diagnostics.graph_kernels_unknown_node == 2);
+  CHECK(r.diagnostics.graph_kernels_after_update == 2);
+}
+
+TEST_CASE("an exec update: an unknown node of the new graph, or a count that differs, re-maps nothing",
+          "[graphs]") {
+  Fixture f;
+  auto v1 = f.begin("v1");
+  f.create(1);
+  f.end(v1);
+  f.clone(101, 1, 7);
+  auto v2 = f.begin("v2");
+  f.create(3);
+  f.create(4);
+  f.end(v2);
+  auto decode = f.begin("decode");
+  f.end(decode);
+  f.update(7, {3, 4});  // two nodes for the exec's one
+  const std::uint32_t c1 = f.launch(decode.instance);
+  f.update(7, {99});  // a node cuscope never saw created
+  const std::uint32_t c2 = f.launch(decode.instance);
+  f.graph_kernel(c1, 101, 100, 110);
+  f.graph_kernel(c2, 101, 200, 210);
+  f.consume();
+  const Report r = f.report();
+  CHECK(graph_lines(r, "decode") == GraphLines{{std::string(cuscope::kUnknownGraphNodeName), 2}});
+  CHECK(r.diagnostics.graph_kernels_after_update == 2);
+}
+
+TEST_CASE("two exec updates: a launch before the first is unknown once the second came", "[graphs]") {
+  Fixture f;
+  auto v1 = f.begin("v1");
+  f.create(1);
+  f.end(v1);
+  f.clone(101, 1, 7);
+  auto v2 = f.begin("v2");
+  f.create(2);
+  f.end(v2);
+  auto v3 = f.begin("v3");
+  f.create(3);
+  f.end(v3);
+  auto decode = f.begin("decode");
+  f.end(decode);
+  const std::uint32_t c1 = f.launch(decode.instance);
+  f.update(7, {2});
+  const std::uint32_t c2 = f.launch(decode.instance);
+  f.update(7, {3});
+  const std::uint32_t c3 = f.launch(decode.instance);
+  f.graph_kernel(c3, 101, 300, 330);
+  f.graph_kernel(c2, 101, 200, 220);
+  f.graph_kernel(c1, 101, 100, 110);  // only the last two mappings are kept
+  f.consume();
+  const Report r = f.report();
+  CHECK(graph_lines(r, "decode") ==
+        GraphLines{{"v3", 1}, {"v2", 1}, {std::string(cuscope::kUnknownGraphNodeName), 1}});
+  CHECK(r.diagnostics.graph_kernels_after_update == 1);
+}
+
+TEST_CASE("an exec update leaves other execs of the same graph alone; an exec of unknown nodes is counted",
+          "[graphs]") {
+  Fixture f;
+  auto v1 = f.begin("v1");
+  f.create(1);
+  f.end(v1);
+  f.clone(101, 1);  // exec 7, its node tied by the instantiation's bracket
+  agg_nodes(f, 7, {101});
+  f.clone(201, 1, 8);  // exec 8, from the same graph
+  auto v2 = f.begin("v2");
+  f.create(2);
+  f.end(v2);
+  auto decode = f.begin("decode");
+  f.end(decode);
+  f.update(7, {2});
+  f.update(9, {2});  // exec 9: instantiated before tracing
+  const std::uint32_t c = f.launch(decode.instance);
+  f.graph_kernel(c, 101, 100, 110);
+  f.graph_kernel(c, 201, 110, 120);
+  f.consume();
+  const Report r = f.report();
+  CHECK(graph_lines(r, "decode") == GraphLines{{"v1", 1}, {"v2", 1}});
+  CHECK(r.diagnostics.graph_exec_updates_unmapped == 1);
+}
+
+// A conditional node's body kernels on an H100 (CUDA 13.0): not device-launched, and matched to no
+// API call at once, which only correlation id 0 does.
+TEST_CASE("a graph kernel whose record names no launch is counted as such, not as unmatched", "[graphs]") {
+  Fixture f;
+  auto loop = f.begin("loop");
+  f.create(10, 1);
+  auto body = f.begin("body");
+  f.create(11, 2);
+  f.end(body);
+  f.end(loop);
+  f.clone(110, 10);
+  f.clone(111, 11);
+  auto run = f.begin("run");
+  f.end(run);
+  f.launch(run.instance);
+  for (int i = 0; i < 10; ++i) f.graph_kernel(0, 111, 100 + 10 * i, 105 + 10 * i, "_Z4gemmPf", 2);
+  f.graph_kernel(0, 0, 300, 310, "_Z4gemmPf", 0);  // no graph at all: unmatched, as before
+  f.consume();
+  const Report r = f.report();
+  CHECK(r.diagnostics.graph_kernels_no_launch == 10);
+  CHECK(r.diagnostics.unresolved_records == 1);
+  CHECK(r.find("run")->self.kernel_calls == 0);
+  CHECK(r.diagnostics.graph_kernels_unknown_node == 0);
+  CHECK(cuscope::format_table(r).find("10 graph kernels without their launch (correlation 0)") !=
+        std::string::npos);
 }

@@ -234,6 +234,15 @@ struct Diagnostics {
   /// they are not in kernel_calls or kernel time; their range's counters (profiled_kernels, GPU time
   /// from gpu__time_duration.sum) cover them.
   std::uint64_t counted_kernels_untimed = 0;
+  /// Graph kernels whose record names no launch (correlation id 0; seen for a conditional node's body
+  /// kernels on an H100): counted here, in no range, rather than as records not matched to a scope.
+  std::uint64_t graph_kernels_no_launch = 0;
+  /// Graph kernels launched after cudaGraphExecUpdate whose node cuscope could not pair with the
+  /// updating graph's: under "(unknown node)" (and counted there too), never the old graph's scope.
+  std::uint64_t graph_kernels_after_update = 0;
+  /// cudaGraphExecUpdate calls on an exec none of whose nodes cuscope knows (its instantiation was
+  /// not seen): later replays of that exec may keep the old graph's capture scopes.
+  std::uint64_t graph_exec_updates_unmapped = 0;
 };
 
 /// An NVTX start/end range (nvtxRangeStart/nvtxRangeEnd, zero-code mode): it may end on another

@@ -250,30 +250,35 @@ Aggregator::KernelRow& Aggregator::kernel_row(RangeActivity& a, const KernelKey&
   return *row;
 }
 
-void Aggregator::add_graph_kernel(RangeActivity& a, std::uint64_t node_id, const KernelKey& key,
-                                  std::uint64_t start, std::uint64_t end, std::uint32_t registers,
-                                  std::uint32_t static_shared, std::uint32_t dynamic_shared) {
+void Aggregator::add_graph_kernel(RangeActivity& a, std::uint64_t node_id, std::uint64_t correlation,
+                                  const KernelKey& key, std::uint64_t start, std::uint64_t end,
+                                  std::uint32_t registers, std::uint32_t static_shared,
+                                  std::uint32_t dynamic_shared) {
   if (!graph_breakdown_) return;
   if (graph_hits_.empty()) graph_hits_.resize(kGraphHits);
-  GraphHit& hit = graph_hits_[node_id & (kGraphHits - 1)];
+  GraphHit& cached = graph_hits_[node_id & (kGraphHits - 1)];
+  GraphHit* hit = &cached;
+  GraphHit once;  // a launch at or before the node's last update: answered, not cached
   const std::uint64_t version = graph_nodes_.version();
-  if (hit.node_id != node_id || hit.version != version || hit.activity != &a) {
+  if (cached.node_id != node_id || cached.version != version || cached.activity != &a ||
+      (cached.fence != 0 && correlation <= cached.fence)) {
     if (!a.graph) a.graph = std::make_unique<GraphBreakdown>();
-    const Node* range = nullptr;
-    const bool known = graph_nodes_.find(node_id, &range);
-    GraphBreakdown::Row& row = known ? a.graph->known[range] : a.graph->unknown;
-    hit = GraphHit{node_id, version, &a, &row, !known, key, &row.kernels[key]};
-  } else if (!(hit.key == key)) {
-    hit.key = key;
-    hit.agg = &hit.row->kernels[key];
+    const GraphNodeMap::Lookup l = graph_nodes_.find(node_id, correlation);
+    GraphBreakdown::Row& row = l.known ? a.graph->known[l.range] : a.graph->unknown;
+    if (!l.current) hit = &once;
+    *hit = GraphHit{node_id, version, &a, &row, !l.known, l.after_update, l.fence, key, &row.kernels[key]};
+  } else if (!(cached.key == key)) {
+    cached.key = key;
+    cached.agg = &cached.row->kernels[key];
   }
-  if (hit.unknown) diag_.graph_kernels_unknown_node += 1;
+  if (hit->unknown) diag_.graph_kernels_unknown_node += 1;
+  if (hit->after_update) diag_.graph_kernels_after_update += 1;
   const std::uint64_t ns = duration(start, end);
-  GraphBreakdown::Row& row = *hit.row;
+  GraphBreakdown::Row& row = *hit->row;
   row.calls += 1;
   row.ns += ns;
   row.busy.add(start, end);
-  count_kernel(*hit.agg, ns, registers, static_shared, dynamic_shared);
+  count_kernel(*hit->agg, ns, registers, static_shared, dynamic_shared);
 }
 
 void Aggregator::apply_kernel(const Kernel& k, const Target& t) {
@@ -293,8 +298,8 @@ void Aggregator::apply_kernel(const Kernel& k, const Target& t) {
   count_kernel(row.agg, ns, k.registers, k.static_shared, k.dynamic_shared);
   count_stream(a, stream_key(k), ns);
   if (k.graph_node_id != 0)
-    add_graph_kernel(a, k.graph_node_id, row.key, k.start_ns, k.end_ns, k.registers, k.static_shared,
-                     k.dynamic_shared);
+    add_graph_kernel(a, k.graph_node_id, k.correlation, row.key, k.start_ns, k.end_ns, k.registers,
+                     k.static_shared, k.dynamic_shared);
   spread_interval(t, k.start_ns, k.end_ns);  // last: it may move the instance table
 }
 
@@ -421,6 +426,12 @@ void Aggregator::on_kernel(const KernelActivity& k) {
   }
   // Counted whatever its correlation resolves to: what a device launch carries is not the host's.
   if (k.device_launched) diag_.graph_kernels_device_launched += 1;
+  // A graph's kernel whose record names no launch (a conditional node's body on an H100, CUDA 13):
+  // no API call ties it to a scope. Counted as such, not as a record not matched to a scope.
+  if (k.correlation == 0 && (k.graph_node_id != 0 || k.graph_id != 0)) {
+    diag_.graph_kernels_no_launch += 1;
+    return;
+  }
   // locate(), its common case first: an API call made inside a scope instance still in the table.
   const Correlation& c = correlation_slot(k.correlation);
   Instance* inst = c.correlation == k.correlation && c.instance > kCuscopeInternal && k.correlation != 0
@@ -448,8 +459,8 @@ void Aggregator::on_kernel(const KernelActivity& k) {
   count_kernel(row->agg, ns, k.registers_per_thread, k.static_shared_bytes, k.dynamic_shared_bytes);
   count_stream(a, stream_key(k), ns);
   if (k.graph_node_id != 0)
-    add_graph_kernel(a, k.graph_node_id, row->key, k.start_ns, k.end_ns, k.registers_per_thread,
-                     k.static_shared_bytes, k.dynamic_shared_bytes);
+    add_graph_kernel(a, k.graph_node_id, k.correlation, row->key, k.start_ns, k.end_ns,
+                     k.registers_per_thread, k.static_shared_bytes, k.dynamic_shared_bytes);
   spread_interval(t, k.start_ns, k.end_ns);
 }
 
@@ -793,6 +804,9 @@ void Aggregator::build(Report& report) const {
   out.graph_kernels_unknown_node += d.graph_kernels_unknown_node;
   out.graph_kernels_device_launched += d.graph_kernels_device_launched;
   out.counted_kernels_untimed += d.counted_kernels_untimed;
+  out.graph_kernels_no_launch += d.graph_kernels_no_launch;
+  out.graph_kernels_after_update += d.graph_kernels_after_update;
+  out.graph_exec_updates_unmapped += graph_nodes_.updates_unmapped();
 }
 
 }  // namespace cuscope::model

@@ -66,6 +66,8 @@ class Aggregator {
   /// own), so producers may call them from the capturing thread while another holds it.
   void on(const GraphNodeCreated& e) { graph_nodes_.on(e); }
   void on(const GraphNodeCloned& e) { graph_nodes_.on(e); }
+  void on(const GraphExecNodes& e) { graph_nodes_.on(e); }
+  void on(const GraphExecUpdated& e) { graph_nodes_.on(e); }
   [[nodiscard]] GraphNodeMap& graph_nodes() { return graph_nodes_; }
   /// Off: graph kernels count in their launching range only, with no breakdown by capture-time
   /// range and nothing counted as of an unknown node (no callbacks, so no node is known).
@@ -276,9 +278,9 @@ class Aggregator {
   }
   [[gnu::noinline]] static void new_stream_run(RangeActivity& a, std::uint64_t key, std::uint64_t ns);
   // A kernel of a graph launched in `a`: also added to a's breakdown by its node's range.
-  void add_graph_kernel(RangeActivity& a, std::uint64_t node_id, const KernelKey& key, std::uint64_t start,
-                        std::uint64_t end, std::uint32_t registers, std::uint32_t static_shared,
-                        std::uint32_t dynamic_shared);
+  void add_graph_kernel(RangeActivity& a, std::uint64_t node_id, std::uint64_t correlation,
+                        const KernelKey& key, std::uint64_t start, std::uint64_t end, std::uint32_t registers,
+                        std::uint32_t static_shared, std::uint32_t dynamic_shared);
   void apply_memory(const MemoryActivity& m, const Target& t);
   void spread_interval(const Target& t, std::uint64_t start, std::uint64_t end);
   void spread_in_range(Instance* inst, std::uint64_t start, std::uint64_t end);
@@ -324,13 +326,16 @@ class Aggregator {
   bool graph_breakdown_ = true;
   // The last graph kernel of each node id (direct-mapped): a replay runs the same nodes in the same
   // ranges, so most kernels skip the node map's lock and the hashing. Valid while the map's
-  // version is the one recorded (no node created, cloned or evicted since).
+  // version is the one recorded (no node created, cloned, updated or evicted since), for launches
+  // after the node's last exec update.
   struct GraphHit {
     std::uint64_t node_id = 0;
     std::uint64_t version = 0;
     const RangeActivity* activity = nullptr;
     GraphBreakdown::Row* row = nullptr;
     bool unknown = false;
+    bool after_update = false;
+    std::uint64_t fence = 0;  // the node's last exec update: the hit holds for launches above it
     KernelKey key{};
     KernelAgg* agg = nullptr;
   };

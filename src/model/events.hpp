@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <cuscope/report.hpp>
+#include <vector>
 
 namespace cuscope::model {
 
@@ -120,6 +121,22 @@ struct GraphNodeCreated {
 struct GraphNodeCloned {
   std::uint64_t node_id = 0;
   std::uint64_t original_node_id = 0;
+  std::uint32_t exec_id = 0;  ///< the executable graph the clone belongs to (0: not one, or not known)
+};
+
+/// cudaGraphInstantiate made exec `exec_id` of these clones (their GraphNodeCloned came first).
+struct GraphExecNodes {
+  std::uint32_t exec_id = 0;
+  std::vector<std::uint64_t> node_ids;
+};
+
+/// cudaGraphExecUpdate(exec, graph) succeeded in the API call with `correlation`: launches with a
+/// larger correlation run the exec's nodes with the parameters of `graph`'s nodes (`graph_node_ids`,
+/// its top-level nodes). The exec's own node ids (what kernel records carry) do not change.
+struct GraphExecUpdated {
+  std::uint32_t exec_id = 0;
+  std::uint64_t correlation = 0;
+  std::vector<std::uint64_t> graph_node_ids;
 };
 
 }  // namespace cuscope::model

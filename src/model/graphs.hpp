@@ -12,6 +12,15 @@
 // whichever comes first: a creation never overrides what an id already has (CUPTI's node ids are
 // unique), and a clone of an unknown original makes its node unknown, not the instantiating scope's.
 //
+// cudaGraphExecUpdate is not reported as clones (an H100 run, CUDA 13.0: the exec's node ids, which
+// kernel records carry, kept the old graph's scope). The adapter reports the update itself
+// (GraphExecUpdated, with the API call's correlation id as a fence) and the exec each clone belongs
+// to. CUDA pairs the exec's nodes with the new graph's by rules it does not publish, so the map
+// re-maps only what needs no pairing: when every node of the new graph was created in one range and
+// the counts agree, each of the exec's nodes takes that range; otherwise its later kernels are of
+// an unknown node, counted as after an update. Kernels launched before the update (correlation at
+// or below the fence) keep the node's range from before; those before an earlier update are unknown.
+//
 // Bounded: past kMaxNodes the oldest entry makes room, counted as evicted; a kernel of an evicted
 // node is then reported under "(unknown node)". Thread-safe with a lock of its own: producers
 // call it on the capturing thread, the aggregator looks nodes up under its own lock (this lock is
@@ -45,8 +54,24 @@ class GraphNodeMap {
   /// its own creation was reported first (then its entry stays, marked unknown).
   void on(const GraphNodeCloned& e);
 
-  /// Whether `node_id` is known; if so, *range is the range it was created in (nullptr: none).
+  /// Ties clones already reported to the exec their instantiation made.
+  void on(const GraphExecNodes& e);
+  /// An exec update: see the top of this file. An exec none of whose nodes is known is counted.
+  void on(const GraphExecUpdated& e);
+
+  /// Whether `node_id` is known now (for launches after its last update); if so, *range is the
+  /// range it was created in (nullptr: none).
   bool find(std::uint64_t node_id, const Node** range) const;
+
+  /// What a kernel of `node_id` launched in the API call `correlation` is attributed to.
+  struct Lookup {
+    bool known = false;
+    const Node* range = nullptr;
+    bool after_update = false;  ///< unknown because its exec was updated and not re-mapped
+    std::uint64_t fence = 0;    ///< the node's last update (0: none): the answer holds above it
+    bool current = true;        ///< false: answered for a launch at or before the fence
+  };
+  [[nodiscard]] Lookup find(std::uint64_t node_id, std::uint64_t correlation) const;
 
   /// Changes with every change to the map (an insert, an eviction, a node re-created): an answer
   /// of find() read after version() returned v is still right while version() returns v.
@@ -54,11 +79,20 @@ class GraphNodeMap {
 
   [[nodiscard]] std::uint64_t evicted() const;
   [[nodiscard]] std::size_t size() const;
+  [[nodiscard]] std::uint64_t updates_unmapped() const;
 
  private:
-  struct Entry {
+  struct Side {
     const Node* range = nullptr;
-    bool known = true;  // false: a clone of an unknown node
+    bool known = true;          // false: a clone of an unknown node, or not re-mapped after an update
+    bool after_update = false;  // unknown because of an update
+  };
+  struct Entry {
+    Side now;                      // launches after `fence`
+    Side before;                   // launches in (prev_fence, fence]
+    std::uint64_t fence = 0;       // correlation of the last exec update (0: never updated)
+    std::uint64_t prev_fence = 0;  // of the one before: launches at or below it are unknown
+    std::uint32_t exec = 0;        // the exec this clone belongs to (0: none known)
   };
   // Sets `node_id` (inserted, or overwritten when `overwrite`); mutex_ held.
   void put(std::uint64_t node_id, Entry entry, bool overwrite);
@@ -68,6 +102,7 @@ class GraphNodeMap {
   absl::flat_hash_map<std::uint64_t, Entry> nodes_;  // guarded by mutex_
   std::deque<std::uint64_t> order_;                  // guarded: ids, oldest first
   std::uint64_t evicted_ = 0;                        // guarded
+  std::uint64_t updates_unmapped_ = 0;               // guarded
   std::atomic<std::uint64_t> version_{0};            // written under mutex_
 };
 

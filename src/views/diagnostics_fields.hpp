@@ -17,7 +17,7 @@ struct DiagnosticField {
   std::string_view many;
 };
 
-inline constexpr std::array<DiagnosticField, 28> kDiagnosticFields{{
+inline constexpr std::array<DiagnosticField, 31> kDiagnosticFields{{
     {&Diagnostics::dropped_records, "dropped_records", "dropped record", "dropped records"},
     {&Diagnostics::zero_timestamp_records, "zero_timestamp_records", "record with a zero timestamp",
      "records with a zero timestamp"},
@@ -68,6 +68,14 @@ inline constexpr std::array<DiagnosticField, 28> kDiagnosticFields{{
      "graph kernel of an unknown node", "graph kernels of an unknown node"},
     {&Diagnostics::graph_kernels_device_launched, "graph_kernels_device_launched",
      "kernel of a device-launched graph", "kernels of device-launched graphs"},
+    {&Diagnostics::graph_kernels_no_launch, "graph_kernels_no_launch",
+     "graph kernel without its launch (correlation 0)", "graph kernels without their launch (correlation 0)"},
+    {&Diagnostics::graph_kernels_after_update, "graph_kernels_after_update",
+     "graph kernel of an updated exec not paired with the new graph",
+     "graph kernels of an updated exec not paired with the new graph"},
+    {&Diagnostics::graph_exec_updates_unmapped, "graph_exec_updates_unmapped",
+     "CUDA graph exec update of unknown nodes (later replays may keep the old scopes)",
+     "CUDA graph exec updates of unknown nodes (later replays may keep the old scopes)"},
     {&Diagnostics::overhead_ns, "overhead_ns", "", ""},
 }};
 

@@ -215,8 +215,12 @@ TEST_CASE("cudaGraphExecUpdate: later replays follow the updating graph's captur
   const cuscope::RangeStats& decode = range(r, "decode");
   CHECK(decode.self.kernel_calls == 20);
   CHECK(graph_calls(decode, "v1") == 10);
-  CHECK(graph_calls(decode, "v2") == 10);  // what CUPTI reports of an exec update decides this
+  // The update is reported by its API callback (not as clones: an H100 run, CUDA 13.0); v2 holds one
+  // node, of one scope, so no pairing of nodes is needed to re-map the exec's node.
+  CHECK(graph_calls(decode, "v2") == 10);
   CHECK(r.diagnostics.graph_kernels_unknown_node == 0);
+  CHECK(r.diagnostics.graph_kernels_after_update == 0);
+  CHECK(r.diagnostics.graph_exec_updates_unmapped == 0);
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(v1);
   cudaGraphDestroy(v2);
@@ -251,9 +255,15 @@ TEST_CASE("a conditional node's body kernels: broken down by the scope they were
   const cuscope::RangeStats& run = range(r, "run");
   const std::uint64_t body = graph_calls(run, "loop/body");
   const std::uint64_t unknown = graph_calls(run, cuscope::kUnknownGraphNodeName);
-  WARN("conditional body kernels: " << body << " under loop/body, " << unknown << " of an unknown node");
-  CHECK(run.self.kernel_calls == 10);
-  CHECK(body + unknown == 10);  // attributed where CUPTI reports the body's clones, else counted
+  const std::uint64_t no_launch = r.diagnostics.graph_kernels_no_launch;
+  WARN("conditional body kernels: " << body << " under loop/body, " << unknown << " of an unknown node, "
+                                    << no_launch << " without their launch (correlation 0)");
+  // An H100 run (CUDA 13.0) matched all 10 to no scope at once, which only correlation id 0 does:
+  // such records are counted as graph kernels without their launch. Attributed where they do carry
+  // the launch's correlation; never lost.
+  CHECK(run.self.kernel_calls == body + unknown);
+  CHECK(body + unknown + no_launch == 10);
+  CHECK(r.diagnostics.unresolved_records == 0);
   CHECK(r.diagnostics.graph_kernels_unknown_node == unknown);
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);

@@ -1,6 +1,7 @@
 // producers/cupti/adapter.cpp — see adapter.hpp.
 #include "producers/cupti/adapter.hpp"
 
+#include <cuda_runtime_api.h>
 #include <cupti.h>
 #include <fmt/format.h>
 
@@ -9,6 +10,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "producers/clock.hpp"
@@ -67,9 +69,23 @@ struct State {
 
 // Graph node creation and clones: enough to map a replayed kernel's node id to the scope open
 // where its node was made. Not GRAPH_TRACE (it replaces the per-kernel records with one per
-// launch), and not GRAPHEXEC_CREATED: instantiation clones every node, which CLONED reports.
-constexpr std::array<CUpti_CallbackId, 2> kGraphCallbacks = {CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
-                                                             CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED};
+// launch). GRAPHEXEC_CREATE_STARTING / _CREATED bracket an instantiation: the clones between them
+// are the exec's nodes, which an exec update (not reported as clones) must find.
+constexpr std::array<CUpti_CallbackId, 4> kGraphCallbacks = {
+    CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,
+    CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATE_STARTING, CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED};
+// The exec updates, by both APIs: the runtime's calls the driver's, which is then left alone.
+constexpr std::array<CUpti_CallbackId, 2> kUpdateDriverCallbacks = {
+    CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate, CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2};
+constexpr CUpti_CallbackId kUpdateRuntimeCallback = CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecUpdate_v10020;
+
+// The instantiating or updating thread's callbacks in progress.
+struct GraphCalls {
+  int instantiating = 0;              // GRAPHEXEC_CREATE_STARTING not yet CREATED
+  std::vector<std::uint64_t> clones;  // clones since the outer STARTING
+  bool runtime_update = false;        // inside cudaGraphExecUpdate
+};
+thread_local GraphCalls t_graph_calls;
 
 State& state() {
   static State* s = new State();  // leaked: CUPTI may call back until the process ends
@@ -131,42 +147,132 @@ void pop_correlation() noexcept {
   cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
 }
 
+std::uint32_t exec_id(CUgraphExec exec) {
+  std::uint32_t id = 0;
+  if (exec == nullptr || cuptiGetGraphExecId(exec, &id) != CUPTI_SUCCESS) return 0;
+  return id;
+}
+
 // On the thread that creates the node (capturing a stream, or adding nodes by hand), inside the CUDA
 // call: two id lookups, the thread's innermost open range (its own tree, no lock) and one insert
 // under the node map's own lock. Never the aggregator's lock, which a buffer decode holds long.
-void CUPTIAPI on_resource(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
-  if (domain != CUPTI_CB_DOMAIN_RESOURCE || data == nullptr) return;
-  Session* target = state().target.load(std::memory_order_acquire);
-  if (target == nullptr) return;
-  const auto* graph =
-      static_cast<const CUpti_GraphData*>(static_cast<const CUpti_ResourceData*>(data)->resourceDescriptor);
-  if (graph == nullptr) return;
+void on_graph_resource(Session& target, CUpti_CallbackId cbid, const CUpti_GraphData& graph) {
+  GraphCalls& calls = t_graph_calls;
+  if (cbid == CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATE_STARTING) {
+    if (calls.instantiating++ == 0) calls.clones.clear();
+    return;
+  }
+  if (cbid == CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED) {
+    if (calls.instantiating > 0 && --calls.instantiating == 0) {
+      graph_exec_nodes(target, exec_id(graph.graphExec), std::move(calls.clones));
+      calls.clones.clear();
+    }
+    return;
+  }
   std::uint64_t node = 0;
-  if (graph->node == nullptr || cuptiGetGraphNodeId(graph->node, &node) != CUPTI_SUCCESS) return;
+  if (graph.node == nullptr || cuptiGetGraphNodeId(graph.node, &node) != CUPTI_SUCCESS) return;
   if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED) {
     std::uint32_t graph_id = 0;
-    if (graph->graph == nullptr || cuptiGetGraphId(graph->graph, &graph_id) != CUPTI_SUCCESS) graph_id = 0;
-    graph_node_created(*target, node, graph_id);
+    if (graph.graph == nullptr || cuptiGetGraphId(graph.graph, &graph_id) != CUPTI_SUCCESS) graph_id = 0;
+    graph_node_created(target, node, graph_id);
   } else if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) {
     std::uint64_t original = 0;
-    if (graph->originalNode == nullptr ||
-        cuptiGetGraphNodeId(graph->originalNode, &original) != CUPTI_SUCCESS)
+    if (graph.originalNode == nullptr || cuptiGetGraphNodeId(graph.originalNode, &original) != CUPTI_SUCCESS)
       return;
-    graph_node_cloned(*target, node, original);
+    graph_node_cloned(target, node, original, exec_id(graph.graphExec));
+    if (calls.instantiating > 0) {
+      try {
+        calls.clones.push_back(node);
+      } catch (...) {  // out of memory: this node's exec stays unknown
+      }
+    }
   }
+}
+
+// At the exit of a successful exec update: the exec, the updating graph's top-level nodes, and the
+// call's correlation id (launches after it have larger ones).
+void on_exec_update(Session& target, CUgraphExec exec, CUgraph graph, std::uint32_t correlation) {
+  std::vector<std::uint64_t> ids;
+  try {
+    std::size_t n = 0;
+    auto* g = reinterpret_cast<cudaGraph_t>(graph);
+    if (g != nullptr && cudaGraphGetNodes(g, nullptr, &n) == cudaSuccess && n != 0) {
+      std::vector<cudaGraphNode_t> nodes(n);
+      if (cudaGraphGetNodes(g, nodes.data(), &n) == cudaSuccess) {
+        for (std::size_t i = 0; i < n && i < nodes.size(); ++i) {
+          std::uint64_t id = 0;
+          if (cuptiGetGraphNodeId(reinterpret_cast<CUgraphNode>(nodes[i]), &id) == CUPTI_SUCCESS)
+            ids.push_back(id);
+        }
+        if (ids.size() != n) ids.clear();  // a node without an id: no re-map
+      }
+    }
+  } catch (...) {  // out of memory: no re-map, the exec's later kernels count as unknown
+    ids.clear();
+  }
+  graph_exec_updated(target, exec_id(exec), correlation, std::move(ids));
+}
+
+void on_api(Session& target, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+            const CUpti_CallbackData& cb) {
+  GraphCalls& calls = t_graph_calls;
+  const bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == kUpdateRuntimeCallback;
+  if (runtime) {
+    calls.runtime_update = cb.callbackSite == CUPTI_API_ENTER;
+    if (cb.callbackSite != CUPTI_API_EXIT || cb.functionReturnValue == nullptr ||
+        *static_cast<const cudaError_t*>(cb.functionReturnValue) != cudaSuccess)
+      return;
+    const auto* p = static_cast<const cudaGraphExecUpdate_v10020_params*>(cb.functionParams);
+    if (p != nullptr)
+      on_exec_update(target, reinterpret_cast<CUgraphExec>(p->hGraphExec),
+                     reinterpret_cast<CUgraph>(p->hGraph), cb.correlationId);
+    return;
+  }
+  if (domain != CUPTI_CB_DOMAIN_DRIVER_API || calls.runtime_update || cb.callbackSite != CUPTI_API_EXIT)
+    return;
+  if (cb.functionReturnValue == nullptr ||
+      *static_cast<const CUresult*>(cb.functionReturnValue) != CUDA_SUCCESS)
+    return;
+  if (cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2) {
+    if (const auto* p = static_cast<const cuGraphExecUpdate_v2_params*>(cb.functionParams))
+      on_exec_update(target, p->hGraphExec, p->hGraph, cb.correlationId);
+  } else if (cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate) {
+    if (const auto* p = static_cast<const cuGraphExecUpdate_params*>(cb.functionParams))
+      on_exec_update(target, p->hGraphExec, p->hGraph, cb.correlationId);
+  }
+}
+
+void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (data == nullptr) return;
+  Session* target = state().target.load(std::memory_order_acquire);
+  if (target == nullptr) return;
+  if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+    const auto* graph =
+        static_cast<const CUpti_GraphData*>(static_cast<const CUpti_ResourceData*>(data)->resourceDescriptor);
+    if (graph != nullptr) on_graph_resource(*target, cbid, *graph);
+    return;
+  }
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API)
+    on_api(*target, domain, cbid, *static_cast<const CUpti_CallbackData*>(data));
 }
 
 // Subscribes for the graph callbacks; "" or why the breakdown is off.
 std::string subscribe_graphs(State& s) {
   CUpti_SubscriberHandle handle = nullptr;
   const int fake = g_fake_subscribe.load(std::memory_order_relaxed);
-  CUptiResult r = fake != 0 ? static_cast<CUptiResult>(fake) : cuptiSubscribe(&handle, &on_resource, nullptr);
+  CUptiResult r = fake != 0 ? static_cast<CUptiResult>(fake) : cuptiSubscribe(&handle, &on_callback, nullptr);
   if (r != CUPTI_SUCCESS) return refusal("cuptiSubscribe", r);
-  for (CUpti_CallbackId cbid : kGraphCallbacks) {
-    r = cuptiEnableCallback(1, handle, CUPTI_CB_DOMAIN_RESOURCE, cbid);
+  std::vector<std::pair<CUpti_CallbackDomain, CUpti_CallbackId>> wanted;
+  for (CUpti_CallbackId cbid : kGraphCallbacks) wanted.emplace_back(CUPTI_CB_DOMAIN_RESOURCE, cbid);
+  for (CUpti_CallbackId cbid : kUpdateDriverCallbacks) wanted.emplace_back(CUPTI_CB_DOMAIN_DRIVER_API, cbid);
+  wanted.emplace_back(CUPTI_CB_DOMAIN_RUNTIME_API, kUpdateRuntimeCallback);
+  for (auto [domain, cbid] : wanted) {
+    r = cuptiEnableCallback(1, handle, domain, cbid);
     if (r != CUPTI_SUCCESS) {
       cuptiUnsubscribe(handle);
-      return refusal("cuptiEnableCallback(RESOURCE, GRAPHNODE)", r);
+      return refusal(domain == CUPTI_CB_DOMAIN_RESOURCE ? "cuptiEnableCallback(RESOURCE, GRAPH)"
+                                                        : "cuptiEnableCallback(graph exec update)",
+                     r);
     }
   }
   s.subscriber = handle;
@@ -268,11 +374,27 @@ void graph_node_created(Session& session, std::uint64_t node_id, std::uint32_t g
   }
 }
 
-void graph_node_cloned(Session& session, std::uint64_t node_id, std::uint64_t original_node_id) noexcept {
+void graph_node_cloned(Session& session, std::uint64_t node_id, std::uint64_t original_node_id,
+                       std::uint32_t exec_id) noexcept {
   try {
-    session.aggregator.on(model::GraphNodeCloned{node_id, original_node_id});
+    session.aggregator.on(model::GraphNodeCloned{node_id, original_node_id, exec_id});
     if (trace::Writer* w = trace::g_writer.load(std::memory_order_acquire))
       w->on(model::GraphNodeCloned{node_id, original_node_id});
+  } catch (...) {
+  }
+}
+
+void graph_exec_nodes(Session& session, std::uint32_t exec_id, std::vector<std::uint64_t> node_ids) noexcept {
+  try {
+    session.aggregator.on(model::GraphExecNodes{exec_id, std::move(node_ids)});
+  } catch (...) {
+  }
+}
+
+void graph_exec_updated(Session& session, std::uint32_t exec_id, std::uint64_t correlation,
+                        std::vector<std::uint64_t> graph_node_ids) noexcept {
+  try {
+    session.aggregator.on(model::GraphExecUpdated{exec_id, correlation, std::move(graph_node_ids)});
   } catch (...) {
   }
 }

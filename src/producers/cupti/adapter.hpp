@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace cuscope::inline v0::detail {
 
@@ -39,7 +40,15 @@ void stop_activity_tracing() noexcept;
 /// creates the node; tests call them without CUPTI): a node created now is tied to the calling
 /// thread's innermost open range in `session` (none: outside every range); a clone to its original's.
 void graph_node_created(Session& session, std::uint64_t node_id, std::uint32_t graph_id) noexcept;
-void graph_node_cloned(Session& session, std::uint64_t node_id, std::uint64_t original_node_id) noexcept;
+void graph_node_cloned(Session& session, std::uint64_t node_id, std::uint64_t original_node_id,
+                       std::uint32_t exec_id = 0) noexcept;
+/// Instantiation made exec `exec_id` of these clones (reported between GRAPHEXEC_CREATE_STARTING
+/// and GRAPHEXEC_CREATED on the instantiating thread).
+void graph_exec_nodes(Session& session, std::uint32_t exec_id, std::vector<std::uint64_t> node_ids) noexcept;
+/// cudaGraphExecUpdate / cuGraphExecUpdate succeeded in the API call `correlation`, with the
+/// updating graph's top-level nodes (docs/cupti.md, "CUDA graphs").
+void graph_exec_updated(Session& session, std::uint32_t exec_id, std::uint64_t correlation,
+                        std::vector<std::uint64_t> graph_node_ids) noexcept;
 
 /// Subscribes for the graph node callbacks (start_activity_tracing() calls it): true when the
 /// breakdown is on. Off (CUSCOPE_GRAPHS=0, or cuptiSubscribe refused, e.g. another tool holds
