@@ -130,7 +130,8 @@ void capture_nested(Fixture& f) {
   f.end(capture);
 }
 
-// Instantiation's bracket (GRAPHEXEC_CREATE_STARTING .. _CREATED) tied these clones to `exec`.
+// Instantiation tied these clones to `exec` (the adapter claims the clones reported with the exec's
+// handle at its GRAPHEXEC_CREATED, the order an H100 showed).
 void agg_nodes(Fixture& f, std::uint32_t exec, std::vector<std::uint64_t> nodes) {
   f.agg.on(GraphExecNodes{exec, std::move(nodes)});
 }

@@ -79,12 +79,17 @@ constexpr std::array<CUpti_CallbackId, 2> kUpdateDriverCallbacks = {
     CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate, CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2};
 constexpr CUpti_CallbackId kUpdateRuntimeCallback = CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecUpdate_v10020;
 
-// The instantiating or updating thread's callbacks in progress.
+// The instantiating or updating thread's callbacks in progress. On an H100 (CUDA 13.0, driver
+// 580) an instantiation reported, in order: each exec node CREATED and then CLONED with
+// CUpti_GraphData::graph holding the exec's handle and graphExec null, then GRAPHEXEC_CREATE_STARTING
+// and GRAPHEXEC_CREATED with graphExec set. So the clones wait here, keyed by that handle, until
+// the CREATED of their exec claims them.
 struct GraphCalls {
-  int instantiating = 0;              // GRAPHEXEC_CREATE_STARTING not yet CREATED
-  std::vector<std::uint64_t> clones;  // clones since the outer STARTING
-  bool runtime_update = false;        // inside cudaGraphExecUpdate
+  std::vector<std::pair<const void*, std::uint64_t>> clones;  // (exec handle, node id), unclaimed
+  bool runtime_update = false;                                // inside cudaGraphExecUpdate
 };
+// Unclaimed clones kept at most (clones outside an instantiation: none seen; a bound all the same).
+constexpr std::size_t kMaxUnclaimedClones = 1u << 16;
 thread_local GraphCalls t_graph_calls;
 
 State& state() {
@@ -158,15 +163,19 @@ std::uint32_t exec_id(CUgraphExec exec) {
 // under the node map's own lock. Never the aggregator's lock, which a buffer decode holds long.
 void on_graph_resource(Session& target, CUpti_CallbackId cbid, const CUpti_GraphData& graph) {
   GraphCalls& calls = t_graph_calls;
-  if (cbid == CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATE_STARTING) {
-    if (calls.instantiating++ == 0) calls.clones.clear();
-    return;
-  }
+  if (cbid == CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATE_STARTING) return;
   if (cbid == CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED) {
-    if (calls.instantiating > 0 && --calls.instantiating == 0) {
-      graph_exec_nodes(target, exec_id(graph.graphExec), std::move(calls.clones));
-      calls.clones.clear();
+    std::vector<std::uint64_t> nodes;
+    try {
+      const void* exec = graph.graphExec;
+      for (const auto& [handle, node] : calls.clones) {
+        if (handle == exec) nodes.push_back(node);
+      }
+      std::erase_if(calls.clones, [exec](const auto& c) { return c.first == exec; });
+    } catch (...) {  // out of memory: this exec's nodes stay unknown to an update
+      nodes.clear();
     }
+    graph_exec_nodes(target, exec_id(graph.graphExec), std::move(nodes));
     return;
   }
   std::uint64_t node = 0;
@@ -180,11 +189,13 @@ void on_graph_resource(Session& target, CUpti_CallbackId cbid, const CUpti_Graph
     if (graph.originalNode == nullptr || cuptiGetGraphNodeId(graph.originalNode, &original) != CUPTI_SUCCESS)
       return;
     graph_node_cloned(target, node, original, exec_id(graph.graphExec));
-    if (calls.instantiating > 0) {
-      try {
-        calls.clones.push_back(node);
-      } catch (...) {  // out of memory: this node's exec stays unknown
-      }
+    // The exec's handle: graphExec when CUPTI fills it, else (as seen) `graph`.
+    const void* exec = graph.graphExec != nullptr ? static_cast<const void*>(graph.graphExec)
+                                                  : static_cast<const void*>(graph.graph);
+    try {
+      if (calls.clones.size() >= kMaxUnclaimedClones) calls.clones.clear();
+      calls.clones.emplace_back(exec, node);
+    } catch (...) {  // out of memory: this node's exec stays unknown to an update
     }
   }
 }
