@@ -19,26 +19,26 @@ EXPECT = {
     # cuscope_demo, 20 steps after 3 warm-up steps (its phase table: 13 kernels a step, 5 of them
     # its own, 8 cuBLAS).
     "h100-demo.cuscope": {
-        "step": dict(calls=20, kernels=260, kernel_ns=1765059, busy_ns=1765059),
+        "step": dict(calls=20, kernels=260, kernel_ns=1760779, busy_ns=1760779),
         "step/load_batch": dict(calls=20, kernels=0, htod=20 * 1024 * 1024),
-        "step/norm_1": dict(calls=20, kernels=20, kernel_ns=76770),
-        "step/attention": dict(calls=20, kernels=100, self_kernels=0, kernel_ns=918734),
-        "step/attention/qkv_proj": dict(calls=20, kernels=20, kernel_ns=158847),
-        "step/attention/scores": dict(calls=20, kernels=60, kernel_ns=655948),
-        "step/attention/o_proj": dict(calls=20, kernels=20, kernel_ns=103939),
-        "step/residual_1": dict(calls=20, kernels=20, kernel_ns=53375),
-        "step/norm_2": dict(calls=20, kernels=20, kernel_ns=77410),
-        "step/mlp": dict(calls=20, kernels=80, self_kernels=0, kernel_ns=582673),
-        "step/mlp/gate_up_proj": dict(calls=20, kernels=40, kernel_ns=300265),
-        "step/mlp/silu_mul": dict(calls=20, kernels=20, kernel_ns=116775),
-        "step/mlp/down_proj": dict(calls=20, kernels=20, kernel_ns=165633),
-        "step/residual_2": dict(calls=20, kernels=20, kernel_ns=56097),
+        "step/norm_1": dict(calls=20, kernels=20, kernel_ns=76479),
+        "step/attention": dict(calls=20, kernels=100, self_kernels=0, kernel_ns=917705),
+        "step/attention/qkv_proj": dict(calls=20, kernels=20, kernel_ns=159139),
+        "step/attention/scores": dict(calls=20, kernels=60, kernel_ns=654950),
+        "step/attention/o_proj": dict(calls=20, kernels=20, kernel_ns=103616),
+        "step/residual_1": dict(calls=20, kernels=20, kernel_ns=53313),
+        "step/norm_2": dict(calls=20, kernels=20, kernel_ns=75934),
+        "step/mlp": dict(calls=20, kernels=80, self_kernels=0, kernel_ns=581092),
+        "step/mlp/gate_up_proj": dict(calls=20, kernels=40, kernel_ns=300098),
+        "step/mlp/silu_mul": dict(calls=20, kernels=20, kernel_ns=115842),
+        "step/mlp/down_proj": dict(calls=20, kernels=20, kernel_ns=165152),
+        "step/residual_2": dict(calls=20, kernels=20, kernel_ns=56256),
     },
     # tests/gpu "kernel counts per range are exact": 4 steps of 3 + 5 kernels, and the warm-up kernel.
     "h100-kernel-counts.cuscope": {
-        "counted": dict(calls=4, self_kernels=0, kernels=32, kernel_ns=27134),
-        "counted/three": dict(calls=4, kernels=12, kernel_ns=10399),
-        "counted/five": dict(calls=4, kernels=20, kernel_ns=16735),
+        "counted": dict(calls=4, self_kernels=0, kernels=32, kernel_ns=27200),
+        "counted/three": dict(calls=4, kernels=12, kernel_ns=10464),
+        "counted/five": dict(calls=4, kernels=20, kernel_ns=16736),
         "(unscoped)": dict(kernels=1),
     },
     # "kernels on two streams from two threads go to their own scopes": 7 and 11 kernels.
@@ -49,11 +49,11 @@ EXPECT = {
     },
     # "a kernel launched with cuLaunchKernel is attributed".
     "h100-culaunchkernel.cuscope": {
-        "driver_launch": dict(calls=1, kernels=1, kernel_ns=865),
+        "driver_launch": dict(calls=1, kernels=1, kernel_ns=864),
     },
     # "a captured graph replayed 100 times": 6 kernels a replay, by capture-time path.
     "h100-graph-replay.cuscope": {
-        "decode": dict(calls=100, kernels=600, kernel_ns=619719,
+        "decode": dict(calls=100, kernels=600, kernel_ns=622026,
                        graph={"capture/layer/attention": 300, "capture/layer": 200, "capture": 100}),
         "capture/layer/attention": dict(calls=1, kernels=0),
     },
@@ -67,12 +67,12 @@ EXPECT = {
     },
     # "a hundred CUDA-calling threads: every kernel counted, none dropped": 10 kernels each.
     "h100-hundred-threads.cuscope": {
-        "threaded": dict(calls=100, kernels=1000, kernel_ns=890660),
+        "threaded": dict(calls=100, kernels=1000, kernel_ns=903636),
     },
 }
 
 # `cuscope show` of the demo: the total line (the H100 run's table said "GPU busy 0 ns": fixed).
-SHOW_DEMO_TOTAL = "total: host 10.9 ms in top-level ranges — kernel time 1.77 ms — GPU busy 1.77 ms"
+SHOW_DEMO_TOTAL = "total: host 10.5 ms in top-level ranges — kernel time 1.76 ms — GPU busy 1.76 ms"
 
 
 def field(r, name):
