@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cuscope/cuscope.hpp>
 #include <filesystem>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -41,6 +42,12 @@ struct Fixture : cuscope_test::ModelFixture {
   // A node created now on `t` (the fixture's thread by default), as the resource callback reports it.
   void create(std::uint64_t node_id, std::uint32_t graph_id = 1, ThreadTree* t = nullptr) {
     agg.on(GraphNodeCreated{node_id, graph_id, (t != nullptr ? t : tree)->innermost()});
+  }
+  // Nodes created, in this order, inside a scope `name` that opens and closes around them.
+  void created_in(const char* name, std::initializer_list<std::uint64_t> node_ids) {
+    auto scope = begin(name);
+    for (std::uint64_t id : node_ids) create(id);
+    end(scope);
   }
   void clone(std::uint64_t node_id, std::uint64_t original, std::uint32_t exec = 0) {
     agg.on(GraphNodeCloned{node_id, original, exec});
@@ -114,17 +121,11 @@ std::string node_path(cuscope::detail::Session& s, std::uint64_t node) {
 void capture_nested(Fixture& f) {
   auto capture = f.begin("capture");
   auto l0 = f.begin("layer_0");
-  auto attn = f.begin("attention");
-  f.create(1);
-  f.end(attn);
-  auto mlp = f.begin("mlp");
-  f.create(2);
-  f.end(mlp);
+  f.created_in("attention", {1});
+  f.created_in("mlp", {2});
   f.end(l0);
   auto l1 = f.begin("layer_1");
-  auto attn1 = f.begin("attention");
-  f.create(3);
-  f.end(attn1);
+  f.created_in("attention", {3});
   f.end(l1);
   f.create(4);
   f.end(capture);
@@ -221,9 +222,7 @@ TEST_CASE("clones made by instantiation map to their original's range, by either
 
 TEST_CASE("instantiation reports each exec node created, then cloned: the clone decides", "[graphs]") {
   Fixture f;
-  auto cap = f.begin("capture");
-  f.create(1);
-  f.end(cap);
+  f.created_in("capture", {1});
   // cudaGraphInstantiate inside "setup": CUPTI reports each exec node as created on this thread
   // (in setup), then as a clone of its template node.
   auto setup = f.begin("setup");
@@ -371,9 +370,7 @@ TEST_CASE("nodes keep their range after it ended and its instances aged out", "[
 
 TEST_CASE("a graph kernel that waits for its correlation is broken down once it resolves", "[graphs]") {
   Fixture f;
-  auto cap = f.begin("capture");
-  f.create(1);
-  f.end(cap);
+  f.created_in("capture", {1});
   auto decode = f.begin("decode");
   f.end(decode);
   f.graph_kernel(50, 1, 100, 120);  // per-thread buffers: the kernel before its correlation
@@ -613,9 +610,7 @@ TEST_CASE("what the node map learns or forgets between two replays applies to th
   f.end(b);
   f.graph_kernel(f.launch(a.instance), 7, 100, 110);  // node 7 not created yet: unknown
   f.consume();
-  auto cap = f.begin("capture");
-  f.create(7);
-  f.end(cap);
+  f.created_in("capture", {7});
   // The same node replayed from two ranges in turn, twice each.
   for (int i = 0; i < 2; ++i) {
     f.graph_kernel(f.launch(a.instance), 7, 200 + 100 * i, 220 + 100 * i);
@@ -648,9 +643,7 @@ TEST_CASE("what the node map learns or forgets between two replays applies to th
 TEST_CASE("nodes created on one thread while another decodes graph kernels: nothing lost",
           "[graphs][threads]") {
   Fixture f;
-  auto cap = f.begin("capture");
-  f.create(1);
-  f.end(cap);
+  f.created_in("capture", {1});
   auto decode = f.begin("decode");
   f.end(decode);
   constexpr std::uint64_t kCreated = 20'000;
@@ -848,12 +841,8 @@ TEST_CASE("an exec update that would need CUDA's node pairing: later launches ar
   f.end(v1);
   f.clone(101, 1, 7);
   f.clone(102, 2, 7);
-  auto a = f.begin("a");
-  f.create(3);
-  f.end(a);
-  auto b = f.begin("b");
-  f.create(4);
-  f.end(b);
+  f.created_in("a", {3});
+  f.created_in("b", {4});
   auto decode = f.begin("decode");
   f.end(decode);
   const std::uint32_t before = f.launch(decode.instance);
@@ -873,14 +862,9 @@ TEST_CASE("an exec update that would need CUDA's node pairing: later launches ar
 TEST_CASE("an exec update: an unknown node of the new graph, or a count that differs, re-maps nothing",
           "[graphs]") {
   Fixture f;
-  auto v1 = f.begin("v1");
-  f.create(1);
-  f.end(v1);
+  f.created_in("v1", {1});
   f.clone(101, 1, 7);
-  auto v2 = f.begin("v2");
-  f.create(3);
-  f.create(4);
-  f.end(v2);
+  f.created_in("v2", {3, 4});
   auto decode = f.begin("decode");
   f.end(decode);
   f.update(7, {3, 4});  // two nodes for the exec's one
@@ -897,9 +881,7 @@ TEST_CASE("an exec update: an unknown node of the new graph, or a count that dif
 
 TEST_CASE("two exec updates: a launch before the first is unknown once the second came", "[graphs]") {
   Fixture f;
-  auto v1 = f.begin("v1");
-  f.create(1);
-  f.end(v1);
+  f.created_in("v1", {1});
   f.clone(101, 1, 7);
   auto v2 = f.begin("v2");
   f.create(2);
