@@ -171,7 +171,8 @@ struct Args {
   int steps = 50;
   std::string json;
   std::string commit;
-  bool show_traced = false;  ///< --show-traced: also print the last full-tracing loop's report
+  bool show_traced = false;   ///< --show-traced: also print the last full-tracing loop's report
+  bool minimal_last = false;  ///< --minimal-last: the minimal CUPTI client after cuscope's loops
 };
 
 bool parse_args(int argc, char** argv, Args& a) {
@@ -193,6 +194,8 @@ bool parse_args(int argc, char** argv, Args& a) {
       a.commit = v;
     } else if (arg == "--show-traced") {
       a.show_traced = true;
+    } else if (arg == "--minimal-last") {
+      a.minimal_last = true;
     } else {
       return false;
     }
@@ -241,7 +244,7 @@ int main(int argc, char** argv) {
   if (!parse_args(argc, argv, args)) {
     std::fprintf(stderr,
                  "usage: %s [--launches=N] [--rounds=R] [--steps=S] [--json=PATH] [--git-commit=SHA]\n"
-                 "          [--show-traced]\n"
+                 "          [--show-traced] [--minimal-last]\n"
                  "  runs cuscope's GPU benchmarks (bench/README.md); exits 77 without a CUDA device\n",
                  argv[0]);
     return 2;
@@ -274,14 +277,29 @@ int main(int argc, char** argv) {
   std::vector<double> event_pair, event_scope, step_without, step_with;
   cuscope::Report traced;
   std::uint64_t traced_after_forced_flush = 0;
+  // Kernels each traced loop attributed to its scopes, last round (of launches + kBatch).
+  std::uint64_t attributed[kLaunchConfigCount] = {};
+  int order[kLaunchConfigCount];
+  for (int c = 0, n = 0; c < kLaunchConfigCount; ++c) {
+    if (!(args.minimal_last && c == kMinimalCupti)) order[n++] = c;
+  }
+  if (args.minimal_last) order[kLaunchConfigCount - 1] = kMinimalCupti;
   for (int round = 0; round < args.rounds; ++round) {
-    for (int c = 0; c < kLaunchConfigCount; ++c) {
+    for (const int c : order) {
       const LaunchConfig& cfg = kLaunchConfigs[c];
       restart_session(cfg.enabled, cfg.gpu_events, cfg.activities);
       if (cfg.minimal_cupti) MinimalCupti::start();
       launch[c].push_back(launch_ns(stream, args.launches, cfg.wrap));
       if (cfg.minimal_cupti) MinimalCupti::stop();
       cuscope::flush();
+      if (cfg.activities) {
+        const cuscope::Report r = cuscope::snapshot();
+        std::uint64_t n = 0;
+        for (const char* name : {"launch", "launch_batch"}) {
+          if (const cuscope::RangeStats* l = r.find(name)) n += l->self.kernel_calls;
+        }
+        attributed[c] = n;
+      }
       if (c == kFullTracing) {
         traced = cuscope::snapshot();
         // What a forced CUPTI flush still hands over: records held in buffers CUPTI deems incomplete
@@ -381,6 +399,13 @@ int main(int argc, char** argv) {
   // docs/validation/2026-11-24-h100.log).
   const std::uint64_t launched_kernels = launched != nullptr ? launched->self.kernel_calls : 0;
   const std::uint64_t expected_kernels = static_cast<std::uint64_t>(args.launches + kBatch);
+  std::string per_loop = "Kernels each traced loop attributed (last round, of " +
+                         std::to_string(expected_kernels) + (args.minimal_last ? "; minimal client last" : "") + "):";
+  for (int c = 0; c < kLaunchConfigCount; ++c) {
+    if (kLaunchConfigs[c].activities)
+      per_loop += std::string(" ") + kLaunchConfigs[c].key + " " + std::to_string(attributed[c]) + ";";
+  }
+  s.notes.push_back(per_loop);
   if (launched_kernels != expected_kernels) {
     s.notes.push_back("NOT MEASURED AS MEANT: the last full-tracing loop attributed " +
                       std::to_string(launched_kernels) + " of its " + std::to_string(expected_kernels) +
