@@ -912,7 +912,7 @@ TEST_CASE("an exec update leaves other execs of the same graph alone; an exec of
   auto v1 = f.begin("v1");
   f.create(1);
   f.end(v1);
-  f.clone(101, 1);  // exec 7, its node tied by the instantiation's bracket
+  f.clone(101, 1);  // exec 7, its node claimed at the exec's GRAPHEXEC_CREATED
   agg_nodes(f, 7, {101});
   f.clone(201, 1, 8);  // exec 8, from the same graph
   auto v2 = f.begin("v2");

@@ -69,11 +69,11 @@ struct State {
 
 // Graph node creation and clones: enough to map a replayed kernel's node id to the scope open
 // where its node was made. Not GRAPH_TRACE (it replaces the per-kernel records with one per
-// launch). GRAPHEXEC_CREATE_STARTING / _CREATED bracket an instantiation: the clones between them
-// are the exec's nodes, which an exec update (not reported as clones) must find.
-constexpr std::array<CUpti_CallbackId, 4> kGraphCallbacks = {
-    CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,
-    CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATE_STARTING, CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED};
+// launch). GRAPHEXEC_CREATED names the exec whose clones were just reported (see GraphCalls): its
+// nodes, which an exec update (not reported as clones) must find.
+constexpr std::array<CUpti_CallbackId, 3> kGraphCallbacks = {CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
+                                                             CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,
+                                                             CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED};
 // The exec updates, by both APIs: the runtime's calls the driver's, which is then left alone.
 constexpr std::array<CUpti_CallbackId, 2> kUpdateDriverCallbacks = {
     CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate, CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2};
@@ -82,8 +82,8 @@ constexpr CUpti_CallbackId kUpdateRuntimeCallback = CUPTI_RUNTIME_TRACE_CBID_cud
 // The instantiating or updating thread's callbacks in progress. On an H100 (CUDA 13.0, driver
 // 580) an instantiation reported, in order: each exec node CREATED and then CLONED with
 // CUpti_GraphData::graph holding the exec's handle and graphExec null, then GRAPHEXEC_CREATE_STARTING
-// and GRAPHEXEC_CREATED with graphExec set. So the clones wait here, keyed by that handle, until
-// the CREATED of their exec claims them.
+// (not subscribed) and GRAPHEXEC_CREATED with graphExec set. So the clones wait here, keyed by that
+// handle, until the CREATED of their exec claims them.
 struct GraphCalls {
   std::vector<std::pair<const void*, std::uint64_t>> clones;  // (exec handle, node id), unclaimed
   bool runtime_update = false;                                // inside cudaGraphExecUpdate
@@ -163,7 +163,6 @@ std::uint32_t exec_id(CUgraphExec exec) {
 // under the node map's own lock. Never the aggregator's lock, which a buffer decode holds long.
 void on_graph_resource(Session& target, CUpti_CallbackId cbid, const CUpti_GraphData& graph) {
   GraphCalls& calls = t_graph_calls;
-  if (cbid == CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATE_STARTING) return;
   if (cbid == CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED) {
     std::vector<std::uint64_t> nodes;
     try {

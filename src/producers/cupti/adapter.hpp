@@ -42,8 +42,8 @@ void stop_activity_tracing() noexcept;
 void graph_node_created(Session& session, std::uint64_t node_id, std::uint32_t graph_id) noexcept;
 void graph_node_cloned(Session& session, std::uint64_t node_id, std::uint64_t original_node_id,
                        std::uint32_t exec_id = 0) noexcept;
-/// Instantiation made exec `exec_id` of these clones (reported between GRAPHEXEC_CREATE_STARTING
-/// and GRAPHEXEC_CREATED on the instantiating thread).
+/// Instantiation made exec `exec_id` of these clones (reported with the exec's handle on the
+/// instantiating thread, claimed at its GRAPHEXEC_CREATED).
 void graph_exec_nodes(Session& session, std::uint32_t exec_id, std::vector<std::uint64_t> node_ids) noexcept;
 /// cudaGraphExecUpdate / cuGraphExecUpdate succeeded in the API call `correlation`, with the
 /// updating graph's top-level nodes (docs/cupti.md, "CUDA graphs").
