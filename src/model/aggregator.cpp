@@ -411,6 +411,11 @@ void Aggregator::handle_timed(const R& r) {
   handle(r);
 }
 
+void Aggregator::handle_kernel(const KernelActivity& k) {
+  handle(Kernel{k.correlation, k.start_ns, k.end_ns, kernel_name(k.name), k.grid, k.block, k.registers_per_thread,
+                k.static_shared_bytes, k.dynamic_shared_bytes, k.device, k.stream, k.graph_node_id});
+}
+
 void Aggregator::on_kernel(const KernelActivity& k) {
   if (k.start_ns == 0 || k.end_ns == 0) {
     // With counters, a kernel replayed for them has no timestamps (CUPTI does not time kernel
@@ -418,9 +423,7 @@ void Aggregator::on_kernel(const KernelActivity& k) {
     if (plan_.names.empty()) {
       count_zero_timestamp();
     } else {
-      handle(Kernel{k.correlation, k.start_ns, k.end_ns, kernel_name(k.name), k.grid, k.block,
-                    k.registers_per_thread, k.static_shared_bytes, k.dynamic_shared_bytes, k.device, k.stream,
-                    k.graph_node_id});
+      handle_kernel(k);
     }
     return;
   }
@@ -439,9 +442,7 @@ void Aggregator::on_kernel(const KernelActivity& k) {
                        : nullptr;
   const Target t = inst != nullptr ? Target{Where::Range, inst} : locate(k.correlation);
   if (t.where != Where::Range && t.where != Where::Unscoped) {  // to wait, or to be counted apart
-    handle(Kernel{k.correlation, k.start_ns, k.end_ns, kernel_name(k.name), k.grid, k.block,
-                  k.registers_per_thread, k.static_shared_bytes, k.dynamic_shared_bytes, k.device, k.stream,
-                  k.graph_node_id});
+    handle_kernel(k);
     return;
   }
   // The common case, apply_kernel without a name lookup when the predicted row is the one.

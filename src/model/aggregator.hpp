@@ -260,6 +260,7 @@ class Aggregator {
     agg.dynamic_shared = dynamic_shared;
   }
   void on_kernel(const KernelActivity& k);  // on(KernelActivity) for every case
+  void handle_kernel(const KernelActivity& k);  // handle() of its Kernel: to wait, or to be counted apart
   // Device and stream as one number, in one load from the record's bytes (`stream` follows
   // `device`); shifting the two fields together costs 3 instructions more per kernel.
   template <class K>
