@@ -39,6 +39,7 @@ void check(cudaError_t status, const char* call, int line) {
 __global__ void empty_kernel() {}
 
 constexpr int kBatch = 1000;
+bool g_step_per_batch = false;  // --step-per-batch: cuscope::step() after each batch, untimed
 
 std::uint64_t now_ns() {
   return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -47,9 +48,11 @@ std::uint64_t now_ns() {
 }
 
 /// Replaces the cuscope session by a fresh one with these options (the exit table stays off).
-void restart_session(bool enabled, bool gpu_events, bool activities, std::uint32_t warmup_steps = 0) {
+void restart_session(bool enabled, bool gpu_events, bool activities, std::uint32_t warmup_steps = 0,
+                     const std::string& trace_path = "") {
   cuscope::detail::reset_for_testing();
   cuscope::Options o;
+  o.trace_path = trace_path;
   o.enabled = enabled;
   o.gpu_events = gpu_events;
   o.activities = activities;
@@ -124,6 +127,7 @@ double launch_ns(cudaStream_t s, int launches, Wrap wrap) {
     BENCH_CUDA(cudaGetLastError());
     BENCH_CUDA(cudaStreamSynchronize(s));
     cuscope::detail::resolve_gpu_events();
+    if (g_step_per_batch) cuscope::step();
   }
   return static_cast<double>(timed) / launches;
 }
@@ -182,6 +186,7 @@ struct Args {
   std::string commit;
   bool show_traced = false;   ///< --show-traced: also print the last full-tracing loop's report
   bool minimal_last = false;  ///< --minimal-last: the minimal CUPTI client after cuscope's loops
+  std::string trace_dir;      ///< --trace-dir=DIR: each traced loop's last round as DIR/KEY.cuscope
 };
 
 bool parse_args(int argc, char** argv, Args& a) {
@@ -199,10 +204,14 @@ bool parse_args(int argc, char** argv, Args& a) {
       a.steps = std::max(1, std::atoi(v));
     } else if (const char* v = value("json")) {
       a.json = v;
+    } else if (const char* v = value("trace-dir")) {
+      a.trace_dir = v;
     } else if (const char* v = value("git-commit")) {
       a.commit = v;
     } else if (arg == "--show-traced") {
       a.show_traced = true;
+    } else if (arg == "--step-per-batch") {
+      g_step_per_batch = true;
     } else if (arg == "--minimal-last") {
       a.minimal_last = true;
     } else {
@@ -253,7 +262,8 @@ int main(int argc, char** argv) {
   if (!parse_args(argc, argv, args)) {
     std::fprintf(stderr,
                  "usage: %s [--launches=N] [--rounds=R] [--steps=S] [--json=PATH] [--git-commit=SHA]\n"
-                 "          [--show-traced] [--minimal-last]\n"
+                 "          [--show-traced] [--minimal-last] [--trace-dir=DIR]\n"
+                 "          [--step-per-batch]\n"
                  "  runs cuscope's GPU benchmarks (bench/README.md); exits 77 without a CUDA device\n",
                  argv[0]);
     return 2;
@@ -288,6 +298,7 @@ int main(int argc, char** argv) {
   std::uint64_t traced_after_forced_flush = 0;
   // Kernels each traced loop attributed to its scopes, last round (of launches + kBatch).
   std::uint64_t attributed[kLaunchConfigCount] = {};
+  cuscope::Diagnostics diagnosed[kLaunchConfigCount] = {};  // and their reports' diagnostics
   int order[kLaunchConfigCount];
   for (int c = 0, n = 0; c < kLaunchConfigCount; ++c) {
     if (!(args.minimal_last && c == kMinimalCupti)) order[n++] = c;
@@ -296,7 +307,9 @@ int main(int argc, char** argv) {
   for (int round = 0; round < args.rounds; ++round) {
     for (const int c : order) {
       const LaunchConfig& cfg = kLaunchConfigs[c];
-      restart_session(cfg.enabled, cfg.gpu_events, cfg.activities);
+      const bool trace = cfg.activities && !args.trace_dir.empty() && round + 1 == args.rounds;
+      restart_session(cfg.enabled, cfg.gpu_events, cfg.activities, 0,
+                      trace ? args.trace_dir + "/" + cfg.key + ".cuscope" : "");
       if (cfg.minimal_cupti) MinimalCupti::start();
       launch[c].push_back(launch_ns(stream, args.launches, cfg.wrap));
       if (cfg.minimal_cupti) MinimalCupti::stop();
@@ -304,6 +317,7 @@ int main(int argc, char** argv) {
       if (cfg.activities) {
         cuscope::Report r = cuscope::snapshot();
         attributed[c] = attributed_kernels(r);
+        diagnosed[c] = r.diagnostics;
         if (c == kFullTracing) {
           traced = std::move(r);
           // What a forced CUPTI flush still hands over: records held in buffers CUPTI deems
@@ -396,14 +410,19 @@ int main(int argc, char** argv) {
           std::to_string(step != nullptr ? step->total.kernel_calls : 0) +
           " kernels attributed under 'step'."};
   // The full-tracing loop launched (launches + one untimed batch) kernels, each in a 'launch' scope:
-  // a loop whose kernels were not all attributed did not measure full tracing (the H100 run of
-  // 2026-11-24 attributed none: cause not yet found, see docs/validation/README.md).
+  // a loop whose kernels were not all attributed did not measure full tracing (the H100 runs of
+  // 2026-11-24 before the fix attributed none: this bench makes its CUDA context before cuscope
+  // starts, for which CUPTI gave no API records the way cuscope turned them on; docs/cupti.md).
   const std::uint64_t expected_kernels = static_cast<std::uint64_t>(args.launches + kBatch);
   std::string per_loop = "Kernels each traced loop attributed (last round, of " +
                          std::to_string(expected_kernels) + (args.minimal_last ? "; minimal client last" : "") + "):";
   for (int c = 0; c < kLaunchConfigCount; ++c) {
-    if (kLaunchConfigs[c].activities)
-      per_loop += std::string(" ") + kLaunchConfigs[c].key + " " + std::to_string(attributed[c]) + ";";
+    if (!kLaunchConfigs[c].activities) continue;
+    const cuscope::Diagnostics& d = diagnosed[c];
+    per_loop += std::string(" ") + kLaunchConfigs[c].key + " " + std::to_string(attributed[c]) +
+                " (not matched " + std::to_string(d.unresolved_records) + ", zero timestamp " +
+                std::to_string(d.zero_timestamp_records) + ", dropped " + std::to_string(d.dropped_records) +
+                ", outside window " + std::to_string(d.outside_window_records) + ");";
   }
   s.notes.push_back(per_loop);
   if (launched_kernels != expected_kernels) {

@@ -2,6 +2,8 @@
 //   inflight   returns from main while a long kernel still runs
 //   reset      calls cudaDeviceReset, then times scopes on the new context, and checks both
 //              the scope before the reset and the one after it got their CUDA-event time
+//   attributed checks that the three scopes' kernels were attributed, though the program made
+//              its CUDA context (cudaStreamCreate) before cuscope started at the first scope
 // Exit 77 without a GPU (CTest: Skipped); 1 when a check fails. The summary must print.
 #include <cuda_runtime.h>
 
@@ -22,6 +24,18 @@ int timed_calls(const char* path) {
   const cuscope::Report r = cuscope::snapshot();
   const cuscope::RangeStats* range = r.find(path);
   return range != nullptr ? static_cast<int>(range->gpu.count) : -1;
+}
+
+// The three exit_gpu_step kernels, launched by a program that used CUDA before cuscope started.
+int check_attributed() {
+  cuscope::flush();
+  const cuscope::Report r = cuscope::snapshot();
+  const cuscope::RangeStats* range = r.find("exit_gpu_step");
+  const unsigned long long kernels = range != nullptr ? range->self.kernel_calls : 0;
+  std::printf("exit_gpu: activity %s; exit_gpu_step kernels %llu of 3, %llu records not matched\n",
+              r.activity_status.c_str(), kernels,
+              static_cast<unsigned long long>(r.diagnostics.unresolved_records));
+  return r.activity_status == "on" && kernels == 3 && r.diagnostics.unresolved_records == 0 ? 0 : 1;
 }
 
 int reset_and_time() {
@@ -59,6 +73,7 @@ int main(int argc, char** argv) {
   }
   cudaDeviceSynchronize();
   if (std::strcmp(mode, "reset") == 0) return reset_and_time();
+  if (std::strcmp(mode, "attributed") == 0) return check_attributed();
   CUSCOPE_SCOPE("inflight", stream);
   spin<<<1, 1, 0, stream>>>(2'000'000'000);  // about a second: still running when main returns
   return 0;

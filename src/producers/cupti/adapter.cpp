@@ -63,7 +63,6 @@ struct State {
   std::size_t bytes_made = 0;        // guarded by pool_mutex: every buffer made, out or free
   std::atomic<std::uint64_t> refused{0};
   std::vector<CUpti_ActivityKind> enabled;  // kinds to disable at stop
-  std::vector<std::pair<CUpti_CallbackDomain, CUpti_CallbackId>> traced_calls;
   CUpti_SubscriberHandle subscriber = nullptr;  // graph node callbacks; null when not subscribed
 };
 
@@ -300,34 +299,41 @@ bool wanted(std::string_view name, CUpti_CallbackDomain domain) {
   return false;
 }
 
-// Enables API records for the calls that launch work; returns the first refusal, if any.
+// Enables API records for the calls that launch work, and only those; returns the first refusal.
+// The whole kind first, then every other call turned off: on an H100 (CUDA 13.0, driver 580),
+// turning single calls on (cuptiActivityEnableRuntimeApi/DriverApi(cbid, 1)) without the kind gave
+// no API records at all, nor external correlations, for a context made before CUPTI was first
+// used (a program that called CUDA before its first scope): no kernel could be tied to a scope.
+// The kind, then calls turned off, gave exactly the wanted records for both (docs/cupti.md).
 CUptiResult trace_calls(State& s) {
-  const std::pair<CUpti_CallbackDomain, CUpti_CallbackId> domains[] = {
-      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE},
-      {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE}};
-  for (auto [domain, size] : domains) {
-    for (CUpti_CallbackId cbid = 1; cbid < size; ++cbid) {
+  struct Domain {
+    CUpti_CallbackDomain domain;
+    CUpti_CallbackId size;
+    CUpti_ActivityKind kind;
+  };
+  const Domain domains[] = {
+      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE, CUPTI_ACTIVITY_KIND_RUNTIME},
+      {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE, CUPTI_ACTIVITY_KIND_DRIVER}};
+  for (const Domain& d : domains) {
+    CUptiResult r = cuptiActivityEnable(d.kind);
+    if (r != CUPTI_SUCCESS) return r;
+    s.enabled.push_back(d.kind);
+    for (CUpti_CallbackId cbid = 1; cbid < d.size; ++cbid) {
       const char* name = nullptr;
-      if (cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || name == nullptr) continue;
-      if (!wanted(name, domain)) continue;
-      const CUptiResult r = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? cuptiActivityEnableRuntimeApi(cbid, 1)
-                                                                  : cuptiActivityEnableDriverApi(cbid, 1);
+      if (cuptiGetCallbackName(d.domain, cbid, &name) != CUPTI_SUCCESS || name == nullptr) continue;
+      if (wanted(name, d.domain)) continue;
+      r = d.domain == CUPTI_CB_DOMAIN_RUNTIME_API ? cuptiActivityEnableRuntimeApi(cbid, 0)
+                                                   : cuptiActivityEnableDriverApi(cbid, 0);
       if (r != CUPTI_SUCCESS) return r;
-      s.traced_calls.emplace_back(domain, cbid);
     }
   }
   return CUPTI_SUCCESS;
 }
 
+// Disabling a kind ends its calls' records too; the calls turned off stay off until the kind is
+// enabled again, which turns every call back on (CUPTI: the kind overrides per-call settings made
+// before it).
 void disable_all(State& s) {
-  for (auto [domain, cbid] : s.traced_calls) {
-    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
-      cuptiActivityEnableRuntimeApi(cbid, 0);
-    } else {
-      cuptiActivityEnableDriverApi(cbid, 0);
-    }
-  }
-  s.traced_calls.clear();
   for (CUpti_ActivityKind kind : s.enabled) cuptiActivityDisable(kind);
   s.enabled.clear();
 }
@@ -467,7 +473,7 @@ std::string start_activity_tracing(Session& session) noexcept {
     if (r != CUPTI_SUCCESS) {
       disable_all(s);
       s.target.store(nullptr, std::memory_order_release);
-      return refusal("cuptiActivityEnableRuntimeApi", r);
+      return refusal("cuptiActivityEnable(RUNTIME/DRIVER)", r);
     }
     start_graph_breakdown(session);
     session.forest.record_instances.store(true, std::memory_order_relaxed);
