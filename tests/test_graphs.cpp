@@ -23,6 +23,7 @@
 #include "producers/cupti/adapter.hpp"
 #include "producers/cupti/decode.hpp"
 #include "session_fixture.hpp"
+#include "trace/reader.hpp"
 #include "trace/replay.hpp"
 #include "trace/writer.hpp"
 
@@ -794,6 +795,126 @@ TEST_CASE("a trace keeps graph nodes and graph kernels: its replay has the same 
     CHECK(live_decode->graph[i].kernel_calls == d->graph[i].kernel_calls);
     CHECK(live_decode->graph[i].gpu_busy_ns == d->graph[i].gpu_busy_ns);
   }
+}
+
+// The H100 run found trace mode without exec updates: an updated exec's later launches replayed
+// under the old graph's capture ranges. And a node made on a thread with no scope replayed as unknown.
+TEST_CASE("a trace keeps an exec's nodes, its update and a node made outside scopes: replay equals live",
+          "[graphs][trace]") {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "cuscope_test_graph_update.cuscope").string();
+  Forest forest;
+  forest.record_instances = true;
+  Aggregator agg{forest};
+  ThreadTree* tree = forest.make_tree();
+  std::string error;
+  std::unique_ptr<cuscope::trace::Writer> writer =
+      cuscope::trace::Writer::open(path, cuscope::trace::Writer::kDefaultLimitBytes, forest.names, &error);
+  REQUIRE(writer != nullptr);
+  writer->meta("max_depth", "64");
+  auto begin = [&](const char* name, std::uint64_t t) {
+    const std::uint32_t id = forest.names.intern(name);
+    const auto tok = tree->begin(id, t);
+    writer->record(cuscope::trace::ScopeKind::Enter, tree->slot(), id, t, tok.instance);
+    return tok;
+  };
+  auto end = [&](const ThreadTree::Token& tok, std::uint64_t t) {
+    tree->end(tok.depth, t);
+    writer->record(cuscope::trace::ScopeKind::Exit, tree->slot(), tok.depth, t, 0);
+  };
+  auto create = [&](std::uint64_t node, bool scoped) {  // what graph_node_created does in trace mode
+    agg.on(GraphNodeCreated{node, 3, scoped ? tree->innermost() : nullptr});
+    writer->record(cuscope::trace::ScopeKind::GraphNode, scoped ? tree->slot() : 0, 3, 0, node);
+  };
+  auto on = [&](const auto& record) {
+    writer->on(record);
+    agg.on(record);
+  };
+  const auto v1 = begin("v1", 10);
+  create(1, true);
+  create(2, true);
+  end(v1, 20);
+  create(9, false);  // another thread, with no scope state
+  on(GraphNodeCloned{101, 1, 7});
+  on(GraphNodeCloned{102, 2, 7});
+  on(GraphNodeCloned{109, 9, 7});
+  on(GraphExecNodes{7, {101, 102, 109}});
+  const auto v2 = begin("v2", 30);
+  create(3, true);
+  create(4, true);
+  create(5, true);
+  end(v2, 40);
+  const auto decode = begin("decode", 100);
+  auto launch = [&](std::uint64_t correlation) {
+    on(ApiCall{correlation, 100 + correlation, 101 + correlation});
+    on(ExternalCorrelation{correlation, decode.instance});
+  };
+  launch(5);
+  on(GraphExecUpdated{7, 6, {3, 4, 5}});  // the update call's correlation: 6; a graph of one range
+  launch(8);
+  auto kernel = [&](std::uint64_t correlation, std::uint64_t node, std::uint64_t start) {
+    KernelActivity k;
+    k.correlation = correlation;
+    k.start_ns = start;
+    k.end_ns = start + 10;
+    k.name = "_Z4gemmPf";
+    k.grid = {1, 1, 1};
+    k.block = {128, 1, 1};
+    k.graph_node_id = node;
+    k.graph_id = 3;
+    on(k);
+  };
+  kernel(5, 101, 1000);  // before the update: v1, v1, (unscoped)
+  kernel(5, 102, 1100);
+  kernel(5, 109, 1200);
+  kernel(8, 101, 2000);  // after it: v2, v2, v2
+  kernel(8, 102, 2100);
+  kernel(8, 109, 2200);
+  end(decode, 3000);
+  writer->buffer_end(0, 0);
+  agg.settle(2, false);
+  writer->finish_events();
+  REQUIRE(writer->close(cuscope::trace::Summary{}));
+  agg.settle(1);
+  Report live;
+  agg.build(live);
+  Report replayed;
+  REQUIRE(cuscope::trace::replay_file(path, &replayed, &error));
+  std::remove(path.c_str());
+  const GraphLines expected{{"v2", 3}, {"v1", 2}, {"(unscoped)", 1}};
+  CHECK(graph_lines(live, "decode") == expected);
+  CHECK(graph_lines(replayed, "decode") == expected);
+  for (const Report* r : {&live, &replayed}) {
+    CHECK(r->diagnostics.graph_kernels_unknown_node == 0);
+    CHECK(r->diagnostics.graph_kernels_after_update == 0);
+    CHECK(r->diagnostics.graph_exec_updates_unmapped == 0);
+  }
+}
+
+TEST_CASE("a graph record with more node ids than a trace record holds is written with none, counted",
+          "[graphs][trace]") {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "cuscope_test_graph_ids.cuscope").string();
+  Forest forest;
+  std::string error;
+  std::unique_ptr<cuscope::trace::Writer> writer =
+      cuscope::trace::Writer::open(path, cuscope::trace::Writer::kDefaultLimitBytes, forest.names, &error);
+  REQUIRE(writer != nullptr);
+  GraphExecNodes big{4, std::vector<std::uint64_t>(cuscope::trace::kMaxGraphIds + 1, 77)};
+  writer->on(big);
+  writer->on(GraphExecNodes{5, {1, 2}});
+  writer->finish_events();
+  CHECK(writer->dropped() == 1);
+  REQUIRE(writer->close(cuscope::trace::Summary{}));
+  struct Seen : cuscope::trace::Visitor {
+    std::vector<std::pair<std::uint32_t, std::size_t>> execs;
+    void on(const GraphExecNodes& n) override { execs.emplace_back(n.exec_id, n.node_ids.size()); }
+  } seen;
+  cuscope::trace::Reader reader;
+  REQUIRE(reader.open(path, &error));
+  REQUIRE(reader.read(seen, &error));
+  std::remove(path.c_str());
+  CHECK(seen.execs == std::vector<std::pair<std::uint32_t, std::size_t>>{{4, 0}, {5, 2}});
 }
 
 // cudaGraphExecUpdate on an H100 (CUDA 13.0) reported no clone for the exec's nodes: the update

@@ -277,6 +277,54 @@ Session& session() {
   return *g_session;
 }
 
+// The session's report (snapshot() without the forwarding): also the trace summary of a session
+// that reset_for_testing() ends.
+Report report_of(Session& s) noexcept {
+  Report r;
+  try {
+    if (!s.closed.load(std::memory_order_acquire)) resolve_gpu_events();  // else CUDA may be gone
+    {
+      std::lock_guard agg(s.aggregator_mutex);
+      s.aggregator.build(r);
+    }
+    s.spans.build(s.forest.names, r);
+    {
+      std::lock_guard lock(s.lifecycle_mutex);
+      r.device = s.device;
+      r.gpu_timing = s.gpu_timing;
+      r.activity_status = s.activity_status;
+      r.counters_status = s.counters_status;
+      r.clock = clock_description();
+      r.rank = s.rank;
+      r.world_size = s.world_size;
+      if (std::string failure = counters_failure(); !failure.empty()) r.counters_status = failure;
+      apply_verdicts(r, s.peaks, s.counter_metrics);
+      r.wall_ns = s.started ? now_ns() - s.start_ns : 0;
+      r.window_start_step = std::uint64_t{s.options.wait_steps} + s.options.warmup_steps;
+    }
+    {
+      std::lock_guard lock(g_notes_mutex);
+      r.notes.assign(warned().begin(), warned().end());
+    }
+    r.steps = s.steps.load(std::memory_order_relaxed);
+    r.recorded_steps = s.recorded_steps.load(std::memory_order_relaxed);
+    r.diagnostics.cross_thread_ends = s.cross_thread_ends.load(std::memory_order_relaxed);
+    r.diagnostics.unbalanced_ends += s.stray_pops.load(std::memory_order_relaxed);
+    r.diagnostics.rejected_counts = s.rejected_counts.load(std::memory_order_relaxed);
+    r.diagnostics.trace_records_dropped = trace_dropped();
+    std::lock_guard threads(s.threads_mutex);
+    for (const auto& ts : s.threads) {
+      r.diagnostics.outside_window_scopes += ts->outside_window.get();
+      if (!ts->gpu) continue;
+      r.diagnostics.gpu_event_failures += ts->gpu->failures.load(std::memory_order_relaxed);
+      r.diagnostics.scopes_in_capture += ts->gpu->in_capture.load(std::memory_order_relaxed);
+    }
+  } catch (const std::exception& e) {
+    warn_once(fmt::format("snapshot failed: {}", e.what()));
+  }
+  return r;
+}
+
 void reset_for_testing() noexcept {
   Session& old = session();
   {
@@ -289,7 +337,8 @@ void reset_for_testing() noexcept {
   disable_range_profiler();
   stop_activity_tracing();  // the next session starts tracing again
   finish_trace();
-  close_trace(old, Report{});
+  old.closed.store(true, std::memory_order_release);  // its report is final: no CUDA-event queries
+  if (trace_open()) close_trace(old, report_of(old));  // its summary names the device, as at exit
   static auto* retired = new std::vector<Session*>;  // kept reachable: threads may still point into them
   retired->push_back(g_session);
   g_session = new Session();
@@ -526,50 +575,7 @@ Report snapshot() {
   using namespace detail;
   if (forked_child()) return forked_child_report();
   if (const Engine* e = forward_target()) return e->snapshot();
-  Report r;
-  try {
-    Session& s = session();
-    if (!s.closed.load(std::memory_order_acquire)) resolve_gpu_events();  // else CUDA may be gone
-    {
-      std::lock_guard agg(s.aggregator_mutex);
-      s.aggregator.build(r);
-    }
-    s.spans.build(s.forest.names, r);
-    {
-      std::lock_guard lock(s.lifecycle_mutex);
-      r.device = s.device;
-      r.gpu_timing = s.gpu_timing;
-      r.activity_status = s.activity_status;
-      r.counters_status = s.counters_status;
-      r.clock = clock_description();
-      r.rank = s.rank;
-      r.world_size = s.world_size;
-      if (std::string failure = counters_failure(); !failure.empty()) r.counters_status = failure;
-      apply_verdicts(r, s.peaks, s.counter_metrics);
-      r.wall_ns = s.started ? now_ns() - s.start_ns : 0;
-      r.window_start_step = std::uint64_t{s.options.wait_steps} + s.options.warmup_steps;
-    }
-    {
-      std::lock_guard lock(g_notes_mutex);
-      r.notes.assign(warned().begin(), warned().end());
-    }
-    r.steps = s.steps.load(std::memory_order_relaxed);
-    r.recorded_steps = s.recorded_steps.load(std::memory_order_relaxed);
-    r.diagnostics.cross_thread_ends = s.cross_thread_ends.load(std::memory_order_relaxed);
-    r.diagnostics.unbalanced_ends += s.stray_pops.load(std::memory_order_relaxed);
-    r.diagnostics.rejected_counts = s.rejected_counts.load(std::memory_order_relaxed);
-    r.diagnostics.trace_records_dropped = trace_dropped();
-    std::lock_guard threads(s.threads_mutex);
-    for (const auto& ts : s.threads) {
-      r.diagnostics.outside_window_scopes += ts->outside_window.get();
-      if (!ts->gpu) continue;
-      r.diagnostics.gpu_event_failures += ts->gpu->failures.load(std::memory_order_relaxed);
-      r.diagnostics.scopes_in_capture += ts->gpu->in_capture.load(std::memory_order_relaxed);
-    }
-  } catch (const std::exception& e) {
-    warn_once(fmt::format("snapshot failed: {}", e.what()));
-  }
-  return r;
+  return report_of(session());
 }
 
 void shutdown() {

@@ -113,6 +113,8 @@ ThreadState* attach_thread() noexcept;
 /// Tests only: ends the session (without printing) and starts afresh with a new one, as if the
 /// process had just begun. No other thread may be inside a scope. The old session is leaked.
 void reset_for_testing() noexcept;
+/// The session's report as snapshot() builds it (no forwarding to an injected engine).
+Report report_of(Session& s) noexcept;
 /// Forgets the calling thread's state (scope.cpp), used by reset_for_testing().
 void forget_this_thread() noexcept;
 

@@ -53,8 +53,21 @@ enum class RecordType : std::uint32_t {
   Summary = 16,     ///< the session's own fields of its exit report (see Summary)
   End = 17,         ///< u64 records dropped (trace bound or a full thread buffer)
   GpuTime = 18,     ///< u64 ns, u32 n, n u32 name ids: a scope's CUDA-event time, by its range path
-  GraphClone = 19,  ///< u64 node id, u64 original node id: a CUDA graph node was cloned
+  /// u64 node id, u64 original node id: a CUDA graph node was cloned; then, optionally (files
+  /// before exec updates were traced lack it), u32 the id of the exec the clone belongs to
+  GraphClone = 19,
+  /// u32 exec id, u32 n, n × u64 node ids: cudaGraphInstantiate made the exec of these clones
+  /// (their GraphClone records came first). At most kMaxGraphIds ids; past that, none (and the
+  /// record counts as a dropped one): an update of the exec then finds none of its nodes, counted.
+  GraphExecNodes = 20,
+  /// u32 exec id, u64 correlation, u32 n, n × u64 node ids: cudaGraphExecUpdate of the exec with
+  /// the graph whose top-level nodes these are succeeded in the API call `correlation` (bounded
+  /// like GraphExecNodes).
+  GraphExecUpdate = 21,
 };
+inline constexpr RecordType kLastRecordType = RecordType::GraphExecUpdate;
+/// The most node ids a graph record holds (its payload stays under kMaxRecordBytes).
+inline constexpr std::uint32_t kMaxGraphIds = (kMaxRecordBytes - 64) / 8;
 
 /// One host event of a thread. `word` = kind (low 8 bits) | thread slot << 8.
 struct ScopeEvent {
@@ -73,7 +86,8 @@ enum class ScopeKind : std::uint8_t {
   Count = 4,
   Overflow = 5,  ///< a push() too deep to remember (counted as a depth overflow)
   /// A CUDA graph node created on this thread (arg: graph id, value: node id), tied to the range
-  /// innermost on the thread at that point of its events.
+  /// innermost on the thread at that point of its events; slot 0: created on a thread with no
+  /// scope state (no range: its kernels count in the breakdown's "(unscoped)" row, as live).
   GraphNode = 6,
 };
 

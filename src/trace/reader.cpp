@@ -56,11 +56,24 @@ std::string describe(RecordType t) {
       return "graph node clone";
     case RecordType::GpuTime:
       return "GPU time";
+    case RecordType::GraphExecNodes:
+      return "graph exec's nodes";
+    case RecordType::GraphExecUpdate:
+      return "graph exec update";
   }
   return "unknown";
 }
 
 namespace {
+
+// A graph record's tail: u32 n, then n u64 ids, exactly to the record's end.
+bool graph_ids(Decoder& d, std::vector<std::uint64_t>& ids) {
+  const auto n = d.get<std::uint32_t>();
+  if (d.failed() || n > kMaxGraphIds || d.left() != std::uint64_t{n} * 8) return false;
+  ids.resize(n);
+  for (std::uint64_t& id : ids) id = d.get<std::uint64_t>();
+  return d.done();
+}
 
 std::string a(RecordType t) {
   const std::string d = describe(t);
@@ -146,7 +159,7 @@ bool Reader::read(Visitor& v, std::string* error) {
     const auto raw_type = hd.get<std::uint32_t>();
     const auto size = hd.get<std::uint32_t>();
     if (raw_type < static_cast<std::uint32_t>(RecordType::Meta) ||
-        raw_type > static_cast<std::uint32_t>(RecordType::GraphClone)) {
+        raw_type > static_cast<std::uint32_t>(kLastRecordType)) {
       *error = fmt::format("malformed: unknown record type {} at byte {}", raw_type, at);
       return false;
     }
@@ -210,7 +223,7 @@ bool Reader::dispatch(RecordType type, Decoder& d, Visitor& v, std::string* erro
           *error = fmt::format("event {} has unknown kind {}", i, k);
           return false;
         }
-        if (slot_of(e) == 0) {
+        if (slot_of(e) == 0 && kind_of(e) != ScopeKind::GraphNode) {  // a node may come from no thread's scopes
           *error = fmt::format("event {} has no thread", i);
           return false;
         }
@@ -339,8 +352,22 @@ bool Reader::dispatch(RecordType type, Decoder& d, Visitor& v, std::string* erro
       model::GraphNodeCloned c;
       c.node_id = d.get<std::uint64_t>();
       c.original_node_id = d.get<std::uint64_t>();
+      if (!d.failed() && d.left() > 0) c.exec_id = d.get<std::uint32_t>();  // files before exec updates lack it
       if (!d.done()) return false;
       v.on(c);
+      return true;
+    }
+    case RecordType::GraphExecNodes: {
+      exec_nodes_.exec_id = d.get<std::uint32_t>();
+      if (!graph_ids(d, exec_nodes_.node_ids)) return false;
+      v.on(exec_nodes_);
+      return true;
+    }
+    case RecordType::GraphExecUpdate: {
+      exec_update_.exec_id = d.get<std::uint32_t>();
+      exec_update_.correlation = d.get<std::uint64_t>();
+      if (!graph_ids(d, exec_update_.graph_node_ids)) return false;
+      v.on(exec_update_);
       return true;
     }
     case RecordType::External: {

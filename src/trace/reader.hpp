@@ -33,6 +33,8 @@ class Visitor {
   virtual void on(const model::MemoryActivity& /*m*/) {}
   virtual void on(const model::OverheadActivity& /*o*/) {}
   virtual void on(const model::GraphNodeCloned& /*c*/) {}
+  virtual void on(const model::GraphExecNodes& /*n*/) {}
+  virtual void on(const model::GraphExecUpdated& /*u*/) {}
   virtual void buffer_end(std::uint64_t /*dropped*/, std::uint64_t /*unknown*/) {}
   virtual void final_flush() {}
   /// A scope's CUDA-event time for the range whose path is `names` (name ids, top-level first).
@@ -73,6 +75,8 @@ class Reader {
   std::deque<std::string> kernel_names_;  // index = id - 1; a deque: names never move
   std::vector<bool> names_;               // range/counter name ids announced
   std::vector<std::uint32_t> path_;
+  model::GraphExecNodes exec_nodes_;      // reused: a graph record's ids
+  model::GraphExecUpdated exec_update_;
 };
 
 /// A record type in words, for error lines.

@@ -47,6 +47,10 @@ class Replay final : public Visitor {
   void name(std::uint32_t id, std::string_view text) override { names_[id] = forest_.names.intern(text); }
 
   void scope(const ScopeEvent& e) override {
+    if (slot_of(e) == 0) {  // a thread with no scope state: only graph nodes, with no range
+      if (kind_of(e) == ScopeKind::GraphNode) agg_.on(model::GraphNodeCreated{e.value, e.arg, nullptr});
+      return;
+    }
     model::ThreadTree* tree = tree_for(slot_of(e));
     if (tree == nullptr) return;
     switch (kind_of(e)) {
@@ -83,6 +87,8 @@ class Replay final : public Visitor {
   void on(const model::MemoryActivity& m) override { agg_.on(m); }
   void on(const model::OverheadActivity& o) override { agg_.on(o); }
   void on(const model::GraphNodeCloned& c) override { agg_.on(c); }
+  void on(const model::GraphExecNodes& n) override { agg_.on(n); }
+  void on(const model::GraphExecUpdated& u) override { agg_.on(u); }
   // What consume_buffer does after each buffer.
   void buffer_end(std::uint64_t dropped, std::uint64_t unknown) override {
     agg_.add_unknown(unknown);

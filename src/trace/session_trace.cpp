@@ -71,6 +71,8 @@ void finish_trace() noexcept {
   g_active->finish_events();
 }
 
+bool trace_open() noexcept { return g_active != nullptr; }
+
 std::uint64_t trace_dropped() noexcept { return g_active != nullptr ? g_active->dropped() : 0; }
 
 void close_trace(Session& s, const Report& r) noexcept {

@@ -22,6 +22,8 @@ void trace_step(std::uint64_t now_ns, std::uint64_t step, bool recording) noexce
 void finish_trace() noexcept;
 /// Records that did not fit in the trace so far.
 std::uint64_t trace_dropped() noexcept;
+/// Whether a trace is open: started, and not yet closed by close_trace().
+bool trace_open() noexcept;
 /// Writes the session's summary (from its exit report `r`) and closes the file.
 void close_trace(Session& s, const Report& r) noexcept;
 

@@ -218,6 +218,36 @@ void Writer::on(const model::GraphNodeCloned& c) {
   Encoder e(activity_);
   e.put(c.node_id);
   e.put(c.original_node_id);
+  e.put(c.exec_id);
+  end_activity(at);
+}
+
+void Writer::put_graph_ids(const std::vector<std::uint64_t>& ids) {
+  Encoder e(activity_);
+  if (ids.size() > kMaxGraphIds) {  // none rather than some: see format.hpp
+    e.put(std::uint32_t{0});
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  e.put(static_cast<std::uint32_t>(ids.size()));
+  for (std::uint64_t id : ids) e.put(id);
+}
+
+void Writer::on(const model::GraphExecNodes& n) {
+  std::lock_guard lock(activity_mutex_);
+  const std::size_t at = begin_activity(RecordType::GraphExecNodes);
+  Encoder(activity_).put(n.exec_id);
+  put_graph_ids(n.node_ids);
+  end_activity(at);
+}
+
+void Writer::on(const model::GraphExecUpdated& u) {
+  std::lock_guard lock(activity_mutex_);
+  const std::size_t at = begin_activity(RecordType::GraphExecUpdate);
+  Encoder e(activity_);
+  e.put(u.exec_id);
+  e.put(u.correlation);
+  put_graph_ids(u.graph_node_ids);
   end_activity(at);
 }
 

@@ -60,6 +60,8 @@ class Writer {
   void on(const model::ApiCall& a);
   void on(const model::ExternalCorrelation& e);
   void on(const model::GraphNodeCloned& c);  ///< after the GraphNode event of its original
+  void on(const model::GraphExecNodes& n);   ///< after the GraphNodeCloned of its nodes
+  void on(const model::GraphExecUpdated& u);
   void on(const model::KernelActivity& k);
   void on(const model::MemcpyActivity& m);
   void on(const model::MemsetActivity& m);
@@ -100,6 +102,7 @@ class Writer {
  private:
   Writer(std::FILE* file, std::uint64_t limit_bytes, const model::NameTable& names);
   Ring* ring_for_this_thread() noexcept;
+  void put_graph_ids(const std::vector<std::uint64_t>& ids);  // u32 n, n × u64 (activity_mutex_ held)
   // record() past its inline part: the thread's first event in this writer, or a full ring.
   [[gnu::noinline]] void record_slow(ScopeKind kind, std::uint32_t slot, std::uint32_t arg, std::uint64_t ns,
                                      std::uint64_t value) noexcept;

@@ -36,7 +36,8 @@ def all_records():
     out += record(2, struct.pack("<I", 4) + s("tokens"))
     events = [event(1, 1, 0, 1000, 4242), event(2, 1, 3, 1100, instance), event(2, 1, 3, 1150, instance),
               event(2, 1, 3, 1160, instance), event(3, 1, 0xFFFFFFFF, 1170, 0), event(4, 1, 4, 1200, 0),
-              event(5, 1, 0, 1210, 0), event(6, 1, 9, 0, 41), event(3, 1, 2, 1250, 0), event(3, 1, 1, 1300, 0)]
+              event(5, 1, 0, 1210, 0), event(6, 1, 9, 0, 41), event(3, 1, 2, 1250, 0), event(3, 1, 1, 1300, 0),
+              event(6, 0, 9, 0, 42)]  # node 42: made on a thread with no scope state (slot 0)
     out += record(3, struct.pack("<I", len(events)) + b"".join(events))
     out += record(4, struct.pack("<I", 1) + s("_Z4gemmPf"))
     bad_name = b"k\xff\xc0\x80\xed\xa0\x80\"\\\x01"  # not UTF-8, overlong, surrogate, quote, backslash, control
@@ -47,6 +48,9 @@ def all_records():
     out += record(5, struct.pack("<QQQI3I3I5I", 7, 1130, 1140, 1, 64, 1, 1, 256, 1, 1, 40, 512, 0, 0, 7))
     out += record(5, struct.pack("<QQQI3I3I5I", 7, 1131, 1139, 2, 1, 1, 1, 32, 1, 1, 16, 0, 0, 0, 7))
     out += record(19, struct.pack("<QQ", 141, 41))  # graph node 41 cloned as 141
+    out += record(19, struct.pack("<QQI", 142, 42, 5))  # 42 cloned as 142, into exec 5 (the optional tail)
+    out += record(20, struct.pack("<IIQQ", 5, 2, 141, 142))  # exec 5's nodes
+    out += record(21, struct.pack("<IQIQQ", 5, 6, 2, 41, 42))  # exec 5 updated (correlation 6) from 41, 42
     out += record(5, struct.pack("<QQQI3I3I5IQI", 7, 1132, 1138, 1, 64, 1, 1, 256, 1, 1, 40, 512, 0, 0, 7, 141, 9))
     out += record(6, struct.pack("<QQQQBII", 7, 1141, 1145, 4096, 0, 0, 7))
     # The same with its memory kinds' tail: pageable source, device destination.

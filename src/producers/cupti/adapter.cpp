@@ -383,9 +383,9 @@ void graph_node_created(Session& session, std::uint64_t node_id, std::uint32_t g
     const bool own = ts != nullptr && ts->owner == &session && ts->tree != nullptr;
     const model::Node* range = own ? ts->tree->innermost() : nullptr;
     session.aggregator.on(model::GraphNodeCreated{node_id, graph_id, range});
-    // Trace mode: in the thread's own events, so that the replay finds the same innermost range.
-    // (A thread that never opened a scope has no events: its nodes replay as unknown.)
-    if (own) trace::record(trace::ScopeKind::GraphNode, ts->tree->slot(), graph_id, 0, node_id);
+    // Trace mode: in the thread's own events, so that the replay finds the same innermost range;
+    // slot 0 for a thread with no scope state of this session (no range, as here).
+    trace::record(trace::ScopeKind::GraphNode, own ? ts->tree->slot() : 0, graph_id, 0, node_id);
   } catch (...) {  // out of memory: the node stays unknown, its kernels counted as such
   }
 }
@@ -402,7 +402,9 @@ void graph_node_cloned(Session& session, std::uint64_t node_id, std::uint64_t or
 
 void graph_exec_nodes(Session& session, std::uint32_t exec_id, std::vector<std::uint64_t> node_ids) noexcept {
   try {
-    session.aggregator.on(model::GraphExecNodes{exec_id, std::move(node_ids)});
+    model::GraphExecNodes n{exec_id, std::move(node_ids)};
+    if (trace::Writer* w = trace::g_writer.load(std::memory_order_acquire)) w->on(n);
+    session.aggregator.on(std::move(n));
   } catch (...) {
   }
 }
@@ -410,7 +412,9 @@ void graph_exec_nodes(Session& session, std::uint32_t exec_id, std::vector<std::
 void graph_exec_updated(Session& session, std::uint32_t exec_id, std::uint64_t correlation,
                         std::vector<std::uint64_t> graph_node_ids) noexcept {
   try {
-    session.aggregator.on(model::GraphExecUpdated{exec_id, correlation, std::move(graph_node_ids)});
+    model::GraphExecUpdated u{exec_id, correlation, std::move(graph_node_ids)};
+    if (trace::Writer* w = trace::g_writer.load(std::memory_order_acquire)) w->on(u);
+    session.aggregator.on(std::move(u));
   } catch (...) {
   }
 }
