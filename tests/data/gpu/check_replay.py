@@ -13,7 +13,8 @@ import sys
 # memset_bytes, syncs (self), graph ({capture-time path: kernels}). Kernel counts are known from the
 # programs' code (tests/gpu/*.cu, cuda/transformer_demo.cu); times are the H100's, replayed exactly.
 MUST_BE_ZERO = ["dropped_records", "zero_timestamp_records", "unresolved_records", "unknown_records",
-                "graph_kernels_unknown_node", "incomplete_at_exit", "trace_records_dropped"]
+                "graph_kernels_unknown_node", "incomplete_at_exit", "trace_records_dropped",
+                "graph_kernels_after_update", "graph_exec_updates_unmapped"]
 
 EXPECT = {
     # cuscope_demo, 20 steps after 3 warm-up steps (its phase table: 13 kernels a step, 5 of them
@@ -57,6 +58,11 @@ EXPECT = {
                        graph={"capture/layer/attention": 300, "capture/layer": 200, "capture": 100}),
         "capture/layer/attention": dict(calls=1, kernels=0),
     },
+    # "cudaGraphExecUpdate: later replays follow the updating graph's capture scopes" (commit 177fcb7, which
+    # traces exec updates): 10 replays before the update under v1, 10 after under v2.
+    "h100-graph-exec-update.cuscope": {
+        "decode": dict(calls=20, kernels=20, kernel_ns=21249, graph={"v1": 10, "v2": 10}),
+    },
     # "copy and set bytes are exact per direction": 1 MiB up, 1/4 down, 1/16 device to device.
     "h100-copies.cuscope": {
         "copies": dict(calls=1, htod=1 << 20, dtoh=(1 << 20) // 4, dtod=(1 << 20) // 16, memset_bytes=4096),
@@ -70,6 +76,10 @@ EXPECT = {
         "threaded": dict(calls=100, kernels=1000, kernel_ns=903636),
     },
 }
+
+# Traces that name their device (those written before 177fcb7 by a test session, ended by a reset
+# rather than at exit, do not).
+EXPECT_DEVICE = {"h100-graph-exec-update.cuscope": "NVIDIA H100 80GB HBM3 (sm_90)"}
 
 # `cuscope show` of the demo: the total line (the H100 run's table said "GPU busy 0 ns": fixed).
 SHOW_DEMO_TOTAL = "total: host 10.5 ms in top-level ranges — kernel time 1.76 ms — GPU busy 1.76 ms"
@@ -111,6 +121,8 @@ def main():
         for d in MUST_BE_ZERO:
             if report["diagnostics"].get(d, 0) != 0:
                 fail(f"{trace}: diagnostics.{d} = {report['diagnostics'][d]}, not 0")
+        if trace in EXPECT_DEVICE and report["device"] != EXPECT_DEVICE[trace]:
+            fail(f"{trace}: device '{report['device']}', not '{EXPECT_DEVICE[trace]}'")
         by_path = {r["path"]: r for r in report["ranges"][1:]}
         for rpath, fields in ranges.items():
             r = by_path.get(rpath)
