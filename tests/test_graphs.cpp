@@ -703,47 +703,76 @@ TEST_CASE("the table lists at most 10 capture paths per range and counts the res
   CHECK(table.find("  (graph) … 2 more capture paths (JSON: graph)\n") != std::string::npos);
 }
 
-TEST_CASE("a trace keeps graph nodes and graph kernels: its replay has the same breakdown",
-          "[graphs][trace]") {
-  const std::string path = (std::filesystem::temp_directory_path() / "cuscope_test_graphs.cuscope").string();
+// A model fed by hand and, like trace mode, a trace of the same: what graph_node_created and the
+// CUPTI adapter do. finish() gives the live report and the trace's replay.
+struct TracedModel {
+  std::string path;
   Forest forest;
-  forest.record_instances = true;
   Aggregator agg{forest};
-  ThreadTree* tree = forest.make_tree();
-  std::string error;
-  std::unique_ptr<cuscope::trace::Writer> writer =
-      cuscope::trace::Writer::open(path, cuscope::trace::Writer::kDefaultLimitBytes, forest.names, &error);
-  REQUIRE(writer != nullptr);
-  writer->meta("max_depth", "64");
-  auto begin = [&](const char* name, std::uint64_t t) {
+  ThreadTree* tree = nullptr;
+  std::unique_ptr<cuscope::trace::Writer> writer;
+
+  explicit TracedModel(const char* file)
+      : path((std::filesystem::temp_directory_path() / file).string()) {
+    forest.record_instances = true;
+    tree = forest.make_tree();
+    std::string error;
+    writer = cuscope::trace::Writer::open(path, cuscope::trace::Writer::kDefaultLimitBytes, forest.names, &error);
+    REQUIRE(writer != nullptr);
+    writer->meta("max_depth", "64");
+  }
+  ThreadTree::Token begin(const char* name, std::uint64_t t) {
     const std::uint32_t id = forest.names.intern(name);
     const auto tok = tree->begin(id, t);
     writer->record(cuscope::trace::ScopeKind::Enter, tree->slot(), id, t, tok.instance);
     return tok;
-  };
-  auto end = [&](const ThreadTree::Token& tok, std::uint64_t t) {
+  }
+  void end(const ThreadTree::Token& tok, std::uint64_t t) {
     tree->end(tok.depth, t);
     writer->record(cuscope::trace::ScopeKind::Exit, tree->slot(), tok.depth, t, 0);
-  };
-  auto create = [&](std::uint64_t node) {  // what graph_node_created does in trace mode
-    agg.on(GraphNodeCreated{node, 3, tree->innermost()});
-    writer->record(cuscope::trace::ScopeKind::GraphNode, tree->slot(), 3, 0, node);
-  };
-  auto on = [&](const auto& record) {
+  }
+  // A node made on this thread (its innermost range), or on one with no scope state (slot 0).
+  void create(std::uint64_t node, bool scoped = true) {
+    agg.on(GraphNodeCreated{node, 3, scoped ? tree->innermost() : nullptr});
+    writer->record(cuscope::trace::ScopeKind::GraphNode, scoped ? tree->slot() : 0, 3, 0, node);
+  }
+  template <class R>
+  void on(const R& record) {
     writer->on(record);
     agg.on(record);
-  };
-  const auto capture = begin("capture", 10);
-  const auto layer = begin("layer", 20);
-  create(1);
-  end(layer, 30);
-  create(2);
-  end(capture, 40);
-  on(GraphNodeCloned{101, 1});
-  on(GraphNodeCloned{102, 2});
-  const auto decode = begin("decode", 100);
-  on(ApiCall{5, 110, 120});
-  on(ExternalCorrelation{5, decode.instance});
+  }
+  // The live report, and the trace's replay (the file is removed).
+  std::pair<Report, Report> finish() {
+    writer->buffer_end(0, 0);
+    agg.settle(2, false);
+    writer->finish_events();
+    REQUIRE(writer->close(cuscope::trace::Summary{}));
+    agg.settle(1);
+    std::pair<Report, Report> out;
+    agg.build(out.first);
+    std::string error;
+    const bool replayed = cuscope::trace::replay_file(path, &out.second, &error);
+    std::remove(path.c_str());
+    INFO(error);
+    REQUIRE(replayed);
+    return out;
+  }
+};
+
+TEST_CASE("a trace keeps graph nodes and graph kernels: its replay has the same breakdown",
+          "[graphs][trace]") {
+  TracedModel m("cuscope_test_graphs.cuscope");
+  const auto capture = m.begin("capture", 10);
+  const auto layer = m.begin("layer", 20);
+  m.create(1);
+  m.end(layer, 30);
+  m.create(2);
+  m.end(capture, 40);
+  m.on(GraphNodeCloned{101, 1});
+  m.on(GraphNodeCloned{102, 2});
+  const auto decode = m.begin("decode", 100);
+  m.on(ApiCall{5, 110, 120});
+  m.on(ExternalCorrelation{5, decode.instance});
   for (std::uint64_t i = 0; i < 4; ++i) {
     KernelActivity k;
     k.correlation = 5;
@@ -755,25 +784,16 @@ TEST_CASE("a trace keeps graph nodes and graph kernels: its replay has the same 
     k.graph_node_id = i == 3 ? 55 : 101 + i % 2;  // node 55: unknown
     k.graph_id = 3;
     k.device_launched = i == 0;  // the tail's last byte
-    on(k);
+    m.on(k);
   }
   KernelActivity plain;  // a kernel outside graphs in the same trace
   plain.correlation = 5;
   plain.start_ns = 2000;
   plain.end_ns = 2050;
   plain.name = "_Z4normPf";
-  on(plain);
-  end(decode, 3000);
-  writer->buffer_end(0, 0);
-  agg.settle(2, false);
-  writer->finish_events();
-  REQUIRE(writer->close(cuscope::trace::Summary{}));
-  agg.settle(1);
-  Report live;
-  agg.build(live);
-  Report replayed;
-  REQUIRE(cuscope::trace::replay_file(path, &replayed, &error));
-  std::remove(path.c_str());
+  m.on(plain);
+  m.end(decode, 3000);
+  const auto [live, replayed] = m.finish();
   const RangeStats* d = replayed.find("decode");
   REQUIRE(d != nullptr);
   CHECK(d->self.kernel_calls == 5);
@@ -801,56 +821,28 @@ TEST_CASE("a trace keeps graph nodes and graph kernels: its replay has the same 
 // under the old graph's capture ranges. And a node made on a thread with no scope replayed as unknown.
 TEST_CASE("a trace keeps an exec's nodes, its update and a node made outside scopes: replay equals live",
           "[graphs][trace]") {
-  const std::string path =
-      (std::filesystem::temp_directory_path() / "cuscope_test_graph_update.cuscope").string();
-  Forest forest;
-  forest.record_instances = true;
-  Aggregator agg{forest};
-  ThreadTree* tree = forest.make_tree();
-  std::string error;
-  std::unique_ptr<cuscope::trace::Writer> writer =
-      cuscope::trace::Writer::open(path, cuscope::trace::Writer::kDefaultLimitBytes, forest.names, &error);
-  REQUIRE(writer != nullptr);
-  writer->meta("max_depth", "64");
-  auto begin = [&](const char* name, std::uint64_t t) {
-    const std::uint32_t id = forest.names.intern(name);
-    const auto tok = tree->begin(id, t);
-    writer->record(cuscope::trace::ScopeKind::Enter, tree->slot(), id, t, tok.instance);
-    return tok;
-  };
-  auto end = [&](const ThreadTree::Token& tok, std::uint64_t t) {
-    tree->end(tok.depth, t);
-    writer->record(cuscope::trace::ScopeKind::Exit, tree->slot(), tok.depth, t, 0);
-  };
-  auto create = [&](std::uint64_t node, bool scoped) {  // what graph_node_created does in trace mode
-    agg.on(GraphNodeCreated{node, 3, scoped ? tree->innermost() : nullptr});
-    writer->record(cuscope::trace::ScopeKind::GraphNode, scoped ? tree->slot() : 0, 3, 0, node);
-  };
-  auto on = [&](const auto& record) {
-    writer->on(record);
-    agg.on(record);
-  };
-  const auto v1 = begin("v1", 10);
-  create(1, true);
-  create(2, true);
-  end(v1, 20);
-  create(9, false);  // another thread, with no scope state
-  on(GraphNodeCloned{101, 1, 7});
-  on(GraphNodeCloned{102, 2, 7});
-  on(GraphNodeCloned{109, 9, 7});
-  on(GraphExecNodes{7, {101, 102, 109}});
-  const auto v2 = begin("v2", 30);
-  create(3, true);
-  create(4, true);
-  create(5, true);
-  end(v2, 40);
-  const auto decode = begin("decode", 100);
+  TracedModel m("cuscope_test_graph_update.cuscope");
+  const auto v1 = m.begin("v1", 10);
+  m.create(1);
+  m.create(2);
+  m.end(v1, 20);
+  m.create(9, false);  // another thread, with no scope state
+  m.on(GraphNodeCloned{101, 1, 7});
+  m.on(GraphNodeCloned{102, 2, 7});
+  m.on(GraphNodeCloned{109, 9, 7});
+  m.on(GraphExecNodes{7, {101, 102, 109}});
+  const auto v2 = m.begin("v2", 30);
+  m.create(3);
+  m.create(4);
+  m.create(5);
+  m.end(v2, 40);
+  const auto decode = m.begin("decode", 100);
   auto launch = [&](std::uint64_t correlation) {
-    on(ApiCall{correlation, 100 + correlation, 101 + correlation});
-    on(ExternalCorrelation{correlation, decode.instance});
+    m.on(ApiCall{correlation, 100 + correlation, 101 + correlation});
+    m.on(ExternalCorrelation{correlation, decode.instance});
   };
   launch(5);
-  on(GraphExecUpdated{7, 6, {3, 4, 5}});  // the update call's correlation: 6; a graph of one range
+  m.on(GraphExecUpdated{7, 6, {3, 4, 5}});  // the update call's correlation: 6; a graph of one range
   launch(8);
   auto kernel = [&](std::uint64_t correlation, std::uint64_t node, std::uint64_t start) {
     KernelActivity k;
@@ -862,7 +854,7 @@ TEST_CASE("a trace keeps an exec's nodes, its update and a node made outside sco
     k.block = {128, 1, 1};
     k.graph_node_id = node;
     k.graph_id = 3;
-    on(k);
+    m.on(k);
   };
   kernel(5, 101, 1000);  // before the update: v1, v1, (unscoped)
   kernel(5, 102, 1100);
@@ -870,17 +862,8 @@ TEST_CASE("a trace keeps an exec's nodes, its update and a node made outside sco
   kernel(8, 101, 2000);  // after it: v2, v2, v2
   kernel(8, 102, 2100);
   kernel(8, 109, 2200);
-  end(decode, 3000);
-  writer->buffer_end(0, 0);
-  agg.settle(2, false);
-  writer->finish_events();
-  REQUIRE(writer->close(cuscope::trace::Summary{}));
-  agg.settle(1);
-  Report live;
-  agg.build(live);
-  Report replayed;
-  REQUIRE(cuscope::trace::replay_file(path, &replayed, &error));
-  std::remove(path.c_str());
+  m.end(decode, 3000);
+  const auto [live, replayed] = m.finish();
   const GraphLines expected{{"v2", 3}, {"v1", 2}, {"(unscoped)", 1}};
   CHECK(graph_lines(live, "decode") == expected);
   CHECK(graph_lines(replayed, "decode") == expected);
