@@ -447,6 +447,35 @@ TEST_CASE("trace mode in a session: scopes, counts, steps and CUPTI buffers repl
   std::remove(json_path.c_str());
 }
 
+// The H100 run's test traces (each ended by reset_for_testing, not a shutdown) named no device and
+// said activity was off.
+TEST_CASE("a session's trace ended by a reset carries the session's summary, as one ended at exit",
+          "[trace][session]") {
+  const std::string trace_path = temp_path("reset.cuscope");
+  Report live;
+  {
+    cuscope::Options o = cuscope_test::quiet_options();
+    o.trace_path = trace_path;
+    cuscope_test::Session session(o);
+    {
+      CUSCOPE_SCOPE("work");
+    }
+    live = cuscope::snapshot();
+    cuscope::detail::reset_for_testing();
+  }
+  Report replayed;
+  std::string error;
+  REQUIRE(trace::replay_file(trace_path, &replayed, &error));
+  std::remove(trace_path.c_str());
+  REQUIRE_FALSE(live.activity_status.empty());
+  CHECK(replayed.device == live.device);
+  CHECK(replayed.gpu_timing == live.gpu_timing);
+  CHECK(replayed.activity_status == live.activity_status);
+  CHECK(replayed.clock == live.clock);
+  REQUIRE(replayed.find("work") != nullptr);
+  CHECK(replayed.find("work")->calls == 1);
+}
+
 TEST_CASE("a trace path that cannot be written turns trace mode off with a note", "[trace][session]") {
   cuscope::Options o = cuscope_test::quiet_options();
   o.trace_path = "/nonexistent-dir/x.cuscope";
