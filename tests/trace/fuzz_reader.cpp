@@ -25,6 +25,14 @@ struct Touch final : cuscope::trace::Visitor {
   void on(const cuscope::model::SyncActivity& s) override { sum += s.end_ns; }
   void on(const cuscope::model::MemoryActivity& m) override { sum += m.address + m.is_alloc; }
   void on(const cuscope::model::OverheadActivity& o) override { sum += o.end_ns; }
+  void on(const cuscope::model::GraphNodeCloned& c) override { sum += c.node_id + c.exec_id; }
+  void on(const cuscope::model::GraphExecNodes& n) override {
+    for (std::uint64_t id : n.node_ids) sum += id;
+  }
+  void on(const cuscope::model::GraphExecUpdated& u) override {
+    sum += u.exec_id + u.correlation;
+    for (std::uint64_t id : u.graph_node_ids) sum += id;
+  }
   void buffer_end(std::uint64_t d, std::uint64_t u) override { sum += d + u; }
   void step(std::uint64_t n, std::uint64_t s, bool r) override { sum += n + s + r; }
   void summary(const cuscope::trace::Summary& s) override { sum += s.device.size() + s.notes.size(); }
