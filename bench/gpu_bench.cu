@@ -294,6 +294,8 @@ int main(int argc, char** argv) {
 
   std::vector<double> launch[kLaunchConfigCount];
   std::vector<double> event_pair, event_scope, step_without, step_with;
+  // The step with cuscope's parts one at a time: where the full configuration's cost comes from.
+  std::vector<double> step_host, step_events, step_tracing;
   cuscope::Report traced;
   std::uint64_t traced_after_forced_flush = 0;
   // Kernels each traced loop attributed to its scopes, last round (of launches + kBatch).
@@ -336,7 +338,17 @@ int main(int argc, char** argv) {
     restart_session(false, false, false, 3);
     const std::vector<double> without = step_ns(3, args.steps);
     step_without.insert(step_without.end(), without.begin(), without.end());
-    restart_session(true, true, true, 3);
+    auto steps_into = [&](std::vector<double>& into) {
+      const std::vector<double> t = step_ns(3, args.steps);
+      into.insert(into.end(), t.begin(), t.end());
+    };
+    restart_session(true, false, false, 3);
+    steps_into(step_host);
+    restart_session(true, true, false, 3);
+    steps_into(step_events);
+    restart_session(true, false, true, 3);
+    steps_into(step_tracing);
+    restart_session(true, true, true, 3);  // last: its report is the notes' "last transformer run"
     const std::vector<double> with = step_ns(3, args.steps);
     step_with.insert(step_with.end(), with.begin(), with.end());
   }
@@ -375,6 +387,18 @@ int main(int argc, char** argv) {
                             cuscope_bench::coefficient_of_variation(step_without)});
   s.measurements.push_back({"transformer.with", "transformer step, with cuscope", with, "ns",
                             cuscope_bench::coefficient_of_variation(step_with)});
+  const struct {
+    const char *key, *label;
+    const std::vector<double>& steps;
+  } parts[] = {{"transformer.host_scopes", "transformer step, host-timed scopes only", step_host},
+               {"transformer.events", "transformer step, scopes + CUDA events", step_events},
+               {"transformer.tracing", "transformer step, scopes + CUPTI tracing", step_tracing}};
+  for (const auto& part : parts) {
+    const double t = cuscope_bench::median(part.steps);
+    s.measurements.push_back({part.key, part.label, t, "ns", cuscope_bench::coefficient_of_variation(part.steps)});
+    s.measurements.push_back({std::string("ratio.") + part.key + "_over_without",
+                              std::string("ratio: ") + part.label + " / without", t / without, "x"});
+  }
   const double bare = per_launch[kBare];
   const double minimal = per_launch[kMinimalCupti];
   s.measurements.push_back({"ratio.scopes_host_over_bare", "ratio: in a scope, host only / bare",
