@@ -165,12 +165,7 @@ bool GpuEvents::resolve() noexcept {
   std::size_t kept = 0;
   for (Pair* p : waiting_) {
     const bool skip = std::find(blocked, blocked + n_blocked, p->stream) != blocked + n_blocked;
-    // No cudaEventQuery: cudaEventElapsedTime says cudaErrorNotReady itself while either event is
-    // unfinished. One call a pair instead of two, and not one CUPTI traces (it traces event
-    // queries, for the program's own): with tracing on, each query was an API record and an
-    // external correlation more, on this thread, beside the program's calls.
-    float ms = 0.0f;
-    const cudaError_t q = skip ? cudaErrorNotReady : cudaEventElapsedTime(&ms, p->start, p->stop);
+    const cudaError_t q = skip ? cudaErrorNotReady : cudaEventQuery(p->stop);
     if (q == cudaErrorNotReady) {
       if (!skip) {
         cudaGetLastError();
@@ -179,7 +174,8 @@ bool GpuEvents::resolve() noexcept {
       waiting_[kept++] = p;
       continue;
     }
-    if (q == cudaSuccess && ms >= 0.0f) {
+    float ms = 0.0f;
+    if (q == cudaSuccess && cudaEventElapsedTime(&ms, p->start, p->stop) == cudaSuccess && ms >= 0.0f) {
       const auto ns = static_cast<std::uint64_t>(static_cast<double>(ms) * 1e6);
       p->node->gpu.add(ns);
       if (trace::Writer* w = trace::g_writer.load(std::memory_order_acquire)) w->gpu_time(p->node, ns);

@@ -2,8 +2,8 @@
 //
 // The owner thread records a start event when a scope opens and a stop event when it closes,
 // using event pairs from its own pool (created once, reused), and queues the pair. The resolver
-// (collector thread or flush) reads finished pairs with cudaEventElapsedTime (which says when a
-// pair has not finished), adds the time to the scope's node, and returns the pair to the pool.
+// (collector thread or flush) reads finished pairs with cudaEventQuery and cudaEventElapsedTime,
+// adds the time to the scope's node, and returns the pair to the pool.
 // Hot path: no lock, no allocation once the pool has warmed up; two cudaEventRecord calls.
 //
 // What this must never do to the program:
@@ -12,7 +12,7 @@
 //   cudaStreamLegacy) records no events; its GPU time is the span of its kernels (CUPTI).
 // - record into a stream that is being captured into a CUDA graph: the event would become part
 //   of the user's graph. Such a scope is counted as inside a capture and gets no event time.
-// - wait: a pair is read only once it has completed (cudaEventElapsedTime, never a synchronize).
+// - wait: a pair is read only once cudaEventQuery says its stop event has completed.
 #pragma once
 
 #include <cuda_runtime_api.h>
