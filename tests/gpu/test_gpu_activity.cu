@@ -88,6 +88,10 @@ TEST_CASE("a one-kernel scope: CUPTI kernel time and CUDA-event time agree", "[g
   // their kernels (lazy loading in the first scope being the likely cause; the INFO below tells).
   spin_kernel<<<1, 1, 0, stream>>>(0);
   CHECK_CUDA(cudaStreamSynchronize(stream));
+  // A 5 ms kernel outside every scope first, so that every scope's events wait in the stream behind
+  // GPU work: a host delay between a scope's start event and its launch (the 472f7e4 check, on a
+  // noisy machine, had one scope 0.6 ms long) then leaves the GPU no idle time to count.
+  spin_kernel<<<1, 1, 0, stream>>>(cycles_for_ms(5.0));
   for (int i = 0; i < 5; ++i) {
     CUSCOPE_SCOPE("single", stream);
     spin_kernel<<<1, 1, 0, stream>>>(cycles_for_ms(2.0));
