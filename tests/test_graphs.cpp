@@ -579,6 +579,52 @@ TEST_CASE("the node callback ties a node to the calling thread's innermost scope
   CHECK(path(4) == "(not found)");
 }
 
+TEST_CASE("in trace mode the callbacks write what the model gets: an unscoped node, a clone with its exec, the exec, its update",
+          "[graphs][trace]") {
+  const std::string path = (std::filesystem::temp_directory_path() / "cuscope_test_graph_callbacks.cuscope").string();
+  {
+    cuscope::Options o = cuscope_test::quiet_options();
+    o.trace_path = path;
+    cuscope_test::Session session(o);
+    auto& s = cuscope::detail::session();
+    cuscope::detail::graph_node_created(s, 2, 9);
+    cuscope::detail::graph_node_cloned(s, 102, 2, 7);
+    cuscope::detail::graph_exec_nodes(s, 7, {102});
+    cuscope::detail::graph_exec_updated(s, 7, 40, {3});
+    cuscope::detail::reset_for_testing();
+  }
+  struct Seen : cuscope::trace::Visitor {
+    std::vector<std::string> events;
+    void scope(const cuscope::trace::ScopeEvent& e) override {
+      if (cuscope::trace::kind_of(e) == cuscope::trace::ScopeKind::GraphNode)
+        events.push_back("node " + std::to_string(e.value) + " of graph " + std::to_string(e.arg) + " on slot " +
+                         std::to_string(cuscope::trace::slot_of(e)));
+    }
+    void on(const GraphNodeCloned& c) override {
+      events.push_back("clone " + std::to_string(c.node_id) + " of " + std::to_string(c.original_node_id) +
+                       " in exec " + std::to_string(c.exec_id));
+    }
+    void on(const GraphExecNodes& n) override {
+      events.push_back("exec " + std::to_string(n.exec_id) + " nodes " + std::to_string(n.node_ids.size()));
+    }
+    void on(const GraphExecUpdated& u) override {
+      events.push_back("exec " + std::to_string(u.exec_id) + " updated at " + std::to_string(u.correlation) +
+                       " from " + std::to_string(u.graph_node_ids.size()));
+    }
+  } seen;
+  std::string error;
+  cuscope::trace::Reader reader;
+  REQUIRE(reader.open(path, &error));
+  const bool read = reader.read(seen, &error);
+  std::remove(path.c_str());
+  INFO(error);
+  REQUIRE(read);
+  // Node 2 was made on this thread, which has no scope state: slot 0, and no thread attached (its
+  // first event in the writer's ring would have named slot 0, a trace the reader refuses).
+  CHECK(seen.events == std::vector<std::string>{"node 2 of graph 9 on slot 0", "clone 102 of 2 in exec 7",
+                                                "exec 7 nodes 1", "exec 7 updated at 40 from 1"});
+}
+
 TEST_CASE("zero-code mode: a node created under NVTX ranges takes the innermost one", "[graphs]") {
   cuscope_test::Session session;
   auto& s = cuscope::detail::session();

@@ -222,6 +222,18 @@ void Writer::on(const model::GraphNodeCloned& c) {
   end_activity(at);
 }
 
+void Writer::unscoped_graph_node(std::uint32_t graph_id, std::uint64_t node_id) {
+  std::lock_guard lock(activity_mutex_);
+  const std::size_t at = begin_activity(RecordType::ScopeEvents);
+  Encoder e(activity_);
+  e.put(std::uint32_t{1});
+  const ScopeEvent ev{event_word(ScopeKind::GraphNode, 0), graph_id, 0, node_id};
+  char bytes[kScopeEventBytes];
+  std::memcpy(bytes, &ev, kScopeEventBytes);
+  activity_.append(bytes, kScopeEventBytes);
+  end_activity(at);
+}
+
 void Writer::put_graph_ids(const std::vector<std::uint64_t>& ids) {
   Encoder e(activity_);
   if (ids.size() > kMaxGraphIds) {  // none rather than some: see format.hpp

@@ -61,6 +61,10 @@ class Writer {
   void on(const model::ExternalCorrelation& e);
   void on(const model::GraphNodeCloned& c);  ///< after the GraphNode event of its original
   void on(const model::GraphExecNodes& n);   ///< after the GraphNodeCloned of its nodes
+  /// A graph node made on a thread with no scope state: its GraphNode event with thread slot 0, in
+  /// the activity stream (before the node's clones), never in a thread ring (whose first event
+  /// names the thread's tree).
+  void unscoped_graph_node(std::uint32_t graph_id, std::uint64_t node_id);
   void on(const model::GraphExecUpdated& u);
   void on(const model::KernelActivity& k);
   void on(const model::MemcpyActivity& m);

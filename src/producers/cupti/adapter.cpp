@@ -375,6 +375,17 @@ void deliver(std::uint32_t flags) {
   }
 }
 
+// A graph event to the session's model and, in trace mode, the same event to the trace. Out of memory:
+// the event is lost, and the kernels it concerned count as of an unknown node.
+template <class Event>
+void to_model_and_trace(Session& session, Event&& e) noexcept {
+  try {
+    if (trace::Writer* w = trace::g_writer.load(std::memory_order_acquire)) w->on(e);
+    session.aggregator.on(std::forward<Event>(e));
+  } catch (...) {
+  }
+}
+
 }  // namespace
 
 void graph_node_created(Session& session, std::uint64_t node_id, std::uint32_t graph_id) noexcept {
@@ -383,40 +394,29 @@ void graph_node_created(Session& session, std::uint64_t node_id, std::uint32_t g
     const bool own = ts != nullptr && ts->owner == &session && ts->tree != nullptr;
     const model::Node* range = own ? ts->tree->innermost() : nullptr;
     session.aggregator.on(model::GraphNodeCreated{node_id, graph_id, range});
-    // Trace mode: in the thread's own events, so that the replay finds the same innermost range;
-    // slot 0 for a thread with no scope state of this session (no range, as here).
-    trace::record(trace::ScopeKind::GraphNode, own ? ts->tree->slot() : 0, graph_id, 0, node_id);
+    // Trace mode: in the thread's own events, so that the replay finds the same innermost range; a
+    // thread with no scope state of this session has no events: there, slot 0 (no range, as here).
+    if (own) {
+      trace::record(trace::ScopeKind::GraphNode, ts->tree->slot(), graph_id, 0, node_id);
+    } else if (trace::Writer* w = trace::g_writer.load(std::memory_order_acquire)) {
+      w->unscoped_graph_node(graph_id, node_id);
+    }
   } catch (...) {  // out of memory: the node stays unknown, its kernels counted as such
   }
 }
 
 void graph_node_cloned(Session& session, std::uint64_t node_id, std::uint64_t original_node_id,
                        std::uint32_t exec_id) noexcept {
-  try {
-    session.aggregator.on(model::GraphNodeCloned{node_id, original_node_id, exec_id});
-    if (trace::Writer* w = trace::g_writer.load(std::memory_order_acquire))
-      w->on(model::GraphNodeCloned{node_id, original_node_id});
-  } catch (...) {
-  }
+  to_model_and_trace(session, model::GraphNodeCloned{node_id, original_node_id, exec_id});
 }
 
 void graph_exec_nodes(Session& session, std::uint32_t exec_id, std::vector<std::uint64_t> node_ids) noexcept {
-  try {
-    model::GraphExecNodes n{exec_id, std::move(node_ids)};
-    if (trace::Writer* w = trace::g_writer.load(std::memory_order_acquire)) w->on(n);
-    session.aggregator.on(std::move(n));
-  } catch (...) {
-  }
+  to_model_and_trace(session, model::GraphExecNodes{exec_id, std::move(node_ids)});
 }
 
 void graph_exec_updated(Session& session, std::uint32_t exec_id, std::uint64_t correlation,
                         std::vector<std::uint64_t> graph_node_ids) noexcept {
-  try {
-    model::GraphExecUpdated u{exec_id, correlation, std::move(graph_node_ids)};
-    if (trace::Writer* w = trace::g_writer.load(std::memory_order_acquire)) w->on(u);
-    session.aggregator.on(std::move(u));
-  } catch (...) {
-  }
+  to_model_and_trace(session, model::GraphExecUpdated{exec_id, correlation, std::move(graph_node_ids)});
 }
 
 bool start_graph_breakdown(Session& session) noexcept {
