@@ -1,6 +1,7 @@
 // model/graphs.cpp — see graphs.hpp.
 #include "model/graphs.hpp"
 
+#include <cstdint>
 #include <vector>
 
 namespace cuscope::model {
@@ -97,10 +98,9 @@ void GraphNodeMap::on(const GraphExecUpdated& e) {
 }
 
 bool GraphNodeMap::find(std::uint64_t node_id, const Node** range) const {
-  std::lock_guard lock(mutex_);
-  auto it = nodes_.find(node_id);
-  if (it == nodes_.end() || !it->second.now.known) return false;
-  *range = it->second.now.range;
+  const Lookup l = find(node_id, UINT64_MAX);  // a launch after every update: the node's range now
+  if (!l.known) return false;
+  *range = l.range;
   return true;
 }
 
