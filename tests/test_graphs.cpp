@@ -628,7 +628,7 @@ TEST_CASE("in trace mode the callbacks write what the model gets: an unscoped no
 TEST_CASE("zero-code mode: a node created under NVTX ranges takes the innermost one", "[graphs]") {
   cuscope_test::Session session;
   auto& s = cuscope::detail::session();
-  // What the NVTX injection does for nvtxRangePushA("decode"), then ("layer_3") (inject.cpp:
+  // What the NVTX injection does for nvtxRangePushA("decode"), then ("layer_3") (inject/open_ranges.hpp:
   // enter_interned() when its common path declines; both open the thread's own tree).
   std::uint32_t outer_token = 0;
   std::uint32_t inner_token = 0;
