@@ -1,4 +1,4 @@
-// bench/graph_bench.cpp — the cost of the CUDA graph breakdown (README, "CUDA graphs"), on the CPU:
+// bench/graph_bench.cpp — the cost of the CUDA graph breakdown (docs/cuda-graphs.md), on the CPU:
 //
 //   BM_graph_replay/1  attributing replayed graph kernels: CUPTI 13.0 buffers of graph launches
 //                      (kernel records with graphNodeId) through consume_buffer into the aggregator,

@@ -1,7 +1,7 @@
 // CUDA graphs without a GPU: node creation and clone events as the CUPTI adapter hands them to the
 // model, and kernel records with graph node ids, in CUPTI 13.0 buffers built in memory (the decode
 // path) or fed to the aggregator directly. A replayed kernel stays in its launching range and is
-// also broken down by the range its node was created in (README, "CUDA graphs").
+// also broken down by the range its node was created in (docs/cuda-graphs.md).
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>

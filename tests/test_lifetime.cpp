@@ -330,7 +330,7 @@ TEST_CASE("a child forked while other threads intern names and attach does not d
     REQUIRE(pid >= 0);
     if (pid == 0) {
       alarm(10);  // a deadlocked child dies of SIGALRM
-      // cuscope is off in a forked child (README, Lifetime): its scopes and snapshots must run
+      // cuscope is off in a forked child (docs/api.md, "Lifetime"): its scopes and snapshots must run
       // through without waiting on a lock some parent thread held, and record nothing.
       const std::string name = "child_" + std::to_string(k);
       { cuscope::Scope s{std::string_view(name)}; }

@@ -134,7 +134,7 @@ TEST_CASE("environment problems are warned once and shown in the report's notes"
   CHECK(errors[0].variable == "CUSCOPE_ROWS");
   CHECK(errors[1].variable == "CUSCOPE_WARMPU");
   CHECK(errors[1].value == "2");
-  CHECK(errors[1].message == "CUSCOPE_WARMPU='2' is not a cuscope option; ignored (see README, Options)");
+  CHECK(errors[1].message == "CUSCOPE_WARMPU='2' is not a cuscope option; ignored (see docs/options.md)");
   cuscope::start(o);
   const cuscope::Report r = cuscope::snapshot();
   CHECK(r.notes.size() == 2);
@@ -173,7 +173,7 @@ TEST_CASE("an unknown variable is warned with its value, on one line, and kept a
   CHECK(errors[0].variable == "CUSCOPE_TPYO");
   CHECK(errors[0].value == "first\nsecond\xff");
   const std::string expected =
-      "CUSCOPE_TPYO='first\\nsecond\\xff' is not a cuscope option; ignored (see README, Options)";
+      "CUSCOPE_TPYO='first\\nsecond\\xff' is not a cuscope option; ignored (see docs/options.md)";
   CHECK(errors[0].message == expected);
   cuscope::start(cuscope_test::quiet_options());
   CHECK(cuscope::snapshot().notes == std::vector<std::string>{expected});

@@ -146,7 +146,7 @@ enum class Severity : std::uint8_t { info, warning };
 [[nodiscard]] std::string_view to_string(Severity s);  ///< "info", "warning"
 
 /// An observation about a range, with its evidence in numbers, its likely cause and the fix
-/// (README, "Findings"). `id` names the rule: "launch-bound", "gpu-idle-gaps", "small-kernels", ...
+/// (docs/findings.md). `id` names the rule: "launch-bound", "gpu-idle-gaps", "small-kernels", ...
 struct Finding {
   std::string id;
   Severity severity = Severity::info;
@@ -156,7 +156,7 @@ struct Finding {
 };
 
 /// Kernels of CUDA graphs launched in a range, grouped by the range each kernel's graph node was
-/// created in (captured, or added by hand): README, "CUDA graphs". They are also in the launching
+/// created in (captured, or added by hand): docs/cuda-graphs.md. They are also in the launching
 /// range's `self` and `kernels`, as any kernel it launched: this is a second view, not more work.
 struct GraphPathStats {
   /// The capture-time range's path ("layer_3/attention"); kUnscopedName for nodes created outside
@@ -195,7 +195,7 @@ struct RangeStats {
   std::uint64_t profiled_kernels = 0;  ///< kernels replayed for counters, inclusive of the subtree
   std::vector<MetricValue> metrics;    ///< hardware counters, inclusive of the subtree, in plan order
   Verdict verdict;                     ///< from `total` and `metrics`
-  std::vector<Finding> findings;       ///< what the rules found, warnings first (README, "Findings")
+  std::vector<Finding> findings;       ///< what the rules found, warnings first (docs/findings.md)
   /// Graph kernels launched directly in this range, by capture-time path (by kernel time, longest
   /// first); empty when none, or when the breakdown is off (see Report::notes).
   std::vector<GraphPathStats> graph;
@@ -320,7 +320,7 @@ struct TableOptions {
 
 /// The report as a human-readable table (tree-indented, units scaled for people).
 [[nodiscard]] std::string format_table(const Report& report, const TableOptions& options = {});
-/// The report as JSON (schema: README.md, "JSON schema").
+/// The report as JSON (schema: docs/json-schema.md).
 [[nodiscard]] std::string format_json(const Report& report);
 
 }  // namespace v0

@@ -27,7 +27,7 @@
 namespace cuscope {
 inline namespace v0 {
 
-/// Session configuration. Every field has an environment variable (README, "Options").
+/// Session configuration. Every field has an environment variable (docs/options.md).
 struct Options {
   bool enabled = true;             ///< CUSCOPE_ENABLE: false makes every scope cost one branch
   bool gpu_events = true;          ///< CUSCOPE_GPU_EVENTS: time scopes with CUDA events too
@@ -55,11 +55,11 @@ struct Options {
   std::vector<std::string> metric_ranges;
   std::uint32_t metric_steps = 0;  ///< CUSCOPE_METRIC_STEPS: counters in the first N recorded steps; 0 = all
   /// CUSCOPE_TRACE: record every scope instance, GPU activity record and step mark of the window to
-  /// this file ("" = no trace); read it with `cuscope show|json|trace` (README, "Trace mode").
+  /// this file ("" = no trace); read it with `cuscope show|json|trace` (docs/trace.md).
   std::string trace_path;
   /// CUSCOPE_TRACE_LIMIT: the trace file's bound in MiB; what does not fit is dropped and counted.
   std::uint32_t trace_limit_mb = 256;
-  /// CUSCOPE_NVTX_DOMAINS (zero-code mode, README): which NVTX domains become ranges. Domain names
+  /// CUSCOPE_NVTX_DOMAINS (zero-code mode, docs/zero-code.md): which NVTX domains become ranges. Domain names
   /// to keep only those ("default,Megatron"), or names each prefixed with '-' to leave those out
   /// ("-NCCL,-cuBLAS"); "default" is the domain of plain nvtxRangePush calls. Empty = every domain.
   std::vector<std::string> nvtx_domains;

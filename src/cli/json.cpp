@@ -14,7 +14,7 @@ constexpr const char* kHelp =
     "\n"
     "Replays the trace file TRACE (written by a program run with CUSCOPE_TRACE=TRACE) through\n"
     "cuscope's model and prints its report as JSON: the same report, built by the same code, as the\n"
-    "session's own CUSCOPE_JSON of that run. Schema: README.md, \"JSON schema\".\n"
+    "session's own CUSCOPE_JSON of that run. Schema: docs/json-schema.md.\n"
     "\n"
     "  -o OUT   write to OUT instead of standard output\n";
 

@@ -24,7 +24,7 @@ constexpr const char* kHelp =
     "Runs COMMAND (any program: a C++ or CUDA binary, `python train.py`, ...) with cuscope injected:\n"
     "its NVTX push/pop ranges (torch.cuda.nvtx.range, emit_nvtx(), NCCL, hand-written nvtxRangePush)\n"
     "become cuscope ranges, GPU work is attributed to them, and the table prints at exit. Nothing in\n"
-    "the program changes; every CUSCOPE_* variable applies as usual (README, \"Options\").\n"
+    "the program changes; every CUSCOPE_* variable applies as usual (docs/options.md).\n"
     "\n"
     "  --json FILE      also write the report as JSON (CUSCOPE_JSON)\n"
     "  --trace FILE     record a trace file (CUSCOPE_TRACE), for `cuscope show|json|trace`\n"

@@ -214,7 +214,7 @@ Options options_from_env(Options base, std::vector<OptionError>* errors) {
     if (!known) {
       const std::string_view value = entry.substr(std::min(entry.size(), name.size() + 1));
       found.push_back({std::string(name), std::string(value),
-                       fmt::format("{}='{}' is not a cuscope option; ignored (see README, Options)",
+                       fmt::format("{}='{}' is not a cuscope option; ignored (see docs/options.md)",
                                    shown(name), shown(value))});
     }
   }

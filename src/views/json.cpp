@@ -1,4 +1,4 @@
-// views/json.cpp — the Report as JSON (schema "cuscope.report/1", documented in README.md, "JSON schema").
+// views/json.cpp — the Report as JSON (schema "cuscope.report/1", documented in docs/json-schema.md).
 //
 // A small hand-written writer, so the library needs no JSON dependency. Field names are the C++
 // names; integers are written whole (uint64 exact), doubles in their shortest round-trip form.

@@ -16,7 +16,7 @@
 // and a range some listed range lies under (a scope still open around completed children).
 //
 // Under a range that launched CUDA graphs, "(graph) <path>" lines split those kernels by the range
-// their nodes were created in (README, "CUDA graphs"), at most 10, then a count of the rest.
+// their nodes were created in (docs/cuda-graphs.md), at most 10, then a count of the rest.
 //
 // NVTX start/end ranges (Report::spans), when there are any, follow in a section of their own:
 // domain/name, completed calls, host total, mean and max, still open, ended on another thread.
@@ -366,7 +366,7 @@ std::string metric_line(const RangeStats& range, std::size_t level) {
   return out + "\n";
 }
 
-// Graph kernels launched in the range, one line per capture-time path (README, "CUDA graphs"):
+// Graph kernels launched in the range, one line per capture-time path (docs/cuda-graphs.md):
 // the same kernels as the range's own, seen by where their graph nodes were created.
 constexpr std::size_t kGraphPaths = 10;
 std::string graph_lines(const RangeStats& range, std::size_t level) {

@@ -2,7 +2,7 @@
 """`cuscope flame` on a crafted report: every box's width, place and colour against the report's
 numbers, the tooltips, what is too narrow to draw; with --chromium, the SVG rendered by headless
 Chromium (Debian's `chromium`) and the screenshot's pixels checked: each box's colour is where the
-SVG puts it. --picture PNG keeps that screenshot (the README's picture, docs/flame.png).
+SVG puts it. --picture PNG keeps that screenshot (the picture in README.md and docs/cli.md, docs/flame.png).
 
 usage: check_flame.py CUSCOPE WORK_DIR [--chromium [--picture PNG]]"""
 import os
@@ -56,7 +56,7 @@ ranges = report["ranges"]
 
 
 def expected_boxes(metric, width=1200.0, margin=10.0):
-    """path -> (x, y, w) by the rule the README states; and the number of ranges too narrow."""
+    """path -> (x, y, w) by the rule docs/cli.md states; and the number of ranges too narrow."""
     value = value_of[metric]
     boxes, narrow = {}, 0
     total = sum(value(ranges[c]) for c in ranges[0]["children"])

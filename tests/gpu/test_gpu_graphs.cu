@@ -1,4 +1,4 @@
-// GPU tests of the CUDA graph breakdown (README, "CUDA graphs"): a replayed graph's kernels stay in
+// GPU tests of the CUDA graph breakdown (docs/cuda-graphs.md): a replayed graph's kernels stay in
 // the launching scope and are broken down by the scope each node was created in, with exact counts.
 #include <cuda_runtime.h>
 
