@@ -70,6 +70,7 @@ void Aggregator::apply_at(const R& r, const Target& t) {
     memory_.apply(r, t.where == Where::Range ? t.instance->node : nullptr, activities_);
   } else {
     ActivityStats& s = (t.where == Where::Range ? *t.instance->activity : activities_.unscoped()).self;
+    if constexpr (!std::is_same_v<R, SyncActivity>) intervals_.extend_spans(t, r.start_ns, r.end_ns);
     if constexpr (std::is_same_v<R, MemcpyActivity>) {
       CopyStats& c = s.memcpy[static_cast<std::size_t>(r.kind)];
       c.count += 1;
@@ -222,7 +223,7 @@ void Aggregator::settle(unsigned max_age, bool age) {
 }
 
 void Aggregator::build(Report& report) const {
-  build_report(ReportSources{forest_, activities_, kernel_names_, plan_, graphs_.nodes(), diag_}, report);
+  build_report(ReportSources{forest_, activities_, attribution_, kernel_names_, plan_, graphs_.nodes(), diag_}, report);
 }
 
 }  // namespace cuscope::model

@@ -137,7 +137,7 @@ class Aggregator {
   Diagnostics diag_;
   RangeActivities activities_;
   Attribution attribution_{forest_, activities_};
-  GpuIntervals intervals_{attribution_, activities_};
+  GpuIntervals intervals_{attribution_, activities_, diag_};
   KernelNames kernel_names_;
   GraphKernels graphs_;
   LiveMemory memory_;

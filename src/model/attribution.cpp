@@ -41,8 +41,26 @@ Instance* Attribution::resolve(Instance& slot, std::uint64_t id) {
     last_activity_ = &activities_.of(node);
     last_node_ = node;
   }
-  slot = Instance{id, node, last_activity_, parent};  // an evicted instance restarts its span hulls
+  const std::uint64_t thread = id >> kInstanceSeqBits;
+  const std::uint64_t seq = id & kInstanceSeqMask;
+  // A newer call of the same thread keeps its slot; a call at or below the thread's eviction mark
+  // may have had its span counted when it left. Either way: late, no span.
+  const bool newer_holds = slot.id != 0 && (slot.id >> kInstanceSeqBits) == thread && (slot.id & kInstanceSeqMask) > seq;
+  const auto mark = evicted_seq_.find(thread);
+  if (newer_holds || (mark != evicted_seq_.end() && seq <= mark->second)) {
+    late_ = Instance{id, node, last_activity_, parent};
+    return &late_;
+  }
+  evict(slot);
+  slot = Instance{id, node, last_activity_, parent};
   return &slot;
+}
+
+void Attribution::evict(const Instance& slot) {
+  if (slot.id == 0 || slot.total_end == 0) return;  // no span yet: if it comes back, it starts afresh
+  add_call(slot.activity->evicted_call_spans, slot.total_end - slot.total_start);
+  std::uint64_t& mark = evicted_seq_[slot.id >> kInstanceSeqBits];
+  mark = std::max(mark, slot.id & kInstanceSeqMask);
 }
 
 Target Attribution::locate(std::uint64_t correlation) {

@@ -7,9 +7,13 @@
 // launched outside every scope ("(unscoped)"), or outside the step window.
 //
 // Bounded and direct-mapped: it never grows, never hashes on the common path, and never
-// accumulates statistics (range_activity.hpp) or keeps records waiting (the aggregator does).
+// accumulates statistics (range_activity.hpp) or keeps records waiting (the aggregator does). A
+// call evicted from the table with a span hands that span to its range; a call that comes back
+// after that is "late" and extends no span, so no call is counted twice.
 // Not thread-safe: the aggregator's one consumer at a time.
 #pragma once
+
+#include <absl/container/flat_hash_map.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -88,17 +92,33 @@ class Attribution {
   /// first call, everything records.
   void set_recording(bool recording, std::uint64_t now_ns);
 
+  /// Whether `inst` is a call that may have left the table with its span counted: its records
+  /// count in its range, but must not extend its span (or the call would count twice).
+  [[nodiscard]] bool late(const Instance* inst) const { return inst == &late_; }
+  /// Calls `f(const Instance&)` for each call in the table whose work has a span.
+  template <class F>
+  void for_each_spanned(F f) const {
+    for (const Instance& i : instances_) {
+      if (i.id != 0 && i.total_end != 0) f(i);
+    }
+  }
+
  private:
   Correlation& correlation_slot(std::uint64_t correlation) {
     return correlations_[correlation & (kCorrelationSlots - 1)];
   }
   Instance* resolve(Instance& slot, std::uint64_t id);
+  void evict(const Instance& slot);
   [[nodiscard]] bool in_window(std::uint64_t t) const;
 
   const Forest& forest_;
   RangeActivities& activities_;
   std::vector<Correlation> correlations_;  // direct-mapped by correlation id, kCorrelationSlots
   std::vector<Instance> instances_;        // direct-mapped by instance id, kInstanceSlots
+  Instance late_;                          // resolve()'s answer for a late call (see late())
+  // Per thread slot, the highest sequence number of a call evicted with a span: a call of that
+  // thread at or below it may have been counted already.
+  absl::flat_hash_map<std::uint64_t, std::uint64_t> evicted_seq_;
   const Node* last_node_ = nullptr;        // resolve()'s last node, and its activity
   RangeActivity* last_activity_ = nullptr;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> windows_;  // recording intervals

@@ -1,4 +1,4 @@
-// model/gpu_intervals.cpp — busy unions and span hulls of an instance, its ancestors and the report.
+// model/gpu_intervals.cpp — busy unions and span hulls of a call, its ancestors and the report.
 #include "model/gpu_intervals.hpp"
 
 namespace cuscope::model {
@@ -34,30 +34,49 @@ void GpuIntervals::spread(const Target& t, std::uint64_t start, std::uint64_t en
   spread_in_range(t.instance, start, end);
 }
 
-void GpuIntervals::spread_in_range(Instance* inst, std::uint64_t start, std::uint64_t end) {
-  activities_.all_busy().add(start, end);
+template <bool kBusy>
+void GpuIntervals::spread_up(Instance* inst, std::uint64_t start, std::uint64_t end) {
   RangeActivity& own = *inst->activity;
-  if (own.has_descendant_kernels) own.self_busy.add(start, end);
-  own.self.gpu_span_ns += extend_hull(inst->self_start, inst->self_end, start, end);
-  own.total_busy.add(start, end);
-  own.total_span_ns += extend_hull(inst->total_start, inst->total_end, start, end);
-  if (inst->parent != kNoInstance) spread_to_ancestors(inst->parent, own, start, end);
+  if constexpr (kBusy) {
+    activities_.all_busy().add(start, end);
+    if (own.has_descendant_kernels) own.self_busy.add(start, end);
+    own.total_busy.add(start, end);
+  }
+  bool lost = attribution_.late(inst);
+  if (!lost) {
+    own.self.gpu_span_ns += extend_hull(inst->self_start, inst->self_end, start, end);
+    own.total_span_ns += extend_hull(inst->total_start, inst->total_end, start, end);
+  }
+  if (inst->parent != kNoInstance) lost |= spread_to_ancestors<kBusy>(inst->parent, own, start, end);
+  if (lost) diag_.gpu_span_records_lost += 1;
 }
 
-void GpuIntervals::spread_to_ancestors(std::uint64_t parent, const RangeActivity& own, std::uint64_t start,
+template <bool kBusy>
+bool GpuIntervals::spread_to_ancestors(std::uint64_t parent, const RangeActivity& own, std::uint64_t start,
                                        std::uint64_t end) {
+  bool lost = false;
   for (std::uint64_t up = parent; up != kNoInstance;) {
     Instance* inst = attribution_.instance(up);
     if (inst == nullptr) break;  // an ancestor aged out: its span stays as it was
     RangeActivity& a = *inst->activity;
-    if (&a != &own && !a.has_descendant_kernels) {
-      a.self_busy = a.total_busy;  // everything so far was its own
-      a.has_descendant_kernels = true;
+    if constexpr (kBusy) {
+      if (&a != &own && !a.has_descendant_kernels) {
+        a.self_busy = a.total_busy;  // everything so far was its own
+        a.has_descendant_kernels = true;
+      }
+      a.total_busy.add(start, end);
     }
-    a.total_busy.add(start, end);
-    a.total_span_ns += extend_hull(inst->total_start, inst->total_end, start, end);
+    if (attribution_.late(inst)) {
+      lost = true;
+    } else {
+      a.total_span_ns += extend_hull(inst->total_start, inst->total_end, start, end);
+    }
     up = inst->parent;
   }
+  return lost;
 }
+
+template void GpuIntervals::spread_up<true>(Instance*, std::uint64_t, std::uint64_t);
+template void GpuIntervals::spread_up<false>(Instance*, std::uint64_t, std::uint64_t);
 
 }  // namespace cuscope::model

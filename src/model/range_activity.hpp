@@ -143,6 +143,9 @@ struct RangeActivity {
   IntervalUnion self_busy, total_busy;
   bool has_descendant_kernels = false;
   std::uint64_t total_span_ns = 0;
+  // The projected span (total hull) of each call that left the instance table; the calls still in
+  // it are added when a report is built.
+  DurationStats evicted_call_spans;
   std::int64_t self_live = 0, total_live = 0;
   std::uint64_t total_peak = 0;
   absl::node_hash_map<KernelKey, KernelRow> kernels;  // node map: rows never move
@@ -197,6 +200,14 @@ class RangeActivities {
   RangeActivity unscoped_;
   IntervalUnion all_busy_;
 };
+
+/// One more duration into `d`.
+inline void add_call(DurationStats& d, std::uint64_t ns) {
+  d.min_ns = d.count == 0 ? ns : std::min(d.min_ns, ns);
+  d.max_ns = std::max(d.max_ns, ns);
+  d.count += 1;
+  d.total_ns += ns;
+}
 
 /// end - start, or 0 for an interval that does not run forward.
 inline std::uint64_t elapsed_ns(std::uint64_t start, std::uint64_t end) { return end > start ? end - start : 0; }

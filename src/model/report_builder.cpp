@@ -23,6 +23,10 @@ void add_duration(DurationStats& d, std::uint64_t count, std::uint64_t total, st
   d.total_ns += total;
 }
 
+void add_durations(DurationStats& d, const DurationStats& more) {
+  add_duration(d, more.count, more.total_ns, more.min_ns, more.max_ns, 0);
+}
+
 void add_solo(DurationStats& d, const SoloDurations& s, std::uint64_t max_call = 0) {
   add_duration(d, s.count.get(), s.total_ns.get(), s.min_ns.get(), s.max_ns.get(), max_call);
 }
@@ -104,6 +108,8 @@ class ReportBuilder {
     ranges_.clear();
     ranges_.emplace_back();  // the root
     sides_.assign(1, Side{});
+    in_.attribution.for_each_spanned(
+        [&](const Instance& i) { add_call(resident_spans_[i.activity], i.total_end - i.total_start); });
     in_.forest.for_each_tree([&](const ThreadTree& tree) { add_tree(tree); });
     if (used(in_.activities.unscoped())) merge_activity(range_for(0, NameTable::kUnscopedId), in_.activities.unscoped());
     for (std::size_t i = ranges_.size(); i-- > 0;) roll_up(i);  // children have larger indices
@@ -203,6 +209,8 @@ class ReportBuilder {
     r.self.gpu_busy_ns += a.self_busy_ns();
     r.self.gpu_span_ns += a.self.gpu_span_ns;
     r.self.peak_bytes = std::max(r.self.peak_bytes, a.self.peak_bytes);
+    add_durations(r.gpu_projected, a.evicted_call_spans);
+    if (auto it = resident_spans_.find(&a); it != resident_spans_.end()) add_durations(r.gpu_projected, it->second);
     side.total_busy += a.total_busy.measure();
     side.total_span += a.total_span_ns;
     side.total_peak = std::max(side.total_peak, a.total_peak);
@@ -355,6 +363,7 @@ class ReportBuilder {
     out.graph_kernels_no_launch += d.graph_kernels_no_launch;
     out.graph_kernels_after_update += d.graph_kernels_after_update;
     out.graph_exec_updates_unmapped += in_.graph_nodes.updates_unmapped();
+    out.gpu_span_records_lost += d.gpu_span_records_lost;
   }
 
   const ReportSources& in_;
@@ -364,6 +373,7 @@ class ReportBuilder {
   absl::flat_hash_map<std::pair<std::size_t, std::uint32_t>, std::size_t> index_;  // (parent, name) -> range
   absl::flat_hash_map<const Node*, std::size_t> node_index_;
   absl::flat_hash_map<const Node*, std::string> capture_paths_;
+  absl::flat_hash_map<const RangeActivity*, DurationStats> resident_spans_;  // calls still in the table
 };
 
 }  // namespace

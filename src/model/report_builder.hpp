@@ -8,6 +8,7 @@
 
 #include <cuscope/report.hpp>
 
+#include "model/attribution.hpp"
 #include "model/graphs.hpp"
 #include "model/kernel_names.hpp"
 #include "model/range_activity.hpp"
@@ -19,6 +20,7 @@ namespace cuscope::model {
 struct ReportSources {
   const Forest& forest;
   const RangeActivities& activities;
+  const Attribution& attribution;  // the calls still in its table: their spans
   const KernelNames& kernel_names;
   const CounterPlan& counter_plan;
   const GraphNodeMap& graph_nodes;
