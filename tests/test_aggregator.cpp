@@ -12,31 +12,7 @@ using namespace cuscope::model;
 
 namespace {
 
-struct Fixture : cuscope_test::ModelFixture {
-  std::uint64_t next_correlation = 1;
-
-  // An API call made inside `instance` (kNoInstance: outside every scope); returns its correlation.
-  std::uint64_t launch(std::uint64_t instance, std::uint64_t api_start = 1) {
-    const std::uint64_t c = next_correlation++;
-    if (instance != kNoInstance) agg.on(ExternalCorrelation{c, instance});
-    agg.on(ApiCall{c, api_start, api_start + 1});
-    return c;
-  }
-  void kernel(std::uint64_t correlation, std::uint64_t start, std::uint64_t end,
-              const char* name = "_Z6kernelPfi", std::uint32_t grid_x = 128) {
-    KernelActivity k;
-    k.correlation = correlation;
-    k.start_ns = start;
-    k.end_ns = end;
-    k.name = name;
-    k.grid = {grid_x, 1, 1};
-    k.block = {256, 1, 1};
-    k.registers_per_thread = 32;
-    k.static_shared_bytes = 1024;
-    k.dynamic_shared_bytes = 2048;
-    agg.on(k);
-  }
-};
+using Fixture = cuscope_test::ModelFixture;
 
 }  // namespace
 

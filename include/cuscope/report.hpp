@@ -69,7 +69,7 @@ struct ActivityStats {
   std::uint64_t kernel_calls = 0;
   std::uint64_t kernel_ns = 0;    ///< sum of kernel durations (overlapping kernels count twice)
   std::uint64_t gpu_busy_ns = 0;  ///< union of kernel intervals: time at least one kernel ran
-  std::uint64_t gpu_span_ns = 0;  ///< per instance, first kernel start to last kernel end, summed
+  std::uint64_t gpu_span_ns = 0;  ///< per call, first kernel/copy/set start to last end, summed
   std::array<CopyStats, kCopyKinds> memcpy{};
   std::uint64_t memset_count = 0;
   std::uint64_t memset_bytes = 0;
@@ -186,7 +186,17 @@ struct RangeStats {
   std::uint32_t threads = 0;          ///< distinct threads that entered this range
   DurationStats host;                 ///< inclusive host time per completed (outermost) entry
   std::uint64_t host_self_ns = 0;     ///< host time minus the time of child ranges
-  DurationStats gpu;                  ///< CUDA-event time between the scope's start and stop events
+  /// CUDA-event time between the scope's start and stop events; `count` is the number of calls
+  /// timed by events (CUSCOPE_EVENTS decides which).
+  DurationStats gpu;
+  /// The projected span of each call that launched GPU work (its own or its descendants'), from
+  /// CUPTI: the start of its first kernel, copy or set to the end of its last one, whatever the
+  /// stream (Nsight Systems' nvtx_gpu_proj_sum, Kineto's GPU user annotation). Leaves out the idle
+  /// lead-in before the first operation that an event pair counts. `count`: calls with GPU work.
+  DurationStats gpu_projected;
+  /// The range's GPU time per call: the projected span where CUPTI traced its work, else the
+  /// CUDA-event time (the table's "GPU total").
+  [[nodiscard]] const DurationStats& gpu_time() const { return gpu_projected.count != 0 ? gpu_projected : gpu; }
 
   ActivityStats self;                  ///< work launched directly in this range
   ActivityStats total;                 ///< self plus every descendant (inclusive roll-up)
@@ -243,6 +253,10 @@ struct Diagnostics {
   /// cudaGraphExecUpdate calls on an exec none of whose nodes cuscope knows (its instantiation was
   /// not seen): later replays of that exec may keep the old graph's capture scopes.
   std::uint64_t graph_exec_updates_unmapped = 0;
+  /// GPU records of a call that had already left the model's bounded table of calls: counted in
+  /// their range's kernels, copies and busy time, but not in its call's span (gpu_span_ns,
+  /// gpu_projected), which would otherwise count the call twice. Spans are then lower bounds.
+  std::uint64_t gpu_span_records_lost = 0;
 };
 
 /// An NVTX start/end range (nvtxRangeStart/nvtxRangeEnd, zero-code mode): it may end on another

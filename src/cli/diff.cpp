@@ -61,7 +61,7 @@ double bytes_of(const RangeStats& r) {
 constexpr Metric kMetrics[] = {
     {"calls", Unit::count, true, [](const RangeStats& r) { return double(r.calls); }},
     {"host", Unit::time, true, [](const RangeStats& r) { return r.host.mean_ns(); }},
-    {"gpu", Unit::time, true, [](const RangeStats& r) { return r.gpu.mean_ns(); }},
+    {"gpu", Unit::time, true, [](const RangeStats& r) { return r.gpu_time().mean_ns(); }},
     {"kernel", Unit::time, true, [](const RangeStats& r) { return double(r.total.kernel_ns); }},
     {"busy", Unit::share, false, [](const RangeStats& r) { return r.total.busy_share(); }},
     {"bytes", Unit::bytes, true, bytes_of},
@@ -138,7 +138,7 @@ struct RangeDiff {
 };
 
 std::uint64_t size_ns(const RangeStats& r) {
-  return std::max({r.host.total_ns, r.gpu.total_ns, r.total.kernel_ns});
+  return std::max({r.host.total_ns, r.gpu_time().total_ns, r.total.kernel_ns});
 }
 
 std::string shown(Unit unit, double v) {

@@ -51,7 +51,7 @@ struct Metric {
 };
 constexpr Metric kMetrics[] = {
     {"host", "host time", [](const RangeStats& r) { return r.host.total_ns; }},
-    {"gpu", "GPU time (CUDA events)", [](const RangeStats& r) { return r.gpu.total_ns; }},
+    {"gpu", "GPU time (projected span, else CUDA events)", [](const RangeStats& r) { return r.gpu_time().total_ns; }},
     {"kernel", "kernel time", [](const RangeStats& r) { return r.total.kernel_ns; }},
 };
 
@@ -96,9 +96,9 @@ std::string tooltip(const RangeStats& r, std::uint64_t value, std::uint64_t tota
   if (r.host.count)
     t += fmt::format("\nhost: {} total, {} mean", views::format_duration(r.host.total_ns),
                      views::format_duration(static_cast<std::uint64_t>(r.host.mean_ns())));
-  if (r.gpu.count)
-    t += fmt::format("\nGPU: {} total, {} mean", views::format_duration(r.gpu.total_ns),
-                     views::format_duration(static_cast<std::uint64_t>(r.gpu.mean_ns())));
+  if (const DurationStats& gpu = r.gpu_time(); gpu.count)
+    t += fmt::format("\nGPU: {} total, {} mean", views::format_duration(gpu.total_ns),
+                     views::format_duration(static_cast<std::uint64_t>(gpu.mean_ns())));
   if (r.total.kernel_calls)
     t += fmt::format("\nkernels: {} {}, {}, GPU busy {}", r.total.kernel_calls,
                      r.total.kernel_calls == 1 ? "launch" : "launches",

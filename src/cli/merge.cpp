@@ -204,7 +204,7 @@ int merge(const Args& args) {
         notes.push_back(fmt::format("{} holds range {} twice; the second is left out", in->file, range.path));
         continue;
       }
-      m.ranks.push_back({rank, range.calls, range.host.total_ns, range.gpu.total_ns});
+      m.ranks.push_back({rank, range.calls, range.host.total_ns, range.gpu_time().total_ns});
     }
   }
 

@@ -94,6 +94,7 @@ RangeStats range(const Json& j, std::size_t count) {
   if (auto h = j.find("host"); h != j.end()) r.host = duration(*h);
   get(j, "host_self_ns", r.host_self_ns);
   if (auto g = j.find("gpu"); g != j.end()) r.gpu = duration(*g);
+  if (auto g = j.find("gpu_projected"); g != j.end()) r.gpu_projected = duration(*g);
   if (auto s = j.find("self"); s != j.end()) r.self = activity(*s);
   if (auto t = j.find("total"); t != j.end()) r.total = activity(*t);
   for (const Json& k : j.value("kernels", Json::array())) r.kernels.push_back(kernel(k));

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "cli/cli.hpp"
-#include "model/aggregator.hpp"  // demangle
+#include "model/kernel_names.hpp"  // demangle
 #include "model/range_tree.hpp"  // instance id layout, kHardMaxDepth
 #include "trace/reader.hpp"
 

@@ -17,7 +17,7 @@ struct DiagnosticField {
   std::string_view many;
 };
 
-inline constexpr std::array<DiagnosticField, 31> kDiagnosticFields{{
+inline constexpr std::array<DiagnosticField, 32> kDiagnosticFields{{
     {&Diagnostics::dropped_records, "dropped_records", "dropped record", "dropped records"},
     {&Diagnostics::zero_timestamp_records, "zero_timestamp_records", "record with a zero timestamp",
      "records with a zero timestamp"},
@@ -76,6 +76,9 @@ inline constexpr std::array<DiagnosticField, 31> kDiagnosticFields{{
     {&Diagnostics::graph_exec_updates_unmapped, "graph_exec_updates_unmapped",
      "CUDA graph exec update of unknown nodes (later replays may keep the old scopes)",
      "CUDA graph exec updates of unknown nodes (later replays may keep the old scopes)"},
+    {&Diagnostics::gpu_span_records_lost, "gpu_span_records_lost",
+     "GPU record of a call no longer tracked (not in its GPU span)",
+     "GPU records of calls no longer tracked (not in their GPU span)"},
     {&Diagnostics::overhead_ns, "overhead_ns", "", ""},
 }};
 

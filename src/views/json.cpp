@@ -242,6 +242,8 @@ void write_range(JsonWriter& w, const RangeStats& r, std::size_t id) {
   w.field("host_self_ns", r.host_self_ns);
   w.key("gpu");
   write_duration(w, r.gpu);
+  w.key("gpu_projected");
+  write_duration(w, r.gpu_projected);
   w.key("self");
   write_activity(w, r.self);
   w.key("total");

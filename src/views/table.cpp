@@ -5,7 +5,8 @@
 //   range        the scope's name, indented 2 spaces per level below the top
 //   calls        completed entries
 //   host total   inclusive host time           host mean   per completed entry
-//   host self    host time minus child ranges  GPU total   CUDA-event time between start and stop
+//   host self    host time minus child ranges  GPU total   RangeStats::gpu_time(): the projected
+//                span of each call's GPU work where CUPTI traced it, else CUDA-event time
 //   kernels      kernels launched in the range or below it (inclusive `total` activity)
 //   kernel time  sum of their durations        GPU busy    busy share of the GPU span
 //   memcpy       bytes copied, every direction summed
@@ -169,7 +170,7 @@ std::uint64_t sort_value(const RangeStats& r, SortKey key) {
     case SortKey::host_self:
       return r.host_self_ns;
     case SortKey::gpu_total:
-      return r.gpu.total_ns;
+      return r.gpu_time().total_ns;
     case SortKey::kernel_total:
       return r.total.kernel_ns;
     case SortKey::gpu_busy:
@@ -268,7 +269,7 @@ Cells cells(const Shown& row, bool traced) {
       timed ? format_duration(r.host.total_ns) : "-",
       timed ? format_duration(mean_ns(r.host)) : "-",
       timed ? format_duration(r.host_self_ns) : "-",
-      r.gpu.count != 0 ? format_duration(r.gpu.total_ns) : "-",
+      r.gpu_time().count != 0 ? format_duration(r.gpu_time().total_ns) : "-",
       traced || a.kernel_calls != 0 ? fmt::format("{}", a.kernel_calls) : "-",
       a.kernel_calls != 0 ? format_duration(a.kernel_ns) : "-",
       a.gpu_span_ns != 0 ? format_percent(a.busy_share()) : "-",

@@ -102,6 +102,28 @@ def field(r, name):
     }[name]()
 
 
+def check_projected(trace, ranges, fail):
+    """Each call's projected span (first GPU operation's start to the last one's end): for ranges
+    whose every call ran one kernel and nothing else, it is that kernel's time exactly; for ranges
+    whose every call was also timed by CUDA events, it is never longer than the events' time (it
+    leaves out their idle lead-in). Returns how many ranges each rule checked."""
+    one_op = both = 0
+    for r in ranges:
+        t, proj, ev = r["total"], r["gpu_projected"], r["gpu"]
+        copies = sum(c["count"] for c in t["memcpy"].values()) + t["memset_count"]
+        if r["calls"] > 0 and t["kernel_calls"] == r["calls"] == proj["count"] and copies == 0:
+            one_op += 1
+            if proj["total_ns"] != t["kernel_ns"]:
+                fail(f"{trace}: {r['path']}: projected {proj['total_ns']} ns, not its one kernel a call's "
+                     f"{t['kernel_ns']} ns")
+        if r["calls"] > 0 and ev["count"] == r["calls"] == proj["count"]:
+            both += 1
+            if proj["total_ns"] > ev["total_ns"] or proj["max_ns"] > ev["max_ns"]:
+                fail(f"{trace}: {r['path']}: projected total/max {proj['total_ns']}/{proj['max_ns']} ns over the "
+                     f"CUDA events' {ev['total_ns']}/{ev['max_ns']} ns")
+    return one_op, both
+
+
 def main():
     cli, data = sys.argv[1], sys.argv[2]
     failures = 0
@@ -111,6 +133,7 @@ def main():
         failures += 1
         print(f"check_replay: FAILED: {msg}")
 
+    one_op_ranges = both_ranges = 0
     for trace, ranges in EXPECT.items():
         path = f"{data}/{trace}"
         p = subprocess.run([cli, "json", path], capture_output=True, text=True)
@@ -134,6 +157,14 @@ def main():
                 if got != want:
                     fail(f"{trace}: {rpath} {name} = {got}, not {want}")
         print(f"check_replay: {trace}: {len(ranges)} ranges checked")
+        one_op, both = check_projected(trace, report["ranges"][1:], fail)
+        one_op_ranges += one_op
+        both_ranges += both
+    # The projected span (gpu_projected) against what the H100 measured otherwise.
+    print(f"check_replay: projected span equals kernel time in {one_op_ranges} one-kernel ranges, "
+          f"is within the CUDA-event time in {both_ranges} ranges timed both ways")
+    if one_op_ranges == 0 or both_ranges == 0:
+        fail("the projected span was compared with nothing (no one-kernel range, or none timed both ways)")
     p = subprocess.run([cli, "show", f"{data}/h100-demo.cuscope"], capture_output=True, text=True)
     if SHOW_DEMO_TOTAL not in p.stdout.splitlines():
         fail(f"cuscope show h100-demo.cuscope: no line '{SHOW_DEMO_TOTAL}'")

@@ -1,0 +1,79 @@
+// model/attribution.cpp — correlation -> instance -> range, and the step window. Lookups only:
+// nothing here counts a record.
+#include "model/attribution.hpp"
+
+#include <algorithm>
+
+namespace cuscope::model {
+
+Attribution::Attribution(const Forest& forest, RangeActivities& activities)
+    : forest_(forest), activities_(activities), correlations_(kCorrelationSlots), instances_(kInstanceSlots) {}
+
+void Attribution::set_recording(bool recording, std::uint64_t now_ns) {
+  if (!windowed_) {
+    windowed_ = true;
+    if (recording_) windows_.emplace_back(0, UINT64_MAX);
+  }
+  if (recording == recording_) return;
+  recording_ = recording;
+  if (recording) {
+    windows_.emplace_back(now_ns, UINT64_MAX);
+  } else if (!windows_.empty()) {
+    windows_.back().second = now_ns;
+  }
+}
+
+bool Attribution::in_window(std::uint64_t t) const {
+  if (!windowed_) return true;
+  auto it = std::upper_bound(windows_.begin(), windows_.end(), t,
+                             [](std::uint64_t v, const auto& w) { return v < w.first; });
+  if (it == windows_.begin()) return false;
+  --it;
+  return t < it->second;
+}
+
+Instance* Attribution::resolve(Instance& slot, std::uint64_t id) {
+  Node* node = nullptr;
+  std::uint64_t parent = 0;
+  if (!forest_.resolve_instance(id, &node, &parent)) return nullptr;
+  // Many instances of few ranges: the last range's activity is the likely one.
+  if (node != last_node_ || last_activity_ == nullptr) {
+    last_activity_ = &activities_.of(node);
+    last_node_ = node;
+  }
+  const std::uint64_t thread = id >> kInstanceSeqBits;
+  const std::uint64_t seq = id & kInstanceSeqMask;
+  // A newer call of the same thread keeps its slot; a call at or below the thread's eviction mark
+  // may have had its span counted when it left. Either way: late, no span.
+  const bool newer_holds = slot.id != 0 && (slot.id >> kInstanceSeqBits) == thread && (slot.id & kInstanceSeqMask) > seq;
+  const auto mark = evicted_seq_.find(thread);
+  if (newer_holds || (mark != evicted_seq_.end() && seq <= mark->second)) {
+    late_ = Instance{id, node, last_activity_, parent};
+    return &late_;
+  }
+  evict(slot);
+  slot = Instance{id, node, last_activity_, parent};
+  return &slot;
+}
+
+void Attribution::evict(const Instance& slot) {
+  if (slot.id == 0 || slot.total_end == 0) return;  // no span yet: if it comes back, it starts afresh
+  add_call(slot.activity->evicted_call_spans, slot.total_end - slot.total_start);
+  std::uint64_t& mark = evicted_seq_[slot.id >> kInstanceSeqBits];
+  mark = std::max(mark, slot.id & kInstanceSeqMask);
+}
+
+Target Attribution::locate(std::uint64_t correlation) {
+  // Correlation 0 is CUPTI's "none": such a record can never be tied to an API call.
+  if (correlation == 0) return {Where::Unresolved, nullptr};
+  const Correlation& c = correlation_slot(correlation);
+  if (c.correlation != correlation) return {Where::Unknown, nullptr};
+  if (c.instance == kOutsideWindow) return {Where::Outside, nullptr};
+  if (c.instance == kCuscopeInternal) return {Where::Own, nullptr};
+  if (c.instance == kNoInstance) return {in_window(c.api_start_ns) ? Where::Unscoped : Where::Outside, nullptr};
+  Instance* inst = instance(c.instance);
+  if (inst == nullptr) return {Where::Unresolved, nullptr};
+  return {Where::Range, inst};
+}
+
+}  // namespace cuscope::model

@@ -1,0 +1,129 @@
+// model/attribution.hpp — which range a GPU record belongs to: correlation id -> scope instance ->
+// range, and the step window.
+//
+// Attribution is by correlation, not by time: an activity carries the correlation id of the API
+// call that launched it; an ExternalCorrelation record ties that call to the scope instance that
+// was innermost on the launching thread. An API call seen without an external correlation is work
+// launched outside every scope ("(unscoped)"), or outside the step window.
+//
+// Bounded and direct-mapped: it never grows, never hashes on the common path, and never
+// accumulates statistics (range_activity.hpp) or keeps records waiting (the aggregator does). A
+// call evicted from the table with a span hands that span to its range; a call that comes back
+// after that is "late" and extends no span, so no call is counted twice.
+// Not thread-safe: the aggregator's one consumer at a time.
+#pragma once
+
+#include <absl/container/flat_hash_map.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "model/events.hpp"
+#include "model/range_activity.hpp"
+#include "model/range_tree.hpp"
+
+namespace cuscope::model {
+
+/// One scope instance (one call of a range) that launched GPU work, and its GPU hulls so far.
+struct Instance {
+  std::uint64_t id = 0;  // 0: an empty slot
+  Node* node = nullptr;
+  RangeActivity* activity = nullptr;  // activities.of(node), looked up once
+  std::uint64_t parent = 0;
+  std::uint64_t self_start = 0, self_end = 0;
+  std::uint64_t total_start = 0, total_end = 0;
+};
+
+/// Where a record goes: a range's instance, "(unscoped)", nowhere counted (outside the step window,
+/// cuscope's own calls), not yet known (its correlation may still come), or never (unresolved).
+enum class Where : std::uint8_t { Range, Unscoped, Outside, Own, Unknown, Unresolved };
+struct Target {
+  Where where;
+  Instance* instance;  // Where::Range: the innermost instance, valid until the next lookup
+};
+
+/// An API call: the scope instance it was made in.
+struct Correlation {
+  std::uint64_t correlation = 0;  // the id held; 0: an empty slot
+  std::uint64_t instance = 0;     // kNoInstance: an API call outside every scope
+  std::uint64_t api_start_ns = 0;
+};
+
+class Attribution {
+ public:
+  /// Correlations remembered: CUPTI's ids are dense and increasing, so a direct-mapped table of the
+  /// last 2^18 API calls needs no hashing and never grows.
+  static constexpr std::size_t kCorrelationSlots = 1u << 18;
+  static constexpr std::size_t kInstanceSlots = 1u << 16;
+
+  Attribution(const Forest& forest, RangeActivities& activities);
+
+  void on(const ApiCall& a) {
+    if (a.correlation == 0) return;  // CUPTI's "no correlation": nothing can point at it
+    Correlation& slot = correlation_slot(a.correlation);
+    if (slot.correlation == a.correlation) return;  // scoped: its external correlation came first
+    slot = Correlation{a.correlation, kNoInstance, a.start_ns};
+  }
+  void on(const ExternalCorrelation& e) {
+    if (e.correlation == 0) return;
+    correlation_slot(e.correlation) = Correlation{e.correlation, e.instance, 0};
+    if (e.instance > kCuscopeInternal) instance(e.instance);  // resolve while its ring slot is fresh
+  }
+
+  [[nodiscard]] const Correlation& correlation(std::uint64_t correlation) const {
+    return correlations_[correlation & (kCorrelationSlots - 1)];
+  }
+  /// The instance `id`, looked up in the forest on first use; nullptr once it is gone from there.
+  Instance* instance(std::uint64_t id) {
+    // A thread's instances take consecutive slots (its sequence numbers are consecutive), from an
+    // offset per thread slot: a new instance lands next to the last one, in a warm cache line, and
+    // replaces the thread's oldest instead of a random, possibly still running, one.
+    const std::uint64_t thread_offset = (id >> kInstanceSeqBits) * 0x9E3779B97F4A7C15ull >> 40;
+    Instance& slot = instances_[(id + thread_offset) & (kInstanceSlots - 1)];
+    if (slot.id == id) return &slot;
+    return resolve(slot, id);
+  }
+  /// Where the work of API call `correlation` goes.
+  Target locate(std::uint64_t correlation);
+
+  /// The step window: work launched outside every scope counts only while recording. Before the
+  /// first call, everything records.
+  void set_recording(bool recording, std::uint64_t now_ns);
+
+  /// Whether `inst` is a call that may have left the table with its span counted: its records
+  /// count in its range, but must not extend its span (or the call would count twice).
+  [[nodiscard]] bool late(const Instance* inst) const { return inst == &late_; }
+  /// Calls `f(const Instance&)` for each call in the table whose work has a span.
+  template <class F>
+  void for_each_spanned(F f) const {
+    for (const Instance& i : instances_) {
+      if (i.id != 0 && i.total_end != 0) f(i);
+    }
+  }
+
+ private:
+  Correlation& correlation_slot(std::uint64_t correlation) {
+    return correlations_[correlation & (kCorrelationSlots - 1)];
+  }
+  Instance* resolve(Instance& slot, std::uint64_t id);
+  void evict(const Instance& slot);
+  [[nodiscard]] bool in_window(std::uint64_t t) const;
+
+  const Forest& forest_;
+  RangeActivities& activities_;
+  std::vector<Correlation> correlations_;  // direct-mapped by correlation id, kCorrelationSlots
+  std::vector<Instance> instances_;        // direct-mapped by instance id, kInstanceSlots
+  Instance late_;                          // resolve()'s answer for a late call (see late())
+  // Per thread slot, the highest sequence number of a call evicted with a span: a call of that
+  // thread at or below it may have been counted already.
+  absl::flat_hash_map<std::uint64_t, std::uint64_t> evicted_seq_;
+  const Node* last_node_ = nullptr;        // resolve()'s last node, and its activity
+  RangeActivity* last_activity_ = nullptr;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> windows_;  // recording intervals
+  bool windowed_ = false;
+  bool recording_ = true;
+};
+
+}  // namespace cuscope::model

@@ -1,0 +1,82 @@
+// model/gpu_intervals.cpp — busy unions and span hulls of a call, its ancestors and the report.
+#include "model/gpu_intervals.hpp"
+
+namespace cuscope::model {
+namespace {
+
+// Grows [start, end) to cover [s, e) and returns by how much its length grew.
+std::uint64_t extend_hull(std::uint64_t& start, std::uint64_t& end, std::uint64_t s, std::uint64_t e) {
+  if (start == 0 && end == 0) {
+    start = s;
+    end = e;
+    return e - s;
+  }
+  std::uint64_t grown = 0;
+  if (e > end) {  // the common case: a later kernel
+    grown += e - end;
+    end = e;
+  }
+  if (s < start) {
+    grown += start - s;
+    start = s;
+  }
+  return grown;
+}
+
+}  // namespace
+
+void GpuIntervals::spread(const Target& t, std::uint64_t start, std::uint64_t end) {
+  if (t.where == Where::Unscoped) {
+    activities_.all_busy().add(start, end);
+    activities_.unscoped().total_busy.add(start, end);
+    return;
+  }
+  spread_in_range(t.instance, start, end);
+}
+
+template <bool kBusy>
+void GpuIntervals::spread_up(Instance* inst, std::uint64_t start, std::uint64_t end) {
+  RangeActivity& own = *inst->activity;
+  if constexpr (kBusy) {
+    activities_.all_busy().add(start, end);
+    if (own.has_descendant_kernels) own.self_busy.add(start, end);
+    own.total_busy.add(start, end);
+  }
+  bool lost = attribution_.late(inst);
+  if (!lost) {
+    own.self.gpu_span_ns += extend_hull(inst->self_start, inst->self_end, start, end);
+    own.total_span_ns += extend_hull(inst->total_start, inst->total_end, start, end);
+  }
+  if (inst->parent != kNoInstance) lost |= spread_to_ancestors<kBusy>(inst->parent, own, start, end);
+  if (lost) diag_.gpu_span_records_lost += 1;
+}
+
+template <bool kBusy>
+bool GpuIntervals::spread_to_ancestors(std::uint64_t parent, const RangeActivity& own, std::uint64_t start,
+                                       std::uint64_t end) {
+  bool lost = false;
+  for (std::uint64_t up = parent; up != kNoInstance;) {
+    Instance* inst = attribution_.instance(up);
+    if (inst == nullptr) break;  // an ancestor aged out: its span stays as it was
+    RangeActivity& a = *inst->activity;
+    if constexpr (kBusy) {
+      if (&a != &own && !a.has_descendant_kernels) {
+        a.self_busy = a.total_busy;  // everything so far was its own
+        a.has_descendant_kernels = true;
+      }
+      a.total_busy.add(start, end);
+    }
+    if (attribution_.late(inst)) {
+      lost = true;
+    } else {
+      a.total_span_ns += extend_hull(inst->total_start, inst->total_end, start, end);
+    }
+    up = inst->parent;
+  }
+  return lost;
+}
+
+template void GpuIntervals::spread_up<true>(Instance*, std::uint64_t, std::uint64_t);
+template void GpuIntervals::spread_up<false>(Instance*, std::uint64_t, std::uint64_t);
+
+}  // namespace cuscope::model

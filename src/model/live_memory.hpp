@@ -1,0 +1,35 @@
+// model/live_memory.hpp — GPU memory allocated and freed per range: counts and bytes, the bytes
+// still live, and their peak, for the range and (inclusive) its ancestors.
+//
+// A free is charged to the range that made the allocation, found by address. The table of live
+// allocations is bounded. It never decides attribution (attribution.hpp). Not thread-safe: the
+// aggregator's one consumer at a time.
+#pragma once
+
+#include <absl/container/flat_hash_map.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "model/events.hpp"
+#include "model/range_activity.hpp"
+#include "model/range_tree.hpp"
+
+namespace cuscope::model {
+
+class LiveMemory {
+ public:
+  static constexpr std::size_t kMaxLiveAllocations = 1u << 18;
+
+  /// An allocation or free made in `node` (nullptr: outside every scope).
+  void apply(const MemoryActivity& m, Node* node, RangeActivities& activities);
+
+ private:
+  struct Allocation {
+    Node* node;  // nullptr: unscoped
+    std::uint64_t bytes;
+  };
+  absl::flat_hash_map<std::uint64_t, Allocation> live_;
+};
+
+}  // namespace cuscope::model

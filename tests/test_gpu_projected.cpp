@@ -1,0 +1,192 @@
+// A range's GPU time per call without CUDA events: the projected span of each call's GPU work
+// (first kernel, copy or set start to last end, whatever the stream), its count, total, min and
+// max; and the bounded table of calls, whose evictions must never count a call twice.
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <vector>
+
+#include "model_fixture.hpp"
+
+using cuscope::Report;
+using namespace cuscope::model;
+
+namespace {
+
+using Fixture = cuscope_test::ModelFixture;
+
+void copy(Fixture& f, std::uint64_t correlation, std::uint64_t start, std::uint64_t end) {
+  MemcpyActivity m;
+  m.correlation = correlation;
+  m.start_ns = start;
+  m.end_ns = end;
+  m.bytes = 4096;
+  m.kind = cuscope::CopyKind::HtoD;
+  f.agg.on(m);
+}
+
+void set(Fixture& f, std::uint64_t correlation, std::uint64_t start, std::uint64_t end) {
+  MemsetActivity m;
+  m.correlation = correlation;
+  m.start_ns = start;
+  m.end_ns = end;
+  m.bytes = 512;
+  f.agg.on(m);
+}
+
+}  // namespace
+
+TEST_CASE("projected span: one call's kernels with a gap span first start to last end; busy is the union",
+          "[projected]") {
+  Fixture f;
+  auto s = f.begin("step");
+  f.kernel(f.launch(s.instance), 1'000, 1'200);
+  f.kernel(f.launch(s.instance), 1'500, 1'600);  // 300 ns idle between
+  f.end(s);
+  const Report r = f.report();
+  const auto* step = r.find("step");
+  REQUIRE(step != nullptr);
+  CHECK(step->gpu_projected.count == 1);
+  CHECK(step->gpu_projected.total_ns == 600);
+  CHECK(step->gpu_projected.min_ns == 600);
+  CHECK(step->gpu_projected.max_ns == 600);
+  CHECK(step->total.gpu_busy_ns == 300);
+  CHECK(step->total.kernel_ns == 300);
+  CHECK(step->gpu.count == 0);  // no CUDA events
+  CHECK(&step->gpu_time() == &step->gpu_projected);
+}
+
+TEST_CASE("projected span: kernels overlapping on two streams span their hull", "[projected]") {
+  Fixture f;
+  auto s = f.begin("step");
+  f.kernel(f.launch(s.instance), 100, 500, "_Z1av", 128, /*stream=*/7);
+  f.kernel(f.launch(s.instance), 300, 900, "_Z1bv", 128, /*stream=*/8);
+  f.kernel(f.launch(s.instance), 50, 120, "_Z1cv", 128, /*stream=*/9);  // arrives last, starts first
+  f.end(s);
+  const Report r = f.report();
+  const auto* step = r.find("step");
+  REQUIRE(step != nullptr);
+  CHECK(step->gpu_projected.count == 1);
+  CHECK(step->gpu_projected.total_ns == 850);  // 50 .. 900
+  CHECK(step->total.gpu_busy_ns == 850);
+  CHECK(step->total.kernel_ns == 400 + 600 + 70);
+  CHECK(step->total.gpu_span_ns == 850);
+}
+
+TEST_CASE("projected span: per call, with count, total, min and max over calls", "[projected]") {
+  Fixture f;
+  const std::vector<std::uint64_t> lengths = {400, 100, 250};
+  std::uint64_t t = 10'000;
+  for (std::uint64_t len : lengths) {
+    auto s = f.begin("layer");
+    f.kernel(f.launch(s.instance), t, t + len / 2);
+    f.kernel(f.launch(s.instance), t + len / 2, t + len);
+    f.end(s);
+    t += 10'000;
+  }
+  auto idle = f.begin("layer");  // a call with no GPU work: no projected span, not counted
+  f.end(idle);
+  const Report r = f.report();
+  const auto* layer = r.find("layer");
+  REQUIRE(layer != nullptr);
+  CHECK(layer->calls == 4);
+  CHECK(layer->gpu_projected.count == 3);
+  CHECK(layer->gpu_projected.total_ns == 750);
+  CHECK(layer->gpu_projected.min_ns == 100);
+  CHECK(layer->gpu_projected.max_ns == 400);
+  CHECK(layer->gpu_projected.mean_ns() == 250.0);
+}
+
+TEST_CASE("projected span: a parent call spans its children's work; each child its own", "[projected]") {
+  Fixture f;
+  auto step = f.begin("step");
+  auto fwd = f.begin("forward");
+  f.kernel(f.launch(fwd.instance), 100, 200);
+  f.end(fwd);
+  auto bwd = f.begin("backward");
+  f.kernel(f.launch(bwd.instance), 400, 700);
+  f.end(bwd);
+  f.end(step);
+  const Report r = f.report();
+  CHECK(r.find("step")->gpu_projected.count == 1);
+  CHECK(r.find("step")->gpu_projected.total_ns == 600);  // 100 .. 700
+  CHECK(r.find("step")->self.gpu_span_ns == 0);          // no work of its own
+  CHECK(r.find("step/forward")->gpu_projected.total_ns == 100);
+  CHECK(r.find("step/backward")->gpu_projected.total_ns == 300);
+}
+
+TEST_CASE("projected span: copies and sets extend a call's span but not its busy time", "[projected]") {
+  Fixture f;
+  auto s = f.begin("load");
+  copy(f, f.launch(s.instance), 1'000, 3'000);
+  f.kernel(f.launch(s.instance), 3'100, 3'200);
+  set(f, f.launch(s.instance), 3'300, 3'400);
+  f.end(s);
+  auto only_copy = f.begin("copy_only");
+  copy(f, f.launch(only_copy.instance), 5'000, 5'500);
+  f.end(only_copy);
+  const Report r = f.report();
+  const auto* load = r.find("load");
+  REQUIRE(load != nullptr);
+  CHECK(load->gpu_projected.count == 1);
+  CHECK(load->gpu_projected.total_ns == 2'400);  // 1000 .. 3400
+  CHECK(load->total.gpu_span_ns == 2'400);
+  CHECK(load->total.gpu_busy_ns == 100);  // the kernel only
+  CHECK(r.find("copy_only")->gpu_projected.count == 1);
+  CHECK(r.find("copy_only")->gpu_projected.total_ns == 500);
+  CHECK(r.find("copy_only")->total.gpu_busy_ns == 0);
+}
+
+TEST_CASE("projected span: a call with no GPU work has none, and GPU time falls back to CUDA events",
+          "[projected]") {
+  Fixture f;
+  auto s = f.begin("host_only");
+  f.end(s);
+  const Report r = f.report();
+  const auto* h = r.find("host_only");
+  REQUIRE(h != nullptr);
+  CHECK(h->gpu_projected.count == 0);
+  CHECK(&h->gpu_time() == &h->gpu);
+}
+
+TEST_CASE("projected span: more live calls than the table holds, interleaved: each call's span exact or its "
+          "loss counted, no call counted twice",
+          "[projected]") {
+  // 6 threads x 16,000 calls = 96,000 calls in flight for a table of 65,536 slots (shared across
+  // threads): calls evict each other. Each call gets a kernel [b, b+10) in a first pass over all
+  // calls, then [b+20, b+30) in a second: an exact span is 30, a call whose second kernel came
+  // after it left the table keeps 10 and counts one lost record.
+  Fixture f;
+  constexpr int kThreads = 6;
+  constexpr int kCalls = 16'000;
+  std::vector<ThreadTree*> trees = {f.tree};
+  for (int t = 1; t < kThreads; ++t) trees.push_back(f.forest->make_tree());
+  std::vector<std::uint64_t> instances;
+  for (int c = 0; c < kCalls; ++c) {
+    for (ThreadTree* tree : trees) {
+      auto tok = tree->begin(f.id("call"), 0);
+      tree->end(tok.depth, 1);
+      instances.push_back(tok.instance);
+    }
+  }
+  for (int pass = 0; pass < 2; ++pass) {
+    for (std::size_t i = 0; i < instances.size(); ++i) {
+      const std::uint64_t b = 1'000'000 + i * 100 + pass * 20;
+      f.kernel(f.launch(instances[i]), b, b + 10);
+    }
+  }
+  const Report r = f.report();
+  const auto* call = r.find("call");
+  REQUIRE(call != nullptr);
+  const std::uint64_t n = instances.size();
+  const std::uint64_t lost = r.diagnostics.gpu_span_records_lost;
+  CHECK(lost > 0);  // the table did overflow
+  CHECK(lost < n);
+  CHECK(call->total.kernel_calls == 2 * n);  // every kernel counted (busy time is not this test's:
+                                             // the second pass arrives far behind its window)
+  CHECK(call->gpu_projected.count == n);  // each call once
+  CHECK(call->gpu_projected.total_ns == 30 * n - 20 * lost);
+  CHECK(call->gpu_projected.min_ns == 10);
+  CHECK(call->gpu_projected.max_ns == 30);
+  CHECK(call->total.gpu_span_ns == 30 * n - 20 * lost);
+  CHECK(r.diagnostics.unresolved_records == 0);
+}
