@@ -59,7 +59,7 @@ class Aggregator {
   void on(const SyncActivity& s);
   void on(const MemoryActivity& m);
   void on(const OverheadActivity& o);
-  /// Graph nodes (README, "CUDA graphs"): these take no aggregator lock (graph_nodes() has its
+  /// Graph nodes (docs/cuda-graphs.md): these take no aggregator lock (graph_nodes() has its
   /// own), so producers may call them from the capturing thread while another holds it.
   void on(const GraphNodeCreated& e) { graphs_.nodes().on(e); }
   void on(const GraphNodeCloned& e) { graphs_.nodes().on(e); }

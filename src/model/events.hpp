@@ -39,7 +39,7 @@ struct KernelActivity {
   std::uint32_t dynamic_shared_bytes = 0;
   std::uint32_t device = 0;
   std::uint32_t stream = 0;
-  // Graphs (README, "CUDA graphs"): the node that launched the kernel, 0 outside graph launches.
+  // Graphs (docs/cuda-graphs.md): the node that launched the kernel, 0 outside graph launches.
   std::uint64_t graph_node_id = 0;
   std::uint32_t graph_id = 0;
   bool device_launched = false;  ///< part of a graph launched from the device (CUPTI's isDeviceLaunched)

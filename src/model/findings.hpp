@@ -4,7 +4,7 @@
 //
 // Each rule is a small function of one range (and the report around it for context); it returns
 // a finding or nothing. A rule whose data is missing (no GPU activity, no counters) stays silent:
-// it never guesses. Thresholds are the named constants below (README, "Findings"); the tests try
+// it never guesses. Thresholds are the named constants below (docs/findings.md); the tests try
 // each rule on both sides of each threshold.
 #pragma once
 

@@ -1,5 +1,5 @@
 // model/graph_kernels.hpp — a CUDA graph's kernels broken down by the range their node was
-// created (captured) in, inside the range that launched the graph (README, "CUDA graphs").
+// created (captured) in, inside the range that launched the graph (docs/cuda-graphs.md).
 //
 // Owns the graph node map the producers feed, and a direct-mapped cache of each node's last row
 // so that a replay's kernels skip the map's lock and hashing. It never decides the launching range

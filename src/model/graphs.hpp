@@ -1,4 +1,4 @@
-// model/graphs.hpp — which range each CUDA graph node was created in (README, "CUDA graphs").
+// model/graphs.hpp — which range each CUDA graph node was created in (docs/cuda-graphs.md).
 //
 // A replayed graph's kernels carry the id of the node that launched them, not a scope: the scope
 // open when the node was captured (or added by hand) is known only at creation, on the capturing
