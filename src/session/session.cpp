@@ -31,10 +31,10 @@
 #include "producers/cuda_probe.hpp"
 #include "producers/cupti/adapter.hpp"
 #include "producers/cupti/range_profiler.hpp"
+#include "producers/log.hpp"
 #include "producers/nvtx_domain.hpp"
 #include "session/handover.hpp"
 #include "session/hardware.hpp"
-#include "session/log.hpp"
 #include "session/ranks.hpp"
 #include "trace/session_trace.hpp"
 
@@ -149,7 +149,7 @@ void write_text(const std::string& path, const std::string& text, const char* wh
 void release_thread(void* state) {
   auto* ts = static_cast<ThreadState*>(state);
   forget_this_thread();
-  Session& s = *ts->owner;
+  auto& s = static_cast<Session&>(*ts->owner);  // attach_thread() made it: a Session's
   std::lock_guard lock(s.threads_mutex);
   s.released_threads.push_back(ts);
   s.forest.idle_trees.fetch_add(1, std::memory_order_release);
@@ -262,11 +262,6 @@ void warn_once(const std::string& message) noexcept {
 
 Session::Session() = default;
 
-model::NameTable& process_names() {
-  static model::NameTable* names = new model::NameTable();  // leaked, like the session
-  return *names;
-}
-
 Session& session() {
   static const bool made = [] {
     register_fork_handlers();
@@ -276,6 +271,8 @@ Session& session() {
   (void)made;
   return *g_session;
 }
+
+Sink& current_sink() { return session(); }
 
 // The session's report (snapshot() without the forwarding): also the trace summary of a session
 // that reset_for_testing() ends.
