@@ -1,5 +1,5 @@
 // session/session.hpp — the process-wide session (private): the state that ties producers, the
-// model and the views together.
+// model and the views together. The calls between the session's own files are in internal.hpp.
 //
 // The session object is created once and intentionally never destroyed: scopes on other threads
 // and CUDA's own teardown can outlive any static destructor order we could pick.
@@ -73,7 +73,7 @@ void reset_for_testing() noexcept;
 /// The session's report as snapshot() builds it (no forwarding to an injected engine).
 Report report_of(Session& s) noexcept;
 
-/// Resolves finished CUDA events of every thread; true when none is left pending.
+/// Resolves finished CUDA events of every thread; true when none is left pending (collector.cpp).
 bool resolve_gpu_events() noexcept;
 
 }  // namespace cuscope::inline v0::detail
