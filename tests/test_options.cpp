@@ -4,7 +4,7 @@
 #include <map>
 #include <string>
 
-#include "session/log.hpp"
+#include "producers/log.hpp"
 #include "session_fixture.hpp"
 
 namespace {

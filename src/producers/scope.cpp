@@ -6,6 +6,9 @@
 // Never here: locks, allocation, string copies or hashing (those happen on a call site's first
 // visit only), device synchronization. The common case (host times only) is enter_common() and
 // exit_owned_inline(): straight code with no call but a final tail call; the rest is out of line.
+//
+// What a scope needs from the session is declared on the producers' side (producers/scope_state.hpp,
+// sink.hpp, engine.hpp) and implemented by the session: nothing here includes the session.
 #include <bit>
 #include <cmath>
 #include <cuscope/scope.hpp>
@@ -13,10 +16,11 @@
 #include "model/range_tree.hpp"
 #include "producers/clock.hpp"
 #include "producers/cupti/range_profiler.hpp"
+#include "producers/engine.hpp"
 #include "producers/hot_tls.hpp"
 #include "producers/nvtx_domain.hpp"
-#include "session/handover.hpp"
-#include "session/session.hpp"
+#include "producers/scope_state.hpp"
+#include "producers/sink.hpp"
 #include "trace/writer.hpp"
 
 namespace cuscope {
@@ -29,6 +33,11 @@ std::atomic<CorrelationHook> g_push_correlation{nullptr};
 std::atomic<CorrelationPopHook> g_pop_correlation{nullptr};
 std::atomic<bool> g_nvtx_quiet{false};
 CUSCOPE_HOT_TLS thread_local ThreadState* t_state = nullptr;  // read by the NVTX injection too
+
+model::NameTable& process_names() {
+  static model::NameTable* names = new model::NameTable();  // leaked, like the session
+  return *names;
+}
 
 namespace {
 
@@ -69,19 +78,20 @@ ThreadPushes* thread_pushes() noexcept {
 }
 
 nvtxStringHandle_t nvtx_handle(std::uint32_t id) {
-  return static_cast<nvtxStringHandle_t>(session().forest.names.tag(id).load(std::memory_order_acquire));
+  return static_cast<nvtxStringHandle_t>(current_sink().forest.names.tag(id).load(std::memory_order_acquire));
 }
 
 void ensure_nvtx(std::uint32_t id) {
-  auto& tag = session().forest.names.tag(id);
+  auto& tag = current_sink().forest.names.tag(id);
   if (tag.load(std::memory_order_acquire) != nullptr) return;
   void* expected = nullptr;
-  tag.compare_exchange_strong(expected, static_cast<void*>(nvtx_register(session().forest.names.name(id))),
+  tag.compare_exchange_strong(expected,
+                              static_cast<void*>(nvtx_register(current_sink().forest.names.name(id))),
                               std::memory_order_acq_rel);
 }
 
 std::uint32_t intern_site(Site& site) {
-  const std::uint32_t id = session().forest.names.intern(site.name);
+  const std::uint32_t id = current_sink().forest.names.intern(site.name);
   ensure_nvtx(id);
   site.nvtx.store(nvtx_handle(id), std::memory_order_relaxed);  // published by the store of `id`
   site.id.store(id, std::memory_order_release);
@@ -113,7 +123,7 @@ void settle_remote(ThreadState* ts) noexcept {
 // exit() on a thread that is not the scope's: only the owner may touch its stacks, so the end
 // is posted to the owner, which closes it at its next scope boundary.
 void end_elsewhere(ThreadState* ts, std::uint32_t token, std::uint64_t now) noexcept {
-  session().cross_thread_ends.fetch_add(1, std::memory_order_relaxed);
+  current_sink().cross_thread_ends.fetch_add(1, std::memory_order_relaxed);
   std::uint32_t bits = 0;
   if (token & kPushed) bits |= model::ThreadTree::kRemotePushed;
   if (token & kTimedGpu) bits |= model::ThreadTree::kRemoteGpu;
@@ -227,7 +237,7 @@ template <bool kTraceMode, class General>
   ThreadState* ts = this_thread();
   if (ts == nullptr) {
     if (g_flags.load(std::memory_order_relaxed) & kRecording)
-      session().forest.unrecorded_scopes.fetch_add(1, std::memory_order_relaxed);
+      current_sink().forest.unrecorded_scopes.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
   if (ts->tree->has_remote_ends()) settle_remote(ts);
@@ -250,7 +260,7 @@ bool started() noexcept { return g_state.load(std::memory_order_relaxed) == kOn 
 // poison every total above it: it is refused and counted instead.
 void count_id(std::uint32_t id, double amount) noexcept {
   if (!std::isfinite(amount)) {
-    session().rejected_counts.fetch_add(1, std::memory_order_relaxed);
+    current_sink().rejected_counts.fetch_add(1, std::memory_order_relaxed);
     return;
   }
   ThreadState* ts = this_thread();
@@ -376,7 +386,7 @@ ThreadState* enter_named(std::string_view name, cudaStream_t stream, std::uint32
     const Engine* e = forwarding();
     return e != nullptr ? e->enter_named(name, stream, depth) : nullptr;
   }
-  const std::uint32_t id = session().forest.names.intern(name);
+  const std::uint32_t id = current_sink().forest.names.intern(name);
   ensure_nvtx(id);
   return enter_id(id, nvtx_handle(id), stream, depth);
 }
@@ -425,14 +435,14 @@ void count(std::string_view name, double amount) noexcept {
     if (const detail::Engine* e = detail::forwarding()) e->count_name(name, amount);
     return;
   }
-  detail::count_id(detail::session().forest.names.intern(name), amount);
+  detail::count_id(detail::current_sink().forest.names.intern(name), amount);
 }
 
 void push(std::string_view name, cudaStream_t stream) noexcept {
   if (const detail::Engine* e = detail::forward_target()) return e->push(name, stream);
   detail::ThreadPushes* pushes_or_null = detail::thread_pushes();
   if (pushes_or_null == nullptr) {  // out of memory: recorded nothing, counted
-    detail::session().forest.unrecorded_scopes.fetch_add(1, std::memory_order_relaxed);
+    detail::current_sink().forest.unrecorded_scopes.fetch_add(1, std::memory_order_relaxed);
     return;
   }
   auto& pushes = *pushes_or_null;
@@ -474,7 +484,7 @@ void pop() noexcept {
     if (ts != nullptr) {
       ts->tree->unbalanced_ends.add(1);
     } else {
-      detail::session().stray_pops.fetch_add(1, std::memory_order_relaxed);
+      detail::current_sink().stray_pops.fetch_add(1, std::memory_order_relaxed);
     }
     return;
   }

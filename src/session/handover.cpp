@@ -11,7 +11,7 @@
 #include <mutex>
 #include <string_view>
 
-#include "session/log.hpp"
+#include "producers/log.hpp"
 
 namespace cuscope::inline v0::detail {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "model/findings.hpp"
 #include "producers/cupti/range_profiler.hpp"
-#include "session/log.hpp"
+#include "producers/log.hpp"
 #include "session/session.hpp"
 
 namespace cuscope::inline v0::detail {

@@ -14,7 +14,7 @@
 #include <string>
 #include <string_view>
 
-#include "session/log.hpp"
+#include "producers/log.hpp"
 
 extern char** environ;  // NOLINT: POSIX
 

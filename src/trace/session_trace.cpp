@@ -6,7 +6,7 @@
 
 #include <cuscope/version.hpp>
 
-#include "session/log.hpp"
+#include "producers/log.hpp"
 #include "session/session.hpp"
 #include "trace/writer.hpp"
 

@@ -16,8 +16,9 @@
 #include "producers/clock.hpp"
 #include "producers/cupti/decode.hpp"
 #include "producers/cupti/errors.hpp"
-#include "session/log.hpp"
-#include "session/session.hpp"
+#include "producers/log.hpp"
+#include "producers/scope_state.hpp"
+#include "producers/sink.hpp"
 #include "trace/writer.hpp"
 
 namespace cuscope::inline v0::detail {
@@ -57,12 +58,12 @@ struct Buffer {
 };
 
 struct State {
-  std::atomic<Session*> target{nullptr};
+  std::atomic<Sink*> target{nullptr};
   std::mutex pool_mutex;
   std::vector<Buffer> free_buffers;  // guarded by pool_mutex
   std::size_t bytes_made = 0;        // guarded by pool_mutex: every buffer made, out or free
   std::atomic<std::uint64_t> refused{0};
-  std::vector<CUpti_ActivityKind> enabled;  // kinds to disable at stop
+  std::vector<CUpti_ActivityKind> enabled;      // kinds to disable at stop
   CUpti_SubscriberHandle subscriber = nullptr;  // graph node callbacks; null when not subscribed
 };
 
@@ -132,7 +133,7 @@ void CUPTIAPI buffer_completed(CUcontext context, std::uint32_t stream, std::uin
   std::size_t dropped = 0;
   if (cuptiActivityGetNumDroppedRecords(context, stream, &dropped) != CUPTI_SUCCESS)
     dropped = 0;  // no lock held
-  if (Session* target = s.target.load(std::memory_order_acquire)) {
+  if (Sink* target = s.target.load(std::memory_order_acquire)) {
     std::lock_guard lock(target->aggregator_mutex);
     consume_buffer(buffer, valid, dropped, target->aggregator);
     target->aggregator.add_refused_buffers(s.refused.exchange(0, std::memory_order_relaxed));
@@ -160,7 +161,7 @@ std::uint32_t exec_id(CUgraphExec exec) {
 // On the thread that creates the node (capturing a stream, or adding nodes by hand), inside the CUDA
 // call: two id lookups, the thread's innermost open range (its own tree, no lock) and one insert
 // under the node map's own lock. Never the aggregator's lock, which a buffer decode holds long.
-void on_graph_resource(Session& target, CUpti_CallbackId cbid, const CUpti_GraphData& graph) {
+void on_graph_resource(Sink& target, CUpti_CallbackId cbid, const CUpti_GraphData& graph) {
   GraphCalls& calls = t_graph_calls;
   if (cbid == CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED) {
     std::vector<std::uint64_t> nodes;
@@ -200,7 +201,7 @@ void on_graph_resource(Session& target, CUpti_CallbackId cbid, const CUpti_Graph
 
 // At the exit of a successful exec update: the exec, the updating graph's top-level nodes, and the
 // call's correlation id (launches after it have larger ones).
-void on_exec_update(Session& target, CUgraphExec exec, CUgraph graph, std::uint32_t correlation) {
+void on_exec_update(Sink& target, CUgraphExec exec, CUgraph graph, std::uint32_t correlation) {
   std::vector<std::uint64_t> ids;
   try {
     std::size_t n = 0;
@@ -222,8 +223,7 @@ void on_exec_update(Session& target, CUgraphExec exec, CUgraph graph, std::uint3
   graph_exec_updated(target, exec_id(exec), correlation, std::move(ids));
 }
 
-void on_api(Session& target, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
-            const CUpti_CallbackData& cb) {
+void on_api(Sink& target, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData& cb) {
   GraphCalls& calls = t_graph_calls;
   const bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == kUpdateRuntimeCallback;
   if (runtime) {
@@ -253,7 +253,7 @@ void on_api(Session& target, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 
 void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   if (data == nullptr) return;
-  Session* target = state().target.load(std::memory_order_acquire);
+  Sink* target = state().target.load(std::memory_order_acquire);
   if (target == nullptr) return;
   if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
     const auto* graph =
@@ -323,7 +323,7 @@ CUptiResult trace_calls(State& s) {
       if (cuptiGetCallbackName(d.domain, cbid, &name) != CUPTI_SUCCESS || name == nullptr) continue;
       if (wanted(name, d.domain)) continue;
       r = d.domain == CUPTI_CB_DOMAIN_RUNTIME_API ? cuptiActivityEnableRuntimeApi(cbid, 0)
-                                                   : cuptiActivityEnableDriverApi(cbid, 0);
+                                                  : cuptiActivityEnableDriverApi(cbid, 0);
       if (r != CUPTI_SUCCESS) return r;
     }
   }
@@ -369,7 +369,7 @@ std::uint32_t loaded_version() {
 // (FORCED), then retries and ages the records waiting for their correlation.
 void deliver(std::uint32_t flags) {
   cuptiActivityFlushAll(flags);  // no cuscope lock held: CUPTI calls buffer_completed from here
-  if (Session* target = state().target.load(std::memory_order_acquire)) {
+  if (Sink* target = state().target.load(std::memory_order_acquire)) {
     std::lock_guard lock(target->aggregator_mutex);
     target->aggregator.settle();
   }
@@ -378,24 +378,24 @@ void deliver(std::uint32_t flags) {
 // A graph event to the session's model and, in trace mode, the same event to the trace. Out of memory:
 // the event is lost, and the kernels it concerned count as of an unknown node.
 template <class Event>
-void to_model_and_trace(Session& session, Event&& e) noexcept {
+void to_model_and_trace(Sink& sink, Event&& e) noexcept {
   try {
     if (trace::Writer* w = trace::g_writer.load(std::memory_order_acquire)) w->on(e);
-    session.aggregator.on(std::forward<Event>(e));
+    sink.aggregator.on(std::forward<Event>(e));
   } catch (...) {
   }
 }
 
 }  // namespace
 
-void graph_node_created(Session& session, std::uint64_t node_id, std::uint32_t graph_id) noexcept {
+void graph_node_created(Sink& sink, std::uint64_t node_id, std::uint32_t graph_id) noexcept {
   try {
     const ThreadState* ts = current_thread_state();
-    const bool own = ts != nullptr && ts->owner == &session && ts->tree != nullptr;
+    const bool own = ts != nullptr && ts->owner == &sink && ts->tree != nullptr;
     const model::Node* range = own ? ts->tree->innermost() : nullptr;
-    session.aggregator.on(model::GraphNodeCreated{node_id, graph_id, range});
+    sink.aggregator.on(model::GraphNodeCreated{node_id, graph_id, range});
     // Trace mode: in the thread's own events, so that the replay finds the same innermost range; a
-    // thread with no scope state of this session has no events: there, slot 0 (no range, as here).
+    // thread with no scope state of this sink has no events: there, slot 0 (no range, as here).
     if (own) {
       trace::record(trace::ScopeKind::GraphNode, ts->tree->slot(), graph_id, 0, node_id);
     } else if (trace::Writer* w = trace::g_writer.load(std::memory_order_acquire)) {
@@ -405,35 +405,35 @@ void graph_node_created(Session& session, std::uint64_t node_id, std::uint32_t g
   }
 }
 
-void graph_node_cloned(Session& session, std::uint64_t node_id, std::uint64_t original_node_id,
+void graph_node_cloned(Sink& sink, std::uint64_t node_id, std::uint64_t original_node_id,
                        std::uint32_t exec_id) noexcept {
-  to_model_and_trace(session, model::GraphNodeCloned{node_id, original_node_id, exec_id});
+  to_model_and_trace(sink, model::GraphNodeCloned{node_id, original_node_id, exec_id});
 }
 
-void graph_exec_nodes(Session& session, std::uint32_t exec_id, std::vector<std::uint64_t> node_ids) noexcept {
-  to_model_and_trace(session, model::GraphExecNodes{exec_id, std::move(node_ids)});
+void graph_exec_nodes(Sink& sink, std::uint32_t exec_id, std::vector<std::uint64_t> node_ids) noexcept {
+  to_model_and_trace(sink, model::GraphExecNodes{exec_id, std::move(node_ids)});
 }
 
-void graph_exec_updated(Session& session, std::uint32_t exec_id, std::uint64_t correlation,
+void graph_exec_updated(Sink& sink, std::uint32_t exec_id, std::uint64_t correlation,
                         std::vector<std::uint64_t> graph_node_ids) noexcept {
-  to_model_and_trace(session, model::GraphExecUpdated{exec_id, correlation, std::move(graph_node_ids)});
+  to_model_and_trace(sink, model::GraphExecUpdated{exec_id, correlation, std::move(graph_node_ids)});
 }
 
-bool start_graph_breakdown(Session& session) noexcept {
+bool start_graph_breakdown(Sink& sink) noexcept {
   // Without a subscriber (another tool holds it, or CUSCOPE_GRAPHS=0 leaves it to one) tracing
   // goes on, without the graph breakdown.
   bool on = false;
   try {
-    const std::string why = session.options.graphs ? subscribe_graphs(state()) : "";
-    on = session.options.graphs && why.empty();
+    const std::string why = sink.options.graphs ? subscribe_graphs(state()) : "";
+    on = sink.options.graphs && why.empty();
     if (!why.empty())
       warn_once(fmt::format(
           "CUDA graph breakdown off (replayed kernels count in their launching range only): {}", why));
   } catch (...) {  // out of memory saying why: off all the same
   }
   if (!on) {
-    std::lock_guard lock(session.aggregator_mutex);
-    session.aggregator.set_graph_breakdown(false);
+    std::lock_guard lock(sink.aggregator_mutex);
+    sink.aggregator.set_graph_breakdown(false);
   }
   return on;
 }
@@ -446,7 +446,7 @@ void set_cupti_version_for_testing(std::uint32_t version) noexcept {
   g_fake_version.store(version, std::memory_order_relaxed);
 }
 
-std::string start_activity_tracing(Session& session) noexcept {
+std::string start_activity_tracing(Sink& sink) noexcept {
   try {
     State& s = state();
     const std::uint32_t version = loaded_version();
@@ -460,7 +460,7 @@ std::string start_activity_tracing(Session& session) noexcept {
     if (r != CUPTI_SUCCESS) return refusal("cuptiActivityRegisterTimestampCallback", r);
     r = cuptiActivityRegisterCallbacks(&buffer_requested, &buffer_completed);
     if (r != CUPTI_SUCCESS) return refusal("cuptiActivityRegisterCallbacks", r);
-    s.target.store(&session, std::memory_order_release);
+    s.target.store(&sink, std::memory_order_release);
     for (CUpti_ActivityKind kind : kKinds) {
       r = cuptiActivityEnable(kind);
       if (r != CUPTI_SUCCESS) {
@@ -479,11 +479,11 @@ std::string start_activity_tracing(Session& session) noexcept {
       s.target.store(nullptr, std::memory_order_release);
       return refusal("cuptiActivityEnable(RUNTIME/DRIVER)", r);
     }
-    start_graph_breakdown(session);
-    session.forest.record_instances.store(true, std::memory_order_relaxed);
+    start_graph_breakdown(sink);
+    sink.forest.record_instances.store(true, std::memory_order_relaxed);
     g_pop_correlation.store(&pop_correlation, std::memory_order_release);
     g_push_correlation.store(&push_correlation, std::memory_order_release);
-    session.tracing.store(true, std::memory_order_release);
+    sink.tracing.store(true, std::memory_order_release);
     return "on";
   } catch (const std::exception& e) {
     return fmt::format("CUPTI tracing could not start: {}", e.what());
@@ -495,7 +495,7 @@ void flush_activity() noexcept { deliver(0); }
 void poll_activity() noexcept { deliver(0); }
 
 void deliver_after_counters() noexcept {
-  Session* target = state().target.load(std::memory_order_acquire);
+  Sink* target = state().target.load(std::memory_order_acquire);
   if (target == nullptr) return;
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);  // no cuscope lock held
   std::lock_guard lock(target->aggregator_mutex);
@@ -504,7 +504,7 @@ void deliver_after_counters() noexcept {
 
 void stop_activity_tracing() noexcept {
   State& s = state();
-  Session* target = s.target.load(std::memory_order_acquire);
+  Sink* target = s.target.load(std::memory_order_acquire);
   if (target == nullptr) return;
   target->tracing.store(false, std::memory_order_release);
   g_push_correlation.store(nullptr, std::memory_order_release);

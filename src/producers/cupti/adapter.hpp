@@ -17,11 +17,11 @@
 
 namespace cuscope::inline v0::detail {
 
-class Session;
+struct Sink;
 
-/// Starts tracing into `session`: "on", or one line saying why tracing is off (nothing is left
-/// enabled then). The CUDA device must have been found.
-std::string start_activity_tracing(Session& session) noexcept;
+/// Starts tracing into `sink` (the session's): "on", or one line saying why tracing is off
+/// (nothing is left enabled then). The CUDA device must have been found.
+std::string start_activity_tracing(Sink& sink) noexcept;
 /// Delivers every buffer whose records are complete (a normal flush: work still running stays
 /// with CUPTI and comes later, never as a record with zero timestamps), then ages waiting records.
 void flush_activity() noexcept;
@@ -38,23 +38,23 @@ void stop_activity_tracing() noexcept;
 
 /// What the graph resource callbacks do once CUPTI's handles are ids (called on the thread that
 /// creates the node; tests call them without CUPTI): a node created now is tied to the calling
-/// thread's innermost open range in `session` (none: outside every range); a clone to its original's.
-void graph_node_created(Session& session, std::uint64_t node_id, std::uint32_t graph_id) noexcept;
-void graph_node_cloned(Session& session, std::uint64_t node_id, std::uint64_t original_node_id,
+/// thread's innermost open range in `sink` (none: outside every range); a clone to its original's.
+void graph_node_created(Sink& sink, std::uint64_t node_id, std::uint32_t graph_id) noexcept;
+void graph_node_cloned(Sink& sink, std::uint64_t node_id, std::uint64_t original_node_id,
                        std::uint32_t exec_id = 0) noexcept;
 /// Instantiation made exec `exec_id` of these clones (reported with the exec's handle on the
 /// instantiating thread, claimed at its GRAPHEXEC_CREATED).
-void graph_exec_nodes(Session& session, std::uint32_t exec_id, std::vector<std::uint64_t> node_ids) noexcept;
+void graph_exec_nodes(Sink& sink, std::uint32_t exec_id, std::vector<std::uint64_t> node_ids) noexcept;
 /// cudaGraphExecUpdate / cuGraphExecUpdate succeeded in the API call `correlation`, with the
 /// updating graph's top-level nodes (docs/cupti.md, "CUDA graphs").
-void graph_exec_updated(Session& session, std::uint32_t exec_id, std::uint64_t correlation,
+void graph_exec_updated(Sink& sink, std::uint32_t exec_id, std::uint64_t correlation,
                         std::vector<std::uint64_t> graph_node_ids) noexcept;
 
 /// Subscribes for the graph node callbacks (start_activity_tracing() calls it): true when the
 /// breakdown is on. Off (CUSCOPE_GRAPHS=0, or cuptiSubscribe refused, e.g. another tool holds
 /// CUPTI's one subscriber): graph kernels count in their launching range only, and a refusal is
 /// one note saying why.
-bool start_graph_breakdown(Session& session) noexcept;
+bool start_graph_breakdown(Sink& sink) noexcept;
 
 /// Tests: what cuptiSubscribe returns (a CUptiResult; 0: call it).
 void set_subscribe_result_for_testing(int result) noexcept;

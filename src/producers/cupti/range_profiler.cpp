@@ -17,7 +17,7 @@
 
 #include "producers/cupti/adapter.hpp"
 #include "producers/cupti/errors.hpp"
-#include "session/session.hpp"
+#include "producers/sink.hpp"
 
 namespace cuscope::inline v0::detail {
 namespace {
@@ -34,7 +34,7 @@ P params(std::size_t size) {
 
 struct State {
   std::mutex mutex;  // guards everything below
-  Session* session = nullptr;
+  Sink* sink = nullptr;
   CounterPlan plan;
   std::vector<const char*> metric_names;
   CUpti_RangeProfiler_Object* profiler = nullptr;
@@ -120,10 +120,10 @@ void collect(State& s, const model::Node* into) {
     if (cuptiProfilerHostEvaluateToGpuValues(&eval) == CUPTI_SUCCESS) kernels.push_back(values);
   }
   {
-    std::lock_guard agg(s.session->aggregator_mutex);
-    for (const auto& k : kernels) s.session->aggregator.add_counters(into, k);
-    s.session->aggregator.add_dropped_counter_ranges(decode.numOfRangeDropped +
-                                                     (info.numTotalRanges - kernels.size()));
+    std::lock_guard agg(s.sink->aggregator_mutex);
+    for (const auto& k : kernels) s.sink->aggregator.add_counters(into, k);
+    s.sink->aggregator.add_dropped_counter_ranges(decode.numOfRangeDropped +
+                                                  (info.numTotalRanges - kernels.size()));
   }
   auto reset = params<CUpti_RangeProfiler_CounterDataImage_Initialize_Params>(
       CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE);
@@ -258,21 +258,21 @@ std::string device_chip_name(int device) noexcept {
   return p.pChipName;
 }
 
-std::string enable_range_profiler(Session& session, CounterPlan plan) noexcept {
+std::string enable_range_profiler(Sink& sink, CounterPlan plan) noexcept {
   try {
     State& s = state();
     std::lock_guard lock(s.mutex);
-    s.session = &session;
+    s.sink = &sink;
     s.plan = std::move(plan);
     s.metric_names.clear();
     for (const std::string& m : s.plan.metrics) s.metric_names.push_back(m.c_str());
     s.chosen.clear();
-    for (const std::string& path : session.options.metric_ranges) {
+    for (const std::string& path : sink.options.metric_ranges) {
       std::vector<std::uint32_t> ids;
       std::size_t begin = 0;
       while (begin <= path.size()) {
         const std::size_t end = std::min(path.find('/', begin), path.size());
-        ids.push_back(session.forest.names.intern(std::string_view(path).substr(begin, end - begin)));
+        ids.push_back(sink.forest.names.intern(std::string_view(path).substr(begin, end - begin)));
         begin = end + 1;
       }
       s.chosen.push_back(std::move(ids));
@@ -337,9 +337,8 @@ std::string enable_range_profiler(Session& session, CounterPlan plan) noexcept {
       return fail(s, "cuptiRangeProfilerSetConfig", r);
     }
     {
-      std::lock_guard agg(session.aggregator_mutex);
-      session.aggregator.set_counter_plan(s.plan.metrics, s.plan.labels, s.plan.units,
-                                          s.plan.duration_weighted);
+      std::lock_guard agg(sink.aggregator_mutex);
+      sink.aggregator.set_counter_plan(s.plan.metrics, s.plan.labels, s.plan.units, s.plan.duration_weighted);
     }
     g_enabled.store(true, std::memory_order_release);
     return "on";

@@ -18,7 +18,7 @@
 
 namespace cuscope::inline v0::detail {
 
-class Session;
+struct Sink;
 
 /// What to collect: metric names (gpu__time_duration.sum first, it weighs the others), how each
 /// combines over kernels, and the config image built by the host half for the device's chip.
@@ -46,7 +46,7 @@ void set_profiler_initialize_result_for_testing(int result) noexcept;
 std::string device_chip_name(int device) noexcept;
 
 /// Turns the range profiler on for the current CUDA context: "on", or one line saying why not.
-std::string enable_range_profiler(Session& session, CounterPlan plan) noexcept;
+std::string enable_range_profiler(Sink& sink, CounterPlan plan) noexcept;
 /// Closes any open window (collecting it) and turns the range profiler off.
 void disable_range_profiler() noexcept;
 

@@ -1,5 +1,9 @@
-// session/log.hpp — cuscope's own messages: one line each, to stderr, prefixed "cuscope:".
-// warn_once() also keeps the message as a note in every later report.
+// producers/log.hpp — cuscope's own messages: one line each, to stderr, prefixed "cuscope:".
+// warn_once() also keeps the message as a note in every later report. Declared here, for the
+// producers to say what went wrong without including the session; the session implements it
+// (session/warnings.cpp) and every layer above the model may call it.
+//
+// Never from the hot path: a message takes a lock and allocates.
 #pragma once
 
 #include <string>

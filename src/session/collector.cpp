@@ -1,0 +1,104 @@
+// session/collector.cpp — the session's collector thread and the CUDA-event resolver: every 10 ms
+// it resolves the CUDA events scopes recorded, keeps the clock calibrated, and every 100 ms asks
+// CUPTI for its completed buffers, so a snapshot sees recent work without a flush and CUPTI's
+// buffers stay few.
+//
+// Never: let cuscope's own CUDA calls disturb the program's (they run in relaxed capture mode, and
+// under an external correlation id that keeps them out of the report), or wait on the GPU.
+#include <cuda_runtime_api.h>
+
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include "model/range_tree.hpp"
+#include "producers/clock.hpp"
+#include "producers/cupti/adapter.hpp"
+#include "session/internal.hpp"
+
+namespace cuscope::inline v0::detail {
+namespace {
+
+void collector_loop(Session* s) {
+  // Relaxed capture mode: this thread's cudaEventQuery calls must not invalidate a stream capture
+  // that another thread runs in global mode (the default of cudaStreamBeginCapture).
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  if (cudaThreadExchangeStreamCaptureMode(&mode) != cudaSuccess) cudaGetLastError();
+  s->collector_ready.store(true, std::memory_order_release);
+  std::unique_lock lock(s->collector_mutex);
+  for (unsigned tick = 1; !s->collector_stop; ++tick) {
+    s->collector_cv.wait_for(lock, std::chrono::milliseconds(10));
+    lock.unlock();
+    resolve_gpu_events();
+    recalibrate_clock();  // does something about once a second
+    if (tick % 10 == 0 && s->tracing.load(std::memory_order_acquire)) poll_activity();
+    lock.lock();
+  }
+}
+
+// Marks the calling thread's CUDA calls as cuscope's own while it lives: capture mode relaxed (so
+// that its event queries never invalidate another thread's global-mode stream capture), and,
+// while CUPTI traces, an external correlation id that keeps those calls out of the report.
+class OwnCudaCalls {
+ public:
+  OwnCudaCalls() noexcept {
+    if (cudaThreadExchangeStreamCaptureMode(&mode_) != cudaSuccess) {
+      cudaGetLastError();
+      restore_mode_ = false;
+    }
+    if (CorrelationHook push = g_push_correlation.load(std::memory_order_acquire)) {
+      push(model::kCuscopeInternal);
+      pushed_ = true;
+    }
+  }
+  ~OwnCudaCalls() {
+    if (pushed_) {
+      if (CorrelationPopHook pop = g_pop_correlation.load(std::memory_order_acquire)) pop();
+    }
+    if (restore_mode_) cudaThreadExchangeStreamCaptureMode(&mode_);
+  }
+  OwnCudaCalls(const OwnCudaCalls&) = delete;
+  OwnCudaCalls& operator=(const OwnCudaCalls&) = delete;
+
+ private:
+  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
+  bool restore_mode_ = true;
+  bool pushed_ = false;
+};
+
+}  // namespace
+
+void start_collector(Session& s) {
+  s.collector = std::thread(collector_loop, &s);  // also keeps the clock calibrated
+  // A thread's start-up allocates (its stack and TLS, the CUDA runtime's per-thread state): a
+  // fork() right after start() must not find an allocator lock held by a thread being born.
+  for (int i = 0; i < 2000 && !s.collector_ready.load(std::memory_order_acquire); ++i)
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
+}
+
+void stop_collector(Session& s) {
+  if (!s.collector.joinable()) return;
+  {
+    std::lock_guard lock(s.collector_mutex);
+    s.collector_stop = true;
+  }
+  s.collector_cv.notify_all();
+  s.collector.join();
+}
+
+bool resolve_gpu_events() noexcept {
+  Session& s = session();
+  std::lock_guard resolve(s.resolve_mutex);
+  std::lock_guard threads(s.threads_mutex);
+  bool done = true;
+  bool any = false;
+  for (const auto& ts : s.threads) any = any || ts->gpu;
+  if (!any) return true;
+  const OwnCudaCalls own;
+  for (const auto& ts : s.threads) {
+    if (ts->gpu && !ts->gpu->resolve()) done = false;
+  }
+  return done;
+}
+
+}  // namespace cuscope::inline v0::detail

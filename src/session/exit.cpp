@@ -1,0 +1,102 @@
+// session/exit.cpp — the end of a session: shutdown(), run by exit() and quick_exit() (or called
+// by the program), collects what is still on its way, and writes the table, the JSON report and
+// the trace's summary.
+//
+// Exit: start() probes CUDA first (which initializes the runtime), then registers the handler
+// here, so the handler runs before CUDA's own teardown. Never: throw into the program, wait for
+// the GPU without a bound, or touch CUDA or CUPTI once the session is closed.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "producers/cupti/adapter.hpp"
+#include "producers/cupti/range_profiler.hpp"
+#include "producers/log.hpp"
+#include "session/handover.hpp"
+#include "session/internal.hpp"
+#include "trace/session_trace.hpp"
+
+namespace cuscope {
+inline namespace v0 {
+namespace detail {
+namespace {
+
+std::once_flag g_atexit_once;
+
+void at_exit() { cuscope::shutdown(); }
+
+void write_text(const std::string& path, const std::string& text, const char* what) {
+  if (path.empty()) {
+    std::fputs(text.c_str(), stderr);
+    std::fflush(stderr);
+    return;
+  }
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) {
+    warn_once(fmt::format("could not write the {} to '{}'; printing it to stderr instead", what, path));
+    std::fputs(text.c_str(), stderr);
+  }
+}
+
+}  // namespace
+
+void register_exit_handlers() {
+  std::call_once(g_atexit_once, [] {
+    std::atexit(at_exit);
+    std::at_quick_exit(at_exit);  // std::quick_exit runs these, not the atexit ones
+  });
+}
+
+}  // namespace detail
+
+void shutdown() {
+  using namespace detail;
+  if (forked_child()) return;  // the parent's table and files are the parent's
+  if (const Engine* e = forward_target()) return e->shutdown();
+  try {
+    Session& s = session();
+    {
+      std::lock_guard lock(s.lifecycle_mutex);
+      if (!s.started || s.shut_down) {
+        s.shut_down = true;
+        return;
+      }
+      s.shut_down = true;
+      g_state.store(kOff, std::memory_order_release);
+      g_flags.store(0, std::memory_order_relaxed);
+    }
+    stop_collector(s);
+    // GPU work may still be running: wait for its events a bounded time, never forever.
+    for (int i = 0; i < 1000 && !resolve_gpu_events(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    disable_range_profiler();  // collects an open counter window first
+    resolve_gpu_events();
+    // Delivers what finished, then forces out what did not (counted as incomplete at exit), and
+    // detaches from CUPTI before CUDA's teardown.
+    stop_activity_tracing();
+    {
+      std::lock_guard agg(s.aggregator_mutex);
+      s.aggregator.settle(1);  // what still waits for its correlation now never gets it
+    }
+    finish_trace();  // all recorded is written: the report knows what the trace dropped
+    s.closed.store(true, std::memory_order_release);
+    if (!s.options.print_at_exit && s.options.json_path.empty() && s.options.trace_path.empty()) return;
+    const Report r = snapshot();
+    close_trace(s, r);
+    if (s.options.print_at_exit) write_text(s.options.output_path, format_table(r, s.options.table), "table");
+    if (!s.options.json_path.empty()) write_text(s.options.json_path, format_json(r), "JSON report");
+  } catch (const std::exception& e) {
+    warn_once(fmt::format("shutdown failed: {}", e.what()));
+  }
+}
+
+}  // namespace v0
+}  // namespace cuscope

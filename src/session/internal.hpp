@@ -1,0 +1,58 @@
+// session/internal.hpp — the calls between the session's own files, one block per file: its
+// lifecycle (session.cpp), threads (threads.cpp), the collector (collector.cpp), exit (exit.cpp),
+// fork (fork.cpp) and warnings (warnings.cpp).
+//
+// Never included outside src/session/: what other layers may call is in session.hpp.
+#pragma once
+
+#include <cuscope/report.hpp>
+#include <string>
+#include <vector>
+
+#include "session/session.hpp"
+
+namespace cuscope::inline v0::detail {
+
+// session.cpp
+
+/// The session if session() has made one, else nullptr; never makes one (for the fork handlers).
+Session* session_if_made() noexcept;
+
+// threads.cpp
+
+/// Forgets the calling thread's state, and that its exit would release one: a thread whose state
+/// belongs to a session that is gone (reset_for_testing()) or to the parent process (fork()).
+void detach_this_thread() noexcept;
+
+// collector.cpp
+
+/// Starts `s`'s collector thread, and waits (a bounded time) until its start-up is done.
+void start_collector(Session& s);
+/// Stops and joins `s`'s collector thread, if it runs.
+void stop_collector(Session& s);
+
+// exit.cpp
+
+/// Makes shutdown() run at exit() and at quick_exit(), once per process.
+void register_exit_handlers();
+
+// fork.cpp
+
+/// Installs the fork handlers, once per process.
+void register_fork_handlers() noexcept;
+/// Whether this process is a child created by fork(): cuscope is off in it.
+bool forked_child() noexcept;
+/// What snapshot() returns in a forked child: nothing recorded, and why.
+Report forked_child_report();
+
+// warnings.cpp
+
+/// Every message warn_once() has printed, in the report's order (the notes).
+std::vector<std::string> notes_so_far();
+/// Forgets every message printed (reset_for_testing()): each may be printed once more.
+void forget_warnings() noexcept;
+/// Held across fork() (a leaf lock: nothing else is taken while it is held, but the logger's).
+void lock_notes() noexcept;
+void unlock_notes() noexcept;
+
+}  // namespace cuscope::inline v0::detail
