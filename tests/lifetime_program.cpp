@@ -139,7 +139,7 @@ int run_quick_exit() {
   check(r.notes.size() == 1 &&
             r.notes[0] == "cuscope is off in this process: it was created by fork() from process " +
                               std::to_string(::getppid()) +
-                              ", whose session goes on there (see README, Lifetime)",
+                              ", whose session goes on there (see docs/api.md, Lifetime)",
         "the child's snapshot says why it is empty");
   check(!cuscope::current_options().print_at_exit, "the child prints no table");
   std::exit(g_failures == 0 ? 0 : 3);  // atexit handlers run: cuscope's must write nothing

@@ -370,7 +370,7 @@ TEST_CASE("a child made by fork() has cuscope off and leaves the parent's sessio
     if (r.ranges.size() != 1) failed |= 2;
     if (r.notes != std::vector<std::string>{
                        "cuscope is off in this process: it was created by fork() from process " +
-                       std::to_string(parent) + ", whose session goes on there (see README, Lifetime)"})
+                       std::to_string(parent) + ", whose session goes on there (see docs/api.md, Lifetime)"})
       failed |= 4;
     if (cuscope::start(cuscope_test::quiet_options())) failed |= 8;
     if (!cuscope::current_options().json_path.empty()) failed |= 16;

@@ -68,7 +68,7 @@ Report forked_child_report() {
   r.gpu_timing = r.activity_status = r.counters_status = off;
   r.notes.push_back(
       fmt::format("cuscope is off in this process: it was created by fork() from process {}, "
-                  "whose session goes on there (see README, Lifetime)",
+                  "whose session goes on there (see docs/api.md, Lifetime)",
                   g_parent_pid.load(std::memory_order_relaxed)));
   return r;
 }
