@@ -148,9 +148,10 @@ TEST_CASE("projected span: a call with no GPU work has none, and GPU time falls 
   CHECK(&h->gpu_time() == &h->gpu);
 }
 
-TEST_CASE("projected span: more live calls than the table holds, interleaved: each call's span exact or its "
-          "loss counted, no call counted twice",
-          "[projected]") {
+TEST_CASE(
+    "projected span: more live calls than the table holds, interleaved: each call's span exact or its "
+    "loss counted, no call counted twice",
+    "[projected]") {
   // 6 threads x 16,000 calls = 96,000 calls in flight for a table of 65,536 slots (shared across
   // threads): calls evict each other. Each call gets a kernel [b, b+10) in a first pass over all
   // calls, then [b+20, b+30) in a second: an exact span is 30, a call whose second kernel came
@@ -183,7 +184,7 @@ TEST_CASE("projected span: more live calls than the table holds, interleaved: ea
   CHECK(lost < n);
   CHECK(call->total.kernel_calls == 2 * n);  // every kernel counted (busy time is not this test's:
                                              // the second pass arrives far behind its window)
-  CHECK(call->gpu_projected.count == n);  // each call once
+  CHECK(call->gpu_projected.count == n);     // each call once
   CHECK(call->gpu_projected.total_ns == 30 * n - 20 * lost);
   CHECK(call->gpu_projected.min_ns == 10);
   CHECK(call->gpu_projected.max_ns == 30);

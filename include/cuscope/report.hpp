@@ -196,7 +196,9 @@ struct RangeStats {
   DurationStats gpu_projected;
   /// The range's GPU time per call: the projected span where CUPTI traced its work, else the
   /// CUDA-event time (the table's "GPU total").
-  [[nodiscard]] const DurationStats& gpu_time() const { return gpu_projected.count != 0 ? gpu_projected : gpu; }
+  [[nodiscard]] const DurationStats& gpu_time() const {
+    return gpu_projected.count != 0 ? gpu_projected : gpu;
+  }
 
   ActivityStats self;                  ///< work launched directly in this range
   ActivityStats total;                 ///< self plus every descendant (inclusive roll-up)
@@ -228,17 +230,21 @@ struct Diagnostics {
   std::uint64_t overhead_records = 0;        ///< CUPTI overhead records (their time is in overhead_ns)
   std::uint64_t overhead_ns = 0;
   std::uint64_t counter_ranges_dropped = 0;  ///< replayed kernels whose counters could not be read
-  std::uint64_t incomplete_at_exit = 0;      ///< GPU work still running at shutdown (records CUPTI could not complete)
-  std::uint64_t activity_buffers_refused = 0;  ///< CUPTI buffer requests past cuscope's memory bound (records dropped)
-  std::uint64_t scopes_in_capture = 0;  ///< scopes whose stream was being captured into a CUDA graph (no CUDA-event time)
-  std::uint64_t unrecorded_scopes = 0;       ///< entries not recorded: 65535 threads already held a tree
-  std::uint64_t outside_window_scopes = 0;   ///< scope entries outside the step window, left out
-  std::uint64_t rejected_counts = 0;         ///< count() amounts that were inf or NaN, not added
-  std::uint64_t trace_records_dropped = 0;  ///< trace mode: records that did not fit (CUSCOPE_TRACE_LIMIT); the trace is truncated
-  std::uint64_t unmatched_span_ends = 0;     ///< nvtxRangeEnd with an id no open start/end range has
-  std::uint64_t spans_dropped = 0;           ///< start/end ranges not tracked: too many open at once
-  std::uint64_t graph_nodes_evicted = 0;     ///< CUDA graph nodes forgotten: the node map is bounded
-  std::uint64_t graph_kernels_unknown_node = 0;  ///< graph kernels under "(unknown node)"
+  std::uint64_t incomplete_at_exit =
+      0;  ///< GPU work still running at shutdown (records CUPTI could not complete)
+  std::uint64_t activity_buffers_refused =
+      0;  ///< CUPTI buffer requests past cuscope's memory bound (records dropped)
+  std::uint64_t scopes_in_capture =
+      0;  ///< scopes whose stream was being captured into a CUDA graph (no CUDA-event time)
+  std::uint64_t unrecorded_scopes = 0;      ///< entries not recorded: 65535 threads already held a tree
+  std::uint64_t outside_window_scopes = 0;  ///< scope entries outside the step window, left out
+  std::uint64_t rejected_counts = 0;        ///< count() amounts that were inf or NaN, not added
+  std::uint64_t trace_records_dropped =
+      0;  ///< trace mode: records that did not fit (CUSCOPE_TRACE_LIMIT); the trace is truncated
+  std::uint64_t unmatched_span_ends = 0;            ///< nvtxRangeEnd with an id no open start/end range has
+  std::uint64_t spans_dropped = 0;                  ///< start/end ranges not tracked: too many open at once
+  std::uint64_t graph_nodes_evicted = 0;            ///< CUDA graph nodes forgotten: the node map is bounded
+  std::uint64_t graph_kernels_unknown_node = 0;     ///< graph kernels under "(unknown node)"
   std::uint64_t graph_kernels_device_launched = 0;  ///< kernels of device-launched graphs, wherever they went
   /// Kernels replayed for hardware counters: CUPTI gives their activity records no timestamps, so
   /// they are not in kernel_calls or kernel time; their range's counters (profiled_kernels, GPU time
@@ -257,6 +263,10 @@ struct Diagnostics {
   /// their range's kernels, copies and busy time, but not in its call's span (gpu_span_ns,
   /// gpu_projected), which would otherwise count the call twice. Spans are then lower bounds.
   std::uint64_t gpu_span_records_lost = 0;
+  /// Device allocations whose live bytes cuscope could not follow: its table of live allocations
+  /// was full, or the address was allocated again before its free was seen. Live-memory peaks
+  /// (peak_bytes) are then lower bounds.
+  std::uint64_t allocations_untracked = 0;
 };
 
 /// An NVTX start/end range (nvtxRangeStart/nvtxRangeEnd, zero-code mode): it may end on another

@@ -41,8 +41,8 @@ void Aggregator::apply_kernel(const Kernel& k, const Target& t) {
   row.agg.count(ns, k.registers, k.static_shared, k.dynamic_shared);
   a.count_stream(stream_key(k), ns);
   if (k.graph_node_id != 0)
-    graphs_.add(a, k.graph_node_id, k.correlation, row.key, k.start_ns, k.end_ns, k.registers, k.static_shared,
-                k.dynamic_shared, diag_);
+    graphs_.add(a, k.graph_node_id, k.correlation, row.key, k.start_ns, k.end_ns, k.registers,
+                k.static_shared, k.dynamic_shared, diag_);
   intervals_.spread(t, k.start_ns, k.end_ns);  // last: it may move the instance table
 }
 
@@ -67,7 +67,7 @@ void Aggregator::apply_at(const R& r, const Target& t) {
   if constexpr (std::is_same_v<R, Kernel>) {
     apply_kernel(r, t);
   } else if constexpr (std::is_same_v<R, MemoryActivity>) {
-    memory_.apply(r, t.where == Where::Range ? t.instance->node : nullptr, activities_);
+    memory_.apply(r, t.where == Where::Range ? t.instance->node : nullptr, activities_, diag_);
   } else {
     ActivityStats& s = (t.where == Where::Range ? *t.instance->activity : activities_.unscoped()).self;
     if constexpr (!std::is_same_v<R, SyncActivity>) intervals_.extend_spans(t, r.start_ns, r.end_ns);
@@ -223,7 +223,9 @@ void Aggregator::settle(unsigned max_age, bool age) {
 }
 
 void Aggregator::build(Report& report) const {
-  build_report(ReportSources{forest_, activities_, attribution_, kernel_names_, plan_, graphs_.nodes(), diag_}, report);
+  build_report(
+      ReportSources{forest_, activities_, attribution_, kernel_names_, plan_, graphs_.nodes(), diag_},
+      report);
 }
 
 }  // namespace cuscope::model

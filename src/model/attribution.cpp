@@ -7,7 +7,10 @@
 namespace cuscope::model {
 
 Attribution::Attribution(const Forest& forest, RangeActivities& activities)
-    : forest_(forest), activities_(activities), correlations_(kCorrelationSlots), instances_(kInstanceSlots) {}
+    : forest_(forest),
+      activities_(activities),
+      correlations_(kCorrelationSlots),
+      instances_(kInstanceSlots) {}
 
 void Attribution::set_recording(bool recording, std::uint64_t now_ns) {
   if (!windowed_) {
@@ -45,7 +48,8 @@ Instance* Attribution::resolve(Instance& slot, std::uint64_t id) {
   const std::uint64_t seq = id & kInstanceSeqMask;
   // A newer call of the same thread keeps its slot; a call at or below the thread's eviction mark
   // may have had its span counted when it left. Either way: late, no span.
-  const bool newer_holds = slot.id != 0 && (slot.id >> kInstanceSeqBits) == thread && (slot.id & kInstanceSeqMask) > seq;
+  const bool newer_holds =
+      slot.id != 0 && (slot.id >> kInstanceSeqBits) == thread && (slot.id & kInstanceSeqMask) > seq;
   const auto mark = evicted_seq_.find(thread);
   if (newer_holds || (mark != evicted_seq_.end() && seq <= mark->second)) {
     late_ = Instance{id, node, last_activity_, parent};
@@ -70,7 +74,8 @@ Target Attribution::locate(std::uint64_t correlation) {
   if (c.correlation != correlation) return {Where::Unknown, nullptr};
   if (c.instance == kOutsideWindow) return {Where::Outside, nullptr};
   if (c.instance == kCuscopeInternal) return {Where::Own, nullptr};
-  if (c.instance == kNoInstance) return {in_window(c.api_start_ns) ? Where::Unscoped : Where::Outside, nullptr};
+  if (c.instance == kNoInstance)
+    return {in_window(c.api_start_ns) ? Where::Unscoped : Where::Outside, nullptr};
   Instance* inst = instance(c.instance);
   if (inst == nullptr) return {Where::Unresolved, nullptr};
   return {Where::Range, inst};

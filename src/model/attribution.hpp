@@ -119,7 +119,7 @@ class Attribution {
   // Per thread slot, the highest sequence number of a call evicted with a span: a call of that
   // thread at or below it may have been counted already.
   absl::flat_hash_map<std::uint64_t, std::uint64_t> evicted_seq_;
-  const Node* last_node_ = nullptr;        // resolve()'s last node, and its activity
+  const Node* last_node_ = nullptr;  // resolve()'s last node, and its activity
   RangeActivity* last_activity_ = nullptr;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> windows_;  // recording intervals
   bool windowed_ = false;

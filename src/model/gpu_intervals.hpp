@@ -36,8 +36,8 @@ class GpuIntervals {
   template <bool kBusy>
   void spread_up(Instance* inst, std::uint64_t start, std::uint64_t end);
   template <bool kBusy>
-  [[gnu::noinline]] bool spread_to_ancestors(std::uint64_t parent, const RangeActivity& own, std::uint64_t start,
-                                             std::uint64_t end);
+  [[gnu::noinline]] bool spread_to_ancestors(std::uint64_t parent, const RangeActivity& own,
+                                             std::uint64_t start, std::uint64_t end);
 
   Attribution& attribution_;
   RangeActivities& activities_;

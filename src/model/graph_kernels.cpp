@@ -3,8 +3,8 @@
 
 namespace cuscope::model {
 
-void GraphKernels::add(RangeActivity& a, std::uint64_t node_id, std::uint64_t correlation, const KernelKey& key,
-                       std::uint64_t start, std::uint64_t end, std::uint32_t registers,
+void GraphKernels::add(RangeActivity& a, std::uint64_t node_id, std::uint64_t correlation,
+                       const KernelKey& key, std::uint64_t start, std::uint64_t end, std::uint32_t registers,
                        std::uint32_t static_shared, std::uint32_t dynamic_shared, Diagnostics& diag) {
   if (!breakdown_) return;
   if (hits_.empty()) hits_.resize(kHits);

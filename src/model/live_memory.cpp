@@ -5,32 +5,45 @@
 
 namespace cuscope::model {
 
-void LiveMemory::apply(const MemoryActivity& m, Node* node, RangeActivities& activities) {
+void LiveMemory::apply(const MemoryActivity& m, Node* node, RangeActivities& activities, Diagnostics& diag) {
   RangeActivity& a = activities.of(node);
-  if (m.is_alloc) {
-    a.self.alloc_count += 1;
-    a.self.alloc_bytes += m.bytes;
-    if (live_.size() < kMaxLiveAllocations) live_.insert_or_assign(m.address, Allocation{node, m.bytes});
-    a.self_live += static_cast<std::int64_t>(m.bytes);
-    a.self.peak_bytes = std::max<std::uint64_t>(
-        a.self.peak_bytes, static_cast<std::uint64_t>(std::max<std::int64_t>(a.self_live, 0)));
-    for (Node* n = node; n != nullptr && n->id != 0; n = n->parent) {
-      RangeActivity& up = activities.of(n);
-      up.total_live += static_cast<std::int64_t>(m.bytes);
-      up.total_peak = std::max<std::uint64_t>(
-          up.total_peak, static_cast<std::uint64_t>(std::max<std::int64_t>(up.total_live, 0)));
-    }
-    if (node == nullptr) activities.unscoped().total_peak = activities.unscoped().self.peak_bytes;
+  if (!m.is_alloc) {
+    a.self.free_count += 1;
+    a.self.free_bytes += m.bytes;
+    auto it = live_.find(m.address);
+    if (it == live_.end()) return;  // allocated before tracing, or not tracked: never on the books
+    const Allocation alloc = it->second;
+    live_.erase(it);
+    release(alloc, activities);
     return;
   }
-  a.self.free_count += 1;
-  a.self.free_bytes += m.bytes;
-  auto it = live_.find(m.address);
-  if (it == live_.end()) return;  // allocated before tracing, or past the bound
-  const Allocation alloc = it->second;
-  live_.erase(it);
-  RangeActivity& owner = activities.of(alloc.node);
-  owner.self_live -= static_cast<std::int64_t>(alloc.bytes);
+  a.self.alloc_count += 1;
+  a.self.alloc_bytes += m.bytes;
+  if (auto it = live_.find(m.address); it != live_.end()) {
+    // Allocated again before its free was seen (the free's record was lost): the old one is gone.
+    diag.allocations_untracked += 1;
+    release(it->second, activities);
+    it->second = Allocation{node, m.bytes};
+  } else if (live_.size() < kMaxLiveAllocations) {
+    live_.emplace(m.address, Allocation{node, m.bytes});
+  } else {
+    diag.allocations_untracked += 1;  // the table is full: kept off the books, as its free will be
+    return;
+  }
+  a.self_live += static_cast<std::int64_t>(m.bytes);
+  a.self.peak_bytes = std::max<std::uint64_t>(
+      a.self.peak_bytes, static_cast<std::uint64_t>(std::max<std::int64_t>(a.self_live, 0)));
+  for (Node* n = node; n != nullptr && n->id != 0; n = n->parent) {
+    RangeActivity& up = activities.of(n);
+    up.total_live += static_cast<std::int64_t>(m.bytes);
+    up.total_peak = std::max<std::uint64_t>(
+        up.total_peak, static_cast<std::uint64_t>(std::max<std::int64_t>(up.total_live, 0)));
+  }
+  if (node == nullptr) activities.unscoped().total_peak = activities.unscoped().self.peak_bytes;
+}
+
+void LiveMemory::release(const Allocation& alloc, RangeActivities& activities) {
+  activities.of(alloc.node).self_live -= static_cast<std::int64_t>(alloc.bytes);
   for (Node* n = alloc.node; n != nullptr && n->id != 0; n = n->parent) {
     activities.of(n).total_live -= static_cast<std::int64_t>(alloc.bytes);
   }

@@ -210,6 +210,8 @@ inline void add_call(DurationStats& d, std::uint64_t ns) {
 }
 
 /// end - start, or 0 for an interval that does not run forward.
-inline std::uint64_t elapsed_ns(std::uint64_t start, std::uint64_t end) { return end > start ? end - start : 0; }
+inline std::uint64_t elapsed_ns(std::uint64_t start, std::uint64_t end) {
+  return end > start ? end - start : 0;
+}
 
 }  // namespace cuscope::model

@@ -95,8 +95,9 @@ void sort_kernels(std::vector<KernelStats>& ks) {
 
 bool used(const RangeActivity& a) {
   return a.self.kernel_calls || a.self.memset_count || a.self.sync_count || a.self.alloc_count ||
-         a.self.free_count ||
-         std::any_of(a.self.memcpy.begin(), a.self.memcpy.end(), [](const CopyStats& c) { return c.count > 0; });
+         a.self.free_count || std::any_of(a.self.memcpy.begin(), a.self.memcpy.end(), [](const CopyStats& c) {
+           return c.count > 0;
+         });
 }
 
 // Walks the forest, merging threads' nodes of one path into one RangeStats, then rolls up.
@@ -111,7 +112,8 @@ class ReportBuilder {
     in_.attribution.for_each_spanned(
         [&](const Instance& i) { add_call(resident_spans_[i.activity], i.total_end - i.total_start); });
     in_.forest.for_each_tree([&](const ThreadTree& tree) { add_tree(tree); });
-    if (used(in_.activities.unscoped())) merge_activity(range_for(0, NameTable::kUnscopedId), in_.activities.unscoped());
+    if (used(in_.activities.unscoped()))
+      merge_activity(range_for(0, NameTable::kUnscopedId), in_.activities.unscoped());
     for (std::size_t i = ranges_.size(); i-- > 0;) roll_up(i);  // children have larger indices
     roll_up_root();
     add_diagnostics();
@@ -127,9 +129,9 @@ class ReportBuilder {
     std::uint64_t host_children = 0, total_busy = 0, total_span = 0, total_peak = 0;
     absl::flat_hash_map<KernelKey, KernelAgg> kernels;
     absl::flat_hash_map<std::string, GraphAcc> graphs;  // by capture-time path
-    std::vector<double> metric_sum, metric_weight;     // empty, or one per plan metric
-    std::vector<std::uint64_t> stream_keys;            // distinct streams of its threads' kernels
-    bool more_streams = false;                         // a thread saw more than it tracks
+    std::vector<double> metric_sum, metric_weight;      // empty, or one per plan metric
+    std::vector<std::uint64_t> stream_keys;             // distinct streams of its threads' kernels
+    bool more_streams = false;                          // a thread saw more than it tracks
   };
 
   std::size_t range_for(std::size_t parent, std::uint32_t name_id) {
@@ -210,7 +212,8 @@ class ReportBuilder {
     r.self.gpu_span_ns += a.self.gpu_span_ns;
     r.self.peak_bytes = std::max(r.self.peak_bytes, a.self.peak_bytes);
     add_durations(r.gpu_projected, a.evicted_call_spans);
-    if (auto it = resident_spans_.find(&a); it != resident_spans_.end()) add_durations(r.gpu_projected, it->second);
+    if (auto it = resident_spans_.find(&a); it != resident_spans_.end())
+      add_durations(r.gpu_projected, it->second);
     side.total_busy += a.total_busy.measure();
     side.total_span += a.total_span_ns;
     side.total_peak = std::max(side.total_peak, a.total_peak);
@@ -225,7 +228,8 @@ class ReportBuilder {
     }
     r.self.busiest_stream_ns += busiest;
     if (streams.other_ns > 0) side.more_streams = true;
-    r.self.kernel_streams = static_cast<std::uint32_t>(side.stream_keys.size()) + (side.more_streams ? 1u : 0u);
+    r.self.kernel_streams =
+        static_cast<std::uint32_t>(side.stream_keys.size()) + (side.more_streams ? 1u : 0u);
     for (const auto& [key, row] : a.kernels) side.kernels[key].merge(row.agg);
     if (a.graph) merge_graph(side, *a.graph);
   }
@@ -364,12 +368,13 @@ class ReportBuilder {
     out.graph_kernels_after_update += d.graph_kernels_after_update;
     out.graph_exec_updates_unmapped += in_.graph_nodes.updates_unmapped();
     out.gpu_span_records_lost += d.gpu_span_records_lost;
+    out.allocations_untracked += d.allocations_untracked;
   }
 
   const ReportSources& in_;
   Report& report_;
   std::vector<RangeStats>& ranges_;
-  std::vector<Side> sides_;  // per report range
+  std::vector<Side> sides_;                                                        // per report range
   absl::flat_hash_map<std::pair<std::size_t, std::uint32_t>, std::size_t> index_;  // (parent, name) -> range
   absl::flat_hash_map<const Node*, std::size_t> node_index_;
   absl::flat_hash_map<const Node*, std::string> capture_paths_;

@@ -17,7 +17,7 @@ struct DiagnosticField {
   std::string_view many;
 };
 
-inline constexpr std::array<DiagnosticField, 32> kDiagnosticFields{{
+inline constexpr std::array<DiagnosticField, 33> kDiagnosticFields{{
     {&Diagnostics::dropped_records, "dropped_records", "dropped record", "dropped records"},
     {&Diagnostics::zero_timestamp_records, "zero_timestamp_records", "record with a zero timestamp",
      "records with a zero timestamp"},
@@ -79,6 +79,9 @@ inline constexpr std::array<DiagnosticField, 32> kDiagnosticFields{{
     {&Diagnostics::gpu_span_records_lost, "gpu_span_records_lost",
      "GPU record of a call no longer tracked (not in its GPU span)",
      "GPU records of calls no longer tracked (not in their GPU span)"},
+    {&Diagnostics::allocations_untracked, "allocations_untracked",
+     "allocation not tracked (live-memory peaks are lower bounds)",
+     "allocations not tracked (live-memory peaks are lower bounds)"},
     {&Diagnostics::overhead_ns, "overhead_ns", "", ""},
 }};
 
