@@ -48,13 +48,15 @@ std::uint64_t now_ns() {
 }
 
 /// Replaces the cuscope session by a fresh one with these options (the exit table stays off).
-void restart_session(bool enabled, bool gpu_events, bool activities, std::uint32_t warmup_steps = 0,
-                     const std::string& trace_path = "") {
+void restart_session(bool enabled, cuscope::EventTiming events, bool activities,
+                     std::uint32_t warmup_steps = 0, const std::string& trace_path = "",
+                     std::uint32_t sample_every = 0) {
   cuscope::detail::reset_for_testing();
   cuscope::Options o;
   o.trace_path = trace_path;
   o.enabled = enabled;
-  o.gpu_events = gpu_events;
+  o.events = events;
+  o.events_sample_every = sample_every;
   o.activities = activities;
   o.print_at_exit = false;
   o.warmup_steps = warmup_steps;
@@ -226,22 +228,27 @@ struct LaunchConfig {
   const char* key;
   const char* label;
   Wrap wrap;
-  bool enabled, gpu_events, activities, minimal_cupti;
+  bool enabled;
+  cuscope::EventTiming events;
+  bool activities, minimal_cupti;
 };
 
 constexpr LaunchConfig kLaunchConfigs[] = {
-    {"launch.bare", "launch: bare", Wrap::None, false, false, false, false},
-    {"launch.scopes_host", "launch: in a scope, host timing only", Wrap::ScopePerLaunch, true, false, false,
-     false},
-    {"launch.scopes_events", "launch: in a scope, + CUDA events", Wrap::ScopePerLaunch, true, true, false,
-     false},
-    {"launch.minimal_cupti", "launch: minimal CUPTI client (floor)", Wrap::None, false, false, false, true},
-    {"launch.full_tracing", "launch: in a scope, full tracing", Wrap::ScopePerLaunch, true, true, true,
-     false},
-    {"launch.tracing_no_events", "launch: in a scope, tracing, no events", Wrap::ScopePerLaunch, true, false,
-     true, false},
-    {"launch.tracing_one_scope", "launch: 1000 per scope, full tracing", Wrap::ScopePerBatch, true, true,
-     true, false},
+    {"launch.bare", "launch: bare", Wrap::None, false, cuscope::EventTiming::off, false, false},
+    {"launch.scopes_host", "launch: in a scope, host timing only", Wrap::ScopePerLaunch, true,
+     cuscope::EventTiming::off, false, false},
+    {"launch.scopes_events", "launch: in a scope, + CUDA events", Wrap::ScopePerLaunch, true,
+     cuscope::EventTiming::always, false, false},
+    {"launch.minimal_cupti", "launch: minimal CUPTI client (floor)", Wrap::None, false,
+     cuscope::EventTiming::off, false, true},
+    {"launch.full_tracing", "launch: in a scope, full tracing", Wrap::ScopePerLaunch, true,
+     cuscope::EventTiming::always, true, false},
+    {"launch.tracing_no_events", "launch: in a scope, tracing, no events", Wrap::ScopePerLaunch, true,
+     cuscope::EventTiming::off, true, false},
+    {"launch.tracing_one_scope", "launch: 1000 per scope, full tracing", Wrap::ScopePerBatch, true,
+     cuscope::EventTiming::always, true, false},
+    {"launch.defaults", "launch: in a scope, cuscope's defaults (CUSCOPE_EVENTS=auto: tracing, no events)",
+     Wrap::ScopePerLaunch, true, cuscope::EventTiming::automatic, true, false},
 };
 constexpr int kLaunchConfigCount = sizeof kLaunchConfigs / sizeof kLaunchConfigs[0];
 /// Indices into kLaunchConfigs, for the ratios.
@@ -252,7 +259,8 @@ enum : int {
   kMinimalCupti,
   kFullTracing,
   kTracingNoEvents,
-  kTracingOneScope
+  kTracingOneScope,
+  kDefaults
 };
 
 }  // namespace
@@ -284,9 +292,9 @@ int main(int argc, char** argv) {
   BENCH_CUDA(cudaStreamCreate(&stream));
   // CUPTI's one-time attach, and cuscope's timestamp callback, before anything is timed: every
   // minimal-client run then traces under the same CUPTI state.
-  restart_session(true, true, true);
+  restart_session(true, cuscope::EventTiming::always, true);
   launch_ns(stream, kBatch, Wrap::ScopePerLaunch);
-  restart_session(false, false, false);
+  restart_session(false, cuscope::EventTiming::off, false);
   cuscope_bench::transformer_setup();
   std::fprintf(stderr,
                "cuscope_gpu_bench: %d rounds of %d launches per configuration, %d transformer steps...\n",
@@ -295,7 +303,7 @@ int main(int argc, char** argv) {
   std::vector<double> launch[kLaunchConfigCount];
   std::vector<double> event_pair, event_scope, step_without, step_with;
   // The step with cuscope's parts one at a time: where the full configuration's cost comes from.
-  std::vector<double> step_host, step_events, step_tracing;
+  std::vector<double> step_host, step_events, step_tracing, step_defaults, step_sampled;
   cuscope::Report traced;
   std::uint64_t traced_after_forced_flush = 0;
   // Kernels each traced loop attributed to its scopes, last round (of launches + kBatch).
@@ -310,7 +318,7 @@ int main(int argc, char** argv) {
     for (const int c : order) {
       const LaunchConfig& cfg = kLaunchConfigs[c];
       const bool trace = cfg.activities && !args.trace_dir.empty() && round + 1 == args.rounds;
-      restart_session(cfg.enabled, cfg.gpu_events, cfg.activities, 0,
+      restart_session(cfg.enabled, cfg.events, cfg.activities, 0,
                       trace ? args.trace_dir + "/" + cfg.key + ".cuscope" : "");
       if (cfg.minimal_cupti) MinimalCupti::start();
       launch[c].push_back(launch_ns(stream, args.launches, cfg.wrap));
@@ -330,31 +338,36 @@ int main(int argc, char** argv) {
         }
       }
     }
-    restart_session(false, false, false);
+    restart_session(false, cuscope::EventTiming::off, false);
     event_pair.push_back(event_ns(stream, args.launches, false));
-    restart_session(true, true, false);
+    restart_session(true, cuscope::EventTiming::always, false);
     event_scope.push_back(event_ns(stream, args.launches, true));
 
-    restart_session(false, false, false, 3);
+    restart_session(false, cuscope::EventTiming::off, false, 3);
     const std::vector<double> without = step_ns(3, args.steps);
     step_without.insert(step_without.end(), without.begin(), without.end());
     auto steps_into = [&](std::vector<double>& into) {
       const std::vector<double> t = step_ns(3, args.steps);
       into.insert(into.end(), t.begin(), t.end());
     };
-    restart_session(true, false, false, 3);
+    restart_session(true, cuscope::EventTiming::off, false, 3);
     steps_into(step_host);
-    restart_session(true, true, false, 3);
+    restart_session(true, cuscope::EventTiming::always, false, 3);
     steps_into(step_events);
-    restart_session(true, false, true, 3);
+    restart_session(true, cuscope::EventTiming::off, true, 3);
     steps_into(step_tracing);
-    restart_session(true, true, true, 3);  // last: its report is the notes' "last transformer run"
+    restart_session(true, cuscope::EventTiming::automatic, true, 3);
+    steps_into(step_defaults);
+    restart_session(true, cuscope::EventTiming::sampled, true, 3, "", 100);
+    steps_into(step_sampled);
+    restart_session(true, cuscope::EventTiming::always, true,
+                    3);  // last: its report is the notes' "last transformer run"
     const std::vector<double> with = step_ns(3, args.steps);
     step_with.insert(step_with.end(), with.begin(), with.end());
   }
   cuscope::flush();
   const cuscope::Report demo = cuscope::snapshot();
-  restart_session(false, false, false);
+  restart_session(false, cuscope::EventTiming::off, false);
   cuscope_bench::transformer_teardown();
   BENCH_CUDA(cudaStreamDestroy(stream));
 
@@ -385,17 +398,22 @@ int main(int argc, char** argv) {
                             cuscope_bench::coefficient_of_variation(event_scope)});
   s.measurements.push_back({"transformer.without", "transformer step, without cuscope", without, "ns",
                             cuscope_bench::coefficient_of_variation(step_without)});
-  s.measurements.push_back({"transformer.with", "transformer step, with cuscope", with, "ns",
-                            cuscope_bench::coefficient_of_variation(step_with)});
+  s.measurements.push_back({"transformer.with", "transformer step, tracing + CUSCOPE_EVENTS=always", with,
+                            "ns", cuscope_bench::coefficient_of_variation(step_with)});
   const struct {
     const char *key, *label;
     const std::vector<double>& steps;
-  } parts[] = {{"transformer.host_scopes", "transformer step, host-timed scopes only", step_host},
-               {"transformer.events", "transformer step, scopes + CUDA events", step_events},
-               {"transformer.tracing", "transformer step, scopes + CUPTI tracing", step_tracing}};
+  } parts[] = {
+      {"transformer.host_scopes", "transformer step, host-timed scopes only", step_host},
+      {"transformer.events", "transformer step, scopes + CUDA events", step_events},
+      {"transformer.tracing", "transformer step, scopes + CUPTI tracing", step_tracing},
+      {"transformer.defaults", "transformer step, cuscope's defaults (tracing, CUSCOPE_EVENTS=auto)",
+       step_defaults},
+      {"transformer.sampled", "transformer step, tracing + CUSCOPE_EVENTS=sampled:100", step_sampled}};
   for (const auto& part : parts) {
     const double t = cuscope_bench::median(part.steps);
-    s.measurements.push_back({part.key, part.label, t, "ns", cuscope_bench::coefficient_of_variation(part.steps)});
+    s.measurements.push_back(
+        {part.key, part.label, t, "ns", cuscope_bench::coefficient_of_variation(part.steps)});
     s.measurements.push_back({std::string("ratio.") + part.key + "_over_without",
                               std::string("ratio: ") + part.label + " / without", t / without, "x"});
   }
@@ -406,6 +424,9 @@ int main(int argc, char** argv) {
   s.measurements.push_back({"ratio.scopes_events_over_bare", "ratio: in a scope, + events / bare",
                             per_launch[kScopesEvents] / bare, "x"});
   s.measurements.push_back({"ratio.minimal_over_bare", "ratio: minimal CUPTI / bare", minimal / bare, "x"});
+  s.measurements.push_back({"ratio.defaults_over_minimal",
+                            "ratio: in a scope, cuscope's defaults / minimal CUPTI",
+                            per_launch[kDefaults] / minimal, "x"});
   s.measurements.push_back({"ratio.no_events_over_minimal", "ratio: tracing, no events / minimal CUPTI",
                             per_launch[kTracingNoEvents] / minimal, "x"});
   s.measurements.push_back({"ratio.one_scope_over_minimal", "ratio: 1000 per scope, tracing / minimal CUPTI",
@@ -425,8 +446,8 @@ int main(int argc, char** argv) {
       "Launch and event times are host nanoseconds per launch (per pair, per scope), the mean of each",
       "round's loop, median over the rounds; cv is over the rounds. Step times: median over every step.",
       "Full tracing = cuscope's defaults: CUDA events and CUPTI tracing, one scope per launch.",
-      "Last full-tracing loop: activity " + traced.activity_status + "; " +
-          std::to_string(launched_kernels) + " kernels attributed to 'launch', " + std::to_string(traced.diagnostics.dropped_records) +
+      "Last full-tracing loop: activity " + traced.activity_status + "; " + std::to_string(launched_kernels) +
+          " kernels attributed to 'launch', " + std::to_string(traced.diagnostics.dropped_records) +
           " records dropped, " + std::to_string(traced.diagnostics.gpu_event_failures) +
           " CUDA-event failures.",
       "Last transformer run with cuscope: activity " + demo.activity_status + ", GPU timing " +
@@ -439,7 +460,8 @@ int main(int argc, char** argv) {
   // starts, for which CUPTI gave no API records the way cuscope turned them on; docs/cupti.md).
   const std::uint64_t expected_kernels = static_cast<std::uint64_t>(args.launches + kBatch);
   std::string per_loop = "Kernels each traced loop attributed (last round, of " +
-                         std::to_string(expected_kernels) + (args.minimal_last ? "; minimal client last" : "") + "):";
+                         std::to_string(expected_kernels) +
+                         (args.minimal_last ? "; minimal client last" : "") + "):";
   for (int c = 0; c < kLaunchConfigCount; ++c) {
     if (!kLaunchConfigs[c].activities) continue;
     const cuscope::Diagnostics& d = diagnosed[c];

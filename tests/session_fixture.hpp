@@ -10,9 +10,16 @@
 
 namespace cuscope_test {
 
+// The GPU tests check CUDA-event times beside CUPTI's: events on every call (CUSCOPE_EVENTS=always),
+// unless a test asks for the default (default_events()).
 inline cuscope::Options quiet_options() {
   cuscope::Options o;
   o.print_at_exit = false;
+  o.events = cuscope::EventTiming::always;
+  return o;
+}
+inline cuscope::Options default_events(cuscope::Options o = quiet_options()) {
+  o.events = cuscope::EventTiming::automatic;
   return o;
 }
 

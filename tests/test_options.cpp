@@ -5,6 +5,7 @@
 #include <string>
 
 #include "producers/log.hpp"
+#include "producers/scope_state.hpp"
 #include "session_fixture.hpp"
 
 namespace {
@@ -226,4 +227,56 @@ TEST_CASE("CUSCOPE_NVTX_DOMAINS keeps or leaves out domains, not both", "[option
         "CUSCOPE_NVTX_DOMAINS='NCCL,-cuBLAS' names both domains to keep and ('-') domains to leave out; use "
         "one "
         "or the other; keeping '-NCCL'");
+}
+
+TEST_CASE("CUSCOPE_EVENTS: auto, always, off and sampled:N; anything else keeps the value and says why",
+          "[options]") {
+  std::vector<cuscope::OptionError> errors;
+  CHECK(cuscope::Options{}.events == cuscope::EventTiming::automatic);
+  CHECK(parse({{"CUSCOPE_EVENTS", "always"}}, errors).events == cuscope::EventTiming::always);
+  CHECK(parse({{"CUSCOPE_EVENTS", " OFF "}}, errors).events == cuscope::EventTiming::off);
+  CHECK(parse({{"CUSCOPE_EVENTS", "auto"}}, errors).events == cuscope::EventTiming::automatic);
+  const cuscope::Options sampled = parse({{"CUSCOPE_EVENTS", "sampled:100"}}, errors);
+  CHECK(sampled.events == cuscope::EventTiming::sampled);
+  CHECK(sampled.events_sample_every == 100);
+  REQUIRE(errors.empty());
+  for (const char* bad :
+       {"sometimes", "sampled:", "sampled:1", "sampled:x", "sampled:10x", "sampled:2000000000"}) {
+    errors.clear();
+    const cuscope::Options o = parse({{"CUSCOPE_EVENTS", bad}}, errors);
+    CHECK(o.events == cuscope::EventTiming::automatic);
+    CHECK(o.events_sample_every == 0);
+    REQUIRE(errors.size() == 1);
+    CHECK(errors[0].variable == "CUSCOPE_EVENTS");
+    CHECK(errors[0].message == std::string("CUSCOPE_EVENTS='") + bad +
+                                   "' is not an event mode (auto, always, off, or sampled:N with N from 2 to "
+                                   "1000000000); keeping auto");
+  }
+  errors.clear();
+  cuscope::Options base;
+  base.events = cuscope::EventTiming::sampled;
+  base.events_sample_every = 7;
+  g_env = {{"CUSCOPE_EVENTS", "never"}};
+  const cuscope::Options kept = cuscope::options_from(lookup, base, &errors);
+  CHECK(kept.events == cuscope::EventTiming::sampled);
+  CHECK(kept.events_sample_every == 7);
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0].message ==
+        "CUSCOPE_EVENTS='never' is not an event mode (auto, always, off, or sampled:N with N from 2 to "
+        "1000000000); "
+        "keeping sampled:7");
+}
+
+TEST_CASE("sampled:N times the first 10 calls of a range, then one call in N", "[options]") {
+  using cuscope::detail::event_sampled;
+  int timed = 0;
+  for (std::uint64_t done = 0; done < 10; ++done) timed += event_sampled(done, 100);
+  CHECK(timed == 10);
+  CHECK_FALSE(event_sampled(10, 100));
+  CHECK(event_sampled(109, 100));  // the 110th call: the first after 100 more
+  CHECK_FALSE(event_sampled(110, 100));
+  timed = 0;
+  for (std::uint64_t done = 10; done < 10 + 100 * 50; ++done) timed += event_sampled(done, 100);
+  CHECK(timed == 50);
+  for (std::uint64_t done = 0; done < 1000; ++done) CHECK(event_sampled(done, 0));  // not sampling
 }

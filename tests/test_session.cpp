@@ -417,3 +417,34 @@ TEST_CASE("after shutdown the report is final: step(), flush() and scopes change
   CHECK(r.diagnostics.outside_window_scopes == 0);
   CHECK_FALSE(cuscope::enabled());
 }
+
+TEST_CASE("CUSCOPE_EVENTS decides whether scopes record CUDA events, and the status says why", "[session]") {
+  using cuscope::EventTiming;
+  using cuscope::detail::event_timing;
+  cuscope::Options o;
+  const std::string no_gpu = "no CUDA driver";
+  // auto: events only where CUPTI does not trace.
+  CHECK(event_timing(o, true, no_gpu, true) ==
+        "projected: each call's span of GPU work as CUPTI traces it, no CUDA events (CUSCOPE_EVENTS=auto; "
+        "'always' adds them)");
+  CHECK(event_timing(o, true, no_gpu, false) == "on");
+  CHECK(event_timing(o, false, no_gpu, false) == "no CUDA driver");
+  o.events = EventTiming::always;
+  CHECK(event_timing(o, true, no_gpu, true) == "on");
+  o.events = EventTiming::sampled;
+  o.events_sample_every = 50;
+  CHECK(event_timing(o, true, no_gpu, true) ==
+        "on, sampled: the first 10 calls of each range, then one in 50");
+  o.events = EventTiming::off;
+  CHECK(event_timing(o, true, no_gpu, false) == "off by option (CUSCOPE_EVENTS=off)");
+  o.events = EventTiming::always;
+  o.gpu_events = false;  // the older switch wins
+  CHECK(event_timing(o, true, no_gpu, true) == "disabled by option (CUSCOPE_GPU_EVENTS=0)");
+}
+
+TEST_CASE("CUSCOPE_EVENTS=off says so, without a GPU too", "[session]") {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.events = cuscope::EventTiming::off;
+  cuscope_test::Session session(o);
+  CHECK(cuscope::snapshot().gpu_timing == "off by option (CUSCOPE_EVENTS=off)");
+}

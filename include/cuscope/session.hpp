@@ -27,11 +27,28 @@
 namespace cuscope {
 inline namespace v0 {
 
+/// Which scope calls CUDA events time (Options::events, CUSCOPE_EVENTS).
+enum class EventTiming : std::uint8_t {
+  automatic,  ///< "auto": only where CUPTI does not trace the GPU work (then GPU time is projected)
+  always,     ///< "always": every recorded call of a scope given a stream
+  sampled,    ///< "sampled:N": the first kFirstTimedCalls calls of each range, then one call in N
+  off,        ///< "off": never
+};
+[[nodiscard]] std::string_view to_string(EventTiming e);
+/// Calls of each range (per thread) that "sampled:N" always times before it times one in N.
+inline constexpr std::uint32_t kFirstTimedCalls = 10;
+
 /// Session configuration. Every field has an environment variable (docs/options.md).
 struct Options {
-  bool enabled = true;             ///< CUSCOPE_ENABLE: false makes every scope cost one branch
-  bool gpu_events = true;          ///< CUSCOPE_GPU_EVENTS: time scopes with CUDA events too
-  bool activities = true;          ///< CUSCOPE_ACTIVITIES: trace GPU work with CUPTI
+  bool enabled = true;     ///< CUSCOPE_ENABLE: false makes every scope cost one branch
+  bool gpu_events = true;  ///< CUSCOPE_GPU_EVENTS: false is CUSCOPE_EVENTS=off (the older switch)
+  /// CUSCOPE_EVENTS: which calls CUDA events time, "auto" (the default), "always", "sampled:N" or
+  /// "off". Where CUPTI traces, a call's GPU time is the projected span of its work
+  /// (RangeStats::gpu_projected) and needs no events: "auto" records none there, and records them
+  /// only where tracing is off (no driver hook, CUPTI taken by another tool, CUSCOPE_ACTIVITIES=0).
+  EventTiming events = EventTiming::automatic;
+  std::uint32_t events_sample_every = 0;  ///< N of "sampled:N" (2 or more); 0 otherwise
+  bool activities = true;                 ///< CUSCOPE_ACTIVITIES: trace GPU work with CUPTI
   /// CUSCOPE_GRAPHS: break replayed CUDA graph kernels down by the scope each node was captured
   /// in (a CUPTI subscriber of its own; false leaves the subscriber to another tool)
   bool graphs = true;

@@ -29,6 +29,7 @@ namespace detail {
 
 std::atomic<int> g_state{kNotStarted};
 std::atomic<std::uint32_t> g_flags{0};
+std::atomic<std::uint32_t> g_event_sample_every{0};
 std::atomic<CorrelationHook> g_push_correlation{nullptr};
 std::atomic<CorrelationPopHook> g_pop_correlation{nullptr};
 std::atomic<bool> g_nvtx_quiet{false};
@@ -53,29 +54,6 @@ constexpr std::uint32_t kTraced = 1u << 13;
 constexpr unsigned kTagShift = 14;
 static_assert(model::ThreadTree::kMaxTag <= (UINT32_MAX >> kTagShift));
 constexpr std::uint32_t kTokenBits = kRecorded | kPushed | kTimedGpu | kTraced;
-
-// The hot path's thread_locals are pointers (producers/hot_tls.hpp).
-// push()/pop() tokens. Equal neighbours (recursion, entries past the maximum depth, pushes while
-// recording is off) share one entry, so balanced use never runs out; past kMaxEntries distinct
-// ones, a push records nothing (counted as a depth overflow) and its pop undoes nothing.
-struct ThreadPushes {
-  static constexpr std::uint32_t kMaxEntries = 2 * model::kHardMaxDepth;
-  struct Entry {
-    std::uint32_t token;
-    std::uint32_t repeat;
-    bool entered;  // enter_named() returned a state: the pop must exit() it
-  };
-  Entry entries[kMaxEntries];
-  std::uint32_t depth = 0;
-  std::uint64_t skipped = 0;
-};
-CUSCOPE_HOT_TLS thread_local ThreadPushes* t_pushes = nullptr;
-
-// The calling thread's push()/pop() stack, made on its first push() or pop() (nullptr when memory
-// runs out: that push records nothing).
-ThreadPushes* thread_pushes() noexcept {
-  return t_pushes != nullptr ? t_pushes : make_thread_owned(t_pushes);
-}
 
 nvtxStringHandle_t nvtx_handle(std::uint32_t id) {
   return static_cast<nvtxStringHandle_t>(current_sink().forest.names.tag(id).load(std::memory_order_acquire));
@@ -175,7 +153,11 @@ ThreadState* this_thread() noexcept {
   if (flags & kCorrelation) tok |= push_correlation(b.instance);
   const bool framed = !overflow && !b.reentry;  // a re-entry keeps its frame's timers
   if ((flags & kCounters) && framed) counters_on_enter(ts->tree->innermost());
-  if ((flags & kGpuEvents) && framed && ts->gpu && ts->gpu->begin(b.depth, stream)) tok |= kTimedGpu;
+  if ((flags & kGpuEvents) && framed && ts->gpu &&
+      event_sampled(ts->tree->innermost()->calls.get(),
+                    g_event_sample_every.load(std::memory_order_relaxed)) &&
+      ts->gpu->begin(b.depth, stream))
+    tok |= kTimedGpu;
   return tok;
 }
 
@@ -282,10 +264,7 @@ ThreadState* current_thread_state() noexcept { return t_state; }
 
 void forget_this_thread() noexcept {
   t_state = nullptr;
-  if (t_pushes != nullptr) {
-    t_pushes->depth = 0;
-    t_pushes->skipped = 0;
-  }
+  forget_thread_pushes();
 }
 
 namespace {
@@ -436,63 +415,6 @@ void count(std::string_view name, double amount) noexcept {
     return;
   }
   detail::count_id(detail::current_sink().forest.names.intern(name), amount);
-}
-
-void push(std::string_view name, cudaStream_t stream) noexcept {
-  if (const detail::Engine* e = detail::forward_target()) return e->push(name, stream);
-  detail::ThreadPushes* pushes_or_null = detail::thread_pushes();
-  if (pushes_or_null == nullptr) {  // out of memory: recorded nothing, counted
-    detail::current_sink().forest.unrecorded_scopes.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-  auto& pushes = *pushes_or_null;
-  if (pushes.depth == detail::ThreadPushes::kMaxEntries) {
-    ++pushes.skipped;
-    if (detail::ThreadState* ts = detail::t_state) {
-      ts->tree->depth_overflows.add(1);
-      if (detail::g_flags.load(std::memory_order_relaxed) & detail::kTrace)
-        trace::record(trace::ScopeKind::Overflow, ts->tree->slot(), 0, detail::now_ns());
-    }
-    return;
-  }
-  std::uint32_t token = 0;
-  detail::ThreadState* ts = nullptr;
-  if (detail::g_state.load(std::memory_order_relaxed) != detail::kOff)
-    ts = detail::enter_named(name, stream, token);
-  const bool entered = ts != nullptr;
-  if (pushes.depth > 0) {
-    auto& top = pushes.entries[pushes.depth - 1];
-    if (top.token == token && top.entered == entered && top.repeat != UINT32_MAX) {
-      ++top.repeat;
-      return;
-    }
-  }
-  pushes.entries[pushes.depth++] = {token, 1, entered};
-}
-
-void pop() noexcept {
-  if (const detail::Engine* e = detail::forward_target()) return e->pop();
-  detail::ThreadPushes* pushes_or_null = detail::thread_pushes();
-  if (pushes_or_null == nullptr) return;
-  auto& pushes = *pushes_or_null;
-  if (pushes.skipped > 0) {
-    --pushes.skipped;
-    return;
-  }
-  detail::ThreadState* ts = detail::t_state;
-  if (pushes.depth == 0) {
-    if (ts != nullptr) {
-      ts->tree->unbalanced_ends.add(1);
-    } else {
-      detail::current_sink().stray_pops.fetch_add(1, std::memory_order_relaxed);
-    }
-    return;
-  }
-  auto& top = pushes.entries[pushes.depth - 1];
-  const std::uint32_t token = top.token;
-  const bool entered = top.entered;
-  if (--top.repeat == 0) --pushes.depth;
-  if (entered && ts != nullptr) detail::exit(ts, token);
 }
 
 }  // namespace v0

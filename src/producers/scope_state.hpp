@@ -9,7 +9,8 @@
 
 #include <atomic>
 #include <cstdint>
-#include <cuscope/scope.hpp>  // first: detail:: below extends cuscope::v0::detail
+#include <cuscope/scope.hpp>
+#include <cuscope/session.hpp>  // first: detail:: below extends cuscope::v0::detail
 #include <memory>
 
 #include "model/range_tree.hpp"
@@ -27,6 +28,15 @@ enum Flags : std::uint32_t {
   kTrace = 1u << 4,        ///< trace mode: recorded scopes also go to the trace writer
 };
 extern std::atomic<std::uint32_t> g_flags;
+/// CUSCOPE_EVENTS=sampled:N: N (a recorded call of a range is timed by CUDA events when it is one
+/// of its first kFirstTimedCalls on its thread, or every N-th after); 0: every call kGpuEvents
+/// covers. Set by the session at start.
+extern std::atomic<std::uint32_t> g_event_sample_every;
+/// Whether CUDA events time a call of a range of which its thread completed `done` calls, under
+/// sampled:`every` (0: every call): the first kFirstTimedCalls, then one in `every`.
+constexpr bool event_sampled(std::uint64_t done, std::uint32_t every) {
+  return every == 0 || done < kFirstTimedCalls || (done - kFirstTimedCalls) % every == every - 1;
+}
 
 /// Hooks the CUPTI adapter installs while it traces (null otherwise).
 using CorrelationHook = void (*)(std::uint64_t instance) noexcept;
@@ -56,6 +66,8 @@ ThreadState* attach_thread() noexcept;
 
 /// Forgets the calling thread's state, used when the thread is released and by reset_for_testing().
 void forget_this_thread() noexcept;
+/// Empties the calling thread's push()/pop() stack (push_pop.cpp), for forget_this_thread().
+void forget_thread_pushes() noexcept;
 /// A range by interned name id, for producers other than Scope (the NVTX injection): what enter()
 /// does, without an NVTX range of its own and without a stream. nullptr when it records nothing.
 ThreadState* enter_interned(std::uint32_t id, std::uint32_t& token) noexcept;

@@ -144,6 +144,37 @@ struct Reader {
     field = std::move(parsed);
   }
 
+  // "auto", "always", "off" or "sampled:N" (N from 2 to 1e9).
+  void events(const char* name, EventTiming& field, std::uint32_t& every) const {
+    const char* raw = get(name);
+    if (raw == nullptr) return;
+    const std::string v = trimmed_lower(raw);
+    for (EventTiming e : {EventTiming::automatic, EventTiming::always, EventTiming::off}) {
+      if (v == to_string(e)) {
+        field = e;
+        every = 0;
+        return;
+      }
+    }
+    constexpr std::string_view kSampled = "sampled:";
+    std::uint64_t n = 0;
+    if (v.compare(0, kSampled.size(), kSampled) == 0) {
+      const char* first = v.data() + kSampled.size();
+      const auto [end, ec] = std::from_chars(first, v.data() + v.size(), n);
+      if (ec == std::errc{} && end == v.data() + v.size() && end != first && n >= 2 && n <= 1'000'000'000) {
+        field = EventTiming::sampled;
+        every = static_cast<std::uint32_t>(n);
+        return;
+      }
+    }
+    const std::string keeping =
+        field == EventTiming::sampled ? fmt::format("sampled:{}", every) : std::string(to_string(field));
+    error(name, raw,
+          fmt::format("{}='{}' is not an event mode (auto, always, off, or sampled:N with N from 2 to "
+                      "1000000000); keeping {}",
+                      name, shown(raw), keeping));
+  }
+
   void sort_key(const char* name, SortKey& field) const {
     const char* raw = get(name);
     if (raw == nullptr) return;
@@ -165,20 +196,35 @@ struct Reader {
   }
 };
 
-constexpr const char* kKnown[] = {"CUSCOPE_ENABLE",       "CUSCOPE_GPU_EVENTS", "CUSCOPE_ACTIVITIES",
-                                  "CUSCOPE_WAIT",         "CUSCOPE_WARMUP",     "CUSCOPE_ACTIVE",
-                                  "CUSCOPE_PRINT",        "CUSCOPE_OUTPUT",     "CUSCOPE_JSON",
-                                  "CUSCOPE_SORT",         "CUSCOPE_ROWS",       "CUSCOPE_TOP_KERNELS",
-                                  "CUSCOPE_MAX_DEPTH",    "CUSCOPE_METRICS",    "CUSCOPE_METRIC_RANGES",
-                                  "CUSCOPE_METRIC_STEPS", "CUSCOPE_TRACE",      "CUSCOPE_TRACE_LIMIT",
-                                  "CUSCOPE_NVTX_DOMAINS", "CUSCOPE_FINDINGS",   "CUSCOPE_GRAPHS"};
+constexpr const char* kKnown[] = {
+    "CUSCOPE_ENABLE",    "CUSCOPE_GPU_EVENTS",  "CUSCOPE_ACTIVITIES",    "CUSCOPE_WAIT",
+    "CUSCOPE_WARMUP",    "CUSCOPE_ACTIVE",      "CUSCOPE_PRINT",         "CUSCOPE_OUTPUT",
+    "CUSCOPE_JSON",      "CUSCOPE_SORT",        "CUSCOPE_ROWS",          "CUSCOPE_TOP_KERNELS",
+    "CUSCOPE_MAX_DEPTH", "CUSCOPE_METRICS",     "CUSCOPE_METRIC_RANGES", "CUSCOPE_METRIC_STEPS",
+    "CUSCOPE_TRACE",     "CUSCOPE_TRACE_LIMIT", "CUSCOPE_NVTX_DOMAINS",  "CUSCOPE_FINDINGS",
+    "CUSCOPE_GRAPHS",    "CUSCOPE_EVENTS"};
 
 }  // namespace
+
+std::string_view to_string(EventTiming e) {
+  switch (e) {
+    case EventTiming::automatic:
+      return "auto";
+    case EventTiming::always:
+      return "always";
+    case EventTiming::sampled:
+      return "sampled";
+    case EventTiming::off:
+      return "off";
+  }
+  return "auto";
+}
 
 Options options_from(EnvLookup lookup, Options base, std::vector<OptionError>* errors) {
   const Reader r{lookup, errors};
   r.boolean("CUSCOPE_ENABLE", base.enabled);
   r.boolean("CUSCOPE_GPU_EVENTS", base.gpu_events);
+  r.events("CUSCOPE_EVENTS", base.events, base.events_sample_every);
   r.boolean("CUSCOPE_ACTIVITIES", base.activities);
   r.boolean("CUSCOPE_GRAPHS", base.graphs);
   r.number("CUSCOPE_WAIT", base.wait_steps, 0, 1'000'000'000);

@@ -53,7 +53,7 @@ std::uint32_t flags_for(const Session& s, Phase p) {
   std::uint32_t f = 0;
   if (p == Phase::Record) {
     f |= kRecording;
-    if (s.gpu_timing == "on") f |= kGpuEvents;
+    if (s.records_events()) f |= kGpuEvents;
     const std::uint64_t recorded = s.recorded_steps.load(std::memory_order_relaxed);
     if (s.counters_status.rfind("on", 0) == 0 && counters_failure().empty() &&
         (s.options.metric_steps == 0 || recorded < s.options.metric_steps)) {
@@ -66,6 +66,22 @@ std::uint32_t flags_for(const Session& s, Phase p) {
 }
 
 }  // namespace
+
+// Whether scopes record CUDA events, and why not ("on..." when they do): CUSCOPE_EVENTS against
+// what the session has. Decided once, after CUPTI tracing started or did not.
+std::string event_timing(const Options& o, bool gpu_available, const std::string& no_gpu_reason,
+                         bool tracing) {
+  if (!o.gpu_events) return "disabled by option (CUSCOPE_GPU_EVENTS=0)";
+  if (o.events == EventTiming::off) return "off by option (CUSCOPE_EVENTS=off)";
+  if (!gpu_available) return no_gpu_reason;
+  if (o.events == EventTiming::automatic && tracing)
+    return "projected: each call's span of GPU work as CUPTI traces it, no CUDA events (CUSCOPE_EVENTS=auto; "
+           "'always' adds them)";
+  if (o.events == EventTiming::sampled)
+    return fmt::format("on, sampled: the first {} calls of each range, then one in {}", kFirstTimedCalls,
+                       o.events_sample_every);
+  return "on";
+}
 
 Session::Session() = default;
 
@@ -197,11 +213,6 @@ bool start(const Options& given) {
     } else {
       s.device = "not queried (GPU timing and tracing are off)";
     }
-    if (!options.gpu_events) {
-      s.gpu_timing = "disabled by option (CUSCOPE_GPU_EVENTS=0)";
-    } else {
-      s.gpu_timing = probe.available ? "on" : probe.reason;
-    }
     if (!options.activities) {
       s.activity_status = "disabled by option (CUSCOPE_ACTIVITIES=0)";
     } else if (!probe.available) {
@@ -209,6 +220,10 @@ bool start(const Options& given) {
     } else {
       s.activity_status = start_activity_tracing(s);
     }
+    s.gpu_timing =
+        event_timing(options, probe.available, probe.reason, s.tracing.load(std::memory_order_relaxed));
+    g_event_sample_every.store(options.events == EventTiming::sampled ? options.events_sample_every : 0,
+                               std::memory_order_relaxed);
     if (!options.metrics.empty()) s.counters_status = probe.available ? start_counters(s) : probe.reason;
     if (probe.available) s.peaks = device_peaks();
     if (std::string off = start_trace(s); !off.empty()) warn_once(off);

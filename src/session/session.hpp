@@ -39,7 +39,10 @@ class Session : public Sink {
 
   // Fixed at start.
   std::string device = "no GPU";
-  std::string gpu_timing = "session not started";  // "on", or why not
+  // "on" or "on, sampled: ..." when scopes record CUDA events; "projected: ..." when CUPTI's
+  // projected spans time them instead; else why neither.
+  std::string gpu_timing = "session not started";
+  [[nodiscard]] bool records_events() const { return gpu_timing.rfind("on", 0) == 0; }
   std::string activity_status = "session not started";
   std::string counters_status{kCountersNotRequested};
   std::vector<Metric> counter_metrics;  // the plan the range profiler follows, when it runs
@@ -75,5 +78,9 @@ Report report_of(Session& s) noexcept;
 
 /// Resolves finished CUDA events of every thread; true when none is left pending (collector.cpp).
 bool resolve_gpu_events() noexcept;
+
+/// Session::gpu_timing for `o` (CUSCOPE_EVENTS): "on" or "on, sampled: ..." when scopes record CUDA
+/// events; "projected: ..." when CUPTI traces and events are not needed; else why neither.
+std::string event_timing(const Options& o, bool gpu_available, const std::string& no_gpu_reason, bool tracing);
 
 }  // namespace cuscope::inline v0::detail

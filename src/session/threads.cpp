@@ -59,7 +59,7 @@ ThreadState* attach_thread() noexcept {
       auto fresh = std::make_unique<ThreadState>();
       fresh->owner = &s;
       fresh->tree = tree;
-      if (s.gpu_timing == "on") fresh->gpu = std::make_unique<GpuEvents>();
+      if (s.records_events()) fresh->gpu = std::make_unique<GpuEvents>();
       ts = fresh.get();
       s.threads.push_back(std::move(fresh));
     }

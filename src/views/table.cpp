@@ -103,6 +103,8 @@ std::string diagnostics_line(const Diagnostics& d) {
 
 std::string status_line(std::string_view what, std::string_view status) {
   if (status == "on") return {};
+  if (status.rfind("on, ", 0) == 0 || status.rfind("projected: ", 0) == 0)
+    return fmt::format("{}: {}\n", what, status);
   if (status.empty()) return fmt::format("{}: off\n", what);
   return fmt::format("{}: off — {}\n", what, status);
 }
@@ -123,7 +125,8 @@ std::string header(const Report& report) {
   }
   if (report.counters_status.rfind("on", 0) == 0) {
     out += fmt::format("hardware counters: {}\n", report.counters_status);
-  } else if (report.counters_status != kCountersNotRequested && report.gpu_timing == "on") {
+  } else if (report.counters_status != kCountersNotRequested &&
+             (report.gpu_timing.rfind("on", 0) == 0 || report.activity_status == "on")) {
     out += status_line("hardware counters", report.counters_status);
   }
   // A reason is printed once: notes repeating a status reason or an earlier note are left out.

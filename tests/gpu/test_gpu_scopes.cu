@@ -31,6 +31,40 @@ long long cycles_for_ms(double ms) {
 
 }  // namespace
 
+TEST_CASE(
+    "CUSCOPE_EVENTS=auto: where CUPTI traces, scopes record no CUDA events; GPU time is the projected "
+    "span",
+    "[gpu]") {
+  cuscope_test::Session session(cuscope_test::default_events());
+  cudaStream_t stream = nullptr;
+  CHECK_CUDA(cudaStreamCreate(&stream));
+  const long long cycles = cycles_for_ms(0.2);
+  spin<<<1, 1, 0, stream>>>(cycles);  // warm-up launch: module loading stays out
+  for (int i = 0; i < 10; ++i) {
+    CUSCOPE_SCOPE("auto_timed", stream);
+    spin<<<1, 1, 0, stream>>>(cycles);
+    spin<<<1, 1, 0, stream>>>(cycles);
+  }
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  cuscope::flush();
+  const cuscope::Report report = cuscope::snapshot();
+  const auto* r = report.find("auto_timed");
+  REQUIRE(r != nullptr);
+  INFO("activity: " << report.activity_status << "; GPU timing: " << report.gpu_timing);
+  if (report.activity_status == "on") {
+    CHECK(report.gpu_timing.rfind("projected: ", 0) == 0);
+    CHECK(r->gpu.count == 0);
+    REQUIRE(r->gpu_projected.count == 10);
+    CHECK(r->total.kernel_calls == 20);
+    CHECK(r->gpu_projected.total_ns >= r->total.kernel_ns);  // one stream: the kernels and any gap
+    CHECK(&r->gpu_time() == &r->gpu_projected);
+  } else {  // CUPTI taken by another tool: events time the scopes instead
+    CHECK(report.gpu_timing == "on");
+    CHECK(r->gpu.count == 10);
+  }
+  cudaStreamDestroy(stream);
+}
+
 TEST_CASE("a scope's CUDA-event time matches the kernel it holds", "[gpu]") {
   cuscope_test::Session session;
   cudaStream_t stream = nullptr;
