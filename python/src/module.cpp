@@ -73,7 +73,9 @@ void shutdown_if_started() {
   cuscope::shutdown();
 }
 
-cudaStream_t push_stream(nb::handle stream) { return stream.is_none() ? torch_stream() : stream_from(stream); }
+cudaStream_t push_stream(nb::handle stream) {
+  return stream.is_none() ? torch_stream() : stream_from(stream);
+}
 
 }  // namespace
 }  // namespace cuscope::python
@@ -88,16 +90,19 @@ NB_MODULE(_cuscope, m) {
   bind_scope(m);
 
   nb::class_<Report>(m, "NativeReport", "A snapshot as the library holds it (cuscope.Report wraps it).")
-      .def("json", [](const Report& r) { return format_json(r); }, "The report as the library's JSON.")
+      .def(
+          "json", [](const Report& r) { return format_json(r); }, "The report as the library's JSON.")
       .def("table", &table_of, nb::arg("settings"),
            "The table with CUSCOPE_SORT/ROWS/TOP_KERNELS/FINDINGS settings on top of the session's; "
            "(text, problems).");
 
-  m.def("push", [](const std::string& name, nb::handle stream) { cuscope::push(name, push_stream(stream)); },
-        nb::arg("name"), nb::arg("stream") = nb::none());
+  m.def(
+      "push", [](const std::string& name, nb::handle stream) { cuscope::push(name, push_stream(stream)); },
+      nb::arg("name"), nb::arg("stream") = nb::none());
   m.def("pop", [] { cuscope::pop(); });
-  m.def("count", [](const std::string& name, double amount) { cuscope::count(name, amount); }, nb::arg("name"),
-        nb::arg("amount") = 1.0);
+  m.def(
+      "count", [](const std::string& name, double amount) { cuscope::count(name, amount); }, nb::arg("name"),
+      nb::arg("amount") = 1.0);
   m.def("step", &cuscope::step);
   m.def("enabled", &cuscope::enabled);
   m.def("set_enabled", &cuscope::set_enabled, nb::arg("enabled"));

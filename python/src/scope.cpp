@@ -101,7 +101,8 @@ void Scope::enter() {
   const cudaStream_t s = stream();
   Entry e{nullptr, 0, PyThread_get_thread_ident()};
   if (detail::g_state.load(std::memory_order_relaxed) != detail::kOff) {
-    e.state = site_ != nullptr ? detail::enter(*site_, s, e.token) : detail::enter_named(utf8_of(name_), s, e.token);
+    e.state = site_ != nullptr ? detail::enter(*site_, s, e.token)
+                               : detail::enter_named(utf8_of(name_), s, e.token);
   }
   if (!first_used_ && more_.empty()) {
     first_ = e;
@@ -180,7 +181,8 @@ closes the scope and propagates.)doc")
           nb::arg("exc_type").none(), nb::arg("exc").none(), nb::arg("traceback").none(),
           "Closes the calling thread's latest entry; never swallows the exception.")
       .def(
-          "__call__", [](nb::handle self, nb::handle func) { return decorator()(self, func); }, nb::arg("func"),
+          "__call__", [](nb::handle self, nb::handle func) { return decorator()(self, func); },
+          nb::arg("func"),
           "Decorates ``func``: each call runs inside this scope (the name is interned once).");
 }
 

@@ -9,8 +9,8 @@
 
 #include <nanobind/nanobind.h>
 
-#include <cuscope/scope.hpp>
 #include <cstdint>
+#include <cuscope/scope.hpp>
 #include <vector>
 
 namespace cuscope::python {
