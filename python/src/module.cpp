@@ -99,15 +99,68 @@ NB_MODULE(_cuscope, m) {
   m.def(
       "push", [](const std::string& name, nb::handle stream) { cuscope::push(name, push_stream(stream)); },
       nb::arg("name"), nb::arg("stream") = nb::none());
-  m.def("pop", [] { cuscope::pop(); });
+  m.def(
+      "pop", [] { cuscope::pop(); },
+      R"doc(Closes the calling thread's latest push(); a pop() with no push() is
+counted (diagnostics["unbalanced_ends"]), not fatal.
+
+Example::
+
+    cuscope.push("layer")
+    run_layer()
+    cuscope.pop())doc");
   m.def(
       "count", [](const std::string& name, double amount) { cuscope::count(name, amount); }, nb::arg("name"),
-      nb::arg("amount") = 1.0);
-  m.def("step", &cuscope::step);
-  m.def("enabled", &cuscope::enabled);
-  m.def("set_enabled", &cuscope::set_enabled, nb::arg("enabled"));
-  m.def("flush", &cuscope::flush, nb::call_guard<nb::gil_scoped_release>());
-  m.def("shutdown", &cuscope::shutdown, nb::call_guard<nb::gil_scoped_release>());
+      nb::arg("amount") = 1.0, R"doc(Adds ``amount`` to the counter ``name`` of the innermost open scope on
+this thread; the report shows it per range with its rates per second of host and GPU
+time. inf and NaN are refused and counted.
+
+Example::
+
+    with cuscope.scope("decode"):
+        cuscope.count("tokens", batch * new_tokens))doc");
+  m.def("step", &cuscope::step, R"doc(Marks the end of a step (an iteration of the main loop): drives the
+wait / warm-up / active window of start(wait_steps=, warmup_steps=, active_steps=).
+
+Example::
+
+    for batch in loader:
+        with cuscope.scope("step"):
+            train(batch)
+        cuscope.step())doc");
+  m.def("enabled", &cuscope::enabled,
+        R"doc(Whether scopes record; before the session starts, whether the first
+scope will (CUSCOPE_ENABLE).
+
+Example::
+
+    if cuscope.enabled():
+        print(cuscope.snapshot().table()))doc");
+  m.def("set_enabled", &cuscope::set_enabled, nb::arg("enabled"),
+        R"doc(Turns recording on or off at run time; a scope costs about one branch while off.
+
+Example::
+
+    cuscope.set_enabled(False)   # evaluation: not recorded
+    evaluate(model)
+    cuscope.set_enabled(True))doc");
+  m.def("flush", &cuscope::flush, nb::call_guard<nb::gil_scoped_release>(),
+        R"doc(Makes every finished piece of GPU work visible to the next snapshot; never
+synchronizes the device (work still running stays pending).
+
+Example::
+
+    torch.cuda.synchronize()
+    cuscope.flush()
+    report = cuscope.snapshot())doc");
+  m.def("shutdown", &cuscope::shutdown, nb::call_guard<nb::gil_scoped_release>(),
+        R"doc(Flushes, prints the exit table if configured, and stops collection; idempotent.
+It runs by itself when the interpreter exits; scopes after it record nothing.
+
+Example::
+
+    cuscope.shutdown()           # the table now, not at exit
+    final = cuscope.snapshot())doc");
   m.def("shutdown_if_started", &shutdown_if_started);
   m.def("snapshot", [] {
     Report r;

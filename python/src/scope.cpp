@@ -148,7 +148,9 @@ CUDA-event time on ``stream`` (or on torch's current stream when torch is import
 and no stream is given). Every kernel, copy and allocation launched inside it is
 attributed to it.
 
-Use it as a context manager or as a decorator; the name is interned once::
+A context manager or a decorator; the name is interned once.
+
+Example::
 
     with cuscope.scope("step"):
         with cuscope.scope("forward", stream=torch.cuda.current_stream()):

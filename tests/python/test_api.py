@@ -248,3 +248,23 @@ def test_a_scope_closed_on_another_thread_is_counted_and_closed_on_its_own():
     s.__exit__(None, None, None)  # no entry left: nothing to close, nothing counted
     assert cuscope.snapshot().diagnostics["unbalanced_ends"] == unbalanced
     assert find("api_cross_thread").calls == 1
+
+
+def test_the_type_stub_declares_every_public_name():
+    import ast
+    import os
+    stub_path = os.path.join(os.path.dirname(os.path.realpath(cuscope.__file__)), "__init__.pyi")
+    with open(stub_path) as f:
+        tree = ast.parse(f.read())
+    declared = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    assert set(cuscope.__all__) <= declared
+    assert {n for n in declared if not n.startswith("_")} == set(cuscope.__all__)
+
+
+def test_every_public_name_has_a_docstring_with_an_example():
+    plain_records = {"Duration", "Activity", "Copy", "Kernel", "Count", "Finding", "Span"}
+    for name in cuscope.__all__:
+        doc = getattr(cuscope, name).__doc__ or ""
+        assert doc.strip(), name
+        if name not in plain_records:
+            assert "Example::" in doc, name
