@@ -2,8 +2,6 @@
 // Every function here runs with the GIL held: it is what guards the site table and a scope's entries.
 #include "scope.hpp"
 
-#include <nanobind/stl/string_view.h>
-
 #include <cstdint>
 #include <cstring>
 #include <string_view>
