@@ -2,7 +2,7 @@
 """What a Python scope costs: `with cuscope.scope()` (enter and exit) against the alternatives, in
 one run, as ratios (issue 25, deliverable 5).
 
-    python bench/python_scope.py [--out FILE] [--number N] [--repeat R]
+    python bench/python_scope.py [--out FILE] [--note TEXT] [--number N] [--repeat R]
 
 Runs the cases twice, each time in a fresh process: with no NVTX tool attached ("plain"), then
 under zero-code cuscope (`python -m cuscope run`, where nvtx.annotate's ranges become cuscope
@@ -84,6 +84,7 @@ def child(mode, number, repeat):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", help="write the figures as JSON here")
+    ap.add_argument("--note", default="", help="what a reader must know about the machine (kept in the JSON)")
     ap.add_argument("--number", type=int, default=200_000)
     ap.add_argument("--repeat", type=int, default=15)
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -96,6 +97,8 @@ def main():
         "what": "ns per entry (enter + exit, loop included), fastest of the repeats; ratios between cases",
         "date": datetime.date.today().isoformat(),
         "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
+        "cpus": os.cpu_count(),
+        "note": args.note,
         "python": platform.python_version(),
         "cuscope": cuscope.__version__,
         "number": args.number,
