@@ -55,6 +55,18 @@ def test_decorator_scopes_every_call_and_keeps_the_function():
     assert calls("api_decorated") == 4
 
 
+def test_an_exception_in_a_decorated_function_closes_its_scope_and_propagates():
+    @cuscope.scope("api_decorated_raises")
+    def fail():
+        raise ValueError("decorated boom")
+
+    for _ in range(2):
+        with pytest.raises(ValueError, match="decorated boom"):
+            fail()
+    r = find("api_decorated_raises")
+    assert (r.calls, r.open) == (2, 0)
+
+
 def test_decorated_recursion_reenters_the_open_range():
     @cuscope.scope("api_fact")
     def fact(n):
