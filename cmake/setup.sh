@@ -3,11 +3,12 @@
 # CUDA 13 itself (nvcc, cudart, CUPTI, NVTX3) is expected at /usr/local/cuda.
 set -euo pipefail
 
-# clang-14 and libclang-rt-14-dev: the trace reader's fuzzer (libFuzzer); python3-venv: the HTA test;
+# clang-14 and libclang-rt-14-dev: the trace reader's fuzzer (libFuzzer); python3-venv: the HTA test
+# and the Python package's; python3-dev: the Python package's native module (headers);
 # chromium and fonts-dejavu-core: the flame graph's rendering test; openmpi-bin (mpirun) and
 # libopenmpi-dev: the many-ranks test.
 packages=(cmake ninja-build g++ libabsl-dev libspdlog-dev libfmt-dev catch2 nlohmann-json3-dev libbenchmark-dev
-          clang-14 libclang-rt-14-dev python3 python3-venv chromium fonts-dejavu-core openmpi-bin libopenmpi-dev)
+          clang-14 libclang-rt-14-dev python3 python3-venv python3-dev chromium fonts-dejavu-core openmpi-bin libopenmpi-dev)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -35,6 +36,17 @@ if ! "$venv/bin/python" -c "import hta" 2>/dev/null; then
            "HolisticTraceAnalysis==0.5.0"; }; then
     echo "cuscope setup: could not install HolisticTraceAnalysis from PyPI (offline?); the test" \
          "'trace: HolisticTraceAnalysis reads cuscope trace' will fail until it is installed" >&2
+  fi
+fi
+# The Python package (python/, docs/python.md): nanobind and scikit-build-core build it, pytest and nvtx
+# test it, pandas is its optional DataFrame. The build (cmake --preset default) uses this interpreter.
+venv=$root/.cache/py-venv
+if ! "$venv/bin/python" -c "import nanobind, scikit_build_core, pytest, nvtx, pandas" 2>/dev/null; then
+  echo "cuscope setup: installing the Python package's build and test tools into $venv"
+  if ! { python3 -m venv "$venv" && "$venv/bin/pip" install -q --disable-pip-version-check \
+           "nanobind==3.1.0" "scikit-build-core==1.1.2" "pytest==9.2.0" "nvtx==0.2.17" "pandas==3.1.1"; }; then
+    echo "cuscope setup: could not install nanobind, scikit-build-core, pytest, nvtx and pandas from PyPI" \
+         "(offline?); the Python package is not built and its tests fail until they are installed" >&2
   fi
 fi
 echo "cuscope setup: ready"

@@ -187,8 +187,16 @@ check() {
   section "zero-code: the demo under cuscope run" "$BUILD_DIR/src/cli/cuscope" run -- "$BUILD_DIR/cuda/cuscope_demo" \
     --steps 5 --warmup 2
   if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+    # Issue 25: the same regions through the Python API (cuscope.scope), when this build made the
+    # module for this python3 (it needs nanobind at configure time); its kernel counts must be torch's.
+    local python_api=()
+    if PYTHONPATH="$BUILD_DIR/python" python3 -c 'import cuscope' 2>/dev/null; then
+      python_api=(--python-package "$PWD/$BUILD_DIR/python")
+    else
+      echo "torch-compare: the cuscope Python package was not built for this python3: its comparison waits" | tee -a "$log"
+    fi
     section "zero-code: PyTorch under cuscope run vs torch.profiler" python3 tests/gpu/torch_compare.py \
-      --cuscope "$BUILD_DIR/src/cli/cuscope" --out "$results/torch-compare"
+      --cuscope "$BUILD_DIR/src/cli/cuscope" --out "$results/torch-compare" "${python_api[@]}"
     # Issue 15: a torch.cuda.graph captured under NVTX ranges, replayed 100 times: exact kernel
     # counts per capture-time path (fails on a miss).
     section "zero-code: torch.cuda.graph breakdown by capture-time NVTX path" python3 tests/gpu/torch_compare.py \

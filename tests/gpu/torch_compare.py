@@ -12,10 +12,13 @@ Three runs, each its own process (cuscope and torch.profiler both take CUPTI):
   1. `cuscope run` with the hand-placed ranges            -> cuscope-ranges.json
   2. `cuscope run` with emit_nvtx() too (operator ranges)  -> cuscope-emit-nvtx.json
   3. torch.profiler, the same steps                        -> torch-trace.json (Kineto)
+With --python-package DIR (a folder holding the cuscope Python package), a fourth:
+  4. the regions as cuscope.scope, the module alone        -> cuscope-python-api.json
 For each hand-placed range: kernels and kernel time (inclusive) from cuscope's report and from the
 Kineto trace (a kernel belongs to the innermost annotation of the launching thread that holds its
 launch). Prints one table; each difference above 5% is marked EXPLAIN. Writes compare.json.
-Exit status: 0 when every run worked (differences are for a person to explain), 1 otherwise.
+Exit status: 0 when every run worked (differences are for a person to explain), 1 otherwise, and 1
+when the Python API's kernel count of a region is not torch.profiler's.
 
     torch_compare.py --cuscope BUILD/src/cli/cuscope --out DIR --graph [--replays N]
 
@@ -42,10 +45,14 @@ def workload(steps, warmup, mode):
     import torch.nn.functional as F
 
     profiling = mode == "profile"
+    if mode == "python_api":
+        import cuscope  # from --python-package (PYTHONPATH)
 
     def region(name, on):
         if not on:
             return contextlib.nullcontext()
+        if mode == "python_api":
+            return cuscope.scope(name)
         stack = contextlib.ExitStack()
         stack.enter_context(torch.cuda.nvtx.range(name))
         if profiling:
@@ -233,7 +240,8 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=5)
-    ap.add_argument("--workload", choices=["plain", "emit_nvtx", "profile", "graph"])
+    ap.add_argument("--workload", choices=["plain", "emit_nvtx", "profile", "graph", "python_api"])
+    ap.add_argument("--python-package", help="a folder holding the cuscope Python package: compare its scopes too")
     ap.add_argument("--graph", action="store_true", help="check the CUDA graph breakdown instead")
     ap.add_argument("--replays", type=int, default=100)
     a = ap.parse_args()
@@ -249,11 +257,16 @@ def main():
     me = [sys.executable, os.path.abspath(__file__), "--steps", str(a.steps), "--warmup", str(a.warmup)]
     runs = {"ranges": os.path.join(a.out, "cuscope-ranges.json"),
             "emit": os.path.join(a.out, "cuscope-emit-nvtx.json"),
-            "trace": os.path.join(a.out, "torch-trace.json")}
+            "trace": os.path.join(a.out, "torch-trace.json"),
+            "python": os.path.join(a.out, "cuscope-python-api.json")}
     ok = True
-    for args, env in (([a.cuscope, "run", "--json", runs["ranges"], "--"] + me + ["--workload", "plain"], {}),
-                      ([a.cuscope, "run", "--json", runs["emit"], "--"] + me + ["--workload", "emit_nvtx"], {}),
-                      (me + ["--workload", "profile"], {"TORCH_COMPARE_TRACE": runs["trace"]})):
+    commands = [([a.cuscope, "run", "--json", runs["ranges"], "--"] + me + ["--workload", "plain"], {}),
+                ([a.cuscope, "run", "--json", runs["emit"], "--"] + me + ["--workload", "emit_nvtx"], {}),
+                (me + ["--workload", "profile"], {"TORCH_COMPARE_TRACE": runs["trace"]})]
+    if a.python_package:
+        commands.append((me + ["--workload", "python_api"],
+                         {"PYTHONPATH": a.python_package, "CUSCOPE_JSON": runs["python"]}))
+    for args, env in commands:
         p = subprocess.run(args, env={**os.environ, **env}, capture_output=True, text=True, timeout=600)
         print(f"$ {' '.join(args)}\n(exit {p.returncode})\n{p.stderr[-6000:]}")
         ok = ok and p.returncode == 0
@@ -262,14 +275,22 @@ def main():
     ours = cuscope_by_region(runs["ranges"])
     ours_emit = cuscope_by_region(runs["emit"])
     theirs = kineto_by_region(runs["trace"])
+    python_api = cuscope_by_region(runs["python"]) if a.python_package else {}
     rows = []
     print(f"{'range':28} {'kernels cuscope':>15} {'torch':>7} {'kernel µs cuscope':>18} {'torch':>10}  note")
     for r in REGIONS + ["(unscoped)"]:
         c, t = ours.get(r, [0, 0]), theirs.get(r, [0, 0])
         off = [abs(x - y) / max(x, y) for x, y in zip(c, t) if max(x, y) > 0]
         note = "EXPLAIN: differs by more than 5%" if any(d > 0.05 for d in off) else ""
-        rows.append({"range": r, "cuscope": c, "torch_profiler": t, "note": note})
-        print(f"{r:28} {c[0]:>15} {t[0]:>7} {c[1] / 1000:>18.1f} {t[1] / 1000:>10.1f}  {note}")
+        row = {"range": r, "cuscope": c, "torch_profiler": t, "note": note}
+        if a.python_package:
+            row["cuscope_python_api"] = python_api.get(r, [0, 0])
+            if row["cuscope_python_api"][0] != t[0]:
+                row["note"] = (note + "; " if note else "") + "FAIL: Python API kernel count differs"
+                ok = False
+        rows.append(row)
+        extra = f" python-api {row['cuscope_python_api'][0]:>6}" if a.python_package else ""
+        print(f"{r:28} {c[0]:>15} {t[0]:>7} {c[1] / 1000:>18.1f} {t[1] / 1000:>10.1f}{extra}  {row['note']}")
     ops = sorted(((p, v) for p, v in ours_emit.items() if "aten::" in p.split("/")[-1]), key=lambda x: -x[1][1])
     print("\nemit_nvtx(): the operator ranges with the most kernel time (cuscope, inclusive)")
     for p, v in ops[:15]:
@@ -278,7 +299,7 @@ def main():
         json.dump({"steps": a.steps, "warmup": a.warmup, "regions": rows,
                    "emit_nvtx_top_ops": [{"path": p, "kernels": v[0], "kernel_ns": v[1]} for p, v in ops[:50]]},
                   f, indent=2)
-    return 0
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -1,0 +1,118 @@
+"""python -m cuscope run [options] [--] SCRIPT.py ARGS... | -m MODULE ARGS...
+
+Zero-code mode for a Python program, as ``cuscope run -- python SCRIPT.py`` does it: the same
+Python runs the script in a new process with NVTX and the CUDA driver pointed at
+libcuscope_inject.so, so every NVTX range (torch.cuda.nvtx.range, nvtx.annotate, emit_nvtx())
+and every cuscope.scope become one tree, and the table prints at exit. The exit status is the
+script's; this command's own failures exit with 125.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from typing import List, Optional
+
+USAGE = """usage: python -m cuscope run [--json FILE] [--trace FILE] [--output FILE] [--domains LIST] [--] \
+SCRIPT.py [ARGS...]
+       python -m cuscope run [options] [--] -m MODULE [ARGS...]
+
+Runs the script with this Python under cuscope's zero-code mode, in a new process: its NVTX ranges
+and cuscope.scope ranges become one tree, GPU work is attributed to them, the table prints at exit.
+
+  --json FILE      also write the report as JSON (CUSCOPE_JSON)
+  --trace FILE     record a trace file (CUSCOPE_TRACE)
+  --output FILE    write the table to FILE instead of standard error (CUSCOPE_OUTPUT)
+  --domains LIST   NVTX domains to keep ("default,Megatron"), or to leave out ("-NCCL")
+                   (CUSCOPE_NVTX_DOMAINS)
+
+The exit status is the script's; 125 when this command fails (bad command line, no injection
+library). CUSCOPE_INJECT_LIBRARY overrides where libcuscope_inject.so is looked for.
+"""
+
+FLAGS = {"--json": "CUSCOPE_JSON", "--trace": "CUSCOPE_TRACE", "--output": "CUSCOPE_OUTPUT",
+         "--domains": "CUSCOPE_NVTX_DOMAINS"}
+RUN_ERROR = 125
+
+
+def fail(message: str) -> int:
+    print(f"python -m cuscope run: {message}", file=sys.stderr)
+    return RUN_ERROR
+
+
+def injection_library() -> Optional[str]:
+    """CUSCOPE_INJECT_LIBRARY, else the one installed beside this package, else the build tree's."""
+    override = os.environ.get("CUSCOPE_INJECT_LIBRARY")
+    if override:
+        return override if os.path.isfile(override) else None
+    beside = os.path.join(os.path.dirname(os.path.realpath(__file__)), "libcuscope_inject.so")
+    from . import _cuscope
+    for candidate in (beside, _cuscope.INJECT_BUILD_PATH):
+        if candidate and os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+def parse(args: List[str]):
+    """(settings, command) or raises ValueError saying what is wrong."""
+    settings = {}
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            return settings, args[i + 1:]
+        name, eq, value = a.partition("=")
+        if name in FLAGS:
+            if not eq:
+                if i + 1 >= len(args):
+                    raise ValueError(f"{a} needs a value")
+                i += 1
+                value = args[i]
+            settings[FLAGS[name]] = value
+            i += 1
+            continue
+        if a.startswith("--"):
+            raise ValueError(f"unknown option {a}")
+        return settings, args[i:]
+    return settings, []
+
+
+def run(args: List[str]) -> int:
+    if args and args[0] in ("-h", "--help"):
+        print(USAGE, end="")
+        return 0
+    try:
+        settings, command = parse(args)
+    except ValueError as e:
+        return fail(f"{e}\n{USAGE}")
+    if not command or command == ["-m"]:
+        return fail(f"no script to run\n{USAGE}")
+    library = injection_library()
+    if library is None:
+        return fail("cannot find libcuscope_inject.so; set CUSCOPE_INJECT_LIBRARY to its path")
+    library = os.path.realpath(library)  # the script may change directory before its first NVTX call
+    env = dict(os.environ)
+    for variable in ("NVTX_INJECTION64_PATH", "CUDA_INJECTION64_PATH"):
+        was = env.get(variable)
+        if was and was != library:
+            print(f"python -m cuscope run: {variable} was '{was}' (another tool); cuscope's library replaces it",
+                  file=sys.stderr)
+        env[variable] = library
+    env.update(settings)
+    argv = [sys.executable, *command]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        os.execve(sys.executable, argv, env)
+    except OSError as e:
+        return fail(f"cannot run {sys.executable}: {e}")
+    return RUN_ERROR  # not reached: execve returns only by raising
+
+
+def main(argv: List[str]) -> int:
+    if not argv or argv[0] != "run":
+        return fail(f"the only command is run\n{USAGE}")
+    return run(argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,175 @@
+// python/src/module.cpp — cuscope._cuscope: the session calls, options and the native report.
+//
+// A thin layer over the public C++ API (include/cuscope/): no statistic is computed here, and the
+// report reaches Python as the library's own JSON and table. The module links its own copy of the
+// library, which hands everything over to the injected one under `cuscope run` (session/handover):
+// one session per process. Calls that may wait (snapshot, flush, shutdown) release the GIL.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/unordered_map.h>
+#include <nanobind/stl/vector.h>
+
+#include <cuscope/cuscope.hpp>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "scope.hpp"
+
+namespace nb = nanobind;
+
+namespace cuscope::python {
+namespace {
+
+using Settings = std::unordered_map<std::string, std::string>;
+using Problems = std::vector<std::tuple<std::string, std::string, std::string>>;
+
+// options_from() takes a plain function: the settings of the call in progress, on its own thread.
+thread_local const Settings* t_settings = nullptr;
+
+const char* lookup(const char* variable) {
+  const auto it = t_settings->find(variable);
+  return it == t_settings->end() ? nullptr : it->second.c_str();
+}
+
+// `base` with `settings` (CUSCOPE_* variable -> value) applied by the library's own parser, and
+// every problem it found as (variable, value, message).
+Options apply(const Settings& settings, const Options& base, Problems* problems) {
+  t_settings = &settings;
+  std::vector<OptionError> errors;
+  Options o = options_from(&lookup, base, &errors);
+  t_settings = nullptr;
+  for (const OptionError& e : errors) problems->emplace_back(e.variable, e.value, e.message);
+  return o;
+}
+
+// start(): the environment first, the settings on top; nothing starts when one is bad.
+std::pair<bool, Problems> start_with(const Settings& settings) {
+  Problems problems;
+  const Options o = apply(settings, options_from_env(), &problems);
+  if (!problems.empty()) return {false, problems};
+  nb::gil_scoped_release release;
+  return {cuscope::start(o), problems};
+}
+
+std::pair<std::string, Problems> table_of(const Report& report, const Settings& settings) {
+  Problems problems;
+  Options base;
+  base.table = cuscope::current_options().table;
+  const Options o = apply(settings, base, &problems);
+  if (!problems.empty()) return {std::string(), problems};
+  return {format_table(report, o.table), problems};
+}
+
+// At the interpreter's exit, before it finalizes: an exit by KeyboardInterrupt re-raises SIGINT
+// after finalizing, and the C atexit handlers where the library prints would never run. A session
+// that never started stays unstarted (no empty table).
+void shutdown_if_started() {
+  if (detail::g_state.load(std::memory_order_acquire) == detail::kNotStarted) return;
+  nb::gil_scoped_release release;
+  cuscope::shutdown();
+}
+
+cudaStream_t push_stream(nb::handle stream) {
+  return stream.is_none() ? torch_stream() : stream_from(stream);
+}
+
+}  // namespace
+}  // namespace cuscope::python
+
+NB_MODULE(_cuscope, m) {
+  using namespace cuscope;
+  using namespace cuscope::python;
+  m.doc() = "cuscope's native half: use the cuscope package, not this module.";
+  m.attr("__version__") = nb::str(cuscope::version());
+  m.attr("INJECT_BUILD_PATH") = nb::str(CUSCOPE_PYTHON_INJECT_BUILD_PATH);
+
+  bind_scope(m);
+
+  nb::class_<Report>(m, "NativeReport", "A snapshot as the library holds it (cuscope.Report wraps it).")
+      .def(
+          "json", [](const Report& r) { return format_json(r); }, "The report as the library's JSON.")
+      .def("table", &table_of, nb::arg("settings"),
+           "The table with CUSCOPE_SORT/ROWS/TOP_KERNELS/FINDINGS settings on top of the session's; "
+           "(text, problems).");
+
+  m.def(
+      "push", [](const std::string& name, nb::handle stream) { cuscope::push(name, push_stream(stream)); },
+      nb::arg("name"), nb::arg("stream") = nb::none());
+  m.def(
+      "pop", [] { cuscope::pop(); },
+      R"doc(Closes the calling thread's latest push(); a pop() with no push() is
+counted (diagnostics["unbalanced_ends"]), not fatal.
+
+Example::
+
+    cuscope.push("layer")
+    run_layer()
+    cuscope.pop())doc");
+  m.def(
+      "count", [](const std::string& name, double amount) { cuscope::count(name, amount); }, nb::arg("name"),
+      nb::arg("amount") = 1.0, R"doc(Adds ``amount`` to the counter ``name`` of the innermost open scope on
+this thread; the report shows it per range with its rates per second of host and GPU
+time. inf and NaN are refused and counted.
+
+Example::
+
+    with cuscope.scope("decode"):
+        cuscope.count("tokens", batch * new_tokens))doc");
+  m.def("step", &cuscope::step, R"doc(Marks the end of a step (an iteration of the main loop): drives the
+wait / warm-up / active window of start(wait_steps=, warmup_steps=, active_steps=).
+
+Example::
+
+    for batch in loader:
+        with cuscope.scope("step"):
+            train(batch)
+        cuscope.step())doc");
+  m.def("enabled", &cuscope::enabled,
+        R"doc(Whether scopes record; before the session starts, whether the first
+scope will (CUSCOPE_ENABLE).
+
+Example::
+
+    if cuscope.enabled():
+        print(cuscope.snapshot().table()))doc");
+  m.def("set_enabled", &cuscope::set_enabled, nb::arg("enabled"),
+        R"doc(Turns recording on or off at run time; a scope costs about one branch while off.
+
+Example::
+
+    cuscope.set_enabled(False)   # evaluation: not recorded
+    evaluate(model)
+    cuscope.set_enabled(True))doc");
+  m.def("flush", &cuscope::flush, nb::call_guard<nb::gil_scoped_release>(),
+        R"doc(Makes every finished piece of GPU work visible to the next snapshot; never
+synchronizes the device (work still running stays pending).
+
+Example::
+
+    torch.cuda.synchronize()
+    cuscope.flush()
+    report = cuscope.snapshot())doc");
+  m.def("shutdown", &cuscope::shutdown, nb::call_guard<nb::gil_scoped_release>(),
+        R"doc(Flushes, prints the exit table if configured, and stops collection; idempotent.
+It runs by itself when the interpreter exits; scopes after it record nothing.
+
+Example::
+
+    cuscope.shutdown()           # the table now, not at exit
+    final = cuscope.snapshot())doc");
+  m.def("shutdown_if_started", &shutdown_if_started);
+  m.def("snapshot", [] {
+    Report r;
+    {
+      nb::gil_scoped_release release;
+      r = cuscope::snapshot();
+    }
+    return r;
+  });
+  m.def("start", &start_with, nb::arg("settings"));
+  m.def("set_python_helpers", &set_python_helpers, nb::arg("torch_stream"), nb::arg("decorate"));
+}

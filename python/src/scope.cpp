@@ -1,0 +1,189 @@
+// python/src/scope.cpp — cuscope.scope's methods, its streams and its per-name call sites.
+// Every function here runs with the GIL held: it is what guards the site table and a scope's entries.
+#include "scope.hpp"
+
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+
+namespace nb = nanobind;
+
+namespace cuscope::python {
+namespace {
+
+// As many distinct names as the library's name table holds; past it a scope looks its name up on
+// each entry (and the library counts what does not fit).
+constexpr Py_ssize_t kMaxSites = 131'072;
+
+nb::dict& sites() {
+  static nb::dict* table = new nb::dict();  // leaked: sites live as long as the process
+  return *table;
+}
+
+nb::object& torch_stream_reader() {
+  static nb::object* reader = new nb::object();
+  return *reader;
+}
+
+nb::object& decorator() {
+  static nb::object* decorate = new nb::object();
+  return *decorate;
+}
+
+// The call site of `name`, made on the name's first scope: its text is copied once and kept.
+detail::Site* site_of(nb::str name) {
+  nb::dict& table = sites();
+  PyObject* found = PyDict_GetItemWithError(table.ptr(), name.ptr());
+  if (found != nullptr) return static_cast<detail::Site*>(PyLong_AsVoidPtr(found));
+  if (PyErr_Occurred()) throw nb::python_error();
+  if (PyDict_Size(table.ptr()) >= kMaxSites) return nullptr;
+  Py_ssize_t size = 0;
+  const char* utf8 = PyUnicode_AsUTF8AndSize(name.ptr(), &size);
+  if (utf8 == nullptr) throw nb::python_error();
+  char* text = new char[static_cast<std::size_t>(size) + 1];
+  std::memcpy(text, utf8, static_cast<std::size_t>(size) + 1);
+  auto* site = new detail::Site(text, "<python>", 0);
+  table[name] = nb::steal(PyLong_FromVoidPtr(site));
+  return site;
+}
+
+std::string_view utf8_of(nb::handle name) {
+  Py_ssize_t size = 0;
+  const char* utf8 = PyUnicode_AsUTF8AndSize(name.ptr(), &size);
+  return utf8 != nullptr ? std::string_view(utf8, static_cast<std::size_t>(size)) : std::string_view{};
+}
+
+cudaStream_t from_handle(nb::handle value) {
+  if (!nb::isinstance<nb::int_>(value) || nb::isinstance<nb::bool_>(value))
+    throw nb::type_error("a stream handle must be an int");
+  const auto handle = nb::cast<std::int64_t>(value);
+  if (handle < 0) throw nb::value_error("a stream handle cannot be negative");
+  return reinterpret_cast<cudaStream_t>(static_cast<std::uintptr_t>(handle));
+}
+
+}  // namespace
+
+cudaStream_t stream_from(nb::handle stream) {
+  if (nb::isinstance<nb::int_>(stream) && !nb::isinstance<nb::bool_>(stream)) return from_handle(stream);
+  if (nb::hasattr(stream, "__cuda_stream__")) {
+    nb::object pair = stream.attr("__cuda_stream__")();
+    if (!nb::isinstance<nb::tuple>(pair) || nb::len(pair) != 2)
+      throw nb::type_error("__cuda_stream__() must return a (version, handle) tuple");
+    return from_handle(pair[1]);
+  }
+  if (nb::hasattr(stream, "cuda_stream")) return from_handle(stream.attr("cuda_stream"));
+  throw nb::type_error(
+      "stream= takes an int handle, or an object with cuda_stream or __cuda_stream__ (torch.cuda.Stream)");
+}
+
+void set_python_helpers(nb::object torch_stream_reader_fn, nb::object decorate) {
+  torch_stream_reader() = std::move(torch_stream_reader_fn);
+  decorator() = std::move(decorate);
+}
+
+cudaStream_t torch_stream() {
+  static PyObject* const kTorch = PyUnicode_InternFromString("torch");
+  if (PyDict_GetItem(PyImport_GetModuleDict(), kTorch) == nullptr) return nullptr;
+  nb::object& reader = torch_stream_reader();
+  if (!reader.is_valid()) return nullptr;
+  return from_handle(reader());
+}
+
+Scope::Scope(nb::str name, nb::handle stream) : name_(std::move(name)), site_(site_of(name_)) {
+  if (stream.is_none()) return;
+  stream_ = stream_from(stream);
+  has_stream_ = true;
+}
+
+void Scope::enter() {
+  const cudaStream_t s = stream();
+  Entry e{nullptr, 0, PyThread_get_thread_ident()};
+  if (detail::g_state.load(std::memory_order_relaxed) != detail::kOff) {
+    e.state = site_ != nullptr ? detail::enter(*site_, s, e.token)
+                               : detail::enter_named(utf8_of(name_), s, e.token);
+  }
+  if (!first_used_ && more_.empty()) {
+    first_ = e;
+    first_used_ = true;
+  } else {
+    more_.push_back(e);  // first_ stays the oldest entry, so the newest is always found first
+  }
+}
+
+void Scope::exit() noexcept {
+  const unsigned long me = PyThread_get_thread_ident();
+  Entry e{};
+  bool found = false;
+  for (auto it = more_.rbegin(); it != more_.rend() && !found; ++it) {
+    if (it->thread != me) continue;
+    e = *it;
+    more_.erase(std::next(it).base());
+    found = true;
+  }
+  if (!found && first_used_ && first_.thread == me) {
+    e = first_;
+    first_used_ = false;
+    found = true;
+  }
+  // No entry of this thread: the newest entry of another thread ends here, as a C++ scope ended on
+  // another thread does (counted, and closed on its own thread at that thread's next scope).
+  if (!found && !more_.empty()) {
+    e = more_.back();
+    more_.pop_back();
+    found = true;
+  }
+  if (!found && first_used_) {
+    e = first_;
+    first_used_ = false;
+    found = true;
+  }
+  if (found && e.state != nullptr) detail::exit(e.state, e.token);
+}
+
+void bind_scope(nb::module_& m) {
+  nb::class_<Scope>(m, "scope", R"doc(A named region: a range of the report, with host time, and with
+CUDA-event time on ``stream`` (or on torch's current stream when torch is imported
+and no stream is given). Every kernel, copy and allocation launched inside it is
+attributed to it.
+
+A context manager or a decorator; the name is interned once.
+
+Example::
+
+    with cuscope.scope("step"):
+        with cuscope.scope("forward", stream=torch.cuda.current_stream()):
+            y = model(x)
+
+    @cuscope.scope("loss")
+    def loss(y): ...
+
+One object may be entered again while open, and from several threads: each thread's
+exit closes that thread's latest entry (an exit on a thread with no entry ends another
+thread's, counted as a scope ended on another thread). An exception inside the block
+closes the scope and propagates.)doc")
+      .def(nb::init<nb::str, nb::handle>(), nb::arg("name"), nb::arg("stream") = nb::none(),
+           "Makes a scope named ``name`` (no ``/``), on ``stream`` (an int handle, or an object with "
+           "``cuda_stream`` or ``__cuda_stream__``).")
+      .def_prop_ro("name", &Scope::name, "The scope's name.")
+      .def(
+          "__enter__",
+          [](nb::handle self) {
+            nb::inst_ptr<Scope>(self)->enter();
+            return nb::borrow(self);
+          },
+          "Opens the scope; returns it.")
+      .def(
+          "__exit__",
+          [](Scope& s, nb::handle, nb::handle, nb::handle) {
+            s.exit();
+            return false;
+          },
+          nb::arg("exc_type").none(), nb::arg("exc").none(), nb::arg("traceback").none(),
+          "Closes the calling thread's latest entry; never swallows the exception.")
+      .def(
+          "__call__", [](nb::handle self, nb::handle func) { return decorator()(self, func); },
+          nb::arg("func"),
+          "Decorates ``func``: each call runs inside this scope (the name is interned once).");
+}
+
+}  // namespace cuscope::python

@@ -1,0 +1,46 @@
+"""Shared helpers of the Python package's tests (tests/python, run by CTest: tests/python/CMakeLists.txt).
+
+Tests in this process share one cuscope session (one per process, by design): each uses range
+names of its own and compares counts before and after. What concerns a whole process (exit,
+fork, zero-code mode, start()) runs in a fresh interpreter through run_python().
+"""
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+# This process's session: no table at pytest's exit.
+os.environ["CUSCOPE_PRINT"] = "0"
+
+CLEAN_ENV = {k: v for k, v in os.environ.items()
+             if not k.startswith("CUSCOPE_") and k not in ("NVTX_INJECTION64_PATH", "CUDA_INJECTION64_PATH")}
+
+
+def run_python(code, *args, env=None, timeout=120, python_args=()):
+    """Runs `code` (dedented) in a fresh interpreter with no CUSCOPE_* or injection variables but `env`."""
+    full_env = dict(CLEAN_ENV)
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, *python_args, "-c", textwrap.dedent(code), *args], env=full_env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def count_tables(text):
+    """How many tables `text` holds: each opens with 'cuscope VERSION — device: ...'."""
+    return sum(1 for line in text.splitlines() if line.startswith("cuscope ") and " — device: " in line)
+
+
+def table_lines(stderr, name):
+    """The table rows of range `name` (a row starts with the indented name, then its calls)."""
+    return [line for line in stderr.splitlines() if line.strip().split(" ")[0] == name]
+
+
+@pytest.fixture
+def script(tmp_path):
+    """Writes a script file and returns its path."""
+    def write(code, name="script.py"):
+        path = tmp_path / name
+        path.write_text(textwrap.dedent(code))
+        return str(path)
+    return write

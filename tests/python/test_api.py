@@ -1,0 +1,282 @@
+"""cuscope's Python API in one process: scopes, decorator, push/pop, count, step, streams, threads."""
+import sys
+import threading
+
+import pytest
+
+import cuscope
+
+
+def find(path):
+    return cuscope.snapshot().find(path)
+
+
+def calls(path):
+    r = find(path)
+    return 0 if r is None else r.calls
+
+
+def test_import_needs_no_torch():
+    assert "torch" not in sys.modules
+
+
+def test_with_scope_counts_each_entry():
+    for _ in range(3):
+        with cuscope.scope("api_with"):
+            pass
+    assert calls("api_with") == 3
+
+
+def test_scopes_nest_by_path():
+    for _ in range(2):
+        with cuscope.scope("api_outer"):
+            with cuscope.scope("api_inner"):
+                pass
+    assert calls("api_outer") == 2
+    assert calls("api_outer/api_inner") == 2
+    assert [c.path for c in find("api_outer").children] == ["api_outer/api_inner"]
+    assert find("api_outer/api_inner").parent.path == "api_outer"
+
+
+def test_enter_returns_the_scope():
+    with cuscope.scope("api_as") as s:
+        assert isinstance(s, cuscope.scope)
+        assert s.name == "api_as"
+
+
+def test_decorator_scopes_every_call_and_keeps_the_function():
+    @cuscope.scope("api_decorated")
+    def add(a, b=1):
+        """Adds."""
+        return a + b
+
+    assert [add(i, b=2) for i in range(4)] == [2, 3, 4, 5]
+    assert add.__name__ == "add" and add.__doc__ == "Adds."
+    assert calls("api_decorated") == 4
+
+
+def test_an_exception_in_a_decorated_function_closes_its_scope_and_propagates():
+    @cuscope.scope("api_decorated_raises")
+    def fail():
+        raise ValueError("decorated boom")
+
+    for _ in range(2):
+        with pytest.raises(ValueError, match="decorated boom"):
+            fail()
+    r = find("api_decorated_raises")
+    assert (r.calls, r.open) == (2, 0)
+
+
+def test_decorated_recursion_reenters_the_open_range():
+    @cuscope.scope("api_fact")
+    def fact(n):
+        return 1 if n <= 1 else n * fact(n - 1)
+
+    assert fact(5) == 120
+    r = find("api_fact")
+    assert (r.calls, r.recursive_calls) == (5, 4)
+
+
+def test_one_object_entered_twice_while_open():
+    s = cuscope.scope("api_reused")
+    with s:
+        with s:
+            pass
+    r = find("api_reused")
+    assert (r.calls, r.recursive_calls, r.open) == (2, 1, 0)
+
+
+def test_an_exception_closes_the_scope_and_propagates():
+    with pytest.raises(KeyError, match="boom"):
+        with cuscope.scope("api_raises"):
+            raise KeyError("boom")
+    with cuscope.scope("api_after_raise"):
+        pass
+    r = find("api_raises")
+    assert (r.calls, r.open) == (1, 0)
+    assert calls("api_after_raise") == 1  # top level: the raising scope did not stay open
+
+
+def test_keyboard_interrupt_closes_the_scope_and_propagates():
+    with pytest.raises(KeyboardInterrupt):
+        with cuscope.scope("api_interrupted"):
+            raise KeyboardInterrupt
+    r = find("api_interrupted")
+    assert (r.calls, r.open) == (1, 0)
+
+
+def test_push_pop():
+    for _ in range(2):
+        cuscope.push("api_pushed")
+        cuscope.push("api_pushed_inner")
+        cuscope.pop()
+        cuscope.pop()
+    assert calls("api_pushed") == 2
+    assert calls("api_pushed/api_pushed_inner") == 2
+
+
+def test_pop_without_push_is_counted_not_fatal():
+    before = cuscope.snapshot().diagnostics["unbalanced_ends"]
+    cuscope.pop()
+    assert cuscope.snapshot().diagnostics["unbalanced_ends"] == before + 1
+
+
+def test_count_adds_to_the_innermost_scope():
+    with cuscope.scope("api_counted"):
+        cuscope.count("tokens", 5)
+        cuscope.count("tokens", 2.5)
+        cuscope.count("requests")
+    counters = find("api_counted").counters
+    assert counters["tokens"].self == 7.5
+    assert counters["requests"].total == 1.0
+
+
+def test_step_counts_steps():
+    before = cuscope.snapshot().steps
+    cuscope.step()
+    cuscope.step()
+    assert cuscope.snapshot().steps == before + 2
+
+
+def test_set_enabled_false_records_nothing():
+    assert cuscope.enabled()
+    cuscope.set_enabled(False)
+    try:
+        assert not cuscope.enabled()
+        with cuscope.scope("api_disabled"):
+            pass
+    finally:
+        cuscope.set_enabled(True)
+    with cuscope.scope("api_enabled_again"):
+        pass
+    assert calls("api_disabled") == 0
+    assert calls("api_enabled_again") == 1
+
+
+class HasCudaStream:
+    cuda_stream = 0
+
+
+class CudaStreamProtocol:
+    def __cuda_stream__(self):
+        return (0, 0)
+
+
+@pytest.mark.parametrize("stream", [0, 12345, HasCudaStream(), CudaStreamProtocol()],
+                         ids=["zero", "int", "cuda_stream", "__cuda_stream__"])
+def test_stream_forms_are_taken(stream):
+    # No GPU here: the CUDA events cannot be recorded, and the scope's host time still counts.
+    name = f"api_stream_{type(stream).__name__}_{stream if isinstance(stream, int) else ''}"
+    with cuscope.scope(name, stream=stream):
+        pass
+    assert calls(name) == 1
+
+
+@pytest.mark.parametrize("stream, error, message", [
+    ("0", TypeError, "stream= takes an int handle"),
+    (1.5, TypeError, "stream= takes an int handle"),
+    (-1, ValueError, "cannot be negative"),
+    (True, TypeError, "stream= takes an int handle"),
+])
+def test_bad_streams_are_refused(stream, error, message):
+    with pytest.raises(error, match=message):
+        cuscope.scope("api_bad_stream", stream=stream)
+
+
+def test_a_torch_stand_in_in_sys_modules_gives_the_stream(monkeypatch):
+    """With `torch` imported and CUDA initialized, a scope without stream= asks torch for its stream."""
+    asked = []
+
+    class Stream:
+        cuda_stream = 777
+
+    class Cuda:
+        @staticmethod
+        def is_initialized():
+            return True
+
+        @staticmethod
+        def current_stream():
+            asked.append(1)
+            return Stream()
+
+    class Torch:
+        cuda = Cuda
+
+    monkeypatch.setitem(sys.modules, "torch", Torch)
+    with cuscope.scope("api_torch_stream"):
+        pass
+    with cuscope.scope("api_explicit_stream", stream=5):
+        pass
+    assert asked == [1]  # once, for the scope with no stream= only
+    assert calls("api_torch_stream") == 1
+
+
+def test_threads_each_count_and_one_shared_object():
+    shared = cuscope.scope("api_shared")
+    barrier = threading.Barrier(8)
+
+    def work():
+        barrier.wait()
+        for _ in range(100):
+            with shared:
+                with cuscope.scope("api_thread_inner"):
+                    pass
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    r = find("api_shared")
+    assert (r.calls, r.threads, r.open, r.recursive_calls) == (800, 8, 0, 0)
+    assert calls("api_shared/api_thread_inner") == 800
+
+
+def test_snapshot_from_another_thread():
+    with cuscope.scope("api_snap_thread"):
+        pass
+    got = []
+    t = threading.Thread(target=lambda: got.append(calls("api_snap_thread")))
+    t.start()
+    t.join()
+    assert got == [1]
+
+
+def test_a_scope_closed_on_another_thread_is_counted_and_closed_on_its_own():
+    s = cuscope.scope("api_cross_thread")
+    before = cuscope.snapshot().diagnostics["cross_thread_ends"]
+    s.__enter__()
+    t = threading.Thread(target=lambda: s.__exit__(None, None, None))
+    t.start()
+    t.join()
+    assert cuscope.snapshot().diagnostics["cross_thread_ends"] == before + 1
+    with cuscope.scope("api_after_cross_thread"):  # the owner's next scope boundary closes it
+        pass
+    r = find("api_cross_thread")
+    assert (r.calls, r.open) == (1, 0)
+    assert calls("api_after_cross_thread") == 1  # at top level: the ended scope was not open
+    unbalanced = cuscope.snapshot().diagnostics["unbalanced_ends"]
+    s.__exit__(None, None, None)  # no entry left: nothing to close, nothing counted
+    assert cuscope.snapshot().diagnostics["unbalanced_ends"] == unbalanced
+    assert find("api_cross_thread").calls == 1
+
+
+def test_the_type_stub_declares_every_public_name():
+    import ast
+    import os
+    stub_path = os.path.join(os.path.dirname(os.path.realpath(cuscope.__file__)), "__init__.pyi")
+    with open(stub_path) as f:
+        tree = ast.parse(f.read())
+    declared = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    assert set(cuscope.__all__) <= declared
+    assert {n for n in declared if not n.startswith("_")} == set(cuscope.__all__)
+
+
+def test_every_public_name_has_a_docstring_with_an_example():
+    plain_records = {"Duration", "Activity", "Copy", "Kernel", "Count", "Finding", "Span"}
+    for name in cuscope.__all__:
+        doc = getattr(cuscope, name).__doc__ or ""
+        assert doc.strip(), name
+        if name not in plain_records:
+            assert "Example::" in doc, name

@@ -1,0 +1,85 @@
+"""cuscope.start(**options): the C++ Options, checked by the library's CUSCOPE_* parser. Each case
+runs in a fresh interpreter: a process starts its session once."""
+import json
+
+import pytest
+
+from conftest import run_python
+
+
+def test_start_applies_the_options_and_starts_once(tmp_path):
+    out = tmp_path / "report.json"
+    p = run_python(f"""
+        import cuscope
+        assert cuscope.start(json_path={str(out)!r}, print_at_exit=False, warmup_steps=1, max_rows=5,
+                             nvtx_domains=["default", "Megatron"], metric_ranges=("a/b",))
+        assert cuscope.start() is False           # already started: nothing changes
+        for i in range(3):
+            with cuscope.scope("st_step"):
+                pass
+            cuscope.step()
+        r = cuscope.snapshot()
+        print(r.steps, r.recorded_steps, r.find("st_step").calls)
+    """)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["3", "2", "2"]  # the warm-up step is left out
+    assert p.stderr == ""                          # print_at_exit=False
+    assert json.loads(out.read_text())["schema"] == "cuscope.report/1"
+
+
+def test_start_takes_the_text_a_variable_holds():
+    p = run_python("""
+        import cuscope
+        assert cuscope.start(print_at_exit="off", max_depth="8", sort="calls")
+    """)
+    assert p.returncode == 0, p.stderr
+    assert p.stderr == ""
+
+
+def test_options_come_on_top_of_the_environment(tmp_path):
+    p = run_python("""
+        import cuscope
+        cuscope.start(output_path=__import__("sys").argv[1])
+        with cuscope.scope("st_env"):
+            pass
+    """, str(tmp_path / "table.txt"), env={"CUSCOPE_ROWS": "7"})
+    assert p.returncode == 0, p.stderr
+    assert "st_env" in (tmp_path / "table.txt").read_text()
+
+
+@pytest.mark.parametrize("call, message", [
+    ("max_rows='ten'", "max_rows='ten': CUSCOPE_ROWS='ten' is not a whole number"),
+    ("max_depth=0", r"max_depth=0: CUSCOPE_MAX_DEPTH='0' is out of range \[1, 256\]"),
+    ("sort='bogus'", "sort='bogus': CUSCOPE_SORT='bogus' is not a sort key"),
+    ("nvtx_domains='a,-b'", "nvtx_domains='a,-b': CUSCOPE_NVTX_DOMAINS='a,-b' names both domains"),
+    ("enabled='maybe'", "enabled='maybe': CUSCOPE_ENABLE='maybe' is not a boolean"),
+    ("warmup_steps=-1", "warmup_steps=-1: CUSCOPE_WARMUP='-1' is not a whole number"),
+    ("max_rows=2.5", "max_rows=2.5: CUSCOPE_ROWS takes a whole number"),
+    ("gpu_events=1", "gpu_events=1: CUSCOPE_GPU_EVENTS takes a bool"),
+])
+def test_a_bad_value_raises_value_error_naming_it_and_nothing_starts(call, message):
+    p = run_python(f"""
+        import re, sys, cuscope
+        try:
+            cuscope.start({call})
+        except ValueError as e:
+            print(e)
+            assert re.search(sys.argv[1], str(e)), str(e)
+        else:
+            sys.exit("no ValueError")
+        assert cuscope.start(print_at_exit=False)  # the failed call started nothing
+    """, message)
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_an_unknown_option_raises_type_error():
+    p = run_python("""
+        import cuscope
+        try:
+            cuscope.start(max_rowz=3)
+        except TypeError as e:
+            assert "unknown cuscope option 'max_rowz'" in str(e), str(e)
+        else:
+            raise SystemExit("no TypeError")
+    """)
+    assert p.returncode == 0, p.stdout + p.stderr

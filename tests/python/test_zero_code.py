@@ -1,0 +1,144 @@
+"""One session per process, from outside: the module alone, under `cuscope run`, and under
+`python -m cuscope run`; NVTX ranges (the nvtx package) and cuscope.scope ranges in one tree.
+
+Each case runs a script in a fresh process and reads its JSON report and its standard error:
+exact calls per range, and exactly one table.
+"""
+import json
+import os
+import sys
+
+import pytest
+
+from conftest import CLEAN_ENV, count_tables, run_python
+
+CLI = os.environ.get("CUSCOPE_TEST_CLI", "")
+
+MIXED = """
+import sys
+import nvtx
+import cuscope
+for _ in range(3):
+    with cuscope.scope("zc_step"):
+        with nvtx.annotate("zc_nvtx"):
+            with cuscope.scope("zc_inner"):
+                pass
+        with nvtx.annotate("zc_lib_call", domain="zc_lib"):
+            pass
+    cuscope.step()
+r = cuscope.snapshot()
+print(r.find("zc_step").calls, sorted(x.path for x in r.ranges if x.path.startswith("zc_step")))
+sys.exit(int(sys.argv[1]) if len(sys.argv) > 1 else 0)
+"""
+
+# nvtx.annotate's ranges with no domain are in NVTX's default domain; a named domain's ranges sit
+# under a range named after the domain.
+ZERO_CODE_RANGES = {
+    "zc_step": 3,
+    "zc_step/zc_nvtx": 3,
+    "zc_step/zc_nvtx/zc_inner": 3,
+    "zc_step/zc_lib": 3,
+    "zc_step/zc_lib/zc_lib_call": 3,
+}
+
+
+def ranges_of(path):
+    with open(path) as f:
+        rep = json.load(f)
+    return {r["path"]: r["calls"] for r in rep["ranges"] if r["path"].startswith("zc_")}
+
+
+def one_table(stderr):
+    return count_tables(stderr) == 1
+
+
+def run_script(args, tmp_path, env_extra=None):
+    import subprocess
+    env = dict(CLEAN_ENV)
+    env.update(env_extra or {})
+    return subprocess.run(args, env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+
+
+@pytest.fixture
+def mixed(script):
+    pytest.importorskip("nvtx")
+    return script(MIXED, "mixed.py")
+
+
+def test_module_alone_counts_its_scopes_and_nvtx_stays_nvtx(mixed, tmp_path):
+    out = tmp_path / "alone.json"
+    p = run_script([sys.executable, mixed, "3"], tmp_path, {"CUSCOPE_JSON": str(out)})
+    assert p.returncode == 3, p.stderr
+    # No NVTX tool: nvtx.annotate's ranges are NVTX's no-ops; the scopes nest among themselves.
+    assert ranges_of(out) == {"zc_step": 3, "zc_step/zc_inner": 3}
+    assert one_table(p.stderr), p.stderr
+
+
+@pytest.mark.skipif(not CLI, reason="CUSCOPE_TEST_CLI (the cuscope command) is not set")
+def test_under_cuscope_run_one_session_one_tree(mixed, tmp_path):
+    out = tmp_path / "run.json"
+    p = run_script([CLI, "run", "--json", str(out), "--", sys.executable, mixed, "4"], tmp_path)
+    assert p.returncode == 4, p.stderr
+    assert ranges_of(out) == ZERO_CODE_RANGES
+    calls, paths = p.stdout.split(" ", 1)
+    assert calls == "3" and eval(paths) == sorted(ZERO_CODE_RANGES)  # snapshot() reads the injected session
+    assert one_table(p.stderr), p.stderr
+
+
+def test_python_m_cuscope_run_one_session_one_tree(mixed, tmp_path):
+    out = tmp_path / "pyrun.json"
+    p = run_script([sys.executable, "-m", "cuscope", "run", "--json", str(out), mixed, "5"], tmp_path)
+    assert p.returncode == 5, p.stderr
+    assert ranges_of(out) == ZERO_CODE_RANGES
+    assert one_table(p.stderr), p.stderr
+
+
+def test_python_m_cuscope_run_takes_the_options(mixed, tmp_path):
+    out = tmp_path / "domains.json"
+    table = tmp_path / "table.txt"
+    p = run_script([sys.executable, "-m", "cuscope", "run", f"--json={out}", "--output", str(table),
+                    "--domains", "-zc_lib", "--", mixed], tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert ranges_of(out) == {k: v for k, v in ZERO_CODE_RANGES.items() if "zc_lib" not in k}
+    assert "zc_step" in table.read_text() and "zc_step" not in p.stderr
+
+
+def test_python_m_cuscope_run_runs_a_module(tmp_path):
+    (tmp_path / "zc_mod.py").write_text("import cuscope\nwith cuscope.scope('zc_mod'):\n    pass\n")
+    out = tmp_path / "mod.json"
+    p = run_script([sys.executable, "-m", "cuscope", "run", "--json", str(out), "-m", "zc_mod"], tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert ranges_of(out) == {"zc_mod": 1}
+
+
+@pytest.mark.parametrize("args, message", [
+    ([], "the only command is run"),
+    (["run"], "no script to run"),
+    (["run", "--json"], "--json needs a value"),
+    (["run", "--bogus", "x.py"], "unknown option --bogus"),
+])
+def test_python_m_cuscope_run_refuses_a_bad_command_line(args, message, tmp_path):
+    p = run_script([sys.executable, "-m", "cuscope", *args], tmp_path)
+    assert p.returncode == 125
+    assert message in p.stderr
+
+
+def test_python_m_cuscope_run_without_the_injection_library(mixed, tmp_path):
+    p = run_script([sys.executable, "-m", "cuscope", "run", mixed], tmp_path,
+                   {"CUSCOPE_INJECT_LIBRARY": str(tmp_path / "missing.so")})
+    assert p.returncode == 125
+    assert "cannot find libcuscope_inject.so" in p.stderr
+
+
+def test_the_module_forwards_under_injection_without_a_tree_of_its_own():
+    """Under injection the module's session calls reach the injected engine: start() returns what
+    the engine says, and the module never prints a table of its own."""
+    p = run_python("""
+        import cuscope
+        with cuscope.scope("zc_fwd"):
+            pass
+        print(cuscope.start())  # the engine started on the first scope
+    """, python_args=("-m", "cuscope", "run", "--"))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "False"
+    assert p.stderr.count("zc_fwd") == 1, p.stderr
