@@ -72,6 +72,7 @@ def start(
     *,
     enabled: Union[bool, str] = ...,
     gpu_events: Union[bool, str] = ...,
+    events: str = ...,
     activities: Union[bool, str] = ...,
     graphs: Union[bool, str] = ...,
     wait_steps: Union[int, str] = ...,

@@ -13,6 +13,7 @@ from typing import Any, Dict, Iterable, Mapping, Tuple
 OPTIONS: Dict[str, Tuple[str, str]] = {
     "enabled": ("CUSCOPE_ENABLE", "bool"),
     "gpu_events": ("CUSCOPE_GPU_EVENTS", "bool"),
+    "events": ("CUSCOPE_EVENTS", "text"),  # "auto", "always", "sampled:N" or "off"
     "activities": ("CUSCOPE_ACTIVITIES", "bool"),
     "graphs": ("CUSCOPE_GRAPHS", "bool"),
     "wait_steps": ("CUSCOPE_WAIT", "int"),

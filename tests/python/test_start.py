@@ -56,6 +56,7 @@ def test_options_come_on_top_of_the_environment(tmp_path):
     ("warmup_steps=-1", "warmup_steps=-1: CUSCOPE_WARMUP='-1' is not a whole number"),
     ("max_rows=2.5", "max_rows=2.5: CUSCOPE_ROWS takes a whole number"),
     ("gpu_events=1", "gpu_events=1: CUSCOPE_GPU_EVENTS takes a bool"),
+    ("events='sampled:1'", "events='sampled:1': CUSCOPE_EVENTS='sampled:1' is not an event mode"),
 ])
 def test_a_bad_value_raises_value_error_naming_it_and_nothing_starts(call, message):
     p = run_python(f"""
