@@ -12,6 +12,7 @@ on the first mismatch, naming it.
 """
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -60,6 +61,24 @@ def expect(what, got, want):
     print(f"ok: {what}")
 
 
+def table_rows(err, header):
+    """The rows of the exit table's section whose header line starts with `header`, up to the blank
+    line that ends it: the name with its indentation (two spaces a level) -> its calls column."""
+    lines = err.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith(header)]
+    if len(starts) != 1:
+        fail(f"the exit table has one section '{header.strip()}'", err)
+    rows = {}
+    for line in lines[starts[0] + 1:]:
+        if not line.strip():
+            break
+        row = re.match(r"( *\S.*?) {2,}(\d+) ", line)
+        if row is None:
+            fail(f"a row of the exit table's section '{header.strip()}'", line)
+        rows[row.group(1)] = int(row.group(2))
+    return rows
+
+
 ALL = {
     "outer": (9, 3),
     "outer/inner": (18, 3),
@@ -83,10 +102,11 @@ rep = report(out)
 expect("ranges of every domain, with exact calls and threads", ranges(rep), ALL)
 expect("start/end ranges, one ended on another thread, one never ended", spans(rep), SPANS)
 expect("no unbalanced ends", rep["diagnostics"]["unbalanced_ends"], 0)
-for name in ("outer", "inner", "aten::addmm", "registered_step", "NVTX start/end range", "load"):
-    if name not in err:
-        fail(f"the exit table names '{name}'", err)
-print("ok: the exit table lists the ranges")
+expect("the exit table's ranges, nested, with exact calls", table_rows(err, "range "),
+       {"outer": 9, "  inner": 18, "MyLib": 3, "  lib_call": 3, "    registered_step": 3,
+        "wide \u00e9t\u00e9": 3, "aten::addmm": 6})
+expect("the exit table's start/end ranges, with exact calls", table_rows(err, "NVTX start/end range "),
+       {"load": 1, "MyLib/lib_load": 1, "never_ended": 0})
 if "linked_scope" in err or "cuscope" in ranges(rep):
     fail("the cuscope domain is never counted by the injection", err)
 
@@ -110,6 +130,7 @@ expect("--domains -MyLib: MyLib's ranges are absent", ranges(report(out)), DEFAU
 expect("--domains -MyLib: MyLib's start/end range is absent", spans(report(out)), DEFAULT_SPANS)
 out = os.path.join(WORK, "only-mylib.json")
 rc, _, err = run([CUSCOPE, "run", "--json", out, "--", NVTX], {"CUSCOPE_NVTX_DOMAINS": "MyLib"})
+expect("CUSCOPE_NVTX_DOMAINS=MyLib: exit status", rc, 0)
 expect("CUSCOPE_NVTX_DOMAINS=MyLib: only MyLib's ranges", ranges(report(out)), MYLIB_ONLY)
 expect("CUSCOPE_NVTX_DOMAINS=MyLib: only MyLib's start/end range", spans(report(out)), MYLIB_SPANS)
 
@@ -135,6 +156,7 @@ expect("reused buffer: every call named by its own text", ranges(report(out)),
 # A bad filter: one clear warning, every domain kept.
 out = os.path.join(WORK, "bad.json")
 rc, _, err = run([CUSCOPE, "run", "--json", out, "--", NVTX], {"CUSCOPE_NVTX_DOMAINS": "MyLib,,x"})
+expect("a bad CUSCOPE_NVTX_DOMAINS: exit status", rc, 0)
 warning = ("cuscope: CUSCOPE_NVTX_DOMAINS='MyLib,,x' has an empty domain name (item 2); "
            "keeping every domain")
 expect("a bad CUSCOPE_NVTX_DOMAINS is warned about exactly once",
@@ -142,6 +164,7 @@ expect("a bad CUSCOPE_NVTX_DOMAINS is warned about exactly once",
        [warning])
 expect("a bad CUSCOPE_NVTX_DOMAINS keeps every domain", ranges(report(out)), ALL)
 rc, _, err = run([CUSCOPE, "run", "--json", out, "--", NVTX], {"CUSCOPE_NVTX_DOMAINS": "MyLib,-x"})
+expect("a mixed CUSCOPE_NVTX_DOMAINS: exit status", rc, 0)
 expect("mixed keep/leave-out lists are refused in one line",
        [line for line in err.splitlines() if "CUSCOPE_NVTX_DOMAINS" in line and line.startswith("cuscope:")],
        ["cuscope: CUSCOPE_NVTX_DOMAINS='MyLib,-x' names both domains to keep and ('-') domains to leave "
@@ -166,6 +189,7 @@ expect("a missing injection library exits 125", rc, 125)
 # A program that links cuscope: alone, NVTX ranges are not seen; injected, one session has both.
 out = os.path.join(WORK, "linked-alone.json")
 rc, stdout, err = run([LINKED], {"CUSCOPE_JSON": out})
+expect("linked, alone: exit status", rc, 0)
 expect("linked, alone: its snapshot", stdout.strip(), "snapshot: scoped=2 raw=0 items=10 steps=1")
 expect("linked, alone: the report", ranges(report(out)), {"scoped": (2, 1)})
 out = os.path.join(WORK, "linked-injected.json")

@@ -21,8 +21,11 @@ for command in json trace; do
   [[ $command == trace ]] && extra=(-o /dev/null) || extra=()
   small=$(peak_kib "${args[@]}" small.cuscope "${extra[@]}")
   large=$(peak_kib "${args[@]}" large.cuscope "${extra[@]}")
-  if [[ $small -lt 0 || $large -lt 0 ]]; then
+  if [[ $small == -1 || $large == -1 ]]; then
     echo "FAIL: cuscope $command failed"
+    status=1
+  elif [[ ! $small =~ ^[1-9][0-9]*$ || ! $large =~ ^[1-9][0-9]*$ ]]; then
+    echo "FAIL: cuscope $command: the memory probe gave no peak ('$small', '$large')"
     status=1
   elif ((large - small >= 2048)); then
     echo "FAIL: cuscope $command: peak RSS $small KiB on 23 MB, $large KiB on 69 MB"
