@@ -332,7 +332,10 @@ TEST_CASE("copy kinds and sort keys have stable names", "[report]") {
 }
 
 TEST_CASE("version is built from the version macros", "[report]") {
-  REQUIRE(std::string(cuscope::version()) == "0.1.0");
+  const std::string from_macros = std::to_string(CUSCOPE_VERSION_MAJOR) + "." +
+                                  std::to_string(CUSCOPE_VERSION_MINOR) + "." +
+                                  std::to_string(CUSCOPE_VERSION_PATCH);
+  REQUIRE(std::string(cuscope::version()) == from_macros);
 }
 
 TEST_CASE("json carries verdicts, counters, peaks and the counters' status", "[json][metrics]") {

@@ -269,29 +269,51 @@ TEST_CASE("push and pop stay paired while recording is switched on and off under
           "[threads][lifetime]") {
   cuscope_test::Session session;
   std::atomic<bool> done{false};
+  std::atomic<int> toggled{0};       // workers through the toggled loop
+  std::atomic<bool> settled{false};  // toggling stopped, recording on
+  auto loop = [](int times) {
+    for (int i = 0; i < times; ++i) {
+      cuscope::push("p");
+      { CUSCOPE_SCOPE("s"); }
+      cuscope::push("q");
+      cuscope::pop();
+      cuscope::pop();
+    }
+  };
   std::vector<std::thread> workers;
   for (int t = 0; t < 4; ++t) {
-    workers.emplace_back([] {
-      for (int i = 0; i < 20'000; ++i) {
-        cuscope::push("p");
-        { CUSCOPE_SCOPE("s"); }
-        cuscope::push("q");
-        cuscope::pop();
-        cuscope::pop();
-      }
+    workers.emplace_back([&] {
+      loop(20'000);
+      toggled.fetch_add(1);
+      while (!settled.load()) std::this_thread::yield();
+      loop(1'000);  // on the same thread's push stack: any pair left open shows up here
     });
   }
   std::thread toggler([&] {
     for (bool on = false; !done.load(); on = !on) cuscope::set_enabled(on);
   });
-  for (auto& w : workers) w.join();
+  while (toggled.load() < 4) std::this_thread::yield();
   done = true;
   toggler.join();
   cuscope::set_enabled(true);
+  const cuscope::Report toggled_report = cuscope::snapshot();
+  settled = true;
+  for (auto& w : workers) w.join();
   const cuscope::Report r = cuscope::snapshot();
   CHECK(r.diagnostics.unbalanced_ends == 0);
   CHECK(r.diagnostics.open_scopes == 0);
-  if (const auto* p = r.find("p")) CHECK(p->calls <= 80'000);
+  // With recording on, each of the 4,000 later iterations adds one call to p, p/s and p/q, and none
+  // anywhere else: a push stack left unpaired by the toggling would nest them under it.
+  auto calls = [](const cuscope::Report& report, const char* path) {
+    const cuscope::RangeStats* found = report.find(path);
+    return found != nullptr ? found->calls : 0;
+  };
+  for (const char* path : {"p", "p/s", "p/q"}) {
+    INFO(path);
+    CHECK(calls(r, path) == calls(toggled_report, path) + 4'000);
+  }
+  CHECK(calls(r, "s") == calls(toggled_report, "s"));
+  CHECK(calls(r, "q") == calls(toggled_report, "q"));
 }
 
 TEST_CASE("a child forked while other threads intern names and attach does not deadlock",

@@ -226,7 +226,7 @@ TEST_CASE("cudaGraphExecUpdate: later replays follow the updating graph's captur
   cudaGraphDestroy(v2);
 }
 
-TEST_CASE("a conditional node's body kernels: broken down by the scope they were added in, or counted",
+TEST_CASE("a conditional node's body kernels: counted as graph kernels without their launch",
           "[gpu][graphs]") {
   GraphCase c;
   cudaStream_t stream = c.stream;
@@ -253,18 +253,16 @@ TEST_CASE("a conditional node's body kernels: broken down by the scope they were
   const cuscope::Report r = flushed_report();
   INFO("the report:\n" << cuscope::format_table(r));
   const cuscope::RangeStats& run = range(r, "run");
-  const std::uint64_t body = graph_calls(run, "loop/body");
-  const std::uint64_t unknown = graph_calls(run, cuscope::kUnknownGraphNodeName);
-  const std::uint64_t no_launch = r.diagnostics.graph_kernels_no_launch;
-  WARN("conditional body kernels: " << body << " under loop/body, " << unknown << " of an unknown node, "
-                                    << no_launch << " without their launch (correlation 0)");
-  // An H100 run (CUDA 13.0) matched all 10 to no scope at once, which only correlation id 0 does:
-  // such records are counted as graph kernels without their launch. Attributed where they do carry
-  // the launch's correlation; never lost.
-  CHECK(run.self.kernel_calls == body + unknown);
-  CHECK(body + unknown + no_launch == 10);
+  // Every H100 run (CUDA 13.0, docs/validation/2026-11-24-h100*.log) gave the body's 10 kernel records
+  // correlation id 0 and no launch: Aggregator::on_kernel counts such a graph kernel as
+  // graph_kernels_no_launch and in no range. Exactly that split, nothing matched elsewhere; should a
+  // later CUDA give them their launch's correlation, this fails and the expectation moves to loop/body.
+  CHECK(r.diagnostics.graph_kernels_no_launch == 10);
+  CHECK(run.self.kernel_calls == 0);
+  CHECK(graph_calls(run, "loop/body") == 0);
+  CHECK(graph_calls(run, cuscope::kUnknownGraphNodeName) == 0);
+  CHECK(r.diagnostics.graph_kernels_unknown_node == 0);
   CHECK(r.diagnostics.unresolved_records == 0);
-  CHECK(r.diagnostics.graph_kernels_unknown_node == unknown);
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
 }
