@@ -333,7 +333,10 @@ TEST_CASE("push and pop after shutdown are not misuse", "[scopes]") {
   }
   const cuscope::Report r = cuscope::snapshot();
   CHECK(r.diagnostics.unbalanced_ends == 0);
-  CHECK(r.find("before_shutdown")->calls == 1);
+  // The report is final at shutdown (issue 26): the scope open then stays open in it.
+  REQUIRE(r.find("before_shutdown") != nullptr);
+  CHECK(r.find("before_shutdown")->calls == 0);
+  CHECK(r.diagnostics.open_scopes == 1);
   CHECK(r.find("after_shutdown") == nullptr);
 }
 

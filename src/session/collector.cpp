@@ -10,6 +10,7 @@
 #include <chrono>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "model/range_tree.hpp"
 #include "producers/clock.hpp"
@@ -66,6 +67,19 @@ class OwnCudaCalls {
   bool pushed_ = false;
 };
 
+// Every thread's CUDA-event pool, taken under the registry's lock and queried outside it, so that
+// a thread's first scope, its exit and fork() never wait on cudaEventQuery. A pool outlives the
+// list: states are never freed (threads never shrinks) and a state keeps its pool when it is
+// reused; the pool's resolver side is resolve_mutex's, its owner side the (new) owner's.
+std::vector<GpuEvents*> event_pools(Session& s) {
+  std::lock_guard threads(s.threads_mutex);
+  std::vector<GpuEvents*> pools;
+  for (const auto& ts : s.threads) {
+    if (ts->gpu) pools.push_back(ts->gpu.get());
+  }
+  return pools;
+}
+
 }  // namespace
 
 void start_collector(Session& s) {
@@ -87,18 +101,20 @@ void stop_collector(Session& s) {
 }
 
 bool resolve_gpu_events() noexcept {
-  Session& s = session();
-  std::lock_guard resolve(s.resolve_mutex);
-  std::lock_guard threads(s.threads_mutex);
-  bool done = true;
-  bool any = false;
-  for (const auto& ts : s.threads) any = any || ts->gpu;
-  if (!any) return true;
-  const OwnCudaCalls own;
-  for (const auto& ts : s.threads) {
-    if (ts->gpu && !ts->gpu->resolve()) done = false;
+  try {
+    Session& s = session();
+    std::lock_guard resolve(s.resolve_mutex);
+    const std::vector<GpuEvents*> pools = event_pools(s);
+    if (pools.empty()) return true;
+    const OwnCudaCalls own;
+    bool done = true;
+    for (GpuEvents* pool : pools) {
+      if (!pool->resolve()) done = false;
+    }
+    return done;
+  } catch (...) {  // out of memory for the list: nothing resolved this time
+    return false;
   }
-  return done;
 }
 
 }  // namespace cuscope::inline v0::detail

@@ -88,8 +88,9 @@ void shutdown() {
     }
     finish_trace();  // all recorded is written: the report knows what the trace dropped
     s.closed.store(true, std::memory_order_release);
+    freeze_report(s);  // a scope still open now stays open in it
     if (!s.options.print_at_exit && s.options.json_path.empty() && s.options.trace_path.empty()) return;
-    const Report r = snapshot();
+    const Report r = report_of(s);
     close_trace(s, r);
     if (s.options.print_at_exit) write_text(s.options.output_path, format_table(r, s.options.table), "table");
     if (!s.options.json_path.empty()) write_text(s.options.json_path, format_json(r), "JSON report");

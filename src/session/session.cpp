@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <exception>
 #include <mutex>
+#include <optional>
 
 #include "producers/clock.hpp"
 #include "producers/cuda_probe.hpp"
@@ -99,9 +100,10 @@ Session* session_if_made() noexcept { return g_session; }
 
 Sink& current_sink() { return session(); }
 
-// The session's report (snapshot() without the forwarding): also the trace summary of a session
-// that reset_for_testing() ends.
-Report report_of(Session& s) noexcept {
+namespace {
+
+// What the session has recorded so far.
+Report live_report(Session& s) noexcept {
   Report r;
   try {
     if (!s.closed.load(std::memory_order_acquire)) resolve_gpu_events();  // else CUDA may be gone
@@ -142,6 +144,38 @@ Report report_of(Session& s) noexcept {
     warn_once(fmt::format("snapshot failed: {}", e.what()));
   }
   return r;
+}
+
+}  // namespace
+
+// The session's report (snapshot() without the forwarding): also the trace summary of a session
+// that reset_for_testing() ends. After shutdown() it is the one shutdown() built, with the notes
+// printed since: later scopes, steps and records change nothing in it.
+Report report_of(Session& s) noexcept {
+  try {
+    std::optional<Report> final_report;
+    {
+      std::lock_guard lock(s.lifecycle_mutex);
+      final_report = s.final_report;
+    }
+    if (final_report) {
+      final_report->notes = notes_so_far();
+      return *final_report;
+    }
+  } catch (const std::exception& e) {
+    warn_once(fmt::format("snapshot failed: {}", e.what()));
+  }
+  return live_report(s);
+}
+
+void freeze_report(Session& s) noexcept {
+  try {
+    Report r = live_report(s);
+    std::lock_guard lock(s.lifecycle_mutex);
+    s.final_report = std::move(r);
+  } catch (const std::exception& e) {
+    warn_once(fmt::format("snapshot failed: {}", e.what()));
+  }
 }
 
 void reset_for_testing() noexcept {
@@ -251,7 +285,10 @@ void step() {
   if (const Engine* e = forward_target()) return e->step();
   Session& s = session();
   if (g_state.load(std::memory_order_acquire) == kNotStarted) start();
-  if (s.closed.load(std::memory_order_acquire)) return;  // the summary is written: steps are final
+  // One transition at a time, each whole (flags, window, trace mark), and none once shutdown()
+  // cleared the flags: its summary follows, and the steps are final.
+  std::lock_guard lock(s.lifecycle_mutex);
+  if (s.shut_down) return;
   const Options& o = s.options;
   const std::uint64_t finished = s.steps.fetch_add(1, std::memory_order_relaxed);
   const Phase was = phase_of(o, finished);

@@ -11,9 +11,11 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <cuscope/report.hpp>
 #include <cuscope/session.hpp>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -60,6 +62,8 @@ class Session : public Sink {
   // shutdown() has collected everything: CUDA may be torn down next (static destructors after
   // it), so step(), flush() and snapshot() touch nothing of CUDA, CUPTI or the window any more.
   std::atomic<bool> closed{false};
+  // What snapshot() returns once shutdown() closed the session (guarded by lifecycle_mutex).
+  std::optional<Report> final_report;
 
   std::thread collector;
   std::mutex collector_mutex;
@@ -75,6 +79,8 @@ Session& session();
 void reset_for_testing() noexcept;
 /// The session's report as snapshot() builds it (no forwarding to an injected engine).
 Report report_of(Session& s) noexcept;
+/// Makes the report what it is now, for good (shutdown(), once the session is closed).
+void freeze_report(Session& s) noexcept;
 
 /// Resolves finished CUDA events of every thread; true when none is left pending (collector.cpp).
 bool resolve_gpu_events() noexcept;
