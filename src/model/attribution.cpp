@@ -50,8 +50,8 @@ Instance* Attribution::resolve(Instance& slot, std::uint64_t id) {
   // may have had its span counted when it left. Either way: late, no span.
   const bool newer_holds =
       slot.id != 0 && (slot.id >> kInstanceSeqBits) == thread && (slot.id & kInstanceSeqMask) > seq;
-  const auto mark = evicted_seq_.find(thread);
-  if (newer_holds || (mark != evicted_seq_.end() && seq <= mark->second)) {
+  const bool below_mark = thread < evicted_seq_.size() && seq <= evicted_seq_[thread];
+  if (newer_holds || below_mark) {
     late_ = Instance{id, node, last_activity_, parent};
     return &late_;
   }
@@ -63,8 +63,10 @@ Instance* Attribution::resolve(Instance& slot, std::uint64_t id) {
 void Attribution::evict(const Instance& slot) {
   if (slot.id == 0 || slot.total_end == 0) return;  // no span yet: if it comes back, it starts afresh
   add_call(slot.activity->evicted_call_spans, slot.total_end - slot.total_start);
-  std::uint64_t& mark = evicted_seq_[slot.id >> kInstanceSeqBits];
-  mark = std::max(mark, slot.id & kInstanceSeqMask);
+  if (evicted_seq_.empty()) evicted_seq_.resize(Forest::kMaxSlots, 0);
+  const std::uint64_t thread = slot.id >> kInstanceSeqBits;
+  if (thread < evicted_seq_.size())
+    evicted_seq_[thread] = std::max(evicted_seq_[thread], slot.id & kInstanceSeqMask);
 }
 
 Target Attribution::locate(std::uint64_t correlation) {
