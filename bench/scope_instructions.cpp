@@ -14,7 +14,11 @@
 // left-out domain adds. `operators` counts run_operators(): emit_nvtx()-style messages, a new text at
 // the same address on every push. `traced` counts run_scopes() in trace mode (CUSCOPE_TRACE=/dev/null; N at
 // most 16,000, so that 2N scopes' events fit a thread's ring even if the writer thread never runs
-// under valgrind, and none is dropped, which would be cheaper).
+// under valgrind, and none is dropped, which would be cheaper). `cupti` counts run_scopes() in a
+// session as CUPTI tracing leaves it, with CUSCOPE_EVENTS' default (no CUDA events where CUPTI
+// traces): each scope pushes and pops its instance as the external correlation id, here into two
+// empty functions in place of CUPTI's (trace_with_fake_cupti_for_testing()), so that the count is
+// cuscope's own work.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -23,6 +27,7 @@
 
 #include "host_session.hpp"
 #include "injected.hpp"
+#include "session/session.hpp"
 
 extern "C" __attribute__((noinline)) void run_scopes(long n) {
   for (long i = 0; i < n; ++i) {
@@ -78,6 +83,11 @@ __attribute__((noinline)) int empty_pop(nvtxDomainHandle_t) {
 }
 }  // namespace
 
+namespace {
+__attribute__((noinline)) void empty_correlation_push(std::uint64_t) noexcept { __asm__ volatile(""); }
+__attribute__((noinline)) void empty_correlation_pop() noexcept { __asm__ volatile(""); }
+}  // namespace
+
 extern "C" __attribute__((noinline)) void run_nvtx_call(const cuscope_bench::Injected* in, long n) {
   for (long i = 0; i < n; ++i) {
     in->domain_push(in->excluded, &in->registered);
@@ -89,7 +99,8 @@ extern "C" __attribute__((noinline)) void run_nvtx_call(const cuscope_bench::Inj
 int main(int argc, char** argv) {
   const long n = argc > 1 ? std::atol(argv[1]) : 100'000;
   const bool traced = argc > 2 && std::strcmp(argv[2], "traced") == 0;
-  if (argc > 2 && !traced) {
+  const bool cupti = argc > 2 && std::strcmp(argv[2], "cupti") == 0;
+  if (argc > 2 && !traced && !cupti) {
     const std::string mode = argv[2];
     cuscope_bench::Injected& in = cuscope_bench::injected(5000);
     if (!in.error.empty()) {
@@ -125,10 +136,12 @@ int main(int argc, char** argv) {
     return 0;
   }
   cuscope_bench::start_host_only_session(5000, traced ? "/dev/null" : "");
+  if (cupti) cuscope::detail::trace_with_fake_cupti_for_testing(empty_correlation_push, empty_correlation_pop);
   { CUSCOPE_SCOPE("counted"); }  // the steady state: the call site interned
   run_scopes(n);
   const cuscope::Report r = cuscope::snapshot();
-  std::printf("scopes %ld%s, clock: %s\n", n, traced ? " (trace mode)" : "", r.clock.c_str());
+  std::printf("scopes %ld%s, clock: %s\n", n, traced ? " (trace mode)" : cupti ? " (CUPTI tracing, fake hooks)" : "",
+              r.clock.c_str());
   if (traced && r.diagnostics.trace_records_dropped != 0) {
     std::fprintf(stderr, "scope_instructions: %llu trace events dropped\n",
                  static_cast<unsigned long long>(r.diagnostics.trace_records_dropped));

@@ -128,12 +128,7 @@ ThreadTree::Token ThreadTree::begin(std::uint32_t name_id, std::uint64_t now_ns)
       ring = new InstanceSlot[kInstanceRing];
       instances_.store(ring, std::memory_order_release);
     }
-    InstanceSlot& s = ring[f.seq & (kInstanceRing - 1)];
-    s.seq.store(0, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_release);
-    s.node.store(node, std::memory_order_relaxed);
-    s.parent_seq.store(d ? top.seq : 0, std::memory_order_relaxed);
-    s.seq.store(f.seq, std::memory_order_release);
+    publish_instance(ring, f.seq, node, d ? top.seq : 0);
   }
   f.remote.store(f.tag, std::memory_order_release);
   depth_.store(d + 1, std::memory_order_release);

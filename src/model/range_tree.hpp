@@ -151,19 +151,21 @@ class ThreadTree {
   Token begin(std::uint32_t name_id, std::uint64_t now_ns);
   /// begin() of the common entry, inline: the child entered last under the innermost range (or
   /// the sibling that followed that one last time: siblings entered in turn), a new frame below
-  /// the maximum depth, no instance ids. Sets *token as begin() would return it
-  /// and returns true, or returns false having done nothing: begin() then does it (recursion,
-  /// overflow, another child, a new owner, instances recorded). Owner thread only; like begin(),
-  /// it leaves ends posted from elsewhere to the caller (close_remote()).
+  /// the maximum depth, its instance published when instances are recorded (CUPTI traces) and the
+  /// thread's instance ring exists. Sets *token as begin() would return it and returns true, or
+  /// returns false having done nothing: begin() then does it (recursion, overflow, another child, a
+  /// new owner, the first instance). Owner thread only; like begin(), it leaves ends posted from
+  /// elsewhere to the caller (close_remote()).
   bool begin_common(std::uint32_t name_id, std::uint64_t now_ns, Token* token) {
     const std::uint32_t d = depth_.load(std::memory_order_relaxed);
     Node* parent = frames_[d].node.load(std::memory_order_relaxed);  // the root's frame at d == 0
     Node* node = parent->hint;
     if (node != nullptr && node->name_id != name_id) node = node->after;
     const Forest& forest = forest_;
+    InstanceSlot* ring = forest_records_instances(forest) ? instances_.load(std::memory_order_relaxed) : nullptr;
     if (node == nullptr || node->name_id != name_id || parent->name_id == name_id || overflow_open_ != 0 ||
         node->owner_generation != generation_ || d >= forest_max_depth(forest) ||
-        forest_records_instances(forest))
+        (ring == nullptr && forest_records_instances(forest)))
       return false;
     parent->hint = node;
     const std::uint32_t t = next_tag_ == kMaxTag ? 1 : next_tag_ + 1;
@@ -176,10 +178,17 @@ class ThreadTree {
     f.children_ns = 0;
     f.seq = seq;
     f.tag = t;
+    if (ring != nullptr) publish_instance(ring, seq, node, d ? frames_[d].seq : 0);
     f.remote.store(t, std::memory_order_release);
     depth_.store(d + 1, std::memory_order_release);
     *token = {d + 1, (std::uint64_t{slot_} << kInstanceSeqBits) | seq, t, false};
     return true;
+  }
+  /// Moves the start of the frame at `depth` (the innermost, just opened) to `now_ns`: the producer
+  /// did work of its own after begin() (a CUDA event record, a correlation push) that must not count
+  /// in the range's host time. Owner thread only.
+  void restart(std::uint32_t depth, std::uint64_t now_ns) {
+    frames_[depth].start_ns.store(now_ns, std::memory_order_relaxed);
   }
   /// Closes the range opened by the begin() that returned `depth`. Ranges opened after it and
   /// still open are closed as unbalanced (counted, not timed).
@@ -275,6 +284,16 @@ class ThreadTree {
     std::uint32_t remote_bits = 0;  // what that end asks the owner to undo
     bool remote_pending = false;    // ended on another thread, closed when it is innermost
   };
+  /// Publishes instance `seq` (its node and its parent's instance, 0 at the top) in the ring, for
+  /// resolve() on any thread: the slot is marked empty while it changes.
+  static void publish_instance(InstanceSlot* ring, std::uint64_t seq, Node* node, std::uint64_t parent_seq) {
+    InstanceSlot& s = ring[seq & (kInstanceRing - 1)];
+    s.seq.store(0, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
+    s.node.store(node, std::memory_order_relaxed);
+    s.parent_seq.store(parent_seq, std::memory_order_relaxed);
+    s.seq.store(seq, std::memory_order_release);
+  }
   static std::uint32_t forest_max_depth(const Forest& forest);
   static bool forest_records_instances(const Forest& forest);
   struct NodeBlock {

@@ -4,8 +4,11 @@
 // push/pop (skipped without a tool), two clock reads and the range tree update; plus two
 // cudaEventRecord calls when GPU timing is on and a correlation push/pop when CUPTI traces.
 // Never here: locks, allocation, string copies or hashing (those happen on a call site's first
-// visit only), device synchronization. The common case (host times only) is enter_common() and
-// exit_owned_inline(): straight code with no call but a final tail call; the rest is out of line.
+// visit only), device synchronization. The common cases (host times only; trace mode; CUPTI
+// tracing, whose defaults record no CUDA events) are enter_common() and exit_owned_inline():
+// straight code with no call but the correlation hooks and a final tail call; the rest is out of
+// line. A range's host time leaves out cuscope's own CUDA and CUPTI calls at its entry (its clock
+// is read again after them) and at its exit (the clock is read before them).
 //
 // What a scope needs from the session is declared on the producers' side (producers/scope_state.hpp,
 // sink.hpp, engine.hpp) and implemented by the session: nothing here includes the session.
@@ -146,10 +149,6 @@ ThreadState* this_thread() noexcept {
   if (!ts->tree->begin_common(id, now, &b)) b = ts->tree->begin(id, now);
   const bool overflow = b.depth == model::ThreadTree::kOverflowDepth;
   std::uint32_t tok = kRecorded | (overflow ? kOverflow : b.depth) | (b.tag << kTagShift);
-  if (flags & kTrace) {
-    trace::record(trace::ScopeKind::Enter, ts->tree->slot(), id, now, b.instance);
-    tok |= kTraced;
-  }
   if (flags & kCorrelation) tok |= push_correlation(b.instance);
   const bool framed = !overflow && !b.reentry;  // a re-entry keeps its frame's timers
   if ((flags & kCounters) && framed) counters_on_enter(ts->tree->innermost());
@@ -158,6 +157,16 @@ ThreadState* this_thread() noexcept {
                     g_event_sample_every.load(std::memory_order_relaxed)) &&
       ts->gpu->begin(b.depth, stream))
     tok |= kTimedGpu;
+  // The range's host time starts after cuscope's own CUDA and CUPTI calls (exit reads the clock
+  // before its own): the trace gets the same start.
+  if (framed && (tok & (kPushed | kTimedGpu))) {
+    now = now_ns();
+    ts->tree->restart(b.depth, now);
+  }
+  if (flags & kTrace) {
+    trace::record(trace::ScopeKind::Enter, ts->tree->slot(), id, now, b.instance);
+    tok |= kTraced;
+  }
   return tok;
 }
 
@@ -183,31 +192,52 @@ bool nvtx_pop_off() noexcept {
   return ts;
 }
 
-// The common entry, one straight path with no call but its last: a started session recording
-// host times only (no trace, counters, GPU events or correlation), the counter clock calibrated,
+// The common paths: a session recording host times only (Plain); the same in trace mode (Traced:
+// one more event into the thread's ring, trace/writer.hpp); the same while CUPTI traces with
+// external correlation (Correlated: the instance pushed as the correlation id, popped at exit;
+// no CUDA events, as CUSCOPE_EVENTS=auto has it there). enter() inlines Plain and takes the others
+// one hop out of line, in Plain's general().
+enum class Common { Plain, Traced, Correlated };
+template <Common kMode>
+inline constexpr std::uint32_t kCommonFlags = kMode == Common::Plain    ? kRecording
+                                              : kMode == Common::Traced ? kRecording | kTrace
+                                                                        : kRecording | kCorrelation;
+// What a scope's token holds when it took the common path of kMode.
+template <Common kMode>
+inline constexpr std::uint32_t kCommonBits = kMode == Common::Plain    ? kRecorded
+                                             : kMode == Common::Traced ? kRecorded | kTraced
+                                                                       : kRecorded | kPushed;
+
+// The common entry, one straight path with no call but its last: a started session with the
+// flags of kMode (no counters, GPU events, or trace unless Traced), the counter clock calibrated,
 // no NVTX range to push, the thread attached, no end posted from another thread; otherwise it
 // returns general(), having done nothing (a tail call, so the common path saves no register).
 // Here, and in exit(), the clock is the counter's: CLOCK_MONOTONIC (calibrating, or no invariant
 // counter) takes the general path.
-// kTraceMode: the same path in trace mode (kTrace), with one more event into the thread's ring
-// (trace/writer.hpp); enter() takes it out of line, in the common path's general().
-template <bool kTraceMode, class General>
+template <Common kMode, class General>
 [[gnu::always_inline]] inline ThreadState* enter_common(ThreadState* ts, std::uint32_t id,
                                                         cudaStream_t stream, std::uint32_t& token,
                                                         General general) noexcept {
-  constexpr std::uint32_t kFlags = kTraceMode ? kRecording | kTrace : kRecording;
-  // The flags first: trace mode leaves the plain path at its first test.
+  constexpr std::uint32_t kFlags = kCommonFlags<kMode>;
+  // The flags first: another mode leaves this path at its first test.
   if (g_flags.load(std::memory_order_relaxed) != kFlags || ts == nullptr ||
       g_state.load(std::memory_order_relaxed) != kOn || ts->tree->remote_posted() || !nvtx_push_off())
     return general();
   const ClockSegment* clock = g_clock_segment.load(std::memory_order_acquire);
   if (clock == nullptr) return general();
-  const std::uint64_t now = clock->to_ns(cycle_counter());
+  std::uint64_t now = clock->to_ns(cycle_counter());
   if (model::ThreadTree::Token b{}; ts->tree->begin_common(id, now, &b)) {
     token = kRecorded | b.depth | (b.tag << kTagShift);
-    if constexpr (kTraceMode) {
+    if constexpr (kMode == Common::Traced) {
       trace::record(trace::ScopeKind::Enter, ts->tree->slot(), id, now, b.instance);
       token |= kTraced;
+    }
+    if constexpr (kMode == Common::Correlated) {
+      if (CorrelationHook push = g_push_correlation.load(std::memory_order_acquire)) {
+        push(b.instance);
+        token |= kPushed;
+        ts->tree->restart(b.depth, clock->to_ns(cycle_counter()));  // after cuscope's own call
+      }
     }
     return ts;
   }
@@ -284,23 +314,23 @@ namespace {
 // The common exit, one straight path: the innermost frame, entered once and recorded with
 // nothing else to undo (GPU events, correlation, trace), no counters, no NVTX range to pop; false
 // having done nothing. kTraceMode: the same in trace mode, with its event.
-template <bool kTraceMode>
+template <Common kMode>
 [[gnu::always_inline]] inline bool exit_common(ThreadState* ts, std::uint32_t token,
                                                std::uint64_t now) noexcept {
-  constexpr std::uint32_t kBits = kTraceMode ? kRecorded | kTraced : kRecorded;
   model::ThreadTree& tree = *ts->tree;
-  if ((token & kTokenBits) != kBits || tree.remote_posted() || ts->counted_root ||
+  if ((token & kTokenBits) != kCommonBits<kMode> || tree.remote_posted() || ts->counted_root ||
       (g_flags.load(std::memory_order_relaxed) & kCounters) != 0 || !nvtx_pop_off() ||
       !tree.end_common(token & kDepthMask, now))
     return false;
-  if constexpr (kTraceMode) trace::record(trace::ScopeKind::Exit, tree.slot(), token & kDepthMask, now);
+  if constexpr (kMode == Common::Traced) trace::record(trace::ScopeKind::Exit, tree.slot(), token & kDepthMask, now);
+  if constexpr (kMode == Common::Correlated) pop_correlation();
   if (tree.remote_posted()) settle_remote(ts);  // an entry below, ended elsewhere, is innermost now
   return true;
 }
 
 // exit_owned() past its common path.
 [[gnu::noinline]] void exit_owned_general(ThreadState* ts, std::uint32_t token, std::uint64_t now) noexcept {
-  if ((token & kTraced) && exit_common<true>(ts, token, now)) return;
+  if ((token & kTraced) && exit_common<Common::Traced>(ts, token, now)) return;
   model::ThreadTree& tree = *ts->tree;
   if (tree.has_remote_ends()) settle_remote(ts);
   if (token & kRecorded) {
@@ -328,7 +358,8 @@ template <bool kTraceMode>
 
 [[gnu::always_inline]] inline void exit_owned_inline(ThreadState* ts, std::uint32_t token,
                                                      std::uint64_t now) noexcept {
-  if (!exit_common<false>(ts, token, now)) exit_owned_general(ts, token, now);
+  if (exit_common<Common::Plain>(ts, token, now) || exit_common<Common::Correlated>(ts, token, now)) return;
+  exit_owned_general(ts, token, now);
 }
 
 // exit() past its common path.
@@ -345,10 +376,14 @@ template <bool kTraceMode>
   exit_owned_inline(ts, token, now);
 }
 
-// enter() past its common path: trace mode's common path, else the general one.
-[[gnu::noinline]] ThreadState* enter_traced(Site& site, std::uint32_t id, cudaStream_t stream,
-                                            std::uint32_t& depth) noexcept {
-  return enter_common<true>(t_state, id, stream, depth, [&] { return enter_general(site, stream, depth); });
+// enter() past its common path: the common path of trace mode or of CUPTI tracing, else the
+// general one.
+[[gnu::noinline]] ThreadState* enter_other(Site& site, std::uint32_t id, cudaStream_t stream,
+                                           std::uint32_t& depth) noexcept {
+  const auto general = [&] { return enter_general(site, stream, depth); };
+  if (g_flags.load(std::memory_order_relaxed) == kCommonFlags<Common::Correlated>)
+    return enter_common<Common::Correlated>(t_state, id, stream, depth, general);
+  return enter_common<Common::Traced>(t_state, id, stream, depth, general);
 }
 
 }  // namespace
@@ -356,8 +391,8 @@ template <bool kTraceMode>
 ThreadState* enter(Site& site, cudaStream_t stream, std::uint32_t& depth) noexcept {
   const std::uint32_t id = site.id.load(std::memory_order_acquire);
   if (id == 0) return enter_general(site, stream, depth);  // the call site's first visit
-  return enter_common<false>(t_state, id, stream, depth,
-                             [&] { return enter_traced(site, id, stream, depth); });
+  return enter_common<Common::Plain>(t_state, id, stream, depth,
+                                     [&] { return enter_other(site, id, stream, depth); });
 }
 
 ThreadState* enter_named(std::string_view name, cudaStream_t stream, std::uint32_t& depth) noexcept {
@@ -371,9 +406,12 @@ ThreadState* enter_named(std::string_view name, cudaStream_t stream, std::uint32
 }
 
 ThreadState* enter_interned(std::uint32_t id, std::uint32_t& token) noexcept {
-  return enter_common<false>(t_state, id, nullptr, token, [&]() -> ThreadState* {
+  const auto general = [&]() -> ThreadState* {
     if (!started()) return nullptr;
     return enter_id(id, nullptr, nullptr, token);
+  };
+  return enter_common<Common::Plain>(t_state, id, nullptr, token, [&] {
+    return enter_common<Common::Correlated>(t_state, id, nullptr, token, general);
   });
 }
 

@@ -189,6 +189,8 @@ void reset_for_testing() noexcept {
   g_flags.store(0, std::memory_order_relaxed);
   disable_range_profiler();
   stop_activity_tracing();  // the next session starts tracing again
+  g_push_correlation.store(nullptr, std::memory_order_release);  // trace_with_fake_cupti_for_testing()'s
+  g_pop_correlation.store(nullptr, std::memory_order_release);
   finish_trace();
   old.closed.store(true, std::memory_order_release);   // its report is final: no CUDA-event queries
   if (trace_open()) close_trace(old, report_of(old));  // its summary names the device, as at exit
@@ -197,6 +199,17 @@ void reset_for_testing() noexcept {
   g_session = new Session();
   detach_this_thread();
   forget_warnings();
+}
+
+void trace_with_fake_cupti_for_testing(CorrelationHook push, CorrelationPopHook pop) noexcept {
+  Session& s = session();
+  std::lock_guard lock(s.lifecycle_mutex);
+  s.forest.record_instances.store(true, std::memory_order_relaxed);
+  g_pop_correlation.store(pop, std::memory_order_release);
+  g_push_correlation.store(push, std::memory_order_release);
+  s.tracing.store(true, std::memory_order_release);
+  g_flags.store(flags_for(s, phase_of(s.options, s.steps.load(std::memory_order_relaxed))),
+                std::memory_order_relaxed);
 }
 
 bool start_from_scope() noexcept {

@@ -77,6 +77,10 @@ Session& session();
 /// Tests only: ends the session (without printing) and starts afresh with a new one, as if the
 /// process had just begun. No other thread may be inside a scope. The old session is leaked.
 void reset_for_testing() noexcept;
+/// Tests and benchmarks: the started session as CUPTI tracing leaves it, without CUPTI: instance
+/// ids recorded, `push` and `pop` as the correlation hooks, tracing on and the scope flags decided
+/// again (CUDA events as CUSCOPE_EVENTS has them with tracing). reset_for_testing() undoes it.
+void trace_with_fake_cupti_for_testing(CorrelationHook push, CorrelationPopHook pop) noexcept;
 /// The session's report as snapshot() builds it (no forwarding to an injected engine).
 Report report_of(Session& s) noexcept;
 /// Makes the report what it is now, for good (shutdown(), once the session is closed).
