@@ -416,7 +416,7 @@ TEST_CASE("the common begin takes only a known child of the innermost range", "[
   CHECK_FALSE(f.tree->end_common(1, 40));  // not the innermost
   CHECK(f.tree->end_common(db, 40));
   f.forest->record_instances = true;
-  CHECK_FALSE(f.tree->begin_common(b, 45, &tok));  // the first instance id: begin() makes the ring
+  CHECK_FALSE(f.tree->begin_common(b, 45, &tok));  // instance ids: begin() writes the slot
   f.forest->record_instances = false;
   f.tree->new_owner();
   CHECK_FALSE(f.tree->begin_common(b, 45, &tok));  // a new owner: begin() counts the thread
@@ -568,10 +568,11 @@ TEST_CASE("the common begin publishes instance ids once the thread's ring exists
   f.forest->record_instances = true;
   const std::uint32_t a = f.id("a"), b = f.id("b");
   ThreadTree::Token tok{};
+  CHECK_FALSE(f.tree->begin_common<true>(a, 0, &tok));  // no node yet, and no ring
   const auto ta = f.tree->begin(a, 0);  // makes the node and the instance ring
   const auto tb = f.tree->begin(b, 1);
   f.tree->end(tb.depth, 2);
-  REQUIRE(f.tree->begin_common(b, 3, &tok));
+  REQUIRE(f.tree->begin_common<true>(b, 3, &tok));
   CHECK(tok.instance == tb.instance + 1);
   cuscope::model::Node* node = nullptr;
   std::uint64_t parent = 0;
@@ -580,7 +581,7 @@ TEST_CASE("the common begin publishes instance ids once the thread's ring exists
   CHECK(parent == ta.instance);
   CHECK(f.tree->end_common(tok.depth, 5));
   f.tree->end(ta.depth, 6);
-  REQUIRE(f.tree->begin_common(a, 7, &tok));  // a top-level call: no parent
+  REQUIRE(f.tree->begin_common<true>(a, 7, &tok));  // a top-level call: no parent
   REQUIRE(f.forest->resolve_instance(tok.instance, &node, &parent));
   CHECK(parent == 0);
   CHECK(f.forest->node_for_testing(tok.instance) == f.forest->node_for_testing(ta.instance));

@@ -60,7 +60,8 @@ TEST_CASE("a traced session's scopes push their instance at entry and pop it at 
   using cuscope::detail::g_flags;
   // CUSCOPE_EVENTS=always, but no GPU here: the flags are the recording and the correlation only,
   // the mode the common path takes.
-  CHECK(g_flags.load() == (cuscope::detail::kRecording | cuscope::detail::kCorrelation));
+  CHECK(g_flags.load() ==
+        (cuscope::detail::kRecording | cuscope::detail::kInstances | cuscope::detail::kCorrelation));
   constexpr int kCalls = 1000;
   for (int i = 0; i < kCalls; ++i) {
     CUSCOPE_SCOPE("outer");

@@ -80,6 +80,7 @@ class Aggregator {
   void add_counters(const Node* node, const std::vector<double>& values);
   void add_unknown(std::uint64_t n) { diag_.unknown_records += n; }
   void add_refused_buffers(std::uint64_t n) { diag_.activity_buffers_refused += n; }
+  void add_lost_launch_notes(std::uint64_t n) { diag_.launch_notes_lost += n; }
   /// From now on a record with a zero timestamp is work that was still running when the session
   /// ended (the forced flush at shutdown), counted as incomplete_at_exit.
   void set_final_flush(bool final_flush) { final_flush_ = final_flush; }

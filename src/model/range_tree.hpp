@@ -151,21 +151,24 @@ class ThreadTree {
   Token begin(std::uint32_t name_id, std::uint64_t now_ns);
   /// begin() of the common entry, inline: the child entered last under the innermost range (or
   /// the sibling that followed that one last time: siblings entered in turn), a new frame below
-  /// the maximum depth, its instance published when instances are recorded (CUPTI traces) and the
-  /// thread's instance ring exists. Sets *token as begin() would return it and returns true, or
-  /// returns false having done nothing: begin() then does it (recursion, overflow, another child, a
-  /// new owner, the first instance). Owner thread only; like begin(), it leaves ends posted from
-  /// elsewhere to the caller (close_remote()).
+  /// the maximum depth; no instance ids (kPublish false: it declines while the forest records them),
+  /// or its instance id published in the thread's ring (kPublish true, while CUPTI traces: it
+  /// declines until begin() has made the ring). Sets *token as begin() would return it and returns
+  /// true, or returns false having done nothing: begin() then does it (recursion, overflow, another
+  /// child, a new owner, the first instance). Owner thread only; like begin(), it leaves ends posted
+  /// from elsewhere to the caller (close_remote()).
+  template <bool kPublish = false>
   bool begin_common(std::uint32_t name_id, std::uint64_t now_ns, Token* token) {
     const std::uint32_t d = depth_.load(std::memory_order_relaxed);
     Node* parent = frames_[d].node.load(std::memory_order_relaxed);  // the root's frame at d == 0
     Node* node = parent->hint;
     if (node != nullptr && node->name_id != name_id) node = node->after;
     const Forest& forest = forest_;
-    InstanceSlot* ring = forest_records_instances(forest) ? instances_.load(std::memory_order_relaxed) : nullptr;
+    InstanceSlot* ring = nullptr;
+    if constexpr (kPublish) ring = instances_.load(std::memory_order_relaxed);
     if (node == nullptr || node->name_id != name_id || parent->name_id == name_id || overflow_open_ != 0 ||
         node->owner_generation != generation_ || d >= forest_max_depth(forest) ||
-        (ring == nullptr && forest_records_instances(forest)))
+        (kPublish ? ring == nullptr : forest_records_instances(forest)))
       return false;
     parent->hint = node;
     const std::uint32_t t = next_tag_ == kMaxTag ? 1 : next_tag_ + 1;
@@ -178,7 +181,7 @@ class ThreadTree {
     f.children_ns = 0;
     f.seq = seq;
     f.tag = t;
-    if (ring != nullptr) publish_instance(ring, seq, node, d ? frames_[d].seq : 0);
+    if constexpr (kPublish) publish_instance(ring, seq, node, d ? frames_[d].seq : 0);
     f.remote.store(t, std::memory_order_release);
     depth_.store(d + 1, std::memory_order_release);
     *token = {d + 1, (std::uint64_t{slot_} << kInstanceSeqBits) | seq, t, false};
@@ -245,6 +248,11 @@ class ThreadTree {
   /// Re-entries (direct recursion) open in the frame at `depth` (1-based); any thread.
   [[nodiscard]] std::uint32_t reentries(std::uint32_t depth) const {
     return frames_[depth].reentries.load(std::memory_order_relaxed);
+  }
+  /// The instance id of the innermost open frame (kNoInstance when none is open). Owner thread.
+  [[nodiscard]] std::uint64_t innermost_instance() const {
+    const std::uint32_t d = depth_.load(std::memory_order_relaxed);
+    return d ? (std::uint64_t{slot_} << kInstanceSeqBits) | frames_[d].seq : kNoInstance;
   }
   [[nodiscard]] Node* innermost() const {
     const std::uint32_t d = depth_.load(std::memory_order_relaxed);

@@ -146,7 +146,9 @@ ThreadState* this_thread() noexcept {
                                              std::uint32_t flags, cudaStream_t stream) noexcept {
   if ((flags & kCounters) && ts->tree->open_depth() == 0) open_counted_root(ts, now, flags);
   model::ThreadTree::Token b{};
-  if (!ts->tree->begin_common(id, now, &b)) b = ts->tree->begin(id, now);
+  const bool common =
+      (flags & kInstances) ? ts->tree->begin_common<true>(id, now, &b) : ts->tree->begin_common(id, now, &b);
+  if (!common) b = ts->tree->begin(id, now);
   const bool overflow = b.depth == model::ThreadTree::kOverflowDepth;
   std::uint32_t tok = kRecorded | (overflow ? kOverflow : b.depth) | (b.tag << kTagShift);
   if (flags & kCorrelation) tok |= push_correlation(b.instance);
@@ -193,20 +195,22 @@ bool nvtx_pop_off() noexcept {
 }
 
 // The common paths: a session recording host times only (Plain); the same in trace mode (Traced:
-// one more event into the thread's ring, trace/writer.hpp); the same while CUPTI traces with
-// external correlation (Correlated: the instance pushed as the correlation id, popped at exit;
-// no CUDA events, as CUSCOPE_EVENTS=auto has it there). enter() inlines Plain and takes the others
+// one more event into the thread's ring, trace/writer.hpp); while CUPTI traces, with no CUDA events
+// (as CUSCOPE_EVENTS=auto has it there), the instance id published for the decoder and either
+// pushed as the external correlation id and popped at exit (Correlated) or left to the launch
+// callbacks to read (Noted, CUSCOPE_ATTRIBUTION=launch). enter() inlines Plain and takes the others
 // one hop out of line, in Plain's general().
-enum class Common { Plain, Traced, Correlated };
+enum class Common { Plain, Traced, Correlated, Noted };
 template <Common kMode>
-inline constexpr std::uint32_t kCommonFlags = kMode == Common::Plain    ? kRecording
-                                              : kMode == Common::Traced ? kRecording | kTrace
-                                                                        : kRecording | kCorrelation;
+inline constexpr std::uint32_t kCommonFlags = kMode == Common::Plain        ? kRecording
+                                              : kMode == Common::Traced     ? kRecording | kTrace
+                                              : kMode == Common::Correlated ? kRecording | kInstances | kCorrelation
+                                                                            : kRecording | kInstances;
 // What a scope's token holds when it took the common path of kMode.
 template <Common kMode>
-inline constexpr std::uint32_t kCommonBits = kMode == Common::Plain    ? kRecorded
-                                             : kMode == Common::Traced ? kRecorded | kTraced
-                                                                       : kRecorded | kPushed;
+inline constexpr std::uint32_t kCommonBits = kMode == Common::Traced       ? kRecorded | kTraced
+                                             : kMode == Common::Correlated ? kRecorded | kPushed
+                                                                           : kRecorded;
 
 // The common entry, one straight path with no call but its last: a started session with the
 // flags of kMode (no counters, GPU events, or trace unless Traced), the counter clock calibrated,
@@ -226,7 +230,8 @@ template <Common kMode, class General>
   const ClockSegment* clock = g_clock_segment.load(std::memory_order_acquire);
   if (clock == nullptr) return general();
   std::uint64_t now = clock->to_ns(cycle_counter());
-  if (model::ThreadTree::Token b{}; ts->tree->begin_common(id, now, &b)) {
+  constexpr bool kPublish = kMode == Common::Correlated || kMode == Common::Noted;
+  if (model::ThreadTree::Token b{}; ts->tree->begin_common<kPublish>(id, now, &b)) {
     token = kRecorded | b.depth | (b.tag << kTagShift);
     if constexpr (kMode == Common::Traced) {
       trace::record(trace::ScopeKind::Enter, ts->tree->slot(), id, now, b.instance);
@@ -331,6 +336,7 @@ template <Common kMode>
 // exit_owned() past its common path.
 [[gnu::noinline]] void exit_owned_general(ThreadState* ts, std::uint32_t token, std::uint64_t now) noexcept {
   if ((token & kTraced) && exit_common<Common::Traced>(ts, token, now)) return;
+  if ((token & kPushed) && exit_common<Common::Correlated>(ts, token, now)) return;
   model::ThreadTree& tree = *ts->tree;
   if (tree.has_remote_ends()) settle_remote(ts);
   if (token & kRecorded) {
@@ -358,8 +364,7 @@ template <Common kMode>
 
 [[gnu::always_inline]] inline void exit_owned_inline(ThreadState* ts, std::uint32_t token,
                                                      std::uint64_t now) noexcept {
-  if (exit_common<Common::Plain>(ts, token, now) || exit_common<Common::Correlated>(ts, token, now)) return;
-  exit_owned_general(ts, token, now);
+  if (!exit_common<Common::Plain>(ts, token, now)) exit_owned_general(ts, token, now);
 }
 
 // exit() past its common path.
@@ -376,14 +381,25 @@ template <Common kMode>
   exit_owned_inline(ts, token, now);
 }
 
-// enter() past its common path: the common path of trace mode or of CUPTI tracing, else the
-// general one.
+// The common path other than Plain that the session's flags take (trace mode, or CUPTI tracing),
+// else general().
+template <class General>
+[[gnu::always_inline]] inline ThreadState* enter_other_common(std::uint32_t id, cudaStream_t stream,
+                                                              std::uint32_t& token, General general) noexcept {
+  switch (g_flags.load(std::memory_order_relaxed)) {
+    case kCommonFlags<Common::Correlated>:
+      return enter_common<Common::Correlated>(t_state, id, stream, token, general);
+    case kCommonFlags<Common::Noted>:
+      return enter_common<Common::Noted>(t_state, id, stream, token, general);
+    default:
+      return enter_common<Common::Traced>(t_state, id, stream, token, general);
+  }
+}
+
+// enter() past its common path: another common path, else the general one.
 [[gnu::noinline]] ThreadState* enter_other(Site& site, std::uint32_t id, cudaStream_t stream,
                                            std::uint32_t& depth) noexcept {
-  const auto general = [&] { return enter_general(site, stream, depth); };
-  if (g_flags.load(std::memory_order_relaxed) == kCommonFlags<Common::Correlated>)
-    return enter_common<Common::Correlated>(t_state, id, stream, depth, general);
-  return enter_common<Common::Traced>(t_state, id, stream, depth, general);
+  return enter_other_common(id, stream, depth, [&] { return enter_general(site, stream, depth); });
 }
 
 }  // namespace
@@ -410,9 +426,8 @@ ThreadState* enter_interned(std::uint32_t id, std::uint32_t& token) noexcept {
     if (!started()) return nullptr;
     return enter_id(id, nullptr, nullptr, token);
   };
-  return enter_common<Common::Plain>(t_state, id, nullptr, token, [&] {
-    return enter_common<Common::Correlated>(t_state, id, nullptr, token, general);
-  });
+  return enter_common<Common::Plain>(t_state, id, nullptr, token,
+                                     [&] { return enter_other_common(id, nullptr, token, general); });
 }
 
 bool recording() noexcept { return started() && (g_flags.load(std::memory_order_relaxed) & kRecording) != 0; }

@@ -26,6 +26,7 @@ enum Flags : std::uint32_t {
   kCorrelation = 1u << 2,  ///< push external correlation ids for CUPTI
   kCounters = 1u << 3,     ///< hardware counters may be collected: scope boundaries call the profiler
   kTrace = 1u << 4,        ///< trace mode: recorded scopes also go to the trace writer
+  kInstances = 1u << 5,    ///< CUPTI traces: recorded entries publish their instance ids
 };
 extern std::atomic<std::uint32_t> g_flags;
 /// CUSCOPE_EVENTS=sampled:N: N (a recorded call of a range is timed by CUDA events when it is one

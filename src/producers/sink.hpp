@@ -28,6 +28,8 @@ struct Sink {
   model::Aggregator aggregator{forest};  // guarded by aggregator_mutex
 
   std::atomic<bool> tracing{false};  // CUPTI traces: scopes push correlation ids
+  // CUPTI traces with launch callbacks (CUSCOPE_ATTRIBUTION=launch): scopes push nothing.
+  std::atomic<bool> launch_attributed{false};
 
   std::atomic<std::uint64_t> cross_thread_ends{0};
   std::atomic<std::uint64_t> stray_pops{0};       // pop() on a thread that never opened a scope

@@ -175,6 +175,22 @@ struct Reader {
                       name, shown(raw), keeping));
   }
 
+  // "external" or "launch".
+  void attribution(const char* name, Attribution& field) const {
+    const char* raw = get(name);
+    if (raw == nullptr) return;
+    const std::string v = trimmed_lower(raw);
+    for (Attribution a : {Attribution::external, Attribution::launch}) {
+      if (v == to_string(a)) {
+        field = a;
+        return;
+      }
+    }
+    error(name, raw,
+          fmt::format("{}='{}' is not an attribution (external or launch); keeping {}", name, shown(raw),
+                      to_string(field)));
+  }
+
   void sort_key(const char* name, SortKey& field) const {
     const char* raw = get(name);
     if (raw == nullptr) return;
@@ -202,9 +218,13 @@ constexpr const char* kKnown[] = {
     "CUSCOPE_JSON",      "CUSCOPE_SORT",        "CUSCOPE_ROWS",          "CUSCOPE_TOP_KERNELS",
     "CUSCOPE_MAX_DEPTH", "CUSCOPE_METRICS",     "CUSCOPE_METRIC_RANGES", "CUSCOPE_METRIC_STEPS",
     "CUSCOPE_TRACE",     "CUSCOPE_TRACE_LIMIT", "CUSCOPE_NVTX_DOMAINS",  "CUSCOPE_FINDINGS",
-    "CUSCOPE_GRAPHS",    "CUSCOPE_EVENTS"};
+    "CUSCOPE_GRAPHS",    "CUSCOPE_EVENTS",      "CUSCOPE_ATTRIBUTION"};
 
 }  // namespace
+
+std::string_view to_string(Attribution a) {
+  return a == Attribution::launch ? "launch" : "external";
+}
 
 std::string_view to_string(EventTiming e) {
   switch (e) {
@@ -227,6 +247,7 @@ Options options_from(EnvLookup lookup, Options base, std::vector<OptionError>* e
   r.events("CUSCOPE_EVENTS", base.events, base.events_sample_every);
   r.boolean("CUSCOPE_ACTIVITIES", base.activities);
   r.boolean("CUSCOPE_GRAPHS", base.graphs);
+  r.attribution("CUSCOPE_ATTRIBUTION", base.attribution);
   r.number("CUSCOPE_WAIT", base.wait_steps, 0, 1'000'000'000);
   r.number("CUSCOPE_WARMUP", base.warmup_steps, 0, 1'000'000'000);
   r.number("CUSCOPE_ACTIVE", base.active_steps, 0, 1'000'000'000);

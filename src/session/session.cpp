@@ -61,7 +61,9 @@ std::uint32_t flags_for(const Session& s, Phase p) {
       f |= kCounters;
     }
   }
-  if (tracing && (p == Phase::Record || p == Phase::Warmup)) f |= kCorrelation;
+  if (tracing && (f & kRecording)) f |= kInstances;
+  if (tracing && !s.launch_attributed.load(std::memory_order_relaxed) && (p == Phase::Record || p == Phase::Warmup))
+    f |= kCorrelation;
   if (p == Phase::Record && trace_on()) f |= kTrace;
   return f;
 }
@@ -201,10 +203,11 @@ void reset_for_testing() noexcept {
   forget_warnings();
 }
 
-void trace_with_fake_cupti_for_testing(CorrelationHook push, CorrelationPopHook pop) noexcept {
+void trace_with_fake_cupti_for_testing(CorrelationHook push, CorrelationPopHook pop, bool launch_notes) noexcept {
   Session& s = session();
   std::lock_guard lock(s.lifecycle_mutex);
   s.forest.record_instances.store(true, std::memory_order_relaxed);
+  s.launch_attributed.store(launch_notes, std::memory_order_release);
   g_pop_correlation.store(pop, std::memory_order_release);
   g_push_correlation.store(push, std::memory_order_release);
   s.tracing.store(true, std::memory_order_release);

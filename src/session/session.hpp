@@ -79,8 +79,11 @@ Session& session();
 void reset_for_testing() noexcept;
 /// Tests and benchmarks: the started session as CUPTI tracing leaves it, without CUPTI: instance
 /// ids recorded, `push` and `pop` as the correlation hooks, tracing on and the scope flags decided
-/// again (CUDA events as CUSCOPE_EVENTS has them with tracing). reset_for_testing() undoes it.
-void trace_with_fake_cupti_for_testing(CorrelationHook push, CorrelationPopHook pop) noexcept;
+/// again (CUDA events as CUSCOPE_EVENTS has them with tracing); `launch_notes`: as with
+/// CUSCOPE_ATTRIBUTION=launch (scopes push nothing; note_launch() reads their instances).
+/// reset_for_testing() undoes it.
+void trace_with_fake_cupti_for_testing(CorrelationHook push, CorrelationPopHook pop,
+                                       bool launch_notes = false) noexcept;
 /// The session's report as snapshot() builds it (no forwarding to an injected engine).
 Report report_of(Session& s) noexcept;
 /// Makes the report what it is now, for good (shutdown(), once the session is closed).

@@ -16,6 +16,8 @@
 #include "producers/clock.hpp"
 #include "producers/cupti/decode.hpp"
 #include "producers/cupti/errors.hpp"
+#include "producers/cupti/traced_calls.hpp"
+#include "producers/launch_notes.hpp"
 #include "producers/log.hpp"
 #include "producers/scope_state.hpp"
 #include "producers/sink.hpp"
@@ -45,13 +47,6 @@ constexpr std::array kKinds = {
     CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API,  // launches CUDA makes for the program (their API records)
 };
 
-// API calls whose records cuscope needs: those that launch, copy, set, allocate, free or wait, and
-// every call that produces SYNCHRONIZATION records (stream waits, event and stream queries):
-// a record whose API call is not traced could never be tied to a scope.
-constexpr std::array<std::string_view, 9> kTracedCalls = {
-    "Launch", "Memcpy", "Memset", "Malloc", "Free", "Synchronize", "WaitEvent", "EventQuery", "StreamQuery"};
-constexpr std::array<std::string_view, 1> kTracedDriverCalls = {"MemAlloc"};
-
 struct Buffer {
   std::uint8_t* data;
   std::size_t size;
@@ -63,34 +58,8 @@ struct State {
   std::vector<Buffer> free_buffers;  // guarded by pool_mutex
   std::size_t bytes_made = 0;        // guarded by pool_mutex: every buffer made, out or free
   std::atomic<std::uint64_t> refused{0};
-  std::vector<CUpti_ActivityKind> enabled;      // kinds to disable at stop
-  CUpti_SubscriberHandle subscriber = nullptr;  // graph node callbacks; null when not subscribed
+  std::vector<CUpti_ActivityKind> enabled;  // kinds to disable at stop
 };
-
-// Graph node creation and clones: enough to map a replayed kernel's node id to the scope open
-// where its node was made. Not GRAPH_TRACE (it replaces the per-kernel records with one per
-// launch). GRAPHEXEC_CREATED names the exec whose clones were just reported (see GraphCalls): its
-// nodes, which an exec update (not reported as clones) must find.
-constexpr std::array<CUpti_CallbackId, 3> kGraphCallbacks = {CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,
-                                                             CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,
-                                                             CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED};
-// The exec updates, by both APIs: the runtime's calls the driver's, which is then left alone.
-constexpr std::array<CUpti_CallbackId, 2> kUpdateDriverCallbacks = {
-    CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate, CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2};
-constexpr CUpti_CallbackId kUpdateRuntimeCallback = CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecUpdate_v10020;
-
-// The instantiating or updating thread's callbacks in progress. On an H100 (CUDA 13.0, driver
-// 580) an instantiation reported, in order: each exec node CREATED and then CLONED with
-// CUpti_GraphData::graph holding the exec's handle and graphExec null, then GRAPHEXEC_CREATE_STARTING
-// (not subscribed) and GRAPHEXEC_CREATED with graphExec set. So the clones wait here, keyed by that
-// handle, until the CREATED of their exec claims them.
-struct GraphCalls {
-  std::vector<std::pair<const void*, std::uint64_t>> clones;  // (exec handle, node id), unclaimed
-  bool runtime_update = false;                                // inside cudaGraphExecUpdate
-};
-// Unclaimed clones kept at most (clones outside an instantiation: none seen; a bound all the same).
-constexpr std::size_t kMaxUnclaimedClones = 1u << 16;
-thread_local GraphCalls t_graph_calls;
 
 State& state() {
   static State* s = new State();  // leaked: CUPTI may call back until the process ends
@@ -98,7 +67,6 @@ State& state() {
 }
 
 std::atomic<std::uint32_t> g_fake_version{0};  // tests: a libcupti of another API version
-std::atomic<int> g_fake_subscribe{0};          // tests: what cuptiSubscribe returns (0: call it)
 
 std::string refusal(const char* what, CUptiResult r) { return cupti_refusal(what, static_cast<int>(r)); }
 
@@ -127,6 +95,14 @@ void CUPTIAPI buffer_requested(std::uint8_t** buffer, std::size_t* size, std::si
   *size = bytes;
 }
 
+// Launch attribution (CUSCOPE_ATTRIBUTION=launch): the launch notes made so far, into the model
+// (the caller holds its lock), and what could not be noted.
+void take_launch_notes(Sink& sink) noexcept {
+  if (!sink.launch_attributed.load(std::memory_order_acquire)) return;
+  drain_launches(sink);
+  sink.aggregator.add_lost_launch_notes(take_lost_launch_notes());
+}
+
 void CUPTIAPI buffer_completed(CUcontext context, std::uint32_t stream, std::uint8_t* buffer,
                                std::size_t size, std::size_t valid) {
   State& s = state();
@@ -135,6 +111,7 @@ void CUPTIAPI buffer_completed(CUcontext context, std::uint32_t stream, std::uin
     dropped = 0;  // no lock held
   if (Sink* target = s.target.load(std::memory_order_acquire)) {
     std::lock_guard lock(target->aggregator_mutex);
+    take_launch_notes(*target);  // before the records of the launches they name
     consume_buffer(buffer, valid, dropped, target->aggregator);
     target->aggregator.add_refused_buffers(s.refused.exchange(0, std::memory_order_relaxed));
   }
@@ -150,153 +127,6 @@ void push_correlation(std::uint64_t instance) noexcept {
 void pop_correlation() noexcept {
   std::uint64_t last = 0;
   cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
-}
-
-std::uint32_t exec_id(CUgraphExec exec) {
-  std::uint32_t id = 0;
-  if (exec == nullptr || cuptiGetGraphExecId(exec, &id) != CUPTI_SUCCESS) return 0;
-  return id;
-}
-
-// On the thread that creates the node (capturing a stream, or adding nodes by hand), inside the CUDA
-// call: two id lookups, the thread's innermost open range (its own tree, no lock) and one insert
-// under the node map's own lock. Never the aggregator's lock, which a buffer decode holds long.
-void on_graph_resource(Sink& target, CUpti_CallbackId cbid, const CUpti_GraphData& graph) {
-  GraphCalls& calls = t_graph_calls;
-  if (cbid == CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED) {
-    std::vector<std::uint64_t> nodes;
-    try {
-      const void* exec = graph.graphExec;
-      for (const auto& [handle, node] : calls.clones) {
-        if (handle == exec) nodes.push_back(node);
-      }
-      std::erase_if(calls.clones, [exec](const auto& c) { return c.first == exec; });
-    } catch (...) {  // out of memory: this exec's nodes stay unknown to an update
-      nodes.clear();
-    }
-    graph_exec_nodes(target, exec_id(graph.graphExec), std::move(nodes));
-    return;
-  }
-  std::uint64_t node = 0;
-  if (graph.node == nullptr || cuptiGetGraphNodeId(graph.node, &node) != CUPTI_SUCCESS) return;
-  if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED) {
-    std::uint32_t graph_id = 0;
-    if (graph.graph == nullptr || cuptiGetGraphId(graph.graph, &graph_id) != CUPTI_SUCCESS) graph_id = 0;
-    graph_node_created(target, node, graph_id);
-  } else if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) {
-    std::uint64_t original = 0;
-    if (graph.originalNode == nullptr || cuptiGetGraphNodeId(graph.originalNode, &original) != CUPTI_SUCCESS)
-      return;
-    graph_node_cloned(target, node, original, exec_id(graph.graphExec));
-    // The exec's handle: graphExec when CUPTI fills it, else (as seen) `graph`.
-    const void* exec = graph.graphExec != nullptr ? static_cast<const void*>(graph.graphExec)
-                                                  : static_cast<const void*>(graph.graph);
-    try {
-      if (calls.clones.size() >= kMaxUnclaimedClones) calls.clones.clear();
-      calls.clones.emplace_back(exec, node);
-    } catch (...) {  // out of memory: this node's exec stays unknown to an update
-    }
-  }
-}
-
-// At the exit of a successful exec update: the exec, the updating graph's top-level nodes, and the
-// call's correlation id (launches after it have larger ones).
-void on_exec_update(Sink& target, CUgraphExec exec, CUgraph graph, std::uint32_t correlation) {
-  std::vector<std::uint64_t> ids;
-  try {
-    std::size_t n = 0;
-    auto* g = reinterpret_cast<cudaGraph_t>(graph);
-    if (g != nullptr && cudaGraphGetNodes(g, nullptr, &n) == cudaSuccess && n != 0) {
-      std::vector<cudaGraphNode_t> nodes(n);
-      if (cudaGraphGetNodes(g, nodes.data(), &n) == cudaSuccess) {
-        for (std::size_t i = 0; i < n && i < nodes.size(); ++i) {
-          std::uint64_t id = 0;
-          if (cuptiGetGraphNodeId(reinterpret_cast<CUgraphNode>(nodes[i]), &id) == CUPTI_SUCCESS)
-            ids.push_back(id);
-        }
-        if (ids.size() != n) ids.clear();  // a node without an id: no re-map
-      }
-    }
-  } catch (...) {  // out of memory: no re-map, the exec's later kernels count as unknown
-    ids.clear();
-  }
-  graph_exec_updated(target, exec_id(exec), correlation, std::move(ids));
-}
-
-void on_api(Sink& target, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData& cb) {
-  GraphCalls& calls = t_graph_calls;
-  const bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == kUpdateRuntimeCallback;
-  if (runtime) {
-    calls.runtime_update = cb.callbackSite == CUPTI_API_ENTER;
-    if (cb.callbackSite != CUPTI_API_EXIT || cb.functionReturnValue == nullptr ||
-        *static_cast<const cudaError_t*>(cb.functionReturnValue) != cudaSuccess)
-      return;
-    const auto* p = static_cast<const cudaGraphExecUpdate_v10020_params*>(cb.functionParams);
-    if (p != nullptr)
-      on_exec_update(target, reinterpret_cast<CUgraphExec>(p->hGraphExec),
-                     reinterpret_cast<CUgraph>(p->hGraph), cb.correlationId);
-    return;
-  }
-  if (domain != CUPTI_CB_DOMAIN_DRIVER_API || calls.runtime_update || cb.callbackSite != CUPTI_API_EXIT)
-    return;
-  if (cb.functionReturnValue == nullptr ||
-      *static_cast<const CUresult*>(cb.functionReturnValue) != CUDA_SUCCESS)
-    return;
-  if (cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate_v2) {
-    if (const auto* p = static_cast<const cuGraphExecUpdate_v2_params*>(cb.functionParams))
-      on_exec_update(target, p->hGraphExec, p->hGraph, cb.correlationId);
-  } else if (cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphExecUpdate) {
-    if (const auto* p = static_cast<const cuGraphExecUpdate_params*>(cb.functionParams))
-      on_exec_update(target, p->hGraphExec, p->hGraph, cb.correlationId);
-  }
-}
-
-void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
-  if (data == nullptr) return;
-  Sink* target = state().target.load(std::memory_order_acquire);
-  if (target == nullptr) return;
-  if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
-    const auto* graph =
-        static_cast<const CUpti_GraphData*>(static_cast<const CUpti_ResourceData*>(data)->resourceDescriptor);
-    if (graph != nullptr) on_graph_resource(*target, cbid, *graph);
-    return;
-  }
-  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API)
-    on_api(*target, domain, cbid, *static_cast<const CUpti_CallbackData*>(data));
-}
-
-// Subscribes for the graph callbacks; "" or why the breakdown is off.
-std::string subscribe_graphs(State& s) {
-  CUpti_SubscriberHandle handle = nullptr;
-  const int fake = g_fake_subscribe.load(std::memory_order_relaxed);
-  CUptiResult r = fake != 0 ? static_cast<CUptiResult>(fake) : cuptiSubscribe(&handle, &on_callback, nullptr);
-  if (r != CUPTI_SUCCESS) return refusal("cuptiSubscribe", r);
-  std::vector<std::pair<CUpti_CallbackDomain, CUpti_CallbackId>> wanted;
-  for (CUpti_CallbackId cbid : kGraphCallbacks) wanted.emplace_back(CUPTI_CB_DOMAIN_RESOURCE, cbid);
-  for (CUpti_CallbackId cbid : kUpdateDriverCallbacks) wanted.emplace_back(CUPTI_CB_DOMAIN_DRIVER_API, cbid);
-  wanted.emplace_back(CUPTI_CB_DOMAIN_RUNTIME_API, kUpdateRuntimeCallback);
-  for (auto [domain, cbid] : wanted) {
-    r = cuptiEnableCallback(1, handle, domain, cbid);
-    if (r != CUPTI_SUCCESS) {
-      cuptiUnsubscribe(handle);
-      return refusal(domain == CUPTI_CB_DOMAIN_RESOURCE ? "cuptiEnableCallback(RESOURCE, GRAPH)"
-                                                        : "cuptiEnableCallback(graph exec update)",
-                     r);
-    }
-  }
-  s.subscriber = handle;
-  return {};
-}
-
-bool wanted(std::string_view name, CUpti_CallbackDomain domain) {
-  for (std::string_view part : kTracedCalls) {
-    if (name.find(part) != std::string_view::npos) return true;
-  }
-  if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return false;
-  for (std::string_view part : kTracedDriverCalls) {
-    if (name.find(part) != std::string_view::npos) return true;
-  }
-  return false;
 }
 
 // Enables API records for the calls that launch work, and only those; returns the first refusal.
@@ -321,7 +151,7 @@ CUptiResult trace_calls(State& s) {
     for (CUpti_CallbackId cbid = 1; cbid < d.size; ++cbid) {
       const char* name = nullptr;
       if (cuptiGetCallbackName(d.domain, cbid, &name) != CUPTI_SUCCESS || name == nullptr) continue;
-      if (wanted(name, d.domain)) continue;
+      if (traced_call(name, d.domain == CUPTI_CB_DOMAIN_DRIVER_API)) continue;
       r = d.domain == CUPTI_CB_DOMAIN_RUNTIME_API ? cuptiActivityEnableRuntimeApi(cbid, 0)
                                                   : cuptiActivityEnableDriverApi(cbid, 0);
       if (r != CUPTI_SUCCESS) return r;
@@ -371,76 +201,12 @@ void deliver(std::uint32_t flags) {
   cuptiActivityFlushAll(flags);  // no cuscope lock held: CUPTI calls buffer_completed from here
   if (Sink* target = state().target.load(std::memory_order_acquire)) {
     std::lock_guard lock(target->aggregator_mutex);
+    take_launch_notes(*target);
     target->aggregator.settle();
   }
 }
 
-// A graph event to the session's model and, in trace mode, the same event to the trace. Out of memory:
-// the event is lost, and the kernels it concerned count as of an unknown node.
-template <class Event>
-void to_model_and_trace(Sink& sink, Event&& e) noexcept {
-  try {
-    if (trace::Writer* w = trace::g_writer.load(std::memory_order_acquire)) w->on(e);
-    sink.aggregator.on(std::forward<Event>(e));
-  } catch (...) {
-  }
-}
-
 }  // namespace
-
-void graph_node_created(Sink& sink, std::uint64_t node_id, std::uint32_t graph_id) noexcept {
-  try {
-    const ThreadState* ts = current_thread_state();
-    const bool own = ts != nullptr && ts->owner == &sink && ts->tree != nullptr;
-    const model::Node* range = own ? ts->tree->innermost() : nullptr;
-    sink.aggregator.on(model::GraphNodeCreated{node_id, graph_id, range});
-    // Trace mode: in the thread's own events, so that the replay finds the same innermost range; a
-    // thread with no scope state of this sink has no events: there, slot 0 (no range, as here).
-    if (own) {
-      trace::record(trace::ScopeKind::GraphNode, ts->tree->slot(), graph_id, 0, node_id);
-    } else if (trace::Writer* w = trace::g_writer.load(std::memory_order_acquire)) {
-      w->unscoped_graph_node(graph_id, node_id);
-    }
-  } catch (...) {  // out of memory: the node stays unknown, its kernels counted as such
-  }
-}
-
-void graph_node_cloned(Sink& sink, std::uint64_t node_id, std::uint64_t original_node_id,
-                       std::uint32_t exec_id) noexcept {
-  to_model_and_trace(sink, model::GraphNodeCloned{node_id, original_node_id, exec_id});
-}
-
-void graph_exec_nodes(Sink& sink, std::uint32_t exec_id, std::vector<std::uint64_t> node_ids) noexcept {
-  to_model_and_trace(sink, model::GraphExecNodes{exec_id, std::move(node_ids)});
-}
-
-void graph_exec_updated(Sink& sink, std::uint32_t exec_id, std::uint64_t correlation,
-                        std::vector<std::uint64_t> graph_node_ids) noexcept {
-  to_model_and_trace(sink, model::GraphExecUpdated{exec_id, correlation, std::move(graph_node_ids)});
-}
-
-bool start_graph_breakdown(Sink& sink) noexcept {
-  // Without a subscriber (another tool holds it, or CUSCOPE_GRAPHS=0 leaves it to one) tracing
-  // goes on, without the graph breakdown.
-  bool on = false;
-  try {
-    const std::string why = sink.options.graphs ? subscribe_graphs(state()) : "";
-    on = sink.options.graphs && why.empty();
-    if (!why.empty())
-      warn_once(fmt::format(
-          "CUDA graph breakdown off (replayed kernels count in their launching range only): {}", why));
-  } catch (...) {  // out of memory saying why: off all the same
-  }
-  if (!on) {
-    std::lock_guard lock(sink.aggregator_mutex);
-    sink.aggregator.set_graph_breakdown(false);
-  }
-  return on;
-}
-
-void set_subscribe_result_for_testing(int result) noexcept {
-  g_fake_subscribe.store(result, std::memory_order_relaxed);
-}
 
 void set_cupti_version_for_testing(std::uint32_t version) noexcept {
   g_fake_version.store(version, std::memory_order_relaxed);
@@ -461,28 +227,41 @@ std::string start_activity_tracing(Sink& sink) noexcept {
     r = cuptiActivityRegisterCallbacks(&buffer_requested, &buffer_completed);
     if (r != CUPTI_SUCCESS) return refusal("cuptiActivityRegisterCallbacks", r);
     s.target.store(&sink, std::memory_order_release);
+    // The subscriber first: whether launches are noted by callbacks decides what else is enabled.
+    const bool wants_launches = sink.options.attribution == Attribution::launch;
+    const Subscribed sub = subscribe(sink, wants_launches);
+    if (wants_launches && !sub.launches)
+      warn_once(fmt::format("CUSCOPE_ATTRIBUTION=launch: launch callbacks off ({}); scopes push external "
+                            "correlation ids instead",
+                            sub.why_not));
+    const auto fail = [&](const std::string& why) {
+      disable_all(s);
+      unsubscribe();
+      s.target.store(nullptr, std::memory_order_release);
+      return why;
+    };
     for (CUpti_ActivityKind kind : kKinds) {
+      // Launch notes stand for external correlations and the API records they ride on.
+      if (sub.launches &&
+          (kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION || kind == CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API))
+        continue;
       r = cuptiActivityEnable(kind);
-      if (r != CUPTI_SUCCESS) {
-        disable_all(s);
-        s.target.store(nullptr, std::memory_order_release);
-        return refusal(kind_name(kind), r);
-      }
+      if (r != CUPTI_SUCCESS) return fail(refusal(kind_name(kind), r));
       s.enabled.push_back(kind);
     }
     // Queries of events and streams whose work has not finished yet say nothing about waiting;
     // without this every poll of a running event would be a record.
     cuptiActivityEnableAllSyncRecords(0);
-    r = trace_calls(s);
-    if (r != CUPTI_SUCCESS) {
-      disable_all(s);
-      s.target.store(nullptr, std::memory_order_release);
-      return refusal("cuptiActivityEnable(RUNTIME/DRIVER)", r);
+    if (!sub.launches) {
+      r = trace_calls(s);
+      if (r != CUPTI_SUCCESS) return fail(refusal("cuptiActivityEnable(RUNTIME/DRIVER)", r));
     }
-    start_graph_breakdown(sink);
     sink.forest.record_instances.store(true, std::memory_order_relaxed);
-    g_pop_correlation.store(&pop_correlation, std::memory_order_release);
-    g_push_correlation.store(&push_correlation, std::memory_order_release);
+    sink.launch_attributed.store(sub.launches, std::memory_order_release);
+    // With launch notes the hooks only mark cuscope's own calls (the collector's event queries):
+    // scopes call them only when they push correlation ids (kCorrelation, off then).
+    g_pop_correlation.store(sub.launches ? &own_calls_end : &pop_correlation, std::memory_order_release);
+    g_push_correlation.store(sub.launches ? &own_calls_begin : &push_correlation, std::memory_order_release);
     sink.tracing.store(true, std::memory_order_release);
     return "on";
   } catch (const std::exception& e) {
@@ -519,10 +298,8 @@ void stop_activity_tracing() noexcept {
   deliver(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   disable_all(s);
   deliver(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  if (s.subscriber != nullptr) {
-    cuptiUnsubscribe(s.subscriber);  // no cuscope lock held
-    s.subscriber = nullptr;
-  }
+  unsubscribe();  // no cuscope lock held
+  target->launch_attributed.store(false, std::memory_order_release);
   s.target.store(nullptr, std::memory_order_release);
   // Not cuptiFinalize: from an exit handler it can race CUDA's own teardown and other tools'
   // CUPTI use. Disabled kinds and a detached target leave CUPTI nothing to call cuscope for.

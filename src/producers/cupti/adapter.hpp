@@ -1,19 +1,23 @@
 // producers/cupti/adapter.hpp — CUPTI activity tracing for a session.
 //
-// Enables kernel, copy, set, memory, synchronization, overhead and external-correlation records,
-// and runtime + driver API records for the calls that launch work (everything else, cuscope's own
-// event calls included, stays untraced). Scopes push their instance id as external correlation
-// (kind CUSTOM0). Completed buffers (a bounded pool of 4 MiB buffers) are decoded into the
-// session's aggregator on CUPTI's thread, or on the thread that flushes. A CUPTI subscriber gets
-// the graph node callbacks (creation, clones) that tie replayed kernels to capture-time scopes; when
-// another tool holds the subscriber, tracing goes on without that breakdown (one note says why).
+// Enables kernel, copy, set, memory, synchronization and overhead records, and ties each to the
+// scope that launched its work in one of two ways (CUSCOPE_ATTRIBUTION, docs/cupti.md): external
+// correlation (the default: scopes push their instance id, kind CUSTOM0, and runtime + driver API
+// records are on for the calls that launch work, and only those: cuscope's own event calls stay
+// untraced), or launch notes (the subscriber's launch callbacks, producers/launch_notes.hpp,
+// drained before each buffer; no API records). Completed buffers (a bounded pool of 4 MiB buffers)
+// are decoded into the session's aggregator on CUPTI's thread, or on the thread that flushes. The
+// subscriber (subscriber.hpp) also gets the graph node callbacks that tie replayed kernels to
+// capture-time scopes; when another tool holds it, tracing goes on without that breakdown and with
+// external correlation (one note says why).
 // No cuscope lock is held while calling into CUPTI, and the buffer callback calls nothing in CUPTI
 // under a lock.
 #pragma once
 
 #include <cstdint>
 #include <string>
-#include <vector>
+
+#include "producers/cupti/subscriber.hpp"
 
 namespace cuscope::inline v0::detail {
 
@@ -36,28 +40,6 @@ void deliver_after_counters() noexcept;
 /// every kind and detaches the session. CUPTI is not finalized (see adapter.cpp).
 void stop_activity_tracing() noexcept;
 
-/// What the graph resource callbacks do once CUPTI's handles are ids (called on the thread that
-/// creates the node; tests call them without CUPTI): a node created now is tied to the calling
-/// thread's innermost open range in `sink` (none: outside every range); a clone to its original's.
-void graph_node_created(Sink& sink, std::uint64_t node_id, std::uint32_t graph_id) noexcept;
-void graph_node_cloned(Sink& sink, std::uint64_t node_id, std::uint64_t original_node_id,
-                       std::uint32_t exec_id = 0) noexcept;
-/// Instantiation made exec `exec_id` of these clones (reported with the exec's handle on the
-/// instantiating thread, claimed at its GRAPHEXEC_CREATED).
-void graph_exec_nodes(Sink& sink, std::uint32_t exec_id, std::vector<std::uint64_t> node_ids) noexcept;
-/// cudaGraphExecUpdate / cuGraphExecUpdate succeeded in the API call `correlation`, with the
-/// updating graph's top-level nodes (docs/cupti.md, "CUDA graphs").
-void graph_exec_updated(Sink& sink, std::uint32_t exec_id, std::uint64_t correlation,
-                        std::vector<std::uint64_t> graph_node_ids) noexcept;
-
-/// Subscribes for the graph node callbacks (start_activity_tracing() calls it): true when the
-/// breakdown is on. Off (CUSCOPE_GRAPHS=0, or cuptiSubscribe refused, e.g. another tool holds
-/// CUPTI's one subscriber): graph kernels count in their launching range only, and a refusal is
-/// one note saying why.
-bool start_graph_breakdown(Sink& sink) noexcept;
-
-/// Tests: what cuptiSubscribe returns (a CUptiResult; 0: call it).
-void set_subscribe_result_for_testing(int result) noexcept;
 /// Tests: the libcupti API version cuscope believes is loaded (0: ask cuptiGetVersion).
 void set_cupti_version_for_testing(std::uint32_t version) noexcept;
 

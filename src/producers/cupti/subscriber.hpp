@@ -1,0 +1,53 @@
+// producers/cupti/subscriber.hpp — CUPTI's one subscriber (cuptiSubscribe) for a session: the graph
+// node and exec callbacks of the graph breakdown (docs/cuda-graphs.md) and, with
+// CUSCOPE_ATTRIBUTION=launch, the launch callbacks that tie each launch, copy, set, allocation and
+// wait to the scope open on its thread (producers/launch_notes.hpp).
+//
+// Never here: activity records and their buffers (adapter.cpp); a cuscope lock held while calling
+// into CUPTI; the aggregator's lock in a callback (graph nodes have their own).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace cuscope::inline v0::detail {
+
+struct Sink;
+
+/// What subscribe() turned on.
+struct Subscribed {
+  bool graphs = false;    ///< the graph breakdown's callbacks
+  bool launches = false;  ///< the launch callbacks
+  std::string why_not;    ///< empty, or why something asked for is off (one line)
+};
+/// Subscribes for `sink`: the graph callbacks when sink.options.graphs, the launch callbacks when
+/// `launches`. Without a subscriber (CUPTI refused: another tool holds it) neither is on; a graph
+/// breakdown that is off is one note saying why, and the aggregator is told.
+Subscribed subscribe(Sink& sink, bool launches) noexcept;
+/// Ends the subscription, if any (no cuscope lock held).
+void unsubscribe() noexcept;
+
+/// What the graph resource callbacks do once CUPTI's handles are ids (called on the thread that
+/// creates the node; tests call them without CUPTI): a node created now is tied to the calling
+/// thread's innermost open range in `sink` (none: outside every range); a clone to its original's.
+void graph_node_created(Sink& sink, std::uint64_t node_id, std::uint32_t graph_id) noexcept;
+void graph_node_cloned(Sink& sink, std::uint64_t node_id, std::uint64_t original_node_id,
+                       std::uint32_t exec_id = 0) noexcept;
+/// Instantiation made exec `exec_id` of these clones (reported with the exec's handle on the
+/// instantiating thread, claimed at its GRAPHEXEC_CREATED).
+void graph_exec_nodes(Sink& sink, std::uint32_t exec_id, std::vector<std::uint64_t> node_ids) noexcept;
+/// cudaGraphExecUpdate / cuGraphExecUpdate succeeded in the API call `correlation`, with the
+/// updating graph's top-level nodes (docs/cupti.md, "CUDA graphs").
+void graph_exec_updated(Sink& sink, std::uint32_t exec_id, std::uint64_t correlation,
+                        std::vector<std::uint64_t> graph_node_ids) noexcept;
+
+/// subscribe(sink, false), for the graph node callbacks only: true when the breakdown is on. Off (CUSCOPE_GRAPHS=0, or cuptiSubscribe refused, e.g. another tool holds
+/// CUPTI's one subscriber): graph kernels count in their launching range only, and a refusal is
+/// one note saying why.
+bool start_graph_breakdown(Sink& sink) noexcept;
+
+/// Tests: what cuptiSubscribe returns (a CUptiResult; 0: call it).
+void set_subscribe_result_for_testing(int result) noexcept;
+
+}  // namespace cuscope::inline v0::detail

@@ -1,0 +1,142 @@
+// producers/launch_notes.cpp — see launch_notes.hpp.
+#include "producers/launch_notes.hpp"
+
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <vector>
+
+#include "model/events.hpp"
+#include "producers/clock.hpp"
+#include "producers/hot_tls.hpp"
+#include "producers/scope_state.hpp"
+#include "producers/sink.hpp"
+#include "trace/writer.hpp"
+
+namespace cuscope::inline v0::detail {
+namespace {
+
+// Every ring ever made, leased to one thread at a time; a thread's ring goes back to the free list
+// when the thread exits. A new thread gets a free ring already drained, else a new one (threads
+// that launch and exit faster than the decoder drains would otherwise share one ring's room), and
+// past kMaxRings the last free ring, notes and all (its room is then shared; a note refused is
+// counted). So the rings are about as many as the threads that launched within one drain.
+constexpr std::size_t kMaxRings = 256;  // 256 x 96 KiB
+struct Registry {
+  std::mutex mutex;
+  std::vector<std::unique_ptr<LaunchRing>> rings;  // guarded by mutex
+  std::vector<LaunchRing*> free;                   // guarded by mutex
+  std::atomic<std::uint64_t> lost{0};
+};
+
+Registry& registry() {
+  static Registry* r = new Registry();  // leaked: CUDA calls may come until the process ends
+  return *r;
+}
+
+// A thread's lease, freed at its exit by make_thread_owned's key (producers/hot_tls.hpp).
+struct Lease {
+  LaunchRing* ring = nullptr;
+  Lease() = default;
+  Lease(const Lease&) = delete;
+  Lease& operator=(const Lease&) = delete;
+  ~Lease() {
+    if (ring == nullptr) return;
+    Registry& r = registry();
+    std::lock_guard lock(r.mutex);
+    r.free.push_back(ring);  // reserved at lease time: no allocation here
+  }
+};
+CUSCOPE_HOT_TLS constinit thread_local Lease* t_lease = nullptr;
+CUSCOPE_HOT_TLS constinit thread_local std::uint64_t t_own_instance = 0;  // 0: the program's calls
+CUSCOPE_HOT_TLS constinit thread_local std::uint32_t t_own_depth = 0;
+
+// The calling thread's ring: leased on its first note (a lock, and an allocation when no ring is
+// free), then one thread-local load.
+[[gnu::noinline]] LaunchRing* lease_ring() noexcept {
+  Lease* lease = t_lease != nullptr ? t_lease : make_thread_owned(t_lease);
+  if (lease == nullptr) return nullptr;
+  if (lease->ring != nullptr) return lease->ring;
+  Registry& r = registry();
+  try {
+    std::lock_guard lock(r.mutex);
+    auto drained = std::find_if(r.free.begin(), r.free.end(), [](const LaunchRing* g) { return g->drained(); });
+    if (drained == r.free.end() && (r.free.empty() || r.rings.size() < kMaxRings)) {
+      r.rings.push_back(std::make_unique<LaunchRing>());
+      r.free.reserve(r.rings.size());  // room for every ring to come back without allocating
+      lease->ring = r.rings.back().get();
+    } else {
+      if (drained == r.free.end()) drained = r.free.end() - 1;
+      lease->ring = *drained;
+      r.free.erase(drained);
+    }
+  } catch (...) {  // out of memory: this note is lost (counted), the next one tries again
+    return nullptr;
+  }
+  return lease->ring;
+}
+
+// The scope instance a CUDA call made now on this thread belongs to: cuscope's own calls; the
+// innermost open scope of `sink`'s session while it records (outside the step window: not counted);
+// or none (the step window decides by the call's time).
+std::uint64_t launching_instance(const Sink& sink) noexcept {
+  if (t_own_depth != 0) return t_own_instance;
+  const ThreadState* ts = current_thread_state();
+  if (ts == nullptr || ts->owner != &sink || ts->tree == nullptr) return model::kNoInstance;
+  const std::uint64_t instance = ts->tree->innermost_instance();
+  if (instance == model::kNoInstance) return model::kNoInstance;
+  return (g_flags.load(std::memory_order_relaxed) & kRecording) ? instance : model::kOutsideWindow;
+}
+
+}  // namespace
+
+void note_launch(Sink& sink, std::uint64_t correlation) noexcept {
+  LaunchRing* ring = t_lease != nullptr && t_lease->ring != nullptr ? t_lease->ring : lease_ring();
+  const std::uint64_t instance = launching_instance(sink);
+  const LaunchNote note{correlation, instance, instance == model::kNoInstance ? now_ns() : 0};
+  if (ring == nullptr || !ring->push(note)) registry().lost.fetch_add(1, std::memory_order_relaxed);
+}
+
+void drain_launches(Sink& sink) noexcept {
+  Registry& r = registry();
+  trace::Writer* w = trace::g_writer.load(std::memory_order_acquire);
+  std::lock_guard lock(r.mutex);
+  for (const auto& ring : r.rings) {
+    ring->drain([&](const LaunchNote& n) {
+      try {
+        if (n.instance == model::kNoInstance) {
+          const model::ApiCall call{n.correlation, n.api_start_ns, n.api_start_ns};
+          if (w != nullptr) w->on(call);
+          sink.aggregator.on(call);
+        } else {
+          const model::ExternalCorrelation link{n.correlation, n.instance};
+          if (w != nullptr) w->on(link);
+          sink.aggregator.on(link);
+        }
+      } catch (...) {  // the trace out of memory: the model has what it needs
+      }
+    });
+  }
+}
+
+std::uint64_t take_lost_launch_notes() noexcept {
+  return registry().lost.exchange(0, std::memory_order_relaxed);
+}
+
+void own_calls_begin(std::uint64_t instance) noexcept {
+  t_own_instance = instance;
+  ++t_own_depth;
+}
+
+void own_calls_end() noexcept {
+  if (t_own_depth != 0) --t_own_depth;
+}
+
+LaunchRingCounts launch_ring_counts_for_testing() noexcept {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  return {r.rings.size() - r.free.size(), r.rings.size()};
+}
+
+}  // namespace cuscope::inline v0::detail

@@ -1,0 +1,79 @@
+// producers/launch_notes.hpp — which scope launched what, noted by the launch callbacks
+// (CUSCOPE_ATTRIBUTION=launch, docs/cupti.md): per launching thread, a ring of (correlation id,
+// scope instance) that the thread writes inside its CUDA call (a launch, copy, set, allocation or
+// wait), and that the decoder drains into the model before each buffer of activity records. It
+// takes the place of the scopes' external-correlation pushes and of CUPTI's API records.
+//
+// CUDA-free: the CUPTI subscriber (cupti/subscriber.cpp) calls note_launch() with CUPTI's
+// correlation id; tests call it the same way. Never here: a lock or an allocation on the writing
+// side after a thread's first note; waiting for the reader (a full ring refuses the note, and the
+// refusal is counted: its work is counted as unresolved).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace cuscope::inline v0::detail {
+
+struct Sink;
+
+/// One launch: its correlation id, the scope instance innermost on the launching thread then
+/// (model/range_tree.hpp's ids, or kNoInstance, kOutsideWindow, kCuscopeInternal), and, for a
+/// launch outside every scope, when it was made (the step window decides whether it counts).
+struct LaunchNote {
+  std::uint64_t correlation = 0;
+  std::uint64_t instance = 0;
+  std::uint64_t api_start_ns = 0;
+};
+
+/// One writer (the thread that holds it), one reader at a time (the drainer, under the registry's
+/// lock). Bounded: kNotes not yet drained at most.
+class LaunchRing {
+ public:
+  static constexpr std::uint32_t kNotes = 4096;
+  bool push(const LaunchNote& n) noexcept {
+    const std::uint32_t head = head_.load(std::memory_order_relaxed);
+    if (head - tail_.load(std::memory_order_acquire) == kNotes) return false;
+    notes_[head & (kNotes - 1)] = n;
+    head_.store(head + 1, std::memory_order_release);
+    return true;
+  }
+  /// Whether every note pushed has been drained (the reader's view).
+  [[nodiscard]] bool drained() const {
+    return head_.load(std::memory_order_acquire) == tail_.load(std::memory_order_acquire);
+  }
+  template <class F>
+  void drain(F&& f) {
+    std::uint32_t tail = tail_.load(std::memory_order_relaxed);
+    const std::uint32_t head = head_.load(std::memory_order_acquire);
+    for (; tail != head; ++tail) f(notes_[tail & (kNotes - 1)]);
+    tail_.store(tail, std::memory_order_release);
+  }
+
+ private:
+  alignas(64) std::atomic<std::uint32_t> head_{0};
+  alignas(64) std::atomic<std::uint32_t> tail_{0};
+  LaunchNote notes_[kNotes];
+};
+
+/// Called by the launch callback at the entry of a CUDA call that launches work into `sink`'s
+/// session: notes `correlation` with the calling thread's innermost open scope instance.
+void note_launch(Sink& sink, std::uint64_t correlation) noexcept;
+/// Hands every note made so far to `sink`'s model (and to the trace, in trace mode), in each
+/// thread's order. The caller holds sink.aggregator_mutex.
+void drain_launches(Sink& sink) noexcept;
+/// Notes refused since the last call (a full ring, or no memory for a thread's ring).
+std::uint64_t take_lost_launch_notes() noexcept;
+/// Marks the calling thread's CUDA calls as cuscope's own (kCuscopeInternal) until the matching
+/// own_calls_end(): what the correlation hooks do for the collector's event queries.
+void own_calls_begin(std::uint64_t instance) noexcept;
+void own_calls_end() noexcept;
+
+/// Threads holding a ring now, and rings made (tests).
+struct LaunchRingCounts {
+  std::uint64_t leased = 0;
+  std::uint64_t made = 0;
+};
+LaunchRingCounts launch_ring_counts_for_testing() noexcept;
+
+}  // namespace cuscope::inline v0::detail

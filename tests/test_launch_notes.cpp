@@ -1,0 +1,149 @@
+// Launch attribution (CUSCOPE_ATTRIBUTION=launch) without CUPTI: note_launch() called as the launch
+// callback calls it, inside and outside scopes, on many threads, drained into the model; kernel
+// records with those correlation ids must land in exactly the scope that was open at the launch.
+#include <catch2/catch.hpp>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "model/events.hpp"
+#include "producers/launch_notes.hpp"
+#include "session/session.hpp"
+#include "session_fixture.hpp"
+
+using cuscope::detail::LaunchNote;
+using cuscope::detail::LaunchRing;
+
+namespace {
+
+void no_push(std::uint64_t) noexcept {}
+void no_pop() noexcept {}
+
+// A started session as CUPTI tracing with launch callbacks leaves it (the hooks mark own calls).
+struct NotedSession {
+  cuscope_test::Session session;
+  NotedSession() {
+    cuscope::detail::trace_with_fake_cupti_for_testing(no_push, no_pop, true);
+    cuscope::detail::take_lost_launch_notes();  // from earlier cases
+  }
+  cuscope::detail::Session& sink() { return cuscope::detail::session(); }
+  void note(std::uint64_t correlation) { cuscope::detail::note_launch(sink(), correlation); }
+  // Drains the notes, then one kernel record per correlation id, as the buffer callback does.
+  void kernels(const std::vector<std::uint64_t>& correlations) {
+    auto& s = sink();
+    std::lock_guard lock(s.aggregator_mutex);
+    cuscope::detail::drain_launches(s);
+    std::uint64_t t = 1'000;
+    for (std::uint64_t c : correlations) {
+      cuscope::model::KernelActivity k;
+      k.correlation = c;
+      k.start_ns = t;
+      k.end_ns = t + 10;
+      k.name = "k";
+      s.aggregator.on(k);
+      t += 100;
+    }
+    s.aggregator.settle(1, true);  // what is still waiting now never resolves
+  }
+};
+
+std::uint64_t kernels_in(const cuscope::Report& r, const char* path) {
+  const cuscope::RangeStats* range = r.find(path);
+  return range != nullptr ? range->self.kernel_calls : 0;
+}
+
+}  // namespace
+
+TEST_CASE("a launch ring keeps its notes in order and refuses past its bound", "[launch]") {
+  auto ring = std::make_unique<LaunchRing>();
+  for (std::uint64_t i = 1; i <= LaunchRing::kNotes; ++i) REQUIRE(ring->push(LaunchNote{i, i * 10, 0}));
+  CHECK_FALSE(ring->push(LaunchNote{99'999, 0, 0}));
+  std::uint64_t expected = 1;
+  bool in_order = true;
+  ring->drain([&](const LaunchNote& n) {
+    in_order = in_order && n.correlation == expected && n.instance == expected * 10;
+    ++expected;
+  });
+  CHECK(in_order);
+  CHECK(expected == LaunchRing::kNotes + 1);
+  CHECK(ring->push(LaunchNote{7, 70, 0}));  // room again
+  int drained = 0;
+  ring->drain([&](const LaunchNote& n) { drained += n.correlation == 7 ? 1 : 100; });
+  CHECK(drained == 1);
+}
+
+TEST_CASE("launch notes tie each launch to the scope open on its thread", "[launch]") {
+  NotedSession s;
+  using cuscope::detail::g_flags;
+  CHECK(g_flags.load() == (cuscope::detail::kRecording | cuscope::detail::kInstances));  // no pushes
+  {
+    CUSCOPE_SCOPE("outer");
+    s.note(101);
+    {
+      CUSCOPE_SCOPE("inner");
+      s.note(102);
+      s.note(103);
+    }
+    s.note(104);
+  }
+  s.note(105);  // outside every scope
+  cuscope::detail::own_calls_begin(cuscope::model::kCuscopeInternal);
+  s.note(106);  // cuscope's own call (the collector's event queries)
+  cuscope::detail::own_calls_end();
+  s.kernels({101, 102, 103, 104, 105, 106});
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(kernels_in(r, "outer") == 2);
+  CHECK(kernels_in(r, "outer/inner") == 2);
+  CHECK(kernels_in(r, "(unscoped)") == 1);
+  CHECK(r.diagnostics.unresolved_records == 0);
+  CHECK(r.diagnostics.launch_notes_lost == 0);
+  CHECK(cuscope::detail::take_lost_launch_notes() == 0);
+}
+
+TEST_CASE("a launch the ring could not note is counted, and its kernel is unresolved", "[launch]") {
+  NotedSession s;
+  {
+    CUSCOPE_SCOPE("flood");
+    for (std::uint64_t c = 1; c <= LaunchRing::kNotes + 3; ++c) s.note(c);
+  }
+  CHECK(cuscope::detail::take_lost_launch_notes() == 3);
+  s.kernels({1, LaunchRing::kNotes, LaunchRing::kNotes + 1});
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(kernels_in(r, "flood") == 2);
+  CHECK(r.diagnostics.unresolved_records == 1);
+}
+
+TEST_CASE("launch notes from many threads, drained while they launch, are exact", "[launch][threads]") {
+  NotedSession s;
+  constexpr int kThreads = 8;
+  constexpr std::uint64_t kLaunches = 3'000;
+  const auto before = cuscope::detail::launch_ring_counts_for_testing();
+  std::atomic<int> done{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      CUSCOPE_SCOPE("worker");
+      for (std::uint64_t i = 0; i < kLaunches; ++i) s.note(1 + t * kLaunches + i);
+      done.fetch_add(1);
+    });
+  }
+  std::vector<std::uint64_t> all;
+  for (std::uint64_t c = 1; c <= kThreads * kLaunches; ++c) all.push_back(c);
+  while (done.load() < kThreads) {  // the decoder drains while the threads note
+    std::lock_guard lock(s.sink().aggregator_mutex);
+    cuscope::detail::drain_launches(s.sink());
+  }
+  for (auto& th : threads) th.join();
+  s.kernels(all);
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(kernels_in(r, "worker") == kThreads * kLaunches);
+  CHECK(r.diagnostics.unresolved_records == 0);
+  CHECK(cuscope::detail::take_lost_launch_notes() == 0);
+  // Each thread's ring went back at its exit, to be leased again.
+  const auto after = cuscope::detail::launch_ring_counts_for_testing();
+  CHECK(after.leased == before.leased);
+  CHECK(after.made <= before.made + kThreads);
+}
