@@ -11,18 +11,25 @@ readonly DEPS=(libabsl-dev libabsl20220623 libspdlog-dev libspdlog1.10 libfmt-de
   nlohmann-json3-dev libbenchmark-dev libbenchmark1debian)
 readonly DEPS_DIR=.gpu-deps
 readonly BUILD_DIR=build/gpu-check
+# Raw CUDA/CUPTI probes (docs/validation/probes, no cuscope), built with nvcc alone and run first.
+readonly PROBE_DIR=docs/validation/probes
+readonly PROBES=(event_device_timestamps launch_attribution)
 
 usage() {
   cat <<'EOF'
-usage: tests/gpu-check.sh [--fetch-deps | --help]
+usage: tests/gpu-check.sh [--probes | --fetch-deps | --help]
 
-  (no option)   Configure a Release build in build/gpu-check (Ninja, preset "gpu"), build it all, then
-                run the GPU tests, ctest (all tests), the demo and the GPU benchmarks. Writes one
-                log to $OUT/gpu-check.log (or build/gpu-check/gpu-check.log): date, commit, GPU,
-                driver and nvcc first, then one "=== <name> (exit <code>) ===" section per step.
-                Goes on after failures; exits non-zero if any section failed.
+  (no option)   Build and run the probes (below), then configure a Release build in build/gpu-check
+                (Ninja, preset "gpu"), build it all, then run the GPU tests, ctest (all tests), the
+                demo and the GPU benchmarks. Writes one log to $OUT/gpu-check.log (or
+                build/gpu-check/gpu-check.log): date, commit, GPU, driver and nvcc first, then one
+                "=== <name> (exit <code>) ===" section per step.
+                Goes on after failures; exits non-zero if any section failed (a probe's failure
+                shows in its section but does not count).
                 CUDAARCHS sets the CUDA architectures (default 90); GPU_CHECK_TIMEOUT the
-                seconds each section may run (default 300). Uses .gpu-deps/ when it exists.
+                seconds each section may run (default 300; a probe 150). Uses .gpu-deps/ when it exists.
+  --probes      Only the probes: build each docs/validation/probes/<name>.cu of PROBES with nvcc
+                (no CMake) and run it, one section each, into the same log.
   --fetch-deps  On the Debian development machine: apt-get download the packages the build needs
                 and unpack them into .gpu-deps/ (which must be git-ignored), then print its size.
   --help        This text.
@@ -116,6 +123,40 @@ section() {
   rm -f "$out"
 }
 
+# informational NAME COMMAND...: a section whose failure shows in its header and output but does not
+# fail the check (the probes measure CUDA and CUPTI; they assert nothing about cuscope).
+informational() {
+  local failed_before=$failed
+  section "$@"
+  failed=$failed_before
+}
+
+# probe_sections: builds each probe of PROBES with nvcc against the toolkit's CUPTI and runs it, one
+# section each (its nvcc line is the build section's first line). A probe exits 77 without a GPU.
+probe_sections() {
+  local section_timeout=150 cuda=/usr/local/cuda out="$BUILD_DIR/probes" name arch dir
+  arch=${CUDAARCHS:-90}
+  arch=${arch%%[;, ]*}
+  local flags=(-O2 -std=c++17 "-arch=sm_$arch")
+  for dir in "$cuda/extras/CUPTI/include" "$cuda/include"; do
+    [[ -d $dir ]] && flags+=("-I$dir")
+  done
+  for dir in "$cuda/extras/CUPTI/lib64" "$cuda/lib64"; do
+    [[ -d $dir ]] && flags+=("-L$dir" "-Xlinker" "-rpath=$dir")
+  done
+  mkdir -p "$out" || return 1
+  for name in "${PROBES[@]}"; do
+    rm -f "$out/$name"
+    informational "probe: build $name" bash -c 'echo "$*"; "$@"' nvcc nvcc "${flags[@]}" -o "$out/$name" \
+      "$PROBE_DIR/$name.cu" -lcupti -ldl
+    if [[ -x $out/$name ]]; then
+      informational "probe: $name" "$out/$name"
+    else
+      echo "=== probe: $name (skipped: it did not build) ===" | tee -a "$log"
+    fi
+  done
+}
+
 # run_if_built NAME EXECUTABLE [ARGS...]: a section for EXECUTABLE, or a note in the log when it was
 # not built.
 run_if_built() {
@@ -127,7 +168,8 @@ run_if_built() {
   fi
 }
 
-check() {
+# start_log: the environment every mode needs, and the log with its header.
+start_log() {
   use_deps
   if ! command -v nvcc >/dev/null && [[ -x /usr/local/cuda/bin/nvcc ]]; then
     export PATH="/usr/local/cuda/bin:$PATH"
@@ -137,6 +179,19 @@ check() {
   log="${OUT:-$BUILD_DIR}/gpu-check.log"
   log_header >"$log"
   cat "$log"
+}
+
+probes_only() {
+  start_log || return 1
+  probe_sections
+  echo "log: $log"
+  return "$failed"
+}
+
+check() {
+  start_log || return 1
+  # First: they need no CMake build, and a later step that runs out of time cannot take them along.
+  probe_sections
 
   section configure cmake --preset gpu -B "$BUILD_DIR" "-DCMAKE_CUDA_ARCHITECTURES=${CUDAARCHS:-90}"
   section build cmake --build "$BUILD_DIR"
@@ -220,6 +275,7 @@ main() {
   case "${1:-}" in
     --help | -h) usage ;;
     --fetch-deps) fetch_deps ;;
+    --probes) probes_only ;;
     "") check ;;
     *)
       usage >&2
