@@ -18,25 +18,21 @@
 // Each configuration launches an empty kernel from the runtime ("rt/", <<<>>>) and the driver
 // ("drv/", cuLaunchKernel), 1000 launches a batch, interleaved round by round (the order rotates),
 // one sample per batch: RESULT and RATIO lines. After each round the kernel records are matched to
-// their scope (VERIFY lines: right scope, wrong scope, not seen). A check phase (CHECK lines)
-// launches 10 kernels each by <<<>>>, cudaLaunchKernel, cudaLaunchKernelEx, cuLaunchKernel,
-// cuLaunchKernelEx, on cudaStreamPerThread and from a second thread, with callbacks on every runtime
-// and driver call whose name holds "Launch", and says which callbacks saw each kernel record's
-// correlation id. CONCLUSION lines are computed from the data.
+// their scope (VERIFY lines: right scope, wrong scope, not seen). CONCLUSION lines are computed from
+// the data. launch_callbacks.cu shows which callbacks see each launch method's correlation id.
 //
 // Built and run by tests/gpu-check.sh (--probes, or the full check), which prints its nvcc line. By
 // hand, on a GPU machine, from the repository root (one line):
-//   nvcc -O2 -std=c++17 -arch=sm_90 -o /tmp/launch_probe docs/validation/probes/launch_attribution.cu -L/usr/local/cuda/lib64 -lcupti -ldl && /tmp/launch_probe
-#include <dlfcn.h>
-
+//   nvcc -O2 -std=c++17 -arch=sm_90 -o /tmp/launch_probe docs/validation/probes/launch_attribution.cu
+//   -L/usr/local/cuda/lib64 -lcupti -ldl && /tmp/launch_probe
 #include <cmath>
 #include <map>
-#include <thread>
-#include <unordered_map>
 
-#include "probe_common.hpp"
+#include "launch_records.hpp"
 
 namespace {
+
+using namespace launch_probe;
 
 constexpr int kLaunchesPerBatch = 1000;
 constexpr int kBatches = 20;  // timed per round, after one untimed batch
@@ -45,84 +41,7 @@ constexpr const char* kName = "launch_attribution";
 
 __global__ void empty_kernel() {}
 
-// ---- The driver API, looked up in libcuda after the device check: linking -lcuda would keep the
-// probe from starting at all (not exit 77) on a machine without a driver.
-
-#define PROBE_NAME(f) PROBE_NAME_OF(f)  // the name after cuda.h's macros (cuLaunchKernel_ptsz, ...)
-#define PROBE_NAME_OF(f) #f
-
-struct Driver {
-  decltype(&cuLaunchKernel) launch_kernel = nullptr;
-  decltype(&cuLaunchKernelEx) launch_kernel_ex = nullptr;
-  decltype(&cuGetErrorString) error_string = nullptr;
-};
-Driver g_driver;
-
-template <class F>
-void look_up(void* lib, const char* name, F& f) {
-  f = reinterpret_cast<F>(dlsym(lib, name));
-  if (f != nullptr) return;
-  std::printf("FAILED: %s not found in libcuda.so.1\n", name);
-  std::exit(EXIT_FAILURE);
-}
-
-void load_driver() {
-  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
-  if (lib == nullptr) {
-    std::printf("FAILED: dlopen(libcuda.so.1): %s\n", dlerror());
-    std::exit(EXIT_FAILURE);
-  }
-  look_up(lib, PROBE_NAME(cuLaunchKernel), g_driver.launch_kernel);
-  look_up(lib, PROBE_NAME(cuLaunchKernelEx), g_driver.launch_kernel_ex);
-  look_up(lib, PROBE_NAME(cuGetErrorString), g_driver.error_string);
-}
-
-void cu_check(CUresult status, const char* call, int line) {
-  if (status == CUDA_SUCCESS) return;
-  const char* text = nullptr;
-  g_driver.error_string(status, &text);
-  std::printf("FAILED line %d: %s: %s\n", line, call, text != nullptr ? text : "?");
-  std::exit(EXIT_FAILURE);
-}
-#define PROBE_CU(call) cu_check((call), #call, __LINE__)
-
-// ---- Records the parser keeps (guarded by probe::Buffers::records_mutex()).
-
-struct KernelRecord {
-  std::uint32_t correlation;
-  std::uint64_t start_ns;
-};
-
-struct Records {
-  std::vector<KernelRecord> kernels;
-  std::unordered_map<std::uint32_t, std::uint64_t> external;  // correlation id -> external id
-  std::uint64_t api = 0;
-};
-Records g_records;
-
-void parse(const CUpti_Activity* r) {
-  if (r->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
-    const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(r);
-    g_records.kernels.push_back({k->correlationId, k->start});
-  } else if (r->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) {
-    const auto* e = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(r);
-    g_records.external[e->correlationId] = e->externalId;
-  } else if (r->kind == CUPTI_ACTIVITY_KIND_RUNTIME || r->kind == CUPTI_ACTIVITY_KIND_DRIVER) {
-    ++g_records.api;
-  }
-}
-
-Records take_records() {
-  probe::Buffers::flush_forced();
-  std::lock_guard lock(probe::Buffers::records_mutex());
-  Records r = std::move(g_records);
-  g_records = Records{};
-  return r;
-}
-
 // ---- The launch callback: a thread-local scope, and a thread-local log of what the callback saw.
-
-thread_local std::uint64_t t_scope = 0;  // the scope open on this thread (what cuscope's stack top would be)
 
 struct Entry {
   std::uint32_t correlation;
@@ -227,11 +146,6 @@ constexpr Config kConfigs[] = {
 };
 constexpr int kConfigCount = sizeof(kConfigs) / sizeof(kConfigs[0]);
 
-struct Target {
-  cudaStream_t stream;
-  CUfunction function;  // empty_kernel, for cuLaunchKernel
-};
-
 std::uint64_t g_next_scope = 1;
 
 /// Host ns per launch, one sample per timed batch; the stream drains between batches, untimed.
@@ -295,14 +209,6 @@ void cupti_on(const Config& c) {
     probe::enable_calls_as_cuscope();
     PROBE_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION));
   }
-}
-
-void cupti_off() {
-  probe::Buffers::flush_forced();
-  cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-  cuptiActivityDisable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
-  probe::disable_api_kinds();
-  probe::Buffers::flush_forced();
 }
 
 std::string row_key(Path p, const char* config) { return std::string(path_name(p)) + "/" + config; }
@@ -428,177 +334,13 @@ void conclude(const Results& res) {
   }
 }
 
-// ---- The check phase: which callbacks see each launch method's kernel correlation ids.
-
-struct CallSeen {
-  CUpti_CallbackDomain domain;
-  CUpti_CallbackId cbid;
-  std::uint32_t correlation;
-  std::uint64_t scope;
-};
-
-std::mutex g_check_mutex;
-std::vector<CallSeen> g_check_calls;
-
-void CUPTIAPI on_any_launch(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
-  const auto* cb = static_cast<const CUpti_CallbackData*>(data);
-  if (cb->callbackSite != CUPTI_API_ENTER) return;
-  std::lock_guard lock(g_check_mutex);
-  g_check_calls.push_back({domain, cbid, cb->correlationId, t_scope});
-}
-
-/// Enables the callback of every call of `domain` whose name holds "Launch"; prints their names.
-void enable_launch_callbacks(CUpti_SubscriberHandle sub, CUpti_CallbackDomain domain) {
-  const bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
-  const CUpti_CallbackId size = runtime ? static_cast<CUpti_CallbackId>(CUPTI_RUNTIME_TRACE_CBID_SIZE)
-                                        : static_cast<CUpti_CallbackId>(CUPTI_DRIVER_TRACE_CBID_SIZE);
-  std::printf("CHECK %s callbacks enabled:", runtime ? "runtime" : "driver");
-  for (CUpti_CallbackId cbid = 1; cbid < size; ++cbid) {
-    const char* name = nullptr;
-    if (cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || name == nullptr) continue;
-    if (std::strstr(name, "Launch") == nullptr) continue;
-    PROBE_CUPTI(cuptiEnableCallback(1, sub, domain, cbid));
-    std::printf(" %s(%u)", name, cbid);
-  }
-  std::printf("\n");
-}
-
-std::string callback_name(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
-  const char* name = nullptr;
-  cuptiGetCallbackName(domain, cbid, &name);
-  return name != nullptr ? name : "?";
-}
-
-struct Method {
-  const char* name;
-  bool runtime;  // a runtime API call: does its driver callback carry the kernel's correlation id?
-  void (*launch)(const Target&, int i);
-};
-
-void launch_triple_chevron(const Target& t, int) { empty_kernel<<<1, 1, 0, t.stream>>>(); }
-void launch_cuda_launch_kernel(const Target& t, int) {
-  PROBE_CUDA(
-      cudaLaunchKernel(reinterpret_cast<const void*>(&empty_kernel), dim3(1), dim3(1), nullptr, 0, t.stream));
-}
-void launch_cuda_launch_kernel_ex(const Target& t, int) {
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(1);
-  config.blockDim = dim3(1);
-  config.stream = t.stream;
-  PROBE_CUDA(cudaLaunchKernelEx(&config, &empty_kernel));
-}
-void launch_cu_launch_kernel(const Target& t, int) {
-  PROBE_CU(g_driver.launch_kernel(t.function, 1, 1, 1, 1, 1, 1, 0, t.stream, nullptr, nullptr));
-}
-void launch_cu_launch_kernel_ex(const Target& t, int) {
-  CUlaunchConfig config{};
-  config.gridDimX = config.gridDimY = config.gridDimZ = 1;
-  config.blockDimX = config.blockDimY = config.blockDimZ = 1;
-  config.hStream = t.stream;
-  PROBE_CU(g_driver.launch_kernel_ex(&config, t.function, nullptr, nullptr));
-}
-void launch_per_thread_stream(const Target&, int) { empty_kernel<<<1, 1, 0, cudaStreamPerThread>>>(); }
-
-constexpr Method kMethods[] = {{"<<<>>>", true, &launch_triple_chevron},
-                               {"cudaLaunchKernel", true, &launch_cuda_launch_kernel},
-                               {"cudaLaunchKernelEx", true, &launch_cuda_launch_kernel_ex},
-                               {"cuLaunchKernel", false, &launch_cu_launch_kernel},
-                               {"cuLaunchKernelEx", false, &launch_cu_launch_kernel_ex},
-                               {"<<<>>> on cudaStreamPerThread", true, &launch_per_thread_stream}};
-constexpr int kCheckLaunches = 10;
-
-struct MethodResult {
-  int kernels = 0, driver_same = 0, runtime_same = 0, right_scope = 0;
-  std::map<std::string, int> callbacks;  // which callbacks carried a kernel's correlation id
-};
-
-MethodResult check_method(const Target& t, const Method& m, bool other_thread, std::uint64_t first_scope) {
-  {
-    std::lock_guard lock(g_check_mutex);
-    g_check_calls.clear();
-  }
-  const auto body = [&] {
-    for (int i = 0; i < kCheckLaunches; ++i) {
-      t_scope = first_scope + i;
-      m.launch(t, i);
-    }
-    t_scope = 0;
-    PROBE_CUDA(cudaDeviceSynchronize());
-  };
-  if (other_thread) {
-    std::thread(body).join();
-  } else {
-    body();
-  }
-  Records r = take_records();
-  std::sort(r.kernels.begin(), r.kernels.end(),
-            [](const KernelRecord& a, const KernelRecord& b) { return a.start_ns < b.start_ns; });
-  MethodResult res;
-  res.kernels = static_cast<int>(r.kernels.size());
-  std::lock_guard lock(g_check_mutex);
-  for (std::size_t k = 0; k < r.kernels.size(); ++k) {
-    bool driver = false, runtime = false, right = false;
-    for (const CallSeen& c : g_check_calls) {
-      if (c.correlation != r.kernels[k].correlation) continue;
-      ++res.callbacks[(c.domain == CUPTI_CB_DOMAIN_DRIVER_API ? "driver:" : "runtime:") +
-                      callback_name(c.domain, c.cbid)];
-      driver |= c.domain == CUPTI_CB_DOMAIN_DRIVER_API;
-      runtime |= c.domain == CUPTI_CB_DOMAIN_RUNTIME_API;
-      right |= c.domain == CUPTI_CB_DOMAIN_DRIVER_API && c.scope == first_scope + k;
-    }
-    res.driver_same += driver;
-    res.runtime_same += runtime;
-    res.right_scope += right;
-  }
-  return res;
-}
-
-void check_methods(const Target& t) {
-  take_records();
-  CUpti_SubscriberHandle sub = nullptr;
-  PROBE_CUPTI(cuptiSubscribe(&sub, &on_any_launch, nullptr));
-  enable_launch_callbacks(sub, CUPTI_CB_DOMAIN_DRIVER_API);
-  enable_launch_callbacks(sub, CUPTI_CB_DOMAIN_RUNTIME_API);
-  PROBE_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
-  int runtime_methods_ok = 0, runtime_methods = 0;
-  std::uint64_t first_scope = 1000000;
-  for (int thread = 0; thread < 2; ++thread) {
-    for (const Method& m : kMethods) {
-      if (thread == 1 && &m != &kMethods[0]) continue;  // <<<>>> alone from a second thread
-      const MethodResult r = check_method(t, m, thread == 1, first_scope);
-      first_scope += 1000;
-      std::printf(
-          "CHECK %-32s thread=%s kernel_records=%d driver_callback_same_correlation=%d "
-          "runtime_callback_same_correlation=%d right_scope_from_driver_callback=%d callbacks:",
-          m.name, thread == 0 ? "main" : "second", r.kernels, r.driver_same, r.runtime_same, r.right_scope);
-      for (const auto& [name, n] : r.callbacks) std::printf(" %s=%d", name.c_str(), n);
-      std::printf("\n");
-      if (m.runtime) {
-        ++runtime_methods;
-        runtime_methods_ok += r.kernels == kCheckLaunches && r.right_scope == kCheckLaunches;
-      }
-    }
-  }
-  std::printf(
-      "CONCLUSION: runtime launches reach a driver launch callback with the kernel record's correlation id "
-      "and "
-      "the launching thread's scope in %d of %d runtime launch methods (every kernel of the method)\n",
-      runtime_methods_ok, runtime_methods);
-  cupti_off();
-  PROBE_CUPTI(cuptiUnsubscribe(sub));
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // a section killed at its timeout keeps what was printed
   probe::exit_77_without_device(kName);
   load_driver();
-  Target t{};
-  PROBE_CUDA(cudaStreamCreate(&t.stream));
-  cudaFunction_t f = nullptr;
-  PROBE_CUDA(cudaGetFuncBySymbol(&f, reinterpret_cast<const void*>(&empty_kernel)));
-  t.function = reinterpret_cast<CUfunction>(f);
+  const Target t = make_target(reinterpret_cast<const void*>(&empty_kernel));
   if (argc > 1 && std::strcmp(argv[1], "--child-no-cupti") == 0) return child_no_cupti(t);
   probe::print_device(kName);
   probe::Buffers::start(&parse);
@@ -607,6 +349,5 @@ int main(int argc, char** argv) {
   const Results res = measure(t);
   print_results(res);
   conclude(res);
-  check_methods(t);
   return 0;
 }

@@ -1,9 +1,9 @@
-// docs/validation/probes/probe_common.hpp — what the cost probes share (event_device_timestamps.cu,
-// launch_attribution.cu): error checks, the no-GPU exit (77), per-batch timing statistics printed
-// as RESULT lines, a recycled pool of CUPTI activity buffers handed to the probe's parser, cuscope's
-// choice of traced API calls (copied from src/producers/cupti/adapter.cpp), and a child process of
-// the probe itself for costs measured where CUPTI was never touched. Raw CUDA and CUPTI: never
-// include cuscope here.
+// docs/validation/probes/probe_common.hpp — what the issue-24 probes share (event_record_costs.cu,
+// event_device_timestamps.cu, launch_attribution.cu, launch_callbacks.cu): error checks, the no-GPU
+// exit (77), per-batch timing statistics printed as RESULT lines, a recycled pool of CUPTI activity
+// buffers handed to the probe's parser, cuscope's choice of traced API calls (copied from
+// src/producers/cupti/adapter.cpp), and a child process of the probe itself for costs measured
+// where CUPTI was never touched. Raw CUDA and CUPTI: never include cuscope here.
 #pragma once
 
 #include <cuda.h>
@@ -156,6 +156,12 @@ class Buffers {
   static inline std::mutex pool_mutex_;
   static inline std::vector<std::uint8_t*> free_;
 };
+
+inline std::string callback_name(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  const char* name = nullptr;
+  cuptiGetCallbackName(domain, cbid, &name);
+  return name != nullptr ? name : "?";
+}
 
 /// The API calls cuscope traces (src/producers/cupti/adapter.cpp, kTracedCalls): a copy, so that
 /// the probe's "cuscope-like" configurations trace what cuscope does.
