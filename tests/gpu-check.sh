@@ -131,24 +131,12 @@ informational() {
   failed=$failed_before
 }
 
-# probe_sections: builds each probe of PROBES with nvcc against the toolkit's CUPTI and runs it, one
-# section each (its nvcc line is the build section's first line). A probe exits 77 without a GPU.
+# probe_sections: builds the probes of PROBES side by side with nvcc (docs/validation/probes/build.sh
+# prints each command line) and runs each in a section of its own. A probe exits 77 without a GPU.
 probe_sections() {
-  local section_timeout=150 cuda=/usr/local/cuda out="$BUILD_DIR/probes" name arch dir
-  arch=${CUDAARCHS:-90}
-  arch=${arch%%[;, ]*}
-  local flags=(-O2 -std=c++17 "-arch=sm_$arch")
-  for dir in "$cuda/extras/CUPTI/include" "$cuda/include"; do
-    [[ -d $dir ]] && flags+=("-I$dir")
-  done
-  for dir in "$cuda/extras/CUPTI/lib64" "$cuda/lib64"; do
-    [[ -d $dir ]] && flags+=("-L$dir" "-Xlinker" "-rpath=$dir")
-  done
-  mkdir -p "$out" || return 1
+  local section_timeout=150 out="$BUILD_DIR/probes" name
+  informational "probe: build ${PROBES[*]}" "$PROBE_DIR/build.sh" "$out" "${PROBES[@]}"
   for name in "${PROBES[@]}"; do
-    rm -f "$out/$name"
-    informational "probe: build $name" bash -c 'echo "$*"; "$@"' nvcc nvcc "${flags[@]}" -o "$out/$name" \
-      "$PROBE_DIR/$name.cu" -lcupti -ldl
     if [[ -x $out/$name ]]; then
       informational "probe: $name" "$out/$name"
     else

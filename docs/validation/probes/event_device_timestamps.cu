@@ -149,7 +149,14 @@ cudaEvent_t record_reused(cudaStream_t s) {
   return e;
 }
 
+/// The calls recorded so far, copied: analysing them makes CUDA calls, whose callbacks add more.
+std::vector<Call> take_calls() {
+  std::lock_guard lock(g_calls_mutex);
+  return g_calls;
+}
+
 struct Matched {
+  const std::vector<Call>* calls;  // a snapshot that outlives the Matched (take_calls)
   std::map<std::uint32_t, const KernelRecord*> kernel_by_correlation;
   std::map<std::uint32_t, const Call*> call_by_correlation;
   std::map<const Call*, const EventRecord*> record_of_call;  // each event record call's record
@@ -172,14 +179,15 @@ std::uint32_t main_stream_id(const Tally& t) {
 /// Ties each event record call to its CUDA_EVENT record: by correlation id (the runtime call's or
 /// the driver call's) when every runtime call on `s` finds its record that way, else by order (the
 /// k-th runtime call on `s`, the k-th record of its stream id).
-Matched index(const Tally& t, cudaStream_t s) {
+Matched index(const Tally& t, const std::vector<Call>& calls, cudaStream_t s) {
   Matched m;
+  m.calls = &calls;
   std::map<std::uint32_t, const EventRecord*> event_by_correlation;
   for (const EventRecord& e : t.event_records) event_by_correlation[e.correlation] = &e;
   for (const KernelRecord& k : t.kernel_records) m.kernel_by_correlation[k.correlation] = &k;
   std::vector<const Call*> runtime_calls_on_s;
   std::set<const EventRecord*> found;
-  for (const Call& c : g_calls) {
+  for (const Call& c : calls) {
     m.call_by_correlation[c.correlation] = &c;
     if (c.event == nullptr) continue;
     const bool runtime = c.domain == CUPTI_CB_DOMAIN_RUNTIME_API;
@@ -215,7 +223,7 @@ Matched index(const Tally& t, cudaStream_t s) {
 /// The CUDA_EVENT records of one handle's record calls, in call order, each once.
 std::vector<const EventRecord*> records_of(const Matched& m, cudaEvent_t e) {
   std::vector<const EventRecord*> out;
-  for (const Call& c : g_calls) {
+  for (const Call& c : *m.calls) {
     if (c.event != e) continue;
     auto it = m.record_of_call.find(&c);
     if (it == m.record_of_call.end()) continue;
@@ -225,7 +233,7 @@ std::vector<const EventRecord*> records_of(const Matched& m, cudaEvent_t e) {
 }
 
 const KernelRecord* kernel_of(const Matched& m, int tag) {
-  for (const Call& c : g_calls) {
+  for (const Call& c : *m.calls) {
     if (c.tag != tag) continue;
     auto it = m.kernel_by_correlation.find(c.correlation);
     if (it != m.kernel_by_correlation.end()) return it->second;
@@ -443,8 +451,11 @@ void check_unfinished_delivery(cudaStream_t s, std::uint32_t stream_id) {
   PROBE_CUDA(cudaStreamDestroy(other));
 }
 
-void check_correctness(cudaStream_t s) {
-  probe::Buffers::flush_forced();
+/// Callbacks on every runtime call and the driver's event record calls, CUDA_EVENT records with
+/// device timestamps and kernel records: all before the program makes its context (main), in case
+/// device timestamps need that (event_record_costs.cu turns them on after).
+CUpti_SubscriberHandle start_cupti() {
+  probe::Buffers::start(&parse);
   take_tally(true);
   CUpti_SubscriberHandle sub = nullptr;
   PROBE_CUPTI(cuptiSubscribe(&sub, &on_call, nullptr));
@@ -454,6 +465,10 @@ void check_correctness(cudaStream_t s) {
   }
   enable_event_records();
   PROBE_CUPTI(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  return sub;
+}
+
+void check_correctness(cudaStream_t s) {
   std::uint64_t cupti_now = 0;
   cuptiGetTimestamp(&cupti_now);
   const std::vector<Pair> pairs = record_pairs(s);
@@ -461,7 +476,8 @@ void check_correctness(cudaStream_t s) {
   PROBE_CUDA(cudaStreamSynchronize(s));
   probe::Buffers::flush_forced();
   const Tally t = take_tally(false);
-  const Matched m = index(t, s);
+  const std::vector<Call> calls = take_calls();
+  const Matched m = index(t, calls, s);
   std::printf(
       "CLOCK cuptiGetTimestamp before the pairs: %llu; first CUDA_EVENT deviceTimestamp minus it: %.0f ns; "
       "first kernel start minus it: %.0f ns\n",
@@ -474,8 +490,6 @@ void check_correctness(cudaStream_t s) {
   conclude_pairs(st, pairs.size());
   conclude_matching(t, m, reused, pairs);
   check_unfinished_delivery(s, main_stream_id(t));
-  cuptiUnsubscribe(sub);
-  cupti_off();
 }
 
 }  // namespace
@@ -484,9 +498,11 @@ int main() {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // a section killed at its timeout keeps what was printed
   probe::exit_77_without_device(kName);
   probe::print_device(kName);
-  probe::Buffers::start(&parse);
+  const CUpti_SubscriberHandle sub = start_cupti();
   cudaStream_t s = nullptr;
-  PROBE_CUDA(cudaStreamCreate(&s));
+  PROBE_CUDA(cudaStreamCreate(&s));  // the context, after CUPTI
   check_correctness(s);
+  cuptiUnsubscribe(sub);
+  cupti_off();
   return 0;
 }

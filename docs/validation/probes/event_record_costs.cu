@@ -233,7 +233,7 @@ void conclude_costs(const CostResults& res) {
     std::printf(
         "CONCLUSION: %s: %llu CUDA_EVENT records for %llu cudaEventRecord calls (%llu with a device "
         "timestamp, %llu with correlation id 0) and %llu API records of cudaEventRecord: records %s without "
-        "API records of the call; events made before the kind was enabled %s\n",
+        "API records of the call; events made before the kind was enabled, in a context made before it, %s\n",
         config, (unsigned long long)c.events, (unsigned long long)c.ops, (unsigned long long)c.with_ts,
         (unsigned long long)c.correlation_0, (unsigned long long)c.api_event_record,
         c.api_event_record == 0 ? (c.events == c.ops ? "all come" : "do NOT all come")
