@@ -64,32 +64,32 @@ void enable_launch_callbacks(CUpti_SubscriberHandle sub, CUpti_CallbackDomain do
 struct Method {
   const char* name;
   bool runtime;  // a runtime API call: does its driver callback carry the kernel's correlation id?
-  void (*launch)(const Target&, int i);
+  void (*launch)(const Target&);
 };
 
-void launch_triple_chevron(const Target& t, int) { empty_kernel<<<1, 1, 0, t.stream>>>(); }
-void launch_cuda_launch_kernel(const Target& t, int) {
+void launch_triple_chevron(const Target& t) { empty_kernel<<<1, 1, 0, t.stream>>>(); }
+void launch_cuda_launch_kernel(const Target& t) {
   PROBE_CUDA(
       cudaLaunchKernel(reinterpret_cast<const void*>(&empty_kernel), dim3(1), dim3(1), nullptr, 0, t.stream));
 }
-void launch_cuda_launch_kernel_ex(const Target& t, int) {
+void launch_cuda_launch_kernel_ex(const Target& t) {
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(1);
   config.blockDim = dim3(1);
   config.stream = t.stream;
   PROBE_CUDA(cudaLaunchKernelEx(&config, &empty_kernel));
 }
-void launch_cu_launch_kernel(const Target& t, int) {
+void launch_cu_launch_kernel(const Target& t) {
   PROBE_CU(g_driver.launch_kernel(t.function, 1, 1, 1, 1, 1, 1, 0, t.stream, nullptr, nullptr));
 }
-void launch_cu_launch_kernel_ex(const Target& t, int) {
+void launch_cu_launch_kernel_ex(const Target& t) {
   CUlaunchConfig config{};
   config.gridDimX = config.gridDimY = config.gridDimZ = 1;
   config.blockDimX = config.blockDimY = config.blockDimZ = 1;
   config.hStream = t.stream;
   PROBE_CU(g_driver.launch_kernel_ex(&config, t.function, nullptr, nullptr));
 }
-void launch_per_thread_stream(const Target&, int) { empty_kernel<<<1, 1, 0, cudaStreamPerThread>>>(); }
+void launch_per_thread_stream(const Target&) { empty_kernel<<<1, 1, 0, cudaStreamPerThread>>>(); }
 
 constexpr Method kMethods[] = {{"<<<>>>", true, &launch_triple_chevron},
                                {"cudaLaunchKernel", true, &launch_cuda_launch_kernel},
@@ -118,7 +118,7 @@ MethodResult check_method(const Target& t, const Method& m, bool other_thread, s
   const auto body = [&] {
     for (int i = 0; i < kCheckLaunches; ++i) {
       t_scope = first_scope + i;
-      m.launch(t, i);
+      m.launch(t);
     }
     t_scope = 0;
     PROBE_CUDA(cudaDeviceSynchronize());
