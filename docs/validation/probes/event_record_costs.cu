@@ -40,20 +40,23 @@ struct CostConfig {
   bool timing;      // events made without cudaEventDisableTiming
   bool event_kind;  // CUDA_EVENT kind with device timestamps
   Api api;          // RUNTIME/DRIVER kinds (with CONCURRENT_KERNEL)
+  bool fresh;       // events made after CUPTI was turned on, not the pools made before it
   const char* what;
 };
 
 constexpr CostConfig kConfigs[] = {
-    {"timing", true, false, Api::none, "timing-enabled events, CUPTI attached and idle"},
-    {"notiming", false, false, Api::none, "cudaEventDisableTiming, CUPTI attached and idle"},
-    {"notiming+ev", false, true, Api::none,
+    {"timing", true, false, Api::none, false, "timing-enabled events, CUPTI attached and idle"},
+    {"notiming", false, false, Api::none, false, "cudaEventDisableTiming, CUPTI attached and idle"},
+    {"notiming+ev", false, true, Api::none, false,
      "disabled timing + CUDA_EVENT kind with device timestamps, no API records"},
-    {"notiming+ev+api", false, true, Api::all_calls,
+    {"notiming+ev/fresh", false, true, Api::none, true,
+     "the same with events made after the kind was turned on"},
+    {"notiming+ev+api", false, true, Api::all_calls, false,
      "disabled timing + CUDA_EVENT + CONCURRENT_KERNEL + RUNTIME/DRIVER kinds, every call's records on"},
-    {"notiming+ev+cuscope", false, true, Api::as_cuscope,
+    {"notiming+ev+cuscope", false, true, Api::as_cuscope, false,
      "disabled timing + CUDA_EVENT + CONCURRENT_KERNEL + RUNTIME/DRIVER as cuscope traces them "
      "(cudaEventRecord's records off)"},
-    {"timing+cuscope", true, false, Api::as_cuscope,
+    {"timing+cuscope", true, false, Api::as_cuscope, false,
      "timing-enabled events + CONCURRENT_KERNEL + RUNTIME/DRIVER as cuscope traces them (today)"},
 };
 constexpr int kConfigCount = sizeof(kConfigs) / sizeof(kConfigs[0]);
@@ -69,6 +72,12 @@ struct EventPools {
     for (cudaEvent_t& e : timing) PROBE_CUDA(cudaEventCreate(&e));
     for (cudaEvent_t& e : no_timing) PROBE_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   }
+  ~EventPools() {
+    for (cudaEvent_t e : timing) cudaEventDestroy(e);
+    for (cudaEvent_t e : no_timing) cudaEventDestroy(e);
+  }
+  EventPools(const EventPools&) = delete;
+  EventPools& operator=(const EventPools&) = delete;
   const std::vector<cudaEvent_t>& of(bool with_timing) const { return with_timing ? timing : no_timing; }
 };
 
@@ -164,7 +173,13 @@ CostResults measure_costs(cudaStream_t s, const EventPools& pools) {
       for (Pattern p : kPatterns) {
         take_tally(false);
         cupti_on(c);
-        std::vector<double> batches = time_batches(s, p, pools.of(c.timing));
+        std::vector<double> batches;
+        if (c.fresh) {
+          const EventPools fresh;
+          batches = time_batches(s, p, fresh.of(c.timing));
+        } else {
+          batches = time_batches(s, p, pools.of(c.timing));
+        }
         cupti_off();
         const std::string key = row_key(p, c.key);
         res.samples[key].add_round(std::move(batches));
@@ -228,17 +243,19 @@ void conclude_costs(const CostResults& res) {
         "ns; in this process, with CUPTI attached and idle, %.0f and %.0f ns\n",
         pattern_name(p), med("timing.nocupti"), med("notiming.nocupti"), t, nt);
   }
-  for (const char* config : {"notiming+ev", "notiming+ev+cuscope", "notiming+ev+api"}) {
+  for (const char* config : {"notiming+ev", "notiming+ev/fresh", "notiming+ev+cuscope", "notiming+ev+api"}) {
     const CostCounts& c = res.counts.at(row_key(Pattern::record, config));
+    const bool fresh = std::strcmp(config, "notiming+ev/fresh") == 0;
     std::printf(
         "CONCLUSION: %s: %llu CUDA_EVENT records for %llu cudaEventRecord calls (%llu with a device "
         "timestamp, %llu with correlation id 0) and %llu API records of cudaEventRecord: records %s without "
-        "API records of the call; events made before the kind was enabled, in a context made before it, %s\n",
+        "API records of the call (events made %s the kind was turned on, in a context made before it)\n",
         config, (unsigned long long)c.events, (unsigned long long)c.ops, (unsigned long long)c.with_ts,
         (unsigned long long)c.correlation_0, (unsigned long long)c.api_event_record,
-        c.api_event_record == 0 ? (c.events == c.ops ? "all come" : "do NOT all come")
-                                : "(n/a: API records on)",
-        c.events > 0 ? "get records" : "get NO records");
+        c.api_event_record != 0 ? "(n/a: API records on)"
+        : c.events == c.ops     ? "all come"
+                                : "do NOT all come",
+        fresh ? "after" : "before");
   }
   const CostCounts& r = res.counts.at(row_key(Pattern::record, "notiming+ev"));
   std::printf(
