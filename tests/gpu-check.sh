@@ -28,8 +28,9 @@ usage: tests/gpu-check.sh [--probes | --fetch-deps | --help]
                 shows in its section but does not count).
                 CUDAARCHS sets the CUDA architectures (default 90); GPU_CHECK_TIMEOUT the
                 seconds each section may run (default 300; a probe 150). Uses .gpu-deps/ when it exists.
-  --probes      Only the probes: build each docs/validation/probes/<name>.cu of PROBES with nvcc
-                (no CMake) and run it, one section each, into the same log.
+  --probes      Only the probes: build the docs/validation/probes/<name>.cu of PROBES side by side
+                with nvcc (no CMake; probes/build.sh), then run each, one section each, into the
+                same log (about a minute to build, well under a minute each to run on an H100).
   --fetch-deps  On the Debian development machine: apt-get download the packages the build needs
                 and unpack them into .gpu-deps/ (which must be git-ignored), then print its size.
   --help        This text.
