@@ -11,18 +11,26 @@ readonly DEPS=(libabsl-dev libabsl20220623 libspdlog-dev libspdlog1.10 libfmt-de
   nlohmann-json3-dev libbenchmark-dev libbenchmark1debian)
 readonly DEPS_DIR=.gpu-deps
 readonly BUILD_DIR=build/gpu-check
+# Raw CUDA/CUPTI probes (docs/validation/probes, no cuscope), built with nvcc alone and run first.
+readonly PROBE_DIR=docs/validation/probes
+readonly PROBES=(event_record_costs event_device_timestamps launch_attribution launch_callbacks)
 
 usage() {
   cat <<'EOF'
-usage: tests/gpu-check.sh [--fetch-deps | --help]
+usage: tests/gpu-check.sh [--probes | --fetch-deps | --help]
 
-  (no option)   Configure a Release build in build/gpu-check (Ninja, preset "gpu"), build it all, then
-                run the GPU tests, ctest (all tests), the demo and the GPU benchmarks. Writes one
-                log to $OUT/gpu-check.log (or build/gpu-check/gpu-check.log): date, commit, GPU,
-                driver and nvcc first, then one "=== <name> (exit <code>) ===" section per step.
-                Goes on after failures; exits non-zero if any section failed.
+  (no option)   Build and run the probes (below), then configure a Release build in build/gpu-check
+                (Ninja, preset "gpu"), build it all, then run the GPU tests, ctest (all tests), the
+                demo and the GPU benchmarks. Writes one log to $OUT/gpu-check.log (or
+                build/gpu-check/gpu-check.log): date, commit, GPU, driver and nvcc first, then one
+                "=== <name> (exit <code>) ===" section per step.
+                Goes on after failures; exits non-zero if any section failed (a probe's failure
+                shows in its section but does not count).
                 CUDAARCHS sets the CUDA architectures (default 90); GPU_CHECK_TIMEOUT the
-                seconds each section may run (default 300). Uses .gpu-deps/ when it exists.
+                seconds each section may run (default 300; a probe 150). Uses .gpu-deps/ when it exists.
+  --probes      Only the probes: build the docs/validation/probes/<name>.cu of PROBES side by side
+                with nvcc (no CMake; probes/build.sh), then run each, one section each, into the
+                same log (about a minute to build, well under a minute each to run on an H100).
   --fetch-deps  On the Debian development machine: apt-get download the packages the build needs
                 and unpack them into .gpu-deps/ (which must be git-ignored), then print its size.
   --help        This text.
@@ -116,6 +124,28 @@ section() {
   rm -f "$out"
 }
 
+# informational NAME COMMAND...: a section whose failure shows in its header and output but does not
+# fail the check (the probes measure CUDA and CUPTI; they assert nothing about cuscope).
+informational() {
+  local failed_before=$failed
+  section "$@"
+  failed=$failed_before
+}
+
+# probe_sections: builds the probes of PROBES side by side with nvcc (docs/validation/probes/build.sh
+# prints each command line) and runs each in a section of its own. A probe exits 77 without a GPU.
+probe_sections() {
+  local section_timeout=150 out="$BUILD_DIR/probes" name
+  informational "probe: build ${PROBES[*]}" "$PROBE_DIR/build.sh" "$out" "${PROBES[@]}"
+  for name in "${PROBES[@]}"; do
+    if [[ -x $out/$name ]]; then
+      informational "probe: $name" "$out/$name"
+    else
+      echo "=== probe: $name (skipped: it did not build) ===" | tee -a "$log"
+    fi
+  done
+}
+
 # run_if_built NAME EXECUTABLE [ARGS...]: a section for EXECUTABLE, or a note in the log when it was
 # not built.
 run_if_built() {
@@ -127,7 +157,8 @@ run_if_built() {
   fi
 }
 
-check() {
+# start_log: the environment every mode needs, and the log with its header.
+start_log() {
   use_deps
   if ! command -v nvcc >/dev/null && [[ -x /usr/local/cuda/bin/nvcc ]]; then
     export PATH="/usr/local/cuda/bin:$PATH"
@@ -137,6 +168,19 @@ check() {
   log="${OUT:-$BUILD_DIR}/gpu-check.log"
   log_header >"$log"
   cat "$log"
+}
+
+probes_only() {
+  start_log || return 1
+  probe_sections
+  echo "log: $log"
+  return "$failed"
+}
+
+check() {
+  start_log || return 1
+  # First: they need no CMake build, and a later step that runs out of time cannot take them along.
+  probe_sections
 
   section configure cmake --preset gpu -B "$BUILD_DIR" "-DCMAKE_CUDA_ARCHITECTURES=${CUDAARCHS:-90}"
   section build cmake --build "$BUILD_DIR"
@@ -220,6 +264,7 @@ main() {
   case "${1:-}" in
     --help | -h) usage ;;
     --fetch-deps) fetch_deps ;;
+    --probes) probes_only ;;
     "") check ;;
     *)
       usage >&2
