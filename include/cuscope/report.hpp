@@ -267,6 +267,10 @@ struct Diagnostics {
   /// was full, or the address was allocated again before its free was seen. Live-memory peaks
   /// (peak_bytes) are then lower bounds.
   std::uint64_t allocations_untracked = 0;
+  /// Launches whose scope the launch callbacks could not note (CUSCOPE_ATTRIBUTION=launch: the
+  /// launching thread's ring of notes was full, or no memory for it): their GPU work counts as
+  /// not matched to a scope (unresolved_records).
+  std::uint64_t launch_notes_lost = 0;
 };
 
 /// An NVTX start/end range (nvtxRangeStart/nvtxRangeEnd, zero-code mode): it may end on another

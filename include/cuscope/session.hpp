@@ -38,6 +38,16 @@ enum class EventTiming : std::uint8_t {
 /// Calls of each range (per thread) that "sampled:N" always times before it times one in N.
 inline constexpr std::uint32_t kFirstTimedCalls = 10;
 
+/// How CUPTI's records of GPU work are tied to the scope that launched it (Options::attribution,
+/// CUSCOPE_ATTRIBUTION; docs/cupti.md).
+enum class Attribution : std::uint8_t {
+  external,  ///< "external": each scope pushes its instance as CUPTI's external correlation id,
+             ///< which CUPTI ties to the API records of the calls made inside it
+  launch,    ///< "launch": a CUPTI callback at each driver call that launches, copies, sets,
+             ///< allocates or waits notes the scope open on its thread; no API records
+};
+[[nodiscard]] std::string_view to_string(Attribution a);
+
 /// Session configuration. Every field has an environment variable (docs/options.md).
 struct Options {
   bool enabled = true;     ///< CUSCOPE_ENABLE: false makes every scope cost one branch
@@ -49,6 +59,9 @@ struct Options {
   EventTiming events = EventTiming::automatic;
   std::uint32_t events_sample_every = 0;  ///< N of "sampled:N" (2 or more); 0 otherwise
   bool activities = true;                 ///< CUSCOPE_ACTIVITIES: trace GPU work with CUPTI
+  /// CUSCOPE_ATTRIBUTION: "external" (the default) or "launch"; where CUPTI's subscriber is taken
+  /// (another tool holds it), "launch" falls back to "external", with a note saying why.
+  Attribution attribution = Attribution::external;
   /// CUSCOPE_GRAPHS: break replayed CUDA graph kernels down by the scope each node was captured
   /// in (a CUPTI subscriber of its own; false leaves the subscriber to another tool)
   bool graphs = true;
