@@ -40,6 +40,7 @@ per_excluded=$(per_call run_excluded excluded)
 per_nvtx_call=$(per_call run_nvtx_call nvtx_call)
 per_traced=$(per_call run_scopes traced 8000)
 per_cupti=$(per_call run_scopes cupti)
+per_launch=$(per_call run_scopes launch)
 clock=$(sed -n 's/.*clock: //p' "$tmp/log.run_scopes.20000")
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
@@ -50,11 +51,12 @@ echo "instructions per injected push/pop of emit_nvtx() messages (a new text at 
 echo "instructions per push/pop of a left-out domain: $per_excluded (two empty NVTX calls: $per_nvtx_call)"
 echo "instructions per enabled scope in trace mode (CUSCOPE_TRACE): $per_traced ($(ratio "$per_traced" "$per_scope")x the scope)"
 echo "instructions per enabled scope while CUPTI traces (default events; correlation push and pop into empty functions): $per_cupti ($(ratio "$per_cupti" "$per_scope")x the scope)"
+echo "instructions per enabled scope while CUPTI traces with launch notes (CUSCOPE_ATTRIBUTION=launch): $per_launch ($(ratio "$per_launch" "$per_scope")x the scope)"
 echo "clock: $clock"
 
 if [[ ${1:-} == --update ]]; then
-  printf '{\n  "instructions_per_scope": %s,\n  "instructions_per_injected_range": %s,\n  "instructions_per_injected_registered": %s,\n  "instructions_per_injected_operator": %s,\n  "instructions_per_excluded_domain": %s,\n  "instructions_per_two_empty_nvtx_calls": %s,\n  "instructions_per_traced_scope": %s,\n  "instructions_per_scope_cupti_fake_hooks": %s,\n  "clock": "%s",\n  "commit": "%s",\n  "date": "%s"\n}\n' \
-    "$per_scope" "$per_injected" "$per_registered" "$per_operator" "$per_excluded" "$per_nvtx_call" "$per_traced" "$per_cupti" "$clock" "$commit" "$(date -u +%F)" >"$baseline"
+  printf '{\n  "instructions_per_scope": %s,\n  "instructions_per_injected_range": %s,\n  "instructions_per_injected_registered": %s,\n  "instructions_per_injected_operator": %s,\n  "instructions_per_excluded_domain": %s,\n  "instructions_per_two_empty_nvtx_calls": %s,\n  "instructions_per_traced_scope": %s,\n  "instructions_per_scope_cupti_fake_hooks": %s,\n  "instructions_per_scope_launch_notes": %s,\n  "clock": "%s",\n  "commit": "%s",\n  "date": "%s"\n}\n' \
+    "$per_scope" "$per_injected" "$per_registered" "$per_operator" "$per_excluded" "$per_nvtx_call" "$per_traced" "$per_cupti" "$per_launch" "$clock" "$commit" "$(date -u +%F)" >"$baseline"
   echo "wrote $baseline"
   exit 0
 fi
@@ -82,4 +84,5 @@ check instructions_per_injected_operator "$per_operator" "injected emit_nvtx() r
 check instructions_per_excluded_domain "$per_excluded" "left-out domain's range"
 check instructions_per_traced_scope "$per_traced" "scope in trace mode"
 check instructions_per_scope_cupti_fake_hooks "$per_cupti" "scope while CUPTI traces (fake hooks)"
+check instructions_per_scope_launch_notes "$per_launch" "scope while CUPTI traces with launch notes"
 exit $status

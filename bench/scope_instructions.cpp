@@ -18,7 +18,8 @@
 // session as CUPTI tracing leaves it, with CUSCOPE_EVENTS' default (no CUDA events where CUPTI
 // traces): each scope pushes and pops its instance as the external correlation id, here into two
 // empty functions in place of CUPTI's (trace_with_fake_cupti_for_testing()), so that the count is
-// cuscope's own work.
+// cuscope's own work. `launch` counts it with CUSCOPE_ATTRIBUTION=launch, where scopes push nothing
+// and the launch callbacks read the instance each scope publishes.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -100,7 +101,8 @@ int main(int argc, char** argv) {
   const long n = argc > 1 ? std::atol(argv[1]) : 100'000;
   const bool traced = argc > 2 && std::strcmp(argv[2], "traced") == 0;
   const bool cupti = argc > 2 && std::strcmp(argv[2], "cupti") == 0;
-  if (argc > 2 && !traced && !cupti) {
+  const bool launch = argc > 2 && std::strcmp(argv[2], "launch") == 0;
+  if (argc > 2 && !traced && !cupti && !launch) {
     const std::string mode = argv[2];
     cuscope_bench::Injected& in = cuscope_bench::injected(5000);
     if (!in.error.empty()) {
@@ -136,11 +138,15 @@ int main(int argc, char** argv) {
     return 0;
   }
   cuscope_bench::start_host_only_session(5000, traced ? "/dev/null" : "");
-  if (cupti) cuscope::detail::trace_with_fake_cupti_for_testing(empty_correlation_push, empty_correlation_pop);
+  if (cupti || launch)
+    cuscope::detail::trace_with_fake_cupti_for_testing(empty_correlation_push, empty_correlation_pop, launch);
   { CUSCOPE_SCOPE("counted"); }  // the steady state: the call site interned
   run_scopes(n);
   const cuscope::Report r = cuscope::snapshot();
-  std::printf("scopes %ld%s, clock: %s\n", n, traced ? " (trace mode)" : cupti ? " (CUPTI tracing, fake hooks)" : "",
+  std::printf("scopes %ld%s, clock: %s\n", n, traced   ? " (trace mode)"
+              : cupti  ? " (CUPTI tracing, fake hooks)"
+              : launch ? " (CUPTI tracing, launch notes)"
+                       : "",
               r.clock.c_str());
   if (traced && r.diagnostics.trace_records_dropped != 0) {
     std::fprintf(stderr, "scope_instructions: %llu trace events dropped\n",

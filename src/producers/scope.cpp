@@ -381,25 +381,25 @@ template <Common kMode>
   exit_owned_inline(ts, token, now);
 }
 
-// The common path other than Plain that the session's flags take (trace mode, or CUPTI tracing),
-// else general().
+// The common path of CUPTI tracing that the session's flags take, else general().
 template <class General>
-[[gnu::always_inline]] inline ThreadState* enter_other_common(std::uint32_t id, cudaStream_t stream,
-                                                              std::uint32_t& token, General general) noexcept {
-  switch (g_flags.load(std::memory_order_relaxed)) {
-    case kCommonFlags<Common::Correlated>:
-      return enter_common<Common::Correlated>(t_state, id, stream, token, general);
-    case kCommonFlags<Common::Noted>:
-      return enter_common<Common::Noted>(t_state, id, stream, token, general);
-    default:
-      return enter_common<Common::Traced>(t_state, id, stream, token, general);
-  }
+[[gnu::always_inline]] inline ThreadState* enter_traced_by_cupti(std::uint32_t id, cudaStream_t stream,
+                                                                 std::uint32_t& token, General general) noexcept {
+  if (g_flags.load(std::memory_order_relaxed) == kCommonFlags<Common::Correlated>)
+    return enter_common<Common::Correlated>(t_state, id, stream, token, general);
+  return enter_common<Common::Noted>(t_state, id, stream, token, general);
 }
 
-// enter() past its common path: another common path, else the general one.
-[[gnu::noinline]] ThreadState* enter_other(Site& site, std::uint32_t id, cudaStream_t stream,
+// enter() past its common path while CUPTI traces (kInstances): its common path, else the general one.
+[[gnu::noinline]] ThreadState* enter_cupti(Site& site, std::uint32_t id, cudaStream_t stream,
                                            std::uint32_t& depth) noexcept {
-  return enter_other_common(id, stream, depth, [&] { return enter_general(site, stream, depth); });
+  return enter_traced_by_cupti(id, stream, depth, [&] { return enter_general(site, stream, depth); });
+}
+
+// enter() past its common path otherwise: trace mode's common path, else the general one.
+[[gnu::noinline]] ThreadState* enter_traced(Site& site, std::uint32_t id, cudaStream_t stream,
+                                            std::uint32_t& depth) noexcept {
+  return enter_common<Common::Traced>(t_state, id, stream, depth, [&] { return enter_general(site, stream, depth); });
 }
 
 }  // namespace
@@ -407,8 +407,10 @@ template <class General>
 ThreadState* enter(Site& site, cudaStream_t stream, std::uint32_t& depth) noexcept {
   const std::uint32_t id = site.id.load(std::memory_order_acquire);
   if (id == 0) return enter_general(site, stream, depth);  // the call site's first visit
-  return enter_common<Common::Plain>(t_state, id, stream, depth,
-                                     [&] { return enter_other(site, id, stream, depth); });
+  return enter_common<Common::Plain>(t_state, id, stream, depth, [&] {
+    return (g_flags.load(std::memory_order_relaxed) & kInstances) ? enter_cupti(site, id, stream, depth)
+                                                                  : enter_traced(site, id, stream, depth);
+  });
 }
 
 ThreadState* enter_named(std::string_view name, cudaStream_t stream, std::uint32_t& depth) noexcept {
@@ -427,7 +429,7 @@ ThreadState* enter_interned(std::uint32_t id, std::uint32_t& token) noexcept {
     return enter_id(id, nullptr, nullptr, token);
   };
   return enter_common<Common::Plain>(t_state, id, nullptr, token,
-                                     [&] { return enter_other_common(id, nullptr, token, general); });
+                                     [&] { return enter_traced_by_cupti(id, nullptr, token, general); });
 }
 
 bool recording() noexcept { return started() && (g_flags.load(std::memory_order_relaxed) & kRecording) != 0; }

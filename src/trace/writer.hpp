@@ -161,7 +161,7 @@ struct HotRing {
 };
 extern __thread HotRing t_hot_ring CUSCOPE_HOT_TLS;
 
-inline void Writer::record(ScopeKind kind, std::uint32_t slot, std::uint32_t arg, std::uint64_t ns,
+[[gnu::always_inline]] inline void Writer::record(ScopeKind kind, std::uint32_t slot, std::uint32_t arg, std::uint64_t ns,
                            std::uint64_t value) noexcept {
   Ring* r = t_hot_ring.ring;
   std::uint64_t h = 0;
