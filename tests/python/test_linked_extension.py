@@ -51,9 +51,10 @@ def reporting(body):
     """`body`, then what the module's and the extension's snapshots see of range INNER, printed."""
     return textwrap.dedent(body) + textwrap.dedent("""
         r = cuscope.snapshot()
+        inner = r.find(INNER)
         print(json.dumps({
             "module": {x.path: x.calls for x in r.ranges if x.path},
-            "items": r.find(INNER).counters["ext_items"].total,
+            "items": inner.counters["ext_items"].total if inner is not None else None,
             "extension": ext.calls(INNER),
         }))
     """)
