@@ -9,6 +9,7 @@ standard output), the exit report (CUSCOPE_JSON) and its standard error: exact c
 """
 import json
 import os
+import signal
 import textwrap
 
 import pytest
@@ -123,3 +124,20 @@ def test_under_python_m_cuscope_run_both_copies_and_nvtx_share_one_tree(ext_env)
     assert seen(p) == {"module": expected, "items": 12.0, "extension": 6}
     assert exit_ranges(out) == expected
     expect_one_table_row(p, "ext_inner", 6)
+
+
+def test_keyboard_interrupt_while_the_extension_runs_the_session_still_prints_its_table(ext_env):
+    # The module's scopes never ran, and the C exit handlers never run after SIGINT: the module's
+    # atexit shuts down the session the extension's copy runs.
+    env, out = ext_env
+    p = run_python("""
+        import os, signal
+        import cuscope_linked_ext as ext
+        import cuscope
+        ext.inner(2)
+        os.kill(os.getpid(), signal.SIGINT)
+        import time; time.sleep(5)
+    """, env=env)
+    assert p.returncode == -signal.SIGINT, (p.returncode, p.stderr)
+    assert exit_ranges(out) == {"ext_inner": 2}
+    expect_one_table_row(p, "ext_inner", 2)
