@@ -96,16 +96,24 @@ struct LoadedObject {
   }
 };
 
-int collect_object(dl_phdr_info* info, std::size_t, void* out) {
-  LoadedObject o;
-  o.name = info->dlpi_name != nullptr ? info->dlpi_name : "";
-  for (ElfW(Half) i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-    if (ph.p_type == PT_LOAD)
-      o.segments.emplace_back(info->dlpi_addr + ph.p_vaddr, info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
+// dl_iterate_phdr's callback: appends the object to the list; out of memory, empties the list and
+// stops the walk (no exception crosses the loader).
+int collect_object(dl_phdr_info* info, std::size_t, void* out) noexcept {
+  auto& objects = *static_cast<std::vector<LoadedObject>*>(out);
+  try {
+    LoadedObject o;
+    o.name = info->dlpi_name != nullptr ? info->dlpi_name : "";
+    for (ElfW(Half) i = 0; i < info->dlpi_phnum; ++i) {
+      const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+      if (ph.p_type == PT_LOAD)
+        o.segments.emplace_back(info->dlpi_addr + ph.p_vaddr, info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
+    }
+    objects.push_back(std::move(o));
+    return 0;
+  } catch (...) {
+    objects.clear();
+    return 1;
   }
-  static_cast<std::vector<LoadedObject>*>(out)->push_back(std::move(o));
-  return 0;
 }
 
 // The engine of the first loaded object, in the loader's order, that defines cuscope_v0_engine
@@ -135,7 +143,7 @@ const Engine* find_owner() noexcept {
     const Engine* first = first_copy();
     const Engine* owner = first != nullptr ? first->claim(self) : self;
     return owner == self ? nullptr : owner;
-  } catch (...) {  // out of memory while listing the loaded objects: this copy runs alone
+  } catch (...) {  // out of memory while looking: this copy runs alone
     return nullptr;
   }
 }
