@@ -6,7 +6,8 @@
 // first-a: copy a starts the session, then b's scopes run inside a's; first-b: the other way
 // round; race: two threads start it through a and through b at once, then each runs its scopes.
 // Prints which start() started the session and what each copy's snapshot() sees;
-// check_two_copies.py compares that, the exit report and the one table, exactly.
+// check_two_copies.py compares that, the exit report and the one table, exactly. Never links
+// cuscope itself: the copies in the libraries are the only ones.
 #include <dlfcn.h>
 
 #include <atomic>
