@@ -4,11 +4,14 @@
 #
 # The GPU machine has CUDA, CMake and Ninja but no Debian -dev packages and no network, so
 # `--fetch-deps`, run on the Debian development machine, unpacks the packages the build needs into
-# .gpu-deps/ (git-ignored), which travels with the working tree and is used when present.
+# .gpu-deps/ (git-ignored), nanobind into .gpu-deps/python, which travels with the working tree and
+# is used when present.
 set -uo pipefail
 
 readonly DEPS=(libabsl-dev libabsl20220623 libspdlog-dev libspdlog1.10 libfmt-dev libfmt9 catch2
   nlohmann-json3-dev libbenchmark-dev libbenchmark1debian)
+# What the Python package's build (python/CMakeLists.txt) asks python3 for: nanobind's CMake files.
+readonly PYTHON_DEPS=(nanobind==3.1.0)
 readonly DEPS_DIR=.gpu-deps
 readonly BUILD_DIR=build/gpu-check
 # Raw CUDA/CUPTI probes (docs/validation/probes, no cuscope), built with nvcc alone and run first.
@@ -32,7 +35,8 @@ usage: tests/gpu-check.sh [--probes | --fetch-deps | --help]
                 with nvcc (no CMake; probes/build.sh), then run each, one section each, into the
                 same log (about a minute to build, well under a minute each to run on an H100).
   --fetch-deps  On the Debian development machine: apt-get download the packages the build needs
-                and unpack them into .gpu-deps/ (which must be git-ignored), then print its size.
+                and unpack them into .gpu-deps/ (which must be git-ignored), pip install the
+                Python package's build needs (nanobind) into .gpu-deps/python, then print its size.
   --help        This text.
 EOF
 }
@@ -56,6 +60,10 @@ fetch_deps() {
       return 1
     }
   done
+  if ! python3 -m pip install --quiet --root-user-action=ignore --no-deps --target "$DEPS_DIR/python" "${PYTHON_DEPS[@]}"; then
+    echo "gpu-check: pip install ${PYTHON_DEPS[*]} failed" >&2
+    return 1
+  fi
   echo "unpacked into $DEPS_DIR: $(du -sh "$DEPS_DIR" | cut -f1)"
   echo "make sure $DEPS_DIR/ is in .gitignore, and carry it to the GPU machine"
 }
@@ -64,6 +72,7 @@ use_deps() {
   [[ -d $DEPS_DIR ]] || return 0
   export CMAKE_PREFIX_PATH="$PWD/$DEPS_DIR/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
   export LD_LIBRARY_PATH="$PWD/$DEPS_DIR/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export PYTHONPATH="$PWD/$DEPS_DIR/python${PYTHONPATH:+:$PYTHONPATH}"
 }
 
 # The commit measured: GPU_CHECK_COMMIT when set (the GPU machine's copy may have no .git), else git's.

@@ -104,4 +104,4 @@ def _decorate(s: scope, func: Any) -> Any:
 _cuscope.set_python_helpers(_torch_stream, _decorate)
 # The table prints when the interpreter exits, before it finalizes (an exit by KeyboardInterrupt
 # never reaches the C library's own exit handler); once, whatever else calls shutdown().
-atexit.register(_cuscope.shutdown_if_started)
+atexit.register(_cuscope.shutdown_at_exit)

@@ -65,10 +65,10 @@ std::pair<std::string, Problems> table_of(const Report& report, const Settings& 
 }
 
 // At the interpreter's exit, before it finalizes: an exit by KeyboardInterrupt re-raises SIGINT
-// after finalizing, and the C atexit handlers where the library prints would never run. A session
-// that never started stays unstarted (no empty table).
-void shutdown_if_started() {
-  if (detail::g_state.load(std::memory_order_acquire) == detail::kNotStarted) return;
+// after finalizing, and the C atexit handlers where the library prints would never run. The
+// process's session, whichever copy of cuscope runs it (another one, when this module's scopes
+// never ran); shutdown() starts none, so a session that never started prints no table.
+void shutdown_at_exit() {
   nb::gil_scoped_release release;
   cuscope::shutdown();
 }
@@ -161,7 +161,7 @@ Example::
 
     cuscope.shutdown()           # the table now, not at exit
     final = cuscope.snapshot())doc");
-  m.def("shutdown_if_started", &shutdown_if_started);
+  m.def("shutdown_at_exit", &shutdown_at_exit);
   m.def("snapshot", [] {
     Report r;
     {

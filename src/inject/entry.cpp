@@ -1,10 +1,11 @@
 // inject/entry.cpp — libcuscope_inject.so: cuscope on an unmodified program (zero-code mode). Its
 // load, and its entry points other than NVTX's tables (nvtx_callbacks.cpp): the CUDA driver's
-// InitializeInjection (CUDA_INJECTION64_PATH), and the engine for a program that links cuscope too.
+// InitializeInjection (CUDA_INJECTION64_PATH).
 //
 // The library holds a whole cuscope (the engine). A program that links cuscope as well forwards to
-// it (session/handover.hpp), so a process has one session, one CUPTI subscriber, one table. The
-// library exports these entry points and nothing else (exports.map). Nothing here may call CUDA:
+// it (session/handover.hpp, whose cuscope_v0_engine the library exports too), so a process has one
+// session, one CUPTI subscriber, one table. The library exports these entry points and nothing else
+// (exports.map). Nothing here may call CUDA:
 // InitializeInjection runs inside cuInit.
 #include <atomic>
 #include <cuscope/session.hpp>
@@ -36,11 +37,6 @@ __attribute__((visibility("default"))) int InitializeInjection() {
   } catch (...) {  // no thread: the first NVTX range starts the session instead
   }
   return 1;
-}
-
-/// For a program that links cuscope too: the engine its own copy forwards to.
-__attribute__((visibility("default"))) const cuscope::detail::Engine* cuscope_v0_engine() {
-  return &cuscope::detail::this_engine();
 }
 
 }  // extern "C"

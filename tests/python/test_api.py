@@ -212,6 +212,69 @@ def test_a_torch_stand_in_in_sys_modules_gives_the_stream(monkeypatch):
     assert calls("api_torch_stream") == 1
 
 
+class TorchStandIn:
+    """Just enough of `torch` for cuscope's stream lookup: torch.cuda.is_initialized() and
+    torch.cuda.current_stream().cuda_stream, counting the lookups."""
+
+    def __init__(self, initialized=True, stream=777, fails=False):
+        self.asked = 0
+        stand_in = self
+
+        class Stream:
+            cuda_stream = stream
+
+        class Cuda:
+            @staticmethod
+            def is_initialized():
+                return initialized
+
+            @staticmethod
+            def current_stream():
+                stand_in.asked += 1
+                if fails:
+                    raise RuntimeError("torch half torn down")
+                return Stream()
+
+        self.cuda = Cuda
+
+
+def test_torch_before_cuda_is_initialized_is_not_asked_for_a_stream(monkeypatch):
+    torch = TorchStandIn(initialized=False)
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    with cuscope.scope("api_torch_uninitialized"):
+        pass
+    assert torch.asked == 0  # asking would initialize CUDA in the user's stead
+    assert calls("api_torch_uninitialized") == 1
+
+
+def test_a_failing_torch_stream_lookup_leaves_the_scope_on_the_default_stream(monkeypatch):
+    torch = TorchStandIn(fails=True)
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    with cuscope.scope("api_torch_fails"):
+        pass
+    assert torch.asked == 1
+    assert calls("api_torch_fails") == 1
+
+
+def test_a_scope_asks_torch_at_each_entry_and_push_asks_too(monkeypatch):
+    """torch.cuda.stream(s) may switch the current stream between two entries of one scope object
+    (a decorated function): the stream is torch's at each entry, not at the scope's making."""
+    torch = TorchStandIn()
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    s = cuscope.scope("api_torch_each_entry")
+    assert torch.asked == 0
+    for _ in range(3):
+        with s:
+            pass
+    assert torch.asked == 3
+    cuscope.push("api_torch_pushed")
+    cuscope.pop()
+    cuscope.push("api_torch_pushed", stream=5)
+    cuscope.pop()
+    assert torch.asked == 4  # the push with no stream= only
+    assert (calls("api_torch_each_entry"), calls("api_torch_pushed")) == (3, 2)
+
+
 def test_threads_each_count_and_one_shared_object():
     shared = cuscope.scope("api_shared")
     barrier = threading.Barrier(8)

@@ -25,6 +25,15 @@ def test_table_prints_once_at_exit():
     expect_one_table(p, "lt_step", 4)
 
 
+def test_a_session_that_never_started_prints_nothing():
+    p = run_python("""
+        import cuscope
+        cuscope.enabled()
+    """)
+    assert p.returncode == 0, p.stderr
+    assert count_tables(p.stderr) == 0 and p.stderr == "", p.stderr
+
+
 def test_a_scope_left_open_at_exit_is_counted():
     p = run_python("""
         import cuscope

@@ -6,6 +6,7 @@ exact calls per range, and exactly one table.
 """
 import json
 import os
+import signal
 import sys
 
 import pytest
@@ -142,3 +143,21 @@ def test_the_module_forwards_under_injection_without_a_tree_of_its_own():
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "False"
     assert p.stderr.count("zc_fwd") == 1, p.stderr
+
+
+def test_keyboard_interrupt_under_injection_with_the_module_unused_still_prints_the_table():
+    """The module imported but none of its scopes run: at an exit by KeyboardInterrupt (no C exit
+    handlers), its atexit still shuts the injected session down, and the table prints once."""
+    pytest.importorskip("nvtx")
+    p = run_python("""
+        import os, signal
+        import nvtx
+        import cuscope
+        with nvtx.annotate("zc_unused_module"):
+            pass
+        os.kill(os.getpid(), signal.SIGINT)
+        import time; time.sleep(5)
+    """, python_args=("-m", "cuscope", "run", "--"))
+    assert p.returncode == -signal.SIGINT, (p.returncode, p.stderr)
+    assert one_table(p.stderr), p.stderr
+    assert p.stderr.count("zc_unused_module") == 1, p.stderr
