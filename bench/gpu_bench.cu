@@ -50,9 +50,11 @@ std::uint64_t now_ns() {
 /// Replaces the cuscope session by a fresh one with these options (the exit table stays off).
 void restart_session(bool enabled, cuscope::EventTiming events, bool activities,
                      std::uint32_t warmup_steps = 0, const std::string& trace_path = "",
-                     std::uint32_t sample_every = 0) {
+                     std::uint32_t sample_every = 0,
+                     cuscope::Attribution attribution = cuscope::Attribution::external) {
   cuscope::detail::reset_for_testing();
   cuscope::Options o;
+  o.attribution = attribution;
   o.trace_path = trace_path;
   o.enabled = enabled;
   o.events = events;
@@ -231,6 +233,7 @@ struct LaunchConfig {
   bool enabled;
   cuscope::EventTiming events;
   bool activities, minimal_cupti;
+  cuscope::Attribution attribution = cuscope::Attribution::external;
 };
 
 constexpr LaunchConfig kLaunchConfigs[] = {
@@ -249,6 +252,8 @@ constexpr LaunchConfig kLaunchConfigs[] = {
      cuscope::EventTiming::always, true, false},
     {"launch.defaults", "launch: in a scope, cuscope's defaults (CUSCOPE_EVENTS=auto: tracing, no events)",
      Wrap::ScopePerLaunch, true, cuscope::EventTiming::automatic, true, false},
+    {"launch.launch_notes", "launch: in a scope, the defaults with CUSCOPE_ATTRIBUTION=launch (launch callbacks)",
+     Wrap::ScopePerLaunch, true, cuscope::EventTiming::automatic, true, false, cuscope::Attribution::launch},
 };
 constexpr int kLaunchConfigCount = sizeof kLaunchConfigs / sizeof kLaunchConfigs[0];
 /// Indices into kLaunchConfigs, for the ratios.
@@ -260,7 +265,8 @@ enum : int {
   kFullTracing,
   kTracingNoEvents,
   kTracingOneScope,
-  kDefaults
+  kDefaults,
+  kLaunchNotes
 };
 
 }  // namespace
@@ -303,7 +309,7 @@ int main(int argc, char** argv) {
   std::vector<double> launch[kLaunchConfigCount];
   std::vector<double> event_pair, event_scope, step_without, step_with;
   // The step with cuscope's parts one at a time: where the full configuration's cost comes from.
-  std::vector<double> step_host, step_events, step_tracing, step_defaults, step_sampled;
+  std::vector<double> step_host, step_events, step_tracing, step_defaults, step_sampled, step_launch_notes;
   cuscope::Report traced;
   std::uint64_t traced_after_forced_flush = 0;
   // Kernels each traced loop attributed to its scopes, last round (of launches + kBatch).
@@ -319,7 +325,7 @@ int main(int argc, char** argv) {
       const LaunchConfig& cfg = kLaunchConfigs[c];
       const bool trace = cfg.activities && !args.trace_dir.empty() && round + 1 == args.rounds;
       restart_session(cfg.enabled, cfg.events, cfg.activities, 0,
-                      trace ? args.trace_dir + "/" + cfg.key + ".cuscope" : "");
+                      trace ? args.trace_dir + "/" + cfg.key + ".cuscope" : "", 0, cfg.attribution);
       if (cfg.minimal_cupti) MinimalCupti::start();
       launch[c].push_back(launch_ns(stream, args.launches, cfg.wrap));
       if (cfg.minimal_cupti) MinimalCupti::stop();
@@ -360,6 +366,8 @@ int main(int argc, char** argv) {
     steps_into(step_defaults);
     restart_session(true, cuscope::EventTiming::sampled, true, 3, "", 100);
     steps_into(step_sampled);
+    restart_session(true, cuscope::EventTiming::automatic, true, 3, "", 0, cuscope::Attribution::launch);
+    steps_into(step_launch_notes);
     restart_session(true, cuscope::EventTiming::always, true,
                     3);  // last: its report is the notes' "last transformer run"
     const std::vector<double> with = step_ns(3, args.steps);
@@ -409,7 +417,9 @@ int main(int argc, char** argv) {
       {"transformer.tracing", "transformer step, scopes + CUPTI tracing", step_tracing},
       {"transformer.defaults", "transformer step, cuscope's defaults (tracing, CUSCOPE_EVENTS=auto)",
        step_defaults},
-      {"transformer.sampled", "transformer step, tracing + CUSCOPE_EVENTS=sampled:100", step_sampled}};
+      {"transformer.sampled", "transformer step, tracing + CUSCOPE_EVENTS=sampled:100", step_sampled},
+      {"transformer.launch_notes", "transformer step, the defaults with CUSCOPE_ATTRIBUTION=launch",
+       step_launch_notes}};
   for (const auto& part : parts) {
     const double t = cuscope_bench::median(part.steps);
     s.measurements.push_back(
@@ -427,6 +437,9 @@ int main(int argc, char** argv) {
   s.measurements.push_back({"ratio.defaults_over_minimal",
                             "ratio: in a scope, cuscope's defaults / minimal CUPTI",
                             per_launch[kDefaults] / minimal, "x"});
+  s.measurements.push_back({"ratio.launch_notes_over_minimal",
+                            "ratio: in a scope, the defaults with launch notes / minimal CUPTI",
+                            per_launch[kLaunchNotes] / minimal, "x"});
   s.measurements.push_back({"ratio.no_events_over_minimal", "ratio: tracing, no events / minimal CUPTI",
                             per_launch[kTracingNoEvents] / minimal, "x"});
   s.measurements.push_back({"ratio.one_scope_over_minimal", "ratio: 1000 per scope, tracing / minimal CUPTI",

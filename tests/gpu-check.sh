@@ -200,6 +200,11 @@ check() {
   export GPU_TEST_TRACE_DIR="$PWD/$traces"
   run_if_built "gpu tests" "$BUILD_DIR/tests/gpu/cuscope_gpu_tests"
   unset GPU_TEST_TRACE_DIR
+  # The same exact expectations with CUSCOPE_ATTRIBUTION=launch (docs/cupti.md, "Attribution"): launch
+  # callbacks instead of external correlation and API records.
+  export GPU_TEST_ATTRIBUTION=launch
+  run_if_built "gpu tests, launch notes (CUSCOPE_ATTRIBUTION=launch)" "$BUILD_DIR/tests/gpu/cuscope_gpu_tests"
+  unset GPU_TEST_ATTRIBUTION
   tar czf "$results/gpu-test-traces.tgz" -C "$traces" . 2>/dev/null
   # Every test but those that need the development machine's tools (label "devtools": HTA's venv,
   # Chromium, mpirun, clang-14's libFuzzer), which the GPU machine lacks and CI runs anyway, and

@@ -11,11 +11,16 @@
 namespace cuscope_test {
 
 // The GPU tests check CUDA-event times beside CUPTI's: events on every call (CUSCOPE_EVENTS=always),
-// unless a test asks for the default (default_events()).
+// unless a test asks for the default (default_events()). GPU_TEST_ATTRIBUTION=launch
+// (tests/gpu-check.sh's second run of the GPU tests): every session ties GPU work to scopes by
+// launch notes instead of external correlation (CUSCOPE_ATTRIBUTION=launch). Not a CUSCOPE_ name:
+// cuscope warns of those it does not know.
 inline cuscope::Options quiet_options() {
   cuscope::Options o;
   o.print_at_exit = false;
   o.events = cuscope::EventTiming::always;
+  const char* attribution = std::getenv("GPU_TEST_ATTRIBUTION");
+  if (attribution != nullptr && std::string(attribution) == "launch") o.attribution = cuscope::Attribution::launch;
   return o;
 }
 inline cuscope::Options default_events(cuscope::Options o = quiet_options()) {

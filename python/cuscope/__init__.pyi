@@ -75,6 +75,7 @@ def start(
     events: str = ...,
     activities: Union[bool, str] = ...,
     graphs: Union[bool, str] = ...,
+    attribution: str = ...,
     wait_steps: Union[int, str] = ...,
     warmup_steps: Union[int, str] = ...,
     active_steps: Union[int, str] = ...,

@@ -16,6 +16,7 @@ OPTIONS: Dict[str, Tuple[str, str]] = {
     "events": ("CUSCOPE_EVENTS", "text"),  # "auto", "always", "sampled:N" or "off"
     "activities": ("CUSCOPE_ACTIVITIES", "bool"),
     "graphs": ("CUSCOPE_GRAPHS", "bool"),
+    "attribution": ("CUSCOPE_ATTRIBUTION", "text"),  # "external" or "launch"
     "wait_steps": ("CUSCOPE_WAIT", "int"),
     "warmup_steps": ("CUSCOPE_WARMUP", "int"),
     "active_steps": ("CUSCOPE_ACTIVE", "int"),
