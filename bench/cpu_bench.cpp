@@ -243,6 +243,32 @@ void BM_scope_traced(benchmark::State& state) {
 }
 BENCHMARK(BM_scope_traced);
 
+// A scope in a session that CUPTI traces, with cuscope's defaults there (no CUDA events): its
+// instance published for the decoder and pushed as the external correlation id into empty
+// functions in place of CUPTI's (Arg 0), or left to the launch callbacks (Arg 1,
+// CUSCOPE_ATTRIBUTION=launch). The session is put back as it was after.
+[[gnu::noinline]] void empty_correlation_push(std::uint64_t) noexcept { benchmark::ClobberMemory(); }
+[[gnu::noinline]] void empty_correlation_pop() noexcept { benchmark::ClobberMemory(); }
+
+void BM_scope_cupti(benchmark::State& state) {
+  namespace d = cuscope::detail;
+  cuscope::set_enabled(true);
+  const std::uint32_t flags = d::g_flags.load();
+  d::trace_with_fake_cupti_for_testing(empty_correlation_push, empty_correlation_pop, state.range(0) == 1);
+  for (auto _ : state) {
+    CUSCOPE_SCOPE("cupti");
+    benchmark::ClobberMemory();
+  }
+  d::Session& s = d::session();
+  s.tracing.store(false);
+  s.launch_attributed.store(false);
+  s.forest.record_instances.store(false);
+  d::g_push_correlation.store(nullptr);
+  d::g_pop_correlation.store(nullptr);
+  d::g_flags.store(flags);
+}
+BENCHMARK(BM_scope_cupti)->Arg(0)->Arg(1);
+
 void BM_scope_nested_8(benchmark::State& state) {
   cuscope::set_enabled(true);
   for (auto _ : state) {
@@ -631,6 +657,10 @@ cuscope_bench::Summary summarize(const Collector& c, const std::string& commit) 
   const double disabled = time("scope.disabled", "scope: runtime-disabled", "BM_scope_disabled");
   const double enabled = time("scope.enabled", "scope: enabled, host only", "BM_scope_enabled");
   const double traced = time("scope.traced", "scope: enabled, trace mode (CUSCOPE_TRACE)", "BM_scope_traced");
+  const double cupti = time("scope.cupti", "scope: CUPTI traces, defaults, correlation push/pop into empty functions",
+                            "BM_scope_cupti/0");
+  const double launch_notes =
+      time("scope.launch_notes", "scope: CUPTI traces, defaults, CUSCOPE_ATTRIBUTION=launch", "BM_scope_cupti/1");
   const double trace_dropped = counter("scope.traced_dropped", "scope: trace mode, events dropped",
                                        "BM_scope_traced", "dropped", "events");
   const double inject_ascii =
@@ -683,6 +713,12 @@ cuscope_bench::Summary summarize(const Collector& c, const std::string& commit) 
                        "ns", "<= 1 ns", inject_excluded - nvtx_calls <= 1.0});
   s.targets.push_back({"scope.traced_over_enabled", "enabled scope: trace mode / without", traced / enabled,
                        "x", "<= 1.50x", traced / enabled <= 1.5});
+  s.targets.push_back({"scope.cupti_over_enabled",
+                       "scope while CUPTI traces (fake hooks) / host-only scope", cupti / enabled, "x",
+                       "<= 1.50x", cupti / enabled <= 1.5});
+  s.targets.push_back({"scope.launch_notes_over_enabled",
+                       "scope while CUPTI traces with launch notes / host-only scope", launch_notes / enabled,
+                       "x", "<= 1.50x", launch_notes / enabled <= 1.5});
   s.targets.push_back({"scope.traced_minus_enabled", "enabled scope: trace mode - without", traced - enabled,
                        "ns", "<= 10 ns", traced - enabled <= 10.0});
   s.targets.push_back({"scope.traced_dropped", "trace mode: events dropped in the benchmark", trace_dropped,

@@ -7,9 +7,12 @@
 # with the committed bench/results/instructions.json and exits 1 when a count grew by more than 2%
 # (a regression to explain), 0 otherwise.
 #   --update   write the new count to bench/results/instructions.json (with the commit)
+#   --update-tracing   write the counts of a scope while CUPTI traces (`cupti`, `launch` modes) to
+#              bench/results/instructions-tracing.json (with the commit)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 baseline=bench/results/instructions.json
+tracing_baseline=bench/results/instructions-tracing.json  # the scope while CUPTI traces (fake hooks)
 if ! command -v valgrind >/dev/null; then
   echo "run-callgrind.sh: valgrind not found (apt-get install valgrind)" >&2
   exit 2
@@ -54,9 +57,15 @@ echo "instructions per enabled scope while CUPTI traces (default events; correla
 echo "instructions per enabled scope while CUPTI traces with launch notes (CUSCOPE_ATTRIBUTION=launch): $per_launch ($(ratio "$per_launch" "$per_scope")x the scope)"
 echo "clock: $clock"
 
+if [[ ${1:-} == --update-tracing ]]; then
+  printf '{\n  "instructions_per_scope": %s,\n  "instructions_per_scope_cupti_fake_hooks": %s,\n  "instructions_per_scope_launch_notes": %s,\n  "clock": "%s",\n  "commit": "%s",\n  "date": "%s"\n}\n' \
+    "$per_scope" "$per_cupti" "$per_launch" "$clock" "$commit" "$(date -u +%F)" >"$tracing_baseline"
+  echo "wrote $tracing_baseline"
+  exit 0
+fi
 if [[ ${1:-} == --update ]]; then
-  printf '{\n  "instructions_per_scope": %s,\n  "instructions_per_injected_range": %s,\n  "instructions_per_injected_registered": %s,\n  "instructions_per_injected_operator": %s,\n  "instructions_per_excluded_domain": %s,\n  "instructions_per_two_empty_nvtx_calls": %s,\n  "instructions_per_traced_scope": %s,\n  "instructions_per_scope_cupti_fake_hooks": %s,\n  "instructions_per_scope_launch_notes": %s,\n  "clock": "%s",\n  "commit": "%s",\n  "date": "%s"\n}\n' \
-    "$per_scope" "$per_injected" "$per_registered" "$per_operator" "$per_excluded" "$per_nvtx_call" "$per_traced" "$per_cupti" "$per_launch" "$clock" "$commit" "$(date -u +%F)" >"$baseline"
+  printf '{\n  "instructions_per_scope": %s,\n  "instructions_per_injected_range": %s,\n  "instructions_per_injected_registered": %s,\n  "instructions_per_injected_operator": %s,\n  "instructions_per_excluded_domain": %s,\n  "instructions_per_two_empty_nvtx_calls": %s,\n  "instructions_per_traced_scope": %s,\n  "clock": "%s",\n  "commit": "%s",\n  "date": "%s"\n}\n' \
+    "$per_scope" "$per_injected" "$per_registered" "$per_operator" "$per_excluded" "$per_nvtx_call" "$per_traced" "$clock" "$commit" "$(date -u +%F)" >"$baseline"
   echo "wrote $baseline"
   exit 0
 fi
@@ -65,11 +74,11 @@ if [[ ! -f $baseline ]]; then
   exit 0
 fi
 status=0
-check() {  # check KEY NOW WHAT
+check() {  # check KEY NOW WHAT [FILE]
   local base
-  base=$(sed -n "s/.*\"$1\": \([0-9.]*\).*/\1/p" "$baseline")
+  base=$(sed -n "s/.*\"$1\": \([0-9.]*\).*/\1/p" "${4:-$baseline}" 2>/dev/null)
   if [[ -z $base ]]; then
-    echo "$3: no baseline yet (bench/run-callgrind.sh --update)"
+    echo "$3: no baseline yet (bench/run-callgrind.sh --update or --update-tracing)"
   elif awk -v now="$2" -v base="$base" 'BEGIN { exit !(now > base * 1.02) }'; then
     echo "REGRESSION: $2 instructions per $3 against $base (+2% allowed)"
     status=1
@@ -83,6 +92,6 @@ check instructions_per_injected_registered "$per_registered" "injected registere
 check instructions_per_injected_operator "$per_operator" "injected emit_nvtx() range"
 check instructions_per_excluded_domain "$per_excluded" "left-out domain's range"
 check instructions_per_traced_scope "$per_traced" "scope in trace mode"
-check instructions_per_scope_cupti_fake_hooks "$per_cupti" "scope while CUPTI traces (fake hooks)"
-check instructions_per_scope_launch_notes "$per_launch" "scope while CUPTI traces with launch notes"
+check instructions_per_scope_cupti_fake_hooks "$per_cupti" "scope while CUPTI traces (fake hooks)" "$tracing_baseline"
+check instructions_per_scope_launch_notes "$per_launch" "scope while CUPTI traces with launch notes" "$tracing_baseline"
 exit $status
