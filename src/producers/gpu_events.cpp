@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "producers/cuda_calls.hpp"
 #include "trace/writer.hpp"
 
 namespace cuscope::inline v0::detail {
@@ -13,18 +14,18 @@ namespace {
 class DeviceGuard {
  public:
   explicit DeviceGuard(int device) noexcept {
-    if (cudaGetDevice(&previous_) != cudaSuccess || previous_ == device) {
-      cudaGetLastError();
+    if (g_cuda.get_device(&previous_) != cudaSuccess || previous_ == device) {
+      g_cuda.get_last_error();
       previous_ = -1;
       return;
     }
-    if (cudaSetDevice(device) != cudaSuccess) {
-      cudaGetLastError();
+    if (g_cuda.set_device(device) != cudaSuccess) {
+      g_cuda.get_last_error();
       previous_ = -1;
     }
   }
   ~DeviceGuard() {
-    if (previous_ >= 0) cudaSetDevice(previous_);
+    if (previous_ >= 0) g_cuda.set_device(previous_);
   }
   DeviceGuard(const DeviceGuard&) = delete;
   DeviceGuard& operator=(const DeviceGuard&) = delete;
@@ -36,18 +37,19 @@ class DeviceGuard {
 // The device `stream` belongs to (the current device when CUDA cannot say), or -1.
 int device_of(cudaStream_t stream) {
   int device = -1;
-  if (cudaStreamGetDevice(stream, &device) == cudaSuccess) return device;
-  cudaGetLastError();
-  if (cudaGetDevice(&device) == cudaSuccess) return device;
-  cudaGetLastError();
+  if (g_cuda.stream_get_device(stream, &device) == cudaSuccess) return device;
+  g_cuda.get_last_error();
+  if (g_cuda.get_device(&device) == cudaSuccess) return device;
+  g_cuda.get_last_error();
   return -1;
 }
 
 // Whether `stream` is being captured into a graph; an error counts as capturing (do nothing).
 bool capturing(cudaStream_t stream) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(stream, &status) == cudaSuccess) return status != cudaStreamCaptureStatusNone;
-  cudaGetLastError();
+  if (g_cuda.stream_is_capturing(stream, &status) == cudaSuccess)
+    return status != cudaStreamCaptureStatusNone;
+  g_cuda.get_last_error();
   return true;
 }
 
@@ -68,9 +70,9 @@ GpuEvents::Pair* GpuEvents::acquire(int device) noexcept {
   }
   if (p != nullptr && p->start != nullptr && p->device != device) {
     // Events belong to a device; re-create this pair on the stream's.
-    cudaEventDestroy(p->start);
-    cudaEventDestroy(p->stop);
-    cudaGetLastError();
+    g_cuda.event_destroy(p->start);
+    g_cuda.event_destroy(p->stop);
+    g_cuda.get_last_error();
     p->start = p->stop = nullptr;
   }
   if (p == nullptr) {
@@ -81,9 +83,10 @@ GpuEvents::Pair* GpuEvents::acquire(int device) noexcept {
   }
   if (p->start == nullptr) {
     DeviceGuard on(device);
-    if (cudaEventCreate(&p->start) != cudaSuccess || cudaEventCreate(&p->stop) != cudaSuccess) {
-      cudaGetLastError();
-      if (p->start != nullptr) cudaEventDestroy(p->start);
+    if (g_cuda.event_create_with_flags(&p->start, cudaEventDefault) != cudaSuccess ||
+        g_cuda.event_create_with_flags(&p->stop, cudaEventDefault) != cudaSuccess) {
+      g_cuda.get_last_error();
+      if (p->start != nullptr) g_cuda.event_destroy(p->start);
       p->start = p->stop = nullptr;
       spare(p);
       return nullptr;
@@ -97,14 +100,14 @@ GpuEvents::Pair* GpuEvents::acquire(int device) noexcept {
 // their context (cudaDeviceReset): they are forgotten (not destroyed: the context that owned them
 // is gone) and the pair is made afresh once.
 bool GpuEvents::record_start(Pair*& p, int device, cudaStream_t stream) noexcept {
-  if (cudaEventRecord(p->start, stream) == cudaSuccess) return true;
-  cudaGetLastError();
+  if (g_cuda.event_record(p->start, stream) == cudaSuccess) return true;
+  g_cuda.get_last_error();
   p->start = p->stop = nullptr;
   spare(p);
   p = acquire(device);
   if (p == nullptr) return false;
-  if (cudaEventRecord(p->start, stream) == cudaSuccess) return true;
-  cudaGetLastError();
+  if (g_cuda.event_record(p->start, stream) == cudaSuccess) return true;
+  g_cuda.get_last_error();
   p->start = p->stop = nullptr;
   spare(p);
   return false;
@@ -136,8 +139,8 @@ void GpuEvents::end(std::uint32_t depth, model::Node* node) noexcept {
     spare(p);
     return;
   }
-  if (cudaEventRecord(p->stop, p->stream) != cudaSuccess) {
-    cudaGetLastError();
+  if (g_cuda.event_record(p->stop, p->stream) != cudaSuccess) {
+    g_cuda.get_last_error();
     p->start = p->stop = nullptr;  // dead handles are made afresh on the pair's next use
     spare(p);
     fail();
@@ -165,23 +168,23 @@ bool GpuEvents::resolve() noexcept {
   std::size_t kept = 0;
   for (Pair* p : waiting_) {
     const bool skip = std::find(blocked, blocked + n_blocked, p->stream) != blocked + n_blocked;
-    const cudaError_t q = skip ? cudaErrorNotReady : cudaEventQuery(p->stop);
+    const cudaError_t q = skip ? cudaErrorNotReady : g_cuda.event_query(p->stop);
     if (q == cudaErrorNotReady) {
       if (!skip) {
-        cudaGetLastError();
+        g_cuda.get_last_error();
         if (n_blocked < kBlockedMax) blocked[n_blocked++] = p->stream;
       }
       waiting_[kept++] = p;
       continue;
     }
     float ms = 0.0f;
-    if (q == cudaSuccess && cudaEventElapsedTime(&ms, p->start, p->stop) == cudaSuccess && ms >= 0.0f) {
+    if (q == cudaSuccess && g_cuda.event_elapsed_time(&ms, p->start, p->stop) == cudaSuccess && ms >= 0.0f) {
       const auto ns = static_cast<std::uint64_t>(static_cast<double>(ms) * 1e6);
       p->node->gpu.add(ns);
       if (trace::Writer* w = trace::g_writer.load(std::memory_order_acquire)) w->gpu_time(p->node, ns);
     } else {
       // A broken pair (its context was reset, say) is made afresh on its next use, not reused.
-      cudaGetLastError();
+      g_cuda.get_last_error();
       p->start = p->stop = nullptr;
       fail();
     }
