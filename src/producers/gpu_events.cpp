@@ -2,6 +2,7 @@
 #include "producers/gpu_events.hpp"
 
 #include <algorithm>
+#include <new>
 
 #include "producers/cuda_calls.hpp"
 #include "trace/writer.hpp"
@@ -62,38 +63,82 @@ bool events_allowed_on(cudaStream_t stream) noexcept {
 GpuEvents::GpuEvents() { waiting_.reserve(kRing); }
 
 GpuEvents::Pair* GpuEvents::acquire(int device) noexcept {
-  Pair* p = spare_;
-  if (p != nullptr) {
-    spare_ = p->next;
-  } else {
-    free_.pop(p);
-  }
-  if (p != nullptr && p->start != nullptr && p->device != device) {
-    // Events belong to a device; re-create this pair on the stream's.
-    g_cuda.event_destroy(p->start);
-    g_cuda.event_destroy(p->stop);
-    g_cuda.get_last_error();
-    p->start = p->stop = nullptr;
-  }
-  if (p == nullptr) {
-    if (created_ >= kMaxPairs) return nullptr;
-    p = new (std::nothrow) Pair;
-    if (p == nullptr) return nullptr;
-    ++created_;
-  }
-  if (p->start == nullptr) {
+  Pair* p = take(device);
+  if (p == nullptr && grow(device)) p = take(device);
+  if (p == nullptr) return nullptr;
+  if (p->start == nullptr) {  // made afresh: its handles died, or its batch could not make them
     DeviceGuard on(device);
-    if (g_cuda.event_create_with_flags(&p->start, cudaEventDefault) != cudaSuccess ||
-        g_cuda.event_create_with_flags(&p->stop, cudaEventDefault) != cudaSuccess) {
-      g_cuda.get_last_error();
-      if (p->start != nullptr) g_cuda.event_destroy(p->start);
-      p->start = p->stop = nullptr;
+    if (!make_events(p)) {
       spare(p);
       return nullptr;
     }
-    p->device = device;
   }
   return p;
+}
+
+// A pair of `device`'s pool: its spare list's first, else one the resolver gave back (the pairs
+// of other devices met on the way go to their own lists).
+GpuEvents::Pair* GpuEvents::take(int device) noexcept {
+  Pair* p = spare_[device];
+  if (p != nullptr) {
+    spare_[device] = p->next;
+    return p;
+  }
+  while (free_.pop(p)) {
+    if (p->device == device) return p;
+    spare(p);
+  }
+  return nullptr;
+}
+
+// Adds kBatch pairs to `device`'s dry pool: one allocation, their events made with the device
+// current once for all (after a failure, the rest are made on their first use). At the bound, an
+// idle pair of another device instead. False: the pool stays dry.
+bool GpuEvents::grow(int device) noexcept {
+  if (created_ + kBatch > kMaxPairs) return move_idle_pair_to(device);
+  Pair* block = new (std::nothrow) Pair[kBatch];
+  if (block == nullptr) return false;
+  created_ += kBatch;
+  DeviceGuard on(device);
+  bool made = true;
+  for (std::size_t i = kBatch; i-- > 0;) {
+    block[i].device = device;
+    made = made && make_events(&block[i]);
+    spare(&block[i]);
+  }
+  return true;
+}
+
+// At the bound: an idle pair of another device goes to `device` (its events are made on first
+// use). False, and the scope counted as refused, when every pair is in flight.
+bool GpuEvents::move_idle_pair_to(int device) noexcept {
+  for (Pair*& head : spare_) {
+    Pair* p = head;
+    if (p == nullptr) continue;
+    head = p->next;
+    if (p->start != nullptr) {
+      g_cuda.event_destroy(p->start);
+      g_cuda.event_destroy(p->stop);
+      g_cuda.get_last_error();
+    }
+    p->start = p->stop = nullptr;
+    p->device = device;
+    spare(p);
+    return true;
+  }
+  refused.fetch_add(1, std::memory_order_relaxed);
+  return false;
+}
+
+// Makes `p`'s two events on the current device; false, and no event left, when CUDA cannot.
+bool GpuEvents::make_events(Pair* p) noexcept {
+  if (g_cuda.event_create_with_flags(&p->start, cudaEventDefault) == cudaSuccess &&
+      g_cuda.event_create_with_flags(&p->stop, cudaEventDefault) == cudaSuccess)
+    return true;
+  g_cuda.get_last_error();
+  if (p->start != nullptr) g_cuda.event_destroy(p->start);
+  p->start = p->stop = nullptr;
+  return false;
 }
 
 // Records `p`'s start event. A failure on a pair that worked before means its handles died with
@@ -120,7 +165,7 @@ bool GpuEvents::begin(std::uint32_t depth, cudaStream_t stream) noexcept {
     return false;
   }
   const int device = device_of(stream);
-  Pair* p = device >= 0 ? acquire(device) : nullptr;
+  Pair* p = device >= 0 && device < kMaxDevices ? acquire(device) : nullptr;
   if (p == nullptr || !record_start(p, device, stream)) {
     fail();
     return false;
