@@ -16,6 +16,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -64,14 +65,11 @@ class FakeCuda {
   void complete_on_record(bool on) { complete_on_record_.store(on, std::memory_order_relaxed); }
   /// Completes every event recorded so far.
   void complete_all() {
-    const std::size_t n = created_.load(std::memory_order_acquire);
+    const std::size_t n = std::min(created_.load(std::memory_order_relaxed), kMaxEvents);
     for (std::size_t i = 0; i < n; ++i) events_[i].complete.store(true, std::memory_order_release);
   }
   /// The stream being captured into a graph (nullptr: none).
   void capture(cudaStream_t stream) { capturing_.store(stream, std::memory_order_relaxed); }
-  /// Events created and not destroyed.
-  std::uint64_t events_alive() const { return calls().create - calls().destroy; }
-
   Counts calls() const {
     Counts c;
     c.create = n_.create.load(std::memory_order_relaxed);
@@ -123,7 +121,7 @@ class FakeCuda {
   }
   Event* event(cudaEvent_t e) {
     const auto i = reinterpret_cast<std::uintptr_t>(e);
-    if (i == 0 || i > created_.load(std::memory_order_acquire)) return nullptr;
+    if (i == 0 || i > kMaxEvents) return nullptr;
     Event* ev = &events_[i - 1];
     return ev->alive.load(std::memory_order_acquire) ? ev : nullptr;
   }
@@ -131,11 +129,10 @@ class FakeCuda {
   static cudaError_t create(cudaEvent_t* out, unsigned int) {
     FakeCuda& f = self();
     count(f.n_.create);
-    const std::size_t i = f.created_.load(std::memory_order_relaxed);
+    const std::size_t i = f.created_.fetch_add(1, std::memory_order_relaxed);
     if (i >= kMaxEvents) return cudaErrorMemoryAllocation;
     f.events_[i].device.store(current_device(), std::memory_order_relaxed);
-    f.events_[i].alive.store(true, std::memory_order_relaxed);
-    f.created_.store(i + 1, std::memory_order_release);  // created on one thread at a time
+    f.events_[i].alive.store(true, std::memory_order_release);
     *out = reinterpret_cast<cudaEvent_t>(i + 1);
     return cudaSuccess;
   }
