@@ -60,7 +60,10 @@ bool events_allowed_on(cudaStream_t stream) noexcept {
   return stream != nullptr && stream != cudaStreamLegacy;
 }
 
-GpuEvents::GpuEvents() { waiting_.reserve(kRing); }
+GpuEvents::GpuEvents() {
+  waiting_.reserve(kRing);
+  blocks_.reserve(kMaxPairs / kBatch);
+}
 
 GpuEvents::Pair* GpuEvents::acquire(int device) noexcept {
   Pair* p = take(device);
@@ -98,6 +101,7 @@ bool GpuEvents::grow(int device) noexcept {
   if (created_ + kBatch > kMaxPairs) return move_idle_pair_to(device);
   Pair* block = new (std::nothrow) Pair[kBatch];
   if (block == nullptr) return false;
+  blocks_.emplace_back(block);  // within the capacity reserved: no allocation, no throw
   created_ += kBatch;
   DeviceGuard on(device);
   bool made = true;

@@ -38,6 +38,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "model/range_tree.hpp"
@@ -103,11 +104,12 @@ class GpuEvents {
   }
 
   Pair* open_[model::kHardMaxDepth] = {};
-  Pair* spare_[kMaxDevices] = {};   // owner only: each device's pairs ready for a scope
-  SpscRing<Pair*> pending_{kRing};  // owner -> resolver
-  SpscRing<Pair*> free_{kRing};     // resolver -> owner: read pairs, any device
-  std::size_t created_ = 0;         // owner only: pairs made, all devices
-  std::vector<Pair*> waiting_;      // resolver only: taken off pending_, not finished yet
+  Pair* spare_[kMaxDevices] = {};                // owner only: each device's pairs ready for a scope
+  SpscRing<Pair*> pending_{kRing};               // owner -> resolver
+  SpscRing<Pair*> free_{kRing};                  // resolver -> owner: read pairs, any device
+  std::size_t created_ = 0;                      // owner only: pairs made, all devices
+  std::vector<std::unique_ptr<Pair[]>> blocks_;  // owner only: the batches (capacity reserved)
+  std::vector<Pair*> waiting_;                   // resolver only: taken off pending_, not finished yet
 };
 
 }  // namespace cuscope::inline v0::detail
