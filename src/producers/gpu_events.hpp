@@ -22,8 +22,10 @@
 // flushing program thread.
 //
 // Bound: kMaxPairs pairs per thread, all devices together (the size of the queue to the resolver,
-// so a queued pair always fits). A scope that finds the pool dry at the bound gets no event time:
-// counted in `refused` and in `failures` (the report's gpu_event_failures), never silently.
+// so a queued pair always fits). A lagging resolver or a GPU running behind grows the pool, in
+// batches, up to it. A scope that then finds its device's pool dry and no idle pair of another
+// device gets no event time: counted in `refused` and in `failures` (the report's
+// gpu_event_failures), never silently.
 //
 // What this must never do to the program:
 // - record on the legacy NULL stream: such an event is a barrier with every blocking stream and
