@@ -16,4 +16,8 @@ struct GpuProbe {
 /// Queries the CUDA runtime without leaving an error behind for the program to find.
 GpuProbe probe_gpu() noexcept;
 
+/// Tests and benchmarks (tests/fake_cuda.hpp): what probe_gpu() returns instead of asking CUDA
+/// (nullptr: ask CUDA again). Set it before the session starts.
+void set_gpu_probe_for_testing(const GpuProbe* probe) noexcept;
+
 }  // namespace cuscope::inline v0::detail

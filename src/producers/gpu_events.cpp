@@ -2,7 +2,9 @@
 #include "producers/gpu_events.hpp"
 
 #include <algorithm>
+#include <new>
 
+#include "producers/cuda_calls.hpp"
 #include "trace/writer.hpp"
 
 namespace cuscope::inline v0::detail {
@@ -13,18 +15,18 @@ namespace {
 class DeviceGuard {
  public:
   explicit DeviceGuard(int device) noexcept {
-    if (cudaGetDevice(&previous_) != cudaSuccess || previous_ == device) {
-      cudaGetLastError();
+    if (g_cuda.get_device(&previous_) != cudaSuccess || previous_ == device) {
+      g_cuda.get_last_error();
       previous_ = -1;
       return;
     }
-    if (cudaSetDevice(device) != cudaSuccess) {
-      cudaGetLastError();
+    if (g_cuda.set_device(device) != cudaSuccess) {
+      g_cuda.get_last_error();
       previous_ = -1;
     }
   }
   ~DeviceGuard() {
-    if (previous_ >= 0) cudaSetDevice(previous_);
+    if (previous_ >= 0) g_cuda.set_device(previous_);
   }
   DeviceGuard(const DeviceGuard&) = delete;
   DeviceGuard& operator=(const DeviceGuard&) = delete;
@@ -36,18 +38,19 @@ class DeviceGuard {
 // The device `stream` belongs to (the current device when CUDA cannot say), or -1.
 int device_of(cudaStream_t stream) {
   int device = -1;
-  if (cudaStreamGetDevice(stream, &device) == cudaSuccess) return device;
-  cudaGetLastError();
-  if (cudaGetDevice(&device) == cudaSuccess) return device;
-  cudaGetLastError();
+  if (g_cuda.stream_get_device(stream, &device) == cudaSuccess) return device;
+  g_cuda.get_last_error();
+  if (g_cuda.get_device(&device) == cudaSuccess) return device;
+  g_cuda.get_last_error();
   return -1;
 }
 
 // Whether `stream` is being captured into a graph; an error counts as capturing (do nothing).
 bool capturing(cudaStream_t stream) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(stream, &status) == cudaSuccess) return status != cudaStreamCaptureStatusNone;
-  cudaGetLastError();
+  if (g_cuda.stream_is_capturing(stream, &status) == cudaSuccess)
+    return status != cudaStreamCaptureStatusNone;
+  g_cuda.get_last_error();
   return true;
 }
 
@@ -57,54 +60,103 @@ bool events_allowed_on(cudaStream_t stream) noexcept {
   return stream != nullptr && stream != cudaStreamLegacy;
 }
 
-GpuEvents::GpuEvents() { waiting_.reserve(kRing); }
+GpuEvents::GpuEvents() {
+  waiting_.reserve(kRing);
+  blocks_.reserve(kMaxPairs / kBatch);
+}
 
 GpuEvents::Pair* GpuEvents::acquire(int device) noexcept {
-  Pair* p = spare_;
-  if (p != nullptr) {
-    spare_ = p->next;
-  } else {
-    free_.pop(p);
-  }
-  if (p != nullptr && p->start != nullptr && p->device != device) {
-    // Events belong to a device; re-create this pair on the stream's.
-    cudaEventDestroy(p->start);
-    cudaEventDestroy(p->stop);
-    cudaGetLastError();
-    p->start = p->stop = nullptr;
-  }
-  if (p == nullptr) {
-    if (created_ >= kMaxPairs) return nullptr;
-    p = new (std::nothrow) Pair;
-    if (p == nullptr) return nullptr;
-    ++created_;
-  }
-  if (p->start == nullptr) {
+  Pair* p = take(device);
+  if (p == nullptr && grow(device)) p = take(device);
+  if (p == nullptr) return nullptr;
+  if (p->start == nullptr) {  // made afresh: its handles died, or its batch could not make them
     DeviceGuard on(device);
-    if (cudaEventCreate(&p->start) != cudaSuccess || cudaEventCreate(&p->stop) != cudaSuccess) {
-      cudaGetLastError();
-      if (p->start != nullptr) cudaEventDestroy(p->start);
-      p->start = p->stop = nullptr;
+    if (!make_events(p)) {
       spare(p);
       return nullptr;
     }
-    p->device = device;
   }
   return p;
+}
+
+// A pair of `device`'s pool: its spare list's first, else one the resolver gave back (the pairs
+// of other devices met on the way go to their own lists).
+GpuEvents::Pair* GpuEvents::take(int device) noexcept {
+  Pair* p = spare_[device];
+  if (p != nullptr) {
+    spare_[device] = p->next;
+    return p;
+  }
+  while (free_.pop(p)) {
+    if (p->device == device) return p;
+    spare(p);
+  }
+  return nullptr;
+}
+
+// Adds kBatch pairs to `device`'s dry pool: one allocation, their events made with the device
+// current once for all (after a failure, the rest are made on their first use). At the bound, an
+// idle pair of another device instead. False: the pool stays dry.
+bool GpuEvents::grow(int device) noexcept {
+  if (created_ + kBatch > kMaxPairs) return move_idle_pair_to(device);
+  Pair* block = new (std::nothrow) Pair[kBatch];
+  if (block == nullptr) return false;
+  blocks_.emplace_back(block);  // within the capacity reserved: no allocation, no throw
+  created_ += kBatch;
+  DeviceGuard on(device);
+  bool made = true;
+  for (std::size_t i = kBatch; i-- > 0;) {
+    block[i].device = device;
+    made = made && make_events(&block[i]);
+    spare(&block[i]);
+  }
+  return true;
+}
+
+// At the bound: an idle pair of another device goes to `device` (its events are made on first
+// use). False, and the scope counted as refused, when every pair is in flight.
+bool GpuEvents::move_idle_pair_to(int device) noexcept {
+  for (Pair*& head : spare_) {
+    Pair* p = head;
+    if (p == nullptr) continue;
+    head = p->next;
+    if (p->start != nullptr) {
+      g_cuda.event_destroy(p->start);
+      g_cuda.event_destroy(p->stop);
+      g_cuda.get_last_error();
+    }
+    p->start = p->stop = nullptr;
+    p->device = device;
+    spare(p);
+    return true;
+  }
+  refused.fetch_add(1, std::memory_order_relaxed);
+  return false;
+}
+
+// Makes `p`'s two events on the current device; false, and no event left, when CUDA cannot.
+bool GpuEvents::make_events(Pair* p) noexcept {
+  if (g_cuda.event_create_with_flags(&p->start, cudaEventDefault) == cudaSuccess &&
+      g_cuda.event_create_with_flags(&p->stop, cudaEventDefault) == cudaSuccess)
+    return true;
+  g_cuda.get_last_error();
+  if (p->start != nullptr) g_cuda.event_destroy(p->start);
+  p->start = p->stop = nullptr;
+  return false;
 }
 
 // Records `p`'s start event. A failure on a pair that worked before means its handles died with
 // their context (cudaDeviceReset): they are forgotten (not destroyed: the context that owned them
 // is gone) and the pair is made afresh once.
 bool GpuEvents::record_start(Pair*& p, int device, cudaStream_t stream) noexcept {
-  if (cudaEventRecord(p->start, stream) == cudaSuccess) return true;
-  cudaGetLastError();
+  if (g_cuda.event_record(p->start, stream) == cudaSuccess) return true;
+  g_cuda.get_last_error();
   p->start = p->stop = nullptr;
   spare(p);
   p = acquire(device);
   if (p == nullptr) return false;
-  if (cudaEventRecord(p->start, stream) == cudaSuccess) return true;
-  cudaGetLastError();
+  if (g_cuda.event_record(p->start, stream) == cudaSuccess) return true;
+  g_cuda.get_last_error();
   p->start = p->stop = nullptr;
   spare(p);
   return false;
@@ -117,7 +169,7 @@ bool GpuEvents::begin(std::uint32_t depth, cudaStream_t stream) noexcept {
     return false;
   }
   const int device = device_of(stream);
-  Pair* p = device >= 0 ? acquire(device) : nullptr;
+  Pair* p = device >= 0 && device < kMaxDevices ? acquire(device) : nullptr;
   if (p == nullptr || !record_start(p, device, stream)) {
     fail();
     return false;
@@ -136,8 +188,8 @@ void GpuEvents::end(std::uint32_t depth, model::Node* node) noexcept {
     spare(p);
     return;
   }
-  if (cudaEventRecord(p->stop, p->stream) != cudaSuccess) {
-    cudaGetLastError();
+  if (g_cuda.event_record(p->stop, p->stream) != cudaSuccess) {
+    g_cuda.get_last_error();
     p->start = p->stop = nullptr;  // dead handles are made afresh on the pair's next use
     spare(p);
     fail();
@@ -165,23 +217,23 @@ bool GpuEvents::resolve() noexcept {
   std::size_t kept = 0;
   for (Pair* p : waiting_) {
     const bool skip = std::find(blocked, blocked + n_blocked, p->stream) != blocked + n_blocked;
-    const cudaError_t q = skip ? cudaErrorNotReady : cudaEventQuery(p->stop);
+    const cudaError_t q = skip ? cudaErrorNotReady : g_cuda.event_query(p->stop);
     if (q == cudaErrorNotReady) {
       if (!skip) {
-        cudaGetLastError();
+        g_cuda.get_last_error();
         if (n_blocked < kBlockedMax) blocked[n_blocked++] = p->stream;
       }
       waiting_[kept++] = p;
       continue;
     }
     float ms = 0.0f;
-    if (q == cudaSuccess && cudaEventElapsedTime(&ms, p->start, p->stop) == cudaSuccess && ms >= 0.0f) {
+    if (q == cudaSuccess && g_cuda.event_elapsed_time(&ms, p->start, p->stop) == cudaSuccess && ms >= 0.0f) {
       const auto ns = static_cast<std::uint64_t>(static_cast<double>(ms) * 1e6);
       p->node->gpu.add(ns);
       if (trace::Writer* w = trace::g_writer.load(std::memory_order_acquire)) w->gpu_time(p->node, ns);
     } else {
       // A broken pair (its context was reset, say) is made afresh on its next use, not reused.
-      cudaGetLastError();
+      g_cuda.get_last_error();
       p->start = p->stop = nullptr;
       fail();
     }

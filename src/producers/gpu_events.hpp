@@ -1,10 +1,31 @@
 // producers/gpu_events.hpp — CUDA-event timing of scopes, without synchronizing.
 //
 // The owner thread records a start event when a scope opens and a stop event when it closes,
-// using event pairs from its own pool (created once, reused), and queues the pair. The resolver
+// using event pairs from its own pools (created once, reused), and queues the pair. The resolver
 // (collector thread or flush) reads finished pairs with cudaEventQuery and cudaEventElapsedTime,
-// adds the time to the scope's node, and returns the pair to the pool.
+// adds the time to the scope's node, and returns the pair to the pool. Every CUDA call goes
+// through producers/cuda_calls.hpp (tests run this with fake CUDA).
 // Hot path: no lock, no allocation once the pool has warmed up; two cudaEventRecord calls.
+//
+// Pools per device: an event belongs to the device it was made on, so a thread keeps one pool per
+// device (ordinals below kMaxDevices) and a pair never changes device. A scope on device 1's
+// stream after one on device 0's takes a pair of device 1's pool: no event destroyed or remade,
+// no cudaSetDevice. (Only past the bound, when a device's pool is dry, is an idle pair of another
+// device remade on the one in need.)
+//
+// Creation in batches, on the owner thread, only when a device's pool is dry: kBatch pairs at
+// once, with one allocation and at most one device switch (and back) for all. Once a device's pool
+// holds as many pairs as are ever in flight on it (the warm-up), a scope only takes a pair and
+// nothing is created in steady state. Not made ahead by the resolver: it runs every 10 ms (and on
+// the program's own threads at a flush), so a burst deeper than what it had made ahead, or a GPU
+// running behind, would lose timings below the bound; and the resolver would switch devices on a
+// flushing program thread.
+//
+// Bound: kMaxPairs pairs per thread, all devices together (the size of the queue to the resolver,
+// so a queued pair always fits). A lagging resolver or a GPU running behind grows the pool, in
+// batches, up to it. A scope that then finds its device's pool dry and no idle pair of another
+// device gets no event time: counted in `refused` and in `failures` (the report's
+// gpu_event_failures), never silently.
 //
 // What this must never do to the program:
 // - record on the legacy NULL stream: such an event is a barrier with every blocking stream and
@@ -19,6 +40,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "model/range_tree.hpp"
@@ -32,14 +54,18 @@ bool events_allowed_on(cudaStream_t stream) noexcept;
 class GpuEvents {
  public:
   static constexpr std::size_t kRing = 4096;      // pairs in flight per thread
-  static constexpr std::size_t kMaxPairs = 4096;  // pairs alive per thread at once
+  static constexpr std::size_t kMaxPairs = 4096;  // pairs alive per thread at once, all devices
+  static constexpr std::size_t kBatch = 16;       // pairs made at once when a device's pool is dry
+  static constexpr int kMaxDevices = 64;          // devices with a pool: 0 .. kMaxDevices - 1
+  static_assert(kMaxPairs % kBatch == 0 && kMaxPairs <= kRing);
 
   GpuEvents();
   GpuEvents(const GpuEvents&) = delete;
   GpuEvents& operator=(const GpuEvents&) = delete;
 
   /// Records the start event of the frame at `depth` on `stream`. False when it did not (no
-  /// stream, stream capturing, pool exhausted, CUDA error): the scope then has no event time.
+  /// stream, stream capturing, pool at its bound, device ordinal past kMaxDevices, CUDA error): the
+  /// scope then has no event time.
   bool begin(std::uint32_t depth, cudaStream_t stream) noexcept;
   /// Records the stop event of the frame at `depth` and queues the pair for `node`.
   void end(std::uint32_t depth, model::Node* node) noexcept;
@@ -55,6 +81,8 @@ class GpuEvents {
   std::atomic<std::uint64_t> failures{0};
   /// Scopes whose stream was capturing when they began or ended.
   std::atomic<std::uint64_t> in_capture{0};
+  /// Scopes that found the pool dry at its bound (kMaxPairs): no event time. Also in `failures`.
+  std::atomic<std::uint64_t> refused{0};
 
  private:
   struct Pair {
@@ -63,22 +91,27 @@ class GpuEvents {
     int device = -1;
     cudaStream_t stream = nullptr;
     model::Node* node = nullptr;
-    Pair* next = nullptr;  // owner's spare list
+    Pair* next = nullptr;  // in its device's spare list
   };
   Pair* acquire(int device) noexcept;
+  Pair* take(int device) noexcept;
+  bool grow(int device) noexcept;
+  bool move_idle_pair_to(int device) noexcept;
+  static bool make_events(Pair* p) noexcept;
   bool record_start(Pair*& p, int device, cudaStream_t stream) noexcept;
   void fail() noexcept { failures.fetch_add(1, std::memory_order_relaxed); }
   void spare(Pair* p) noexcept {
-    p->next = spare_;
-    spare_ = p;
+    p->next = spare_[p->device];
+    spare_[p->device] = p;
   }
 
   Pair* open_[model::kHardMaxDepth] = {};
-  Pair* spare_ = nullptr;           // owner only: pairs the owner got back without a round trip
-  SpscRing<Pair*> pending_{kRing};  // owner -> resolver
-  SpscRing<Pair*> free_{kRing};     // resolver -> owner
-  std::size_t created_ = 0;         // owner only
-  std::vector<Pair*> waiting_;      // resolver only: taken off pending_, not finished yet
+  Pair* spare_[kMaxDevices] = {};                // owner only: each device's pairs ready for a scope
+  SpscRing<Pair*> pending_{kRing};               // owner -> resolver
+  SpscRing<Pair*> free_{kRing};                  // resolver -> owner: read pairs, any device
+  std::size_t created_ = 0;                      // owner only: pairs made, all devices
+  std::vector<std::unique_ptr<Pair[]>> blocks_;  // owner only: the batches (capacity reserved)
+  std::vector<Pair*> waiting_;                   // resolver only: taken off pending_, not finished yet
 };
 
 }  // namespace cuscope::inline v0::detail

@@ -14,6 +14,7 @@
 
 #include "model/range_tree.hpp"
 #include "producers/clock.hpp"
+#include "producers/cuda_calls.hpp"
 #include "producers/cupti/adapter.hpp"
 #include "session/internal.hpp"
 
@@ -24,7 +25,7 @@ void collector_loop(Session* s) {
   // Relaxed capture mode: this thread's cudaEventQuery calls must not invalidate a stream capture
   // that another thread runs in global mode (the default of cudaStreamBeginCapture).
   cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-  if (cudaThreadExchangeStreamCaptureMode(&mode) != cudaSuccess) cudaGetLastError();
+  if (g_cuda.exchange_capture_mode(&mode) != cudaSuccess) g_cuda.get_last_error();
   s->collector_ready.store(true, std::memory_order_release);
   std::unique_lock lock(s->collector_mutex);
   for (unsigned tick = 1; !s->collector_stop; ++tick) {
@@ -43,8 +44,8 @@ void collector_loop(Session* s) {
 class OwnCudaCalls {
  public:
   OwnCudaCalls() noexcept {
-    if (cudaThreadExchangeStreamCaptureMode(&mode_) != cudaSuccess) {
-      cudaGetLastError();
+    if (g_cuda.exchange_capture_mode(&mode_) != cudaSuccess) {
+      g_cuda.get_last_error();
       restore_mode_ = false;
     }
     if (CorrelationHook push = g_push_correlation.load(std::memory_order_acquire)) {
@@ -56,7 +57,7 @@ class OwnCudaCalls {
     if (pushed_) {
       if (CorrelationPopHook pop = g_pop_correlation.load(std::memory_order_acquire)) pop();
     }
-    if (restore_mode_) cudaThreadExchangeStreamCaptureMode(&mode_);
+    if (restore_mode_) g_cuda.exchange_capture_mode(&mode_);
   }
   OwnCudaCalls(const OwnCudaCalls&) = delete;
   OwnCudaCalls& operator=(const OwnCudaCalls&) = delete;
