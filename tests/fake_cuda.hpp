@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 
@@ -63,6 +64,9 @@ class FakeCuda {
   void advance_ns(std::uint64_t ns) { clock_ns_.fetch_add(ns, std::memory_order_relaxed); }
   /// true (the default): an event completes when it is recorded; false: only at complete_all().
   void complete_on_record(bool on) { complete_on_record_.store(on, std::memory_order_relaxed); }
+  /// Every cudaEventRecord keeps the calling thread this long (a real one takes about 1.7 µs with
+  /// timing on an H100): for what a scope's host time must leave out.
+  void record_takes(std::chrono::nanoseconds d) { record_busy_ns_.store(d.count(), std::memory_order_relaxed); }
   /// Completes every event recorded so far.
   void complete_all() {
     const std::size_t n = std::min(created_.load(std::memory_order_relaxed), kMaxEvents);
@@ -139,6 +143,10 @@ class FakeCuda {
   static cudaError_t record(cudaEvent_t e, cudaStream_t s) {
     FakeCuda& f = self();
     count(f.n_.record);
+    const auto until = std::chrono::steady_clock::now() +
+                       std::chrono::nanoseconds(f.record_busy_ns_.load(std::memory_order_relaxed));
+    while (std::chrono::steady_clock::now() < until) {
+    }
     Event* ev = f.event(e);
     if (ev == nullptr || !f.is_stream(s) || ev->device.load(std::memory_order_relaxed) != device_of(s))
       return cudaErrorInvalidResourceHandle;  // as CUDA: an event records on its own device's streams
@@ -229,6 +237,7 @@ class FakeCuda {
   std::atomic<std::size_t> created_{0};
   std::atomic<std::uint64_t> clock_ns_{0};
   std::atomic<bool> complete_on_record_{true};
+  std::atomic<std::int64_t> record_busy_ns_{0};
   std::atomic<cudaStream_t> capturing_{nullptr};
   Counters n_;
   cuscope::detail::GpuProbe probe_;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "fake_cuda.hpp"
 #include "session/session.hpp"
 #include "session_fixture.hpp"
 
@@ -112,4 +113,24 @@ TEST_CASE("a traced scope entered by name pushes and pops as a call site's does"
   std::uint64_t parent = 1;
   CHECK(path_of(t.hooks.pushed[3], &parent) == "pushed");
   CHECK(parent == 0);
+}
+
+TEST_CASE("a stream scope's host time leaves out its CUDA event records", "[scopes][gpu_events]") {
+  cuscope_test::FakeCuda cuda;
+  cuda.record_takes(std::chrono::milliseconds(3));
+  cuscope::Options o = cuscope_test::quiet_options();  // CUSCOPE_EVENTS=always
+  o.activities = false;
+  cuscope_test::Session session(o);
+  for (int i = 0; i < 3; ++i) {
+    CUSCOPE_SCOPE("timed", cuscope_test::FakeCuda::stream(0));
+    cuda.advance_ns(1'000);
+  }
+  cuscope::flush();
+  const cuscope::Report r = cuscope::snapshot();
+  const auto* timed = r.find("timed");
+  REQUIRE(timed != nullptr);
+  CHECK(timed->calls == 3);
+  CHECK(timed->gpu.count == 3);  // each call timed by its two records, 3 ms each
+  CHECK(cuda.calls().record == 6);
+  CHECK(timed->host.max_ns < 1'000'000);
 }
