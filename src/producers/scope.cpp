@@ -116,6 +116,7 @@ void end_elsewhere(ThreadState* ts, std::uint32_t token, std::uint64_t now) noex
 // A step with hardware counters: its top-level scopes go under "(counted steps)", apart.
 void open_counted_root(ThreadState* ts, std::uint64_t now, std::uint32_t flags) noexcept {
   const model::ThreadTree::Token b = ts->tree->begin(model::NameTable::kCountedStepsId, now);
+  if (b.depth == 0) return;  // out of memory (counted): the scope goes at the top, not under it
   ts->counted_root = true;
   ts->counted_root_traced = (flags & kTrace) != 0;
   if (ts->counted_root_traced)
@@ -144,6 +145,7 @@ ThreadState* this_thread() noexcept {
   if ((flags & kCounters) && ts->tree->open_depth() == 0) open_counted_root(ts, now, flags);
   model::ThreadTree::Token b{};
   if (!ts->tree->begin_common(id, now, &b)) b = ts->tree->begin(id, now);
+  if (b.depth == 0) return 0;  // out of memory on a first visit: not recorded (the tree counted it)
   const bool overflow = b.depth == model::ThreadTree::kOverflowDepth;
   std::uint32_t tok = kRecorded | (overflow ? kOverflow : b.depth) | (b.tag << kTagShift);
   if (flags & kTrace) {
