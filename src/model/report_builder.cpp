@@ -369,6 +369,7 @@ class ReportBuilder {
     out.graph_exec_updates_unmapped += in_.graph_nodes.updates_unmapped();
     out.gpu_span_records_lost += d.gpu_span_records_lost;
     out.allocations_untracked += d.allocations_untracked;
+    out.kernel_names_uncached += in_.kernel_names.uncached();
   }
 
   const ReportSources& in_;
