@@ -7,11 +7,10 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <cuscope/cuscope.hpp>
-#include <memory>
 #include <new>
 #include <thread>
 
-#include "model/range_tree.hpp"
+#include "model_fixture.hpp"
 #include "session_fixture.hpp"
 
 namespace {
@@ -62,15 +61,16 @@ void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::f
 using cuscope::model::Forest;
 using cuscope::model::Node;
 using cuscope::model::ThreadTree;
+using Fixture = cuscope_test::ModelFixture;
 
 TEST_CASE(
     "range tree: out of memory on a first visit records nothing, counts the entry, and the tree goes on",
     "[oom]") {
-  auto owned = std::make_unique<Forest>();  // half a megabyte of slots: not on the stack
-  Forest& forest = *owned;
-  ThreadTree* tree = forest.make_tree();
-  REQUIRE(tree != nullptr);
-  const std::uint32_t outer = forest.names.intern("outer");
+  Fixture f;
+  f.forest->record_instances = false;  // the node alone is new
+  Forest& forest = *f.forest;
+  ThreadTree* tree = f.tree;
+  const std::uint32_t outer = f.id("outer");
 
   ThreadTree::Token first{};
   {
@@ -98,12 +98,12 @@ TEST_CASE(
 TEST_CASE(
     "range tree: out of memory for the instance ring records nothing, and the next entry has an instance",
     "[oom]") {
-  auto owned = std::make_unique<Forest>();  // half a megabyte of slots: not on the stack
-  Forest& forest = *owned;
-  ThreadTree* tree = forest.make_tree();
-  REQUIRE(tree != nullptr);
-  const std::uint32_t outer = forest.names.intern("outer");
-  const std::uint32_t inner = forest.names.intern("inner");
+  Fixture f;
+  f.forest->record_instances = false;  // until the ring is what is new, below
+  Forest& forest = *f.forest;
+  ThreadTree* tree = f.tree;
+  const std::uint32_t outer = f.id("outer");
+  const std::uint32_t inner = f.id("inner");
   const ThreadTree::Token seen = tree->begin(outer, 0);  // the path exists: only the ring is new
   tree->end(seen.depth, 10);
   const ThreadTree::Token open = tree->begin(outer, 100);
