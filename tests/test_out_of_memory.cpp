@@ -38,9 +38,18 @@ void* allocate(std::size_t bytes, std::size_t alignment) {
   return p;
 }
 
+void* allocate_or_null(std::size_t bytes, std::size_t alignment) noexcept {
+  try {
+    return allocate(bytes, alignment);
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+}
+
 }  // namespace
 
-// The throwing forms; the library's nothrow and array forms call these.
+// Every form, so that each allocation and its release are ours (a sanitizer's own nothrow form
+// would be paired with our free).
 void* operator new(std::size_t bytes) { return allocate(bytes, alignof(std::max_align_t)); }
 void* operator new[](std::size_t bytes) { return allocate(bytes, alignof(std::max_align_t)); }
 void* operator new(std::size_t bytes, std::align_val_t a) {
@@ -49,7 +58,23 @@ void* operator new(std::size_t bytes, std::align_val_t a) {
 void* operator new[](std::size_t bytes, std::align_val_t a) {
   return allocate(bytes, static_cast<std::size_t>(a));
 }
+void* operator new(std::size_t bytes, const std::nothrow_t&) noexcept {
+  return allocate_or_null(bytes, alignof(std::max_align_t));
+}
+void* operator new[](std::size_t bytes, const std::nothrow_t&) noexcept {
+  return allocate_or_null(bytes, alignof(std::max_align_t));
+}
+void* operator new(std::size_t bytes, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return allocate_or_null(bytes, static_cast<std::size_t>(a));
+}
+void* operator new[](std::size_t bytes, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return allocate_or_null(bytes, static_cast<std::size_t>(a));
+}
 void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
 void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
