@@ -10,9 +10,12 @@
 //   fork         fork() inside an open scope of a started session; the child runs scopes, then exit()
 //   fork_early   fork() before the session starts; both processes run scopes afterwards
 //   fork_output  as fork, with the table going to CUSCOPE_OUTPUT
+//   fork_busy    fork() again and again while other threads make their first scopes, which make the
+//                session: the fork handlers must see no session or a whole one (run under TSan too)
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -21,6 +24,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -177,6 +181,48 @@ int run_fork(bool start_first) {
   return g_failures == 0 ? 0 : 1;
 }
 
+// --- fork_busy: fork() while the first scopes make the session ------------------------------------
+
+constexpr int kBusyThreads = 4;
+constexpr int kBusyScopes = 200;  // each thread's
+
+int run_fork_busy() {
+  std::atomic<bool> go{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kBusyThreads; ++t) {
+    threads.emplace_back([&go] {
+      while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+      for (int i = 0; i < kBusyScopes; ++i) {
+        CUSCOPE_SCOPE("busy_first");
+      }
+    });
+  }
+  // No cuscope call on this thread before the forks: only the threads' first scopes make the
+  // session, and nothing orders them with the fork handlers but what the session publishes.
+  go.store(true, std::memory_order_release);
+  int bad_children = 0;
+  for (int k = 0; k < 30; ++k) {
+    const pid_t child = ::fork();
+    if (child < 0) {
+      std::perror("fork");
+      return 1;
+    }
+    if (child == 0) {
+      { CUSCOPE_SCOPE("busy_child"); }  // off in the child: returns without a lock
+      std::_Exit(0);
+    }
+    int status = 0;
+    if (::waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+      ++bad_children;
+  }
+  for (auto& t : threads) t.join();
+  check(bad_children == 0, std::to_string(bad_children) + " of 30 children did not exit with 0");
+  const cuscope::Report r = cuscope::snapshot();
+  check(calls(r, "busy_first") == std::uint64_t{kBusyThreads} * kBusyScopes,
+        "busy_first has every thread's calls, not " + std::to_string(calls(r, "busy_first")));
+  return g_failures == 0 ? 0 : 1;
+}
+
 // --- the checks, from outside ---------------------------------------------------------------------
 
 struct Run {
@@ -264,6 +310,14 @@ int check_quick_exit(const std::string& self) {
   return g_failures == 0 ? 0 : 1;
 }
 
+int check_fork_busy(const std::string& self) {
+  const Run run = run_case(self, "fork_busy", {});
+  check(run.status == 0, "'fork_busy' exits with 0, not " + std::to_string(run.status));
+  check(run.err.find("ThreadSanitizer") == std::string::npos, "no ThreadSanitizer report");
+  check(tables_in(run.err) == 1, "one table is printed, the parent's");
+  return g_failures == 0 ? 0 : 1;
+}
+
 int check_fork(const std::string& self, const std::string& name) {
   const std::string json = std::string(P_tmpdir) + "/cuscope_lifetime_" + name + ".json";
   const std::string table = std::string(P_tmpdir) + "/cuscope_lifetime_" + name + ".txt";
@@ -299,10 +353,13 @@ int main(int argc, char** argv) {
   if (what == "quick_exit") return run_quick_exit();
   if (what == "fork" || what == "fork_output") return run_fork(true);
   if (what == "fork_early") return run_fork(false);
+  if (what == "fork_busy") return run_fork_busy();
   // Checking: the environment must not leak into the cases.
   if (what == "check-static") return check_static(self);
   if (what == "check-quick_exit") return check_quick_exit(self);
+  if (what == "check-fork_busy") return check_fork_busy(self);
   if (what.rfind("check-fork", 0) == 0) return check_fork(self, what.substr(6));
-  std::fprintf(stderr, "usage: %s check-{static,quick_exit,fork,fork_early,fork_output}\n", argv[0]);
+  std::fprintf(stderr, "usage: %s check-{static,quick_exit,fork,fork_early,fork_output,fork_busy}\n",
+               argv[0]);
   return 2;
 }

@@ -236,7 +236,7 @@ struct Diagnostics {
       0;  ///< CUPTI buffer requests past cuscope's memory bound (records dropped)
   std::uint64_t scopes_in_capture =
       0;  ///< scopes whose stream was being captured into a CUDA graph (no CUDA-event time)
-  std::uint64_t unrecorded_scopes = 0;      ///< entries not recorded: 65535 threads already held a tree
+  std::uint64_t unrecorded_scopes = 0;      ///< not recorded: 65535 threads held a tree, or out of memory
   std::uint64_t outside_window_scopes = 0;  ///< scope entries outside the step window, left out
   std::uint64_t rejected_counts = 0;        ///< count() amounts that were inf or NaN, not added
   std::uint64_t trace_records_dropped =
@@ -271,6 +271,9 @@ struct Diagnostics {
   /// launching thread's ring of notes was full, or no memory for it): their GPU work counts as
   /// not matched to a scope (unresolved_records).
   std::uint64_t launch_notes_lost = 0;
+  /// Kernel name lookups past the name cache's bound (8,192 distinct names): each demangled the
+  /// name anew. The names stay right; only their cost grows.
+  std::uint64_t kernel_names_uncached = 0;
 };
 
 /// An NVTX start/end range (nvtxRangeStart/nvtxRangeEnd, zero-code mode): it may end on another

@@ -129,6 +129,15 @@ void Aggregator::handle_kernel(const KernelActivity& k) {
                 k.graph_node_id});
 }
 
+// Whether `name`, the pointer `row` saw last, still names its kernel: checked once a batch (an
+// address may hold another name in a later batch, after a module unload).
+bool Aggregator::names_row(KernelRow& row, const char* name) {
+  if (row.name_batch == kernel_names_.batch()) return true;
+  if (kernel_names_.id(name) != row.key.name) return false;
+  row.name_batch = kernel_names_.batch();
+  return true;
+}
+
 void Aggregator::on_kernel(const KernelActivity& k) {
   if (k.start_ns == 0 || k.end_ns == 0) {
     // With counters, a kernel replayed for them has no timestamps (CUPTI does not time kernel
@@ -164,11 +173,12 @@ void Aggregator::on_kernel(const KernelActivity& k) {
   a.self.kernel_calls += 1;
   a.self.kernel_ns += ns;
   KernelRow* row = a.last != nullptr ? a.last->next : nullptr;
-  if (row != nullptr && k.name != nullptr && row->matches(k)) {
+  if (row != nullptr && k.name != nullptr && row->matches(k) && names_row(*row, k.name)) {
     a.last = row;
   } else {
     row = &a.kernel_row(KernelKey{kernel_names_.id(k.name), k.grid, k.block, k.device});
     row->name_ptr = k.name;
+    row->name_batch = kernel_names_.batch();
   }
   row->agg.count(ns, k.registers_per_thread, k.static_shared_bytes, k.dynamic_shared_bytes);
   a.count_stream(stream_key(k), ns);
@@ -209,6 +219,7 @@ void Aggregator::add_counters(const Node* node, const std::vector<double>& value
 }
 
 void Aggregator::settle(unsigned max_age, bool age) {
+  kernel_names_.end_batch();  // a batch of records ends here: its name pointers may be reused
   const std::size_t n = pending_.size();
   for (std::size_t i = 0; i < n; ++i) {
     Pending p = std::move(pending_.front());

@@ -5,7 +5,7 @@
 //   attribution.hpp     correlation id -> scope instance -> range, and the step window;
 //   range_activity.hpp  per-range accumulation: kernel rows, copies, sets, syncs, counters;
 //   gpu_intervals.hpp   busy unions and span hulls of a range and its ancestors;
-//   kernel_names.hpp    kernel name pointers -> demangled ids;
+//   kernel_names.hpp    kernel names (by text) -> demangled ids;
 //   graph_kernels.hpp   graph kernels by the range their node was captured in;
 //   live_memory.hpp     allocations, frees and live-memory peaks;
 //   report_builder.hpp  the forest and the activity -> a Report.
@@ -89,6 +89,7 @@ class Aggregator {
   /// Retries waiting records. With `age`, each one still waiting grows one older, and those
   /// `max_age` old are counted as unresolved and dropped. Producers retry after each batch of
   /// records without aging, and age at each full flush (correlations can come batches later).
+  /// It also ends the batch: kernel name pointers seen so far are checked again before trusted.
   void settle(unsigned max_age = kMaxAge, bool age = true);
 
   /// The step window: work launched outside every scope counts only while recording. Before the
@@ -124,7 +125,8 @@ class Aggregator {
   void apply_kernel(const Kernel& k, const Target& t);
   // Whether kernels launched in `node` were replayed for hardware counters.
   static bool replayed_for_counters(const Node* node);
-  void on_kernel(const KernelActivity& k);      // on(KernelActivity) for every case
+  void on_kernel(const KernelActivity& k);           // on(KernelActivity) for every case
+  bool names_row(KernelRow& row, const char* name);  // the predicted row's pointer checked
   void handle_kernel(const KernelActivity& k);  // handle() of its Kernel: to wait, or to be counted apart
   template <class R>
   void handle(const R& r);

@@ -73,6 +73,7 @@ struct KernelRow {
   KernelKey key;
   KernelAgg agg;
   const char* name_ptr = nullptr;  // the producer's pointer for key.name last seen here
+  std::uint64_t name_batch = 0;    // the KernelNames batch in which name_ptr was last checked
   KernelRow* next = nullptr;       // the row launched after this one last time, in this range
   [[nodiscard]] bool matches(const KernelActivity& k) const {
     const std::uint32_t differ = (key.grid[0] ^ k.grid[0]) | (key.grid[1] ^ k.grid[1]) |

@@ -91,6 +91,15 @@ Node* ThreadTree::make_child(Node* parent, std::uint32_t name_id) {
   return n;
 }
 
+InstanceSlot* ThreadTree::instance_ring() {
+  InstanceSlot* ring = instances_.load(std::memory_order_relaxed);
+  if (ring == nullptr) {
+    ring = new InstanceSlot[kInstanceRing];
+    instances_.store(ring, std::memory_order_release);
+  }
+  return ring;
+}
+
 ThreadTree::Token ThreadTree::begin(std::uint32_t name_id, std::uint64_t now_ns) {
   const std::uint32_t d = depth_.load(std::memory_order_relaxed);
   const std::uint64_t slot_bits = std::uint64_t{slot_} << kInstanceSeqBits;
@@ -107,7 +116,19 @@ ThreadTree::Token ThreadTree::begin(std::uint32_t name_id, std::uint64_t now_ns)
     depth_overflows.add(1);
     return {kOverflowDepth, d ? (slot_bits | top.seq) : kNoInstance};
   }
-  Node* node = child(parent, name_id);
+  // A first visit allocates (the child index, a node block, the instance ring): out of memory
+  // there leaves the tree as it was, and the entry goes unrecorded, counted, instead of ending the
+  // program.
+  const bool instances = forest_.record_instances.load(std::memory_order_relaxed);
+  InstanceSlot* ring = nullptr;
+  Node* node = nullptr;
+  try {
+    if (instances) ring = instance_ring();
+    node = child(parent, name_id);
+  } catch (const std::bad_alloc&) {
+    forest_.unrecorded_scopes.fetch_add(1, std::memory_order_relaxed);
+    return {0, kNoInstance};
+  }
   if (node->owner_generation != generation_) {
     node->owner_generation = generation_;
     node->threads.add(1);
@@ -122,12 +143,7 @@ ThreadTree::Token ThreadTree::begin(std::uint32_t name_id, std::uint64_t now_ns)
   f.remote_pending = false;
   f.remote_bits = 0;
   f.remote_end_ns = 0;
-  if (forest_.record_instances.load(std::memory_order_relaxed)) {
-    InstanceSlot* ring = instances_.load(std::memory_order_relaxed);
-    if (ring == nullptr) {
-      ring = new InstanceSlot[kInstanceRing];
-      instances_.store(ring, std::memory_order_release);
-    }
+  if (ring != nullptr) {
     publish_instance(ring, f.seq, node, d ? top.seq : 0);
   }
   f.remote.store(f.tag, std::memory_order_release);

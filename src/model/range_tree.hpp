@@ -124,7 +124,9 @@ class Forest;
 
 class ThreadTree {
  public:
-  /// Result of begin(): what end() needs back. `depth` is 1 for a top-level range.
+  /// Result of begin(): what end() needs back. `depth` is 1 for a top-level range, and 0 for an
+  /// entry not recorded: out of memory on its first visit (counted in the forest's
+  /// unrecorded_scopes; the caller ends nothing).
   struct Token {
     std::uint32_t depth;
     std::uint64_t instance;  ///< external correlation id of this entry, kNoInstance if none
@@ -308,6 +310,7 @@ class ThreadTree {
     static constexpr std::size_t kNodes = 256;
     alignas(Node) unsigned char bytes[sizeof(Node) * kNodes];
   };
+  InstanceSlot* instance_ring();  // made on first need; throws std::bad_alloc
   Node* child(Node* parent, std::uint32_t name_id);
   Node* make_child(Node* parent, std::uint32_t name_id);
   void index_child(Node* n);
@@ -394,7 +397,8 @@ class Forest {
   std::atomic<std::uint32_t> max_trees{kMaxSlots - 1};
   /// Trees whose thread exited, waiting for a new thread (kept by the session that hands them).
   std::atomic<std::uint32_t> idle_trees{0};
-  /// Scope entries not recorded because their thread found no tree (max_trees threads alive).
+  /// Scope entries not recorded: their thread found no tree (max_trees threads alive), or their
+  /// first visit of a path ran out of memory (ThreadTree::begin()).
   std::atomic<std::uint64_t> unrecorded_scopes{0};
 
  private:

@@ -370,6 +370,7 @@ class ReportBuilder {
     out.gpu_span_records_lost += d.gpu_span_records_lost;
     out.allocations_untracked += d.allocations_untracked;
     out.launch_notes_lost += d.launch_notes_lost;
+    out.kernel_names_uncached += in_.kernel_names.uncached();
   }
 
   const ReportSources& in_;

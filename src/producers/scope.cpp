@@ -119,6 +119,7 @@ void end_elsewhere(ThreadState* ts, std::uint32_t token, std::uint64_t now) noex
 // A step with hardware counters: its top-level scopes go under "(counted steps)", apart.
 void open_counted_root(ThreadState* ts, std::uint64_t now, std::uint32_t flags) noexcept {
   const model::ThreadTree::Token b = ts->tree->begin(model::NameTable::kCountedStepsId, now);
+  if (b.depth == 0) return;  // out of memory (counted): the scope goes at the top, not under it
   ts->counted_root = true;
   ts->counted_root_traced = (flags & kTrace) != 0;
   if (ts->counted_root_traced)
@@ -149,6 +150,7 @@ ThreadState* this_thread() noexcept {
   const bool common =
       (flags & kInstances) ? ts->tree->begin_common<true>(id, now, &b) : ts->tree->begin_common(id, now, &b);
   if (!common) b = ts->tree->begin(id, now);
+  if (b.depth == 0) return 0;  // out of memory on a first visit: not recorded (the tree counted it)
   const bool overflow = b.depth == model::ThreadTree::kOverflowDepth;
   std::uint32_t tok = kRecorded | (overflow ? kOverflow : b.depth) | (b.tag << kTagShift);
   if (flags & kCorrelation) tok |= push_correlation(b.instance);

@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <exception>
 #include <mutex>
@@ -37,7 +38,9 @@ inline namespace v0 {
 namespace detail {
 namespace {
 
-Session* g_session = nullptr;
+// Published with release once whole, read with acquire: the fork handlers (fork.cpp) read it on
+// whatever thread forks, while another thread's first scope may be making it.
+std::atomic<Session*> g_session{nullptr};
 
 enum class Phase { Wait, Warmup, Record, Done };
 
@@ -91,14 +94,14 @@ Session::Session() = default;
 Session& session() {
   static const bool made = [] {
     register_fork_handlers();
-    g_session = new Session();  // leaked on purpose (see session.hpp)
+    g_session.store(new Session(), std::memory_order_release);  // leaked on purpose (see session.hpp)
     return true;
   }();
   (void)made;
-  return *g_session;
+  return *g_session.load(std::memory_order_acquire);
 }
 
-Session* session_if_made() noexcept { return g_session; }
+Session* session_if_made() noexcept { return g_session.load(std::memory_order_acquire); }
 
 Sink& current_sink() { return session(); }
 
@@ -197,8 +200,8 @@ void reset_for_testing() noexcept {
   old.closed.store(true, std::memory_order_release);   // its report is final: no CUDA-event queries
   if (trace_open()) close_trace(old, report_of(old));  // its summary names the device, as at exit
   static auto* retired = new std::vector<Session*>;    // kept reachable: threads may still point into them
-  retired->push_back(g_session);
-  g_session = new Session();
+  retired->push_back(g_session.load(std::memory_order_relaxed));
+  g_session.store(new Session(), std::memory_order_release);
   detach_this_thread();
   forget_warnings();
 }

@@ -17,7 +17,7 @@ struct DiagnosticField {
   std::string_view many;
 };
 
-inline constexpr std::array<DiagnosticField, 34> kDiagnosticFields{{
+inline constexpr std::array<DiagnosticField, 35> kDiagnosticFields{{
     {&Diagnostics::dropped_records, "dropped_records", "dropped record", "dropped records"},
     {&Diagnostics::zero_timestamp_records, "zero_timestamp_records", "record with a zero timestamp",
      "records with a zero timestamp"},
@@ -84,6 +84,9 @@ inline constexpr std::array<DiagnosticField, 34> kDiagnosticFields{{
      "allocations not tracked (live-memory peaks are lower bounds)"},
     {&Diagnostics::launch_notes_lost, "launch_notes_lost", "launch whose scope was not noted (ring full)",
      "launches whose scope was not noted (ring full)"},
+    {&Diagnostics::kernel_names_uncached, "kernel_names_uncached",
+     "kernel name looked up past the name cache (demangled again)",
+     "kernel names looked up past the name cache (demangled again)"},
     {&Diagnostics::overhead_ns, "overhead_ns", "", ""},
 }};
 
