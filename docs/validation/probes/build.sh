@@ -18,7 +18,7 @@ nvcc=nvcc
 command -v nvcc >/dev/null || nvcc=$cuda/bin/nvcc
 arch=${CUDAARCHS:-90}
 arch=${arch%%[;, ]*}
-flags=(-O2 -std=c++17 "-arch=sm_$arch")
+flags=(-O2 -std=c++20 "-arch=sm_$arch")
 for dir in "$cuda/extras/CUPTI/include" "$cuda/include"; do
   [[ -d $dir ]] && flags+=("-I$dir")
 done

@@ -22,6 +22,8 @@
 #include <string_view>
 #include <vector>
 
+#include "../../../src/producers/cupti/traced_calls.hpp"  // header-only, the standard library only
+
 namespace probe {
 
 inline std::uint64_t now_ns() {
@@ -163,16 +165,10 @@ inline std::string callback_name(CUpti_CallbackDomain domain, CUpti_CallbackId c
   return name != nullptr ? name : "?";
 }
 
-/// The API calls cuscope traces (src/producers/cupti/adapter.cpp, kTracedCalls): a copy, so that
-/// the probe's "cuscope-like" configurations trace what cuscope does.
+/// The API calls cuscope traces (its own list, src/producers/cupti/traced_calls.hpp), so that the
+/// probe's "cuscope-like" configurations trace what cuscope does.
 inline bool traced_by_cuscope(std::string_view name, CUpti_CallbackDomain domain) {
-  constexpr std::array<std::string_view, 9> kTracedCalls = {"Launch",    "Memcpy",     "Memset",
-                                                            "Malloc",    "Free",       "Synchronize",
-                                                            "WaitEvent", "EventQuery", "StreamQuery"};
-  for (std::string_view part : kTracedCalls) {
-    if (name.find(part) != std::string_view::npos) return true;
-  }
-  return domain == CUPTI_CB_DOMAIN_DRIVER_API && name.find("MemAlloc") != std::string_view::npos;
+  return cuscope::detail::traced_call(name, domain == CUPTI_CB_DOMAIN_DRIVER_API);
 }
 
 /// As cuscope's trace_calls(): the RUNTIME and DRIVER kinds, then every call cuscope does not trace
