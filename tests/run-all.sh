@@ -20,7 +20,7 @@ cmake --preset asan >/dev/null
 cmake --build --preset asan
 ctest --preset asan
 
-stage "threaded tests under ThreadSanitizer"
+stage "threaded, fork and lifetime tests under ThreadSanitizer"
 cmake --preset tsan >/dev/null
 cmake --build --preset tsan
 ctest --preset tsan
