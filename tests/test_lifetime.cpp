@@ -158,7 +158,7 @@ TEST_CASE("past the thread limit, scopes are counted as unrecorded and retried w
   CHECK(r.diagnostics.unbalanced_ends == 0);
   CHECK(r.find("refused") == nullptr);
   CHECK(r.find("after_release")->calls == 1);
-  CHECK(cuscope::format_table(r).find("20 scopes past the thread limit") != std::string::npos);
+  CHECK(cuscope::format_table(r).find("20 scopes not recorded (thread limit or out of memory)") != std::string::npos);
   CHECK(cuscope::format_json(r).find("\"unrecorded_scopes\": 20") != std::string::npos);
 }
 

@@ -391,7 +391,7 @@ TEST_CASE("header names every diagnostics counter when all are set", "[table]") 
       "2 records of an unknown kind, 2 records outside the window, 2 scopes outside the window, "
       "2 scopes still open, 2 unbalanced ends, "
       "2 scopes ended on another thread, 2 entries past the maximum depth, 2 adjusted names, "
-      "2 entries past a full name table, 2 scopes past the thread limit, 2 CUDA event failures, "
+      "2 entries past a full name table, 2 scopes not recorded (thread limit or out of memory), 2 CUDA event failures, "
       "2 CUPTI overhead records, 2 replayed kernels without counters, 2 records still running at exit, "
       "2 CUPTI buffers refused (memory bound), 2 scopes inside a graph capture (no CUDA-event time), "
       "2 counts of inf or NaN refused, 2 trace records dropped (trace truncated), "
