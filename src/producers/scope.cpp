@@ -240,9 +240,8 @@ template <Common kMode, class General>
       token |= kTraced;
     }
     if constexpr (kMode == Common::Correlated) {
-      if (CorrelationHook push = g_push_correlation.load(std::memory_order_acquire)) {
-        push(b.instance);
-        token |= kPushed;
+      if (const std::uint32_t pushed = push_correlation(b.instance)) {
+        token |= pushed;
         ts->tree->restart(b.depth, clock->to_ns(cycle_counter()));  // after cuscope's own call
       }
     }
@@ -319,8 +318,8 @@ namespace {
 }
 
 // The common exit, one straight path: the innermost frame, entered once and recorded with
-// nothing else to undo (GPU events, correlation, trace), no counters, no NVTX range to pop; false
-// having done nothing. kTraceMode: the same in trace mode, with its event.
+// nothing else to undo but what kMode's entry did (trace mode's event, the correlation pushed), no
+// counters, no NVTX range to pop; false having done nothing.
 template <Common kMode>
 [[gnu::always_inline]] inline bool exit_common(ThreadState* ts, std::uint32_t token,
                                                std::uint64_t now) noexcept {

@@ -29,8 +29,6 @@ std::atomic<bool> g_launches{false};           // the launch callbacks are on
 // their callbacks are enabled.
 std::array<bool, CUPTI_DRIVER_TRACE_CBID_SIZE> g_launch_cbids{};
 
-std::string refusal(const char* what, CUptiResult r) { return cupti_refusal(what, static_cast<int>(r)); }
-
 // Graph node creation and clones: enough to map a replayed kernel's node id to the scope open
 // where its node was made. Not GRAPH_TRACE (it replaces the per-kernel records with one per
 // launch). GRAPHEXEC_CREATED names the exec whose clones were just reported (see GraphCalls): its
@@ -55,7 +53,6 @@ struct GraphCalls {
 // Unclaimed clones kept at most (clones outside an instantiation: none seen; a bound all the same).
 constexpr std::size_t kMaxUnclaimedClones = 1u << 16;
 thread_local GraphCalls t_graph_calls;
-
 
 
 std::uint32_t exec_id(CUgraphExec exec) {
@@ -197,7 +194,7 @@ std::string enable_graph_callbacks(CUpti_SubscriberHandle handle) {
   wanted.emplace_back(CUPTI_CB_DOMAIN_RUNTIME_API, kUpdateRuntimeCallback);
   for (auto [domain, cbid] : wanted) {
     if (CUptiResult r = cuptiEnableCallback(1, handle, domain, cbid); r != CUPTI_SUCCESS)
-      return refusal(domain == CUPTI_CB_DOMAIN_RESOURCE ? "cuptiEnableCallback(RESOURCE, GRAPH)"
+      return cupti_refusal(domain == CUPTI_CB_DOMAIN_RESOURCE ? "cuptiEnableCallback(RESOURCE, GRAPH)"
                                                         : "cuptiEnableCallback(graph exec update)",
                      r);
   }
@@ -214,7 +211,7 @@ std::string enable_launch_callbacks(CUpti_SubscriberHandle handle) {
       continue;
     g_launch_cbids[cbid] = true;
     if (CUptiResult r = cuptiEnableCallback(1, handle, CUPTI_CB_DOMAIN_DRIVER_API, cbid); r != CUPTI_SUCCESS)
-      return refusal("cuptiEnableCallback(DRIVER_API, launches)", r);
+      return cupti_refusal("cuptiEnableCallback(DRIVER_API, launches)", r);
   }
   return {};
 }
@@ -265,7 +262,7 @@ Subscribed subscribe(Sink& sink, bool launches) noexcept {
       const CUptiResult r =
           fake != 0 ? static_cast<CUptiResult>(fake) : cuptiSubscribe(&handle, &on_callback, nullptr);
       if (r != CUPTI_SUCCESS) {
-        out.why_not = refusal("cuptiSubscribe", r);
+        out.why_not = cupti_refusal("cuptiSubscribe", r);
       } else {
         g_target.store(&sink, std::memory_order_release);
         g_handle = handle;
