@@ -117,6 +117,15 @@ class Writer {
   void flush_scope_batch();
   std::size_t begin_activity(RecordType t);  // activity_mutex_ held
   void end_activity(std::size_t at);         // activity_mutex_ held
+  // One activity record of fixed-size fields, in order, under activity_mutex_.
+  template <class... Fields>
+  void put_activity(RecordType t, Fields... fields) {
+    std::lock_guard lock(activity_mutex_);
+    const std::size_t at = begin_activity(t);
+    Encoder e(activity_);
+    (e.put(fields), ...);
+    end_activity(at);
+  }
   void name_record(std::uint32_t id);
 
   const std::uint64_t id_;  // unique per writer: a thread's ring is found by it, never by address
@@ -161,8 +170,8 @@ struct HotRing {
 };
 extern __thread HotRing t_hot_ring CUSCOPE_HOT_TLS;
 
-[[gnu::always_inline]] inline void Writer::record(ScopeKind kind, std::uint32_t slot, std::uint32_t arg, std::uint64_t ns,
-                           std::uint64_t value) noexcept {
+[[gnu::always_inline]] inline void Writer::record(ScopeKind kind, std::uint32_t slot, std::uint32_t arg,
+                                                  std::uint64_t ns, std::uint64_t value) noexcept {
   Ring* r = t_hot_ring.ring;
   std::uint64_t h = 0;
   if (t_hot_ring.writer_id != id_ ||
