@@ -50,6 +50,7 @@ import time
 
 CONFIGS = ["bare", "cuscope", "cuscope_launch", "torch_profiler", "python_api"]
 CUSCOPE_RUN = ("cuscope", "cuscope_launch")
+WITH_CUSCOPE = CUSCOPE_RUN + ("python_api",)
 GOAL_ADDED_RATIO = 1 / 3
 MIN_STEPS = 200
 SKIPPED = 77
@@ -107,7 +108,7 @@ def added_ratios(figures):
         return {}
     bare_ns, profiler_ns = figures["bare"]["median_ns"], figures["torch_profiler"]["median_ns"]
     out = {}
-    for config in ("cuscope", "cuscope_launch", "python_api"):
+    for config in WITH_CUSCOPE:
         if config in figures:
             value = added_ratio(bare_ns, figures[config]["median_ns"], profiler_ns)
             out[config] = {"value": value, "verdict": verdict(value)}
@@ -314,7 +315,7 @@ def run_rounds(a, configs):
         for config in round_order:
             result = run_one(a, config, f"round {r + 1}/{a.rounds}")
             step_ns[config].append(result["step_ns"])
-            if config != "bare" and config != "torch_profiler":
+            if config in WITH_CUSCOPE:
                 problems += [f"round {r + 1}: {p}" for p in check_report(a, config)]
             print(f"round {r + 1}/{a.rounds}  {config:15} median step "
                   f"{statistics.median(result['step_ns']) / 1e3:9.1f} µs", flush=True)
@@ -351,11 +352,26 @@ def print_table(s):
         print(f"{config:16} {f['median_ns'] / 1e3:9.1f} µs {f['ratio_over_bare']:7.3f} {rounds:>21} "
               f"{f['pooled_median_ns'] / 1e3:7.1f} µs")
     for config, r in s["added_ratio"].items():
-        value = "undefined: torch.profiler added nothing" if r["value"] is None else f"{r['value']:.3f}: {r['verdict']}"
+        value = "undefined: torch.profiler added nothing"
+        if r["value"] is not None:
+            value = f"{r['value']:.3f}: {r['verdict']}"
         goal = " (the goal: <= 1/3)" if config == "cuscope" else ""
         print(f"added by {config} / added by torch_profiler: {value}{goal}")
     for p in s["problems"]:
         print(f"NOT MEASURED AS MEANT: {p}")
+
+
+def run_probe(a):
+    """The children's versions, or {'skipped': why} when this Python has no torch with CUDA."""
+    argv = [sys.executable, os.path.abspath(__file__), "--child", "probe"]
+    try:
+        p = subprocess.run(argv, env=child_env({}), capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise ChildFailed(f"the probe ({' '.join(argv)}) ran past {CHILD_TIMEOUT_S} s")
+    result = json_line(p.stdout)
+    if p.returncode not in (0, SKIPPED) or result is None:
+        raise ChildFailed(f"the probe ({' '.join(argv)}) exited {p.returncode}: {p.stderr.strip()[-2000:]}")
+    return result
 
 
 def parent(a, configs):
@@ -384,19 +400,6 @@ def parent(a, configs):
         f.write("\n")
     print_table(s)
     return 1 if problems else 0
-
-
-def run_probe(a):
-    """The children's versions, or {'skipped': why} when their Python has no torch with CUDA."""
-    argv = [sys.executable, os.path.abspath(__file__), "--child", "probe"]
-    try:
-        p = subprocess.run(argv, env=child_env({}), capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        raise ChildFailed(f"the probe ({' '.join(argv)}) ran past {CHILD_TIMEOUT_S} s")
-    result = json_line(p.stdout)
-    if p.returncode not in (0, SKIPPED) or result is None:
-        raise ChildFailed(f"the probe ({' '.join(argv)}) exited {p.returncode}: {p.stderr.strip()[-2000:]}")
-    return result
 
 
 def parse_args(argv):
