@@ -1,0 +1,456 @@
+#!/usr/bin/env python3
+"""What cuscope adds to a PyTorch training step, beside what torch.profiler adds, in one run, as
+ratios over the bare step (issue 24, deliverable 5).
+
+    torch_overhead.py --cuscope BUILD/src/cli/cuscope --out DIR [--git-commit SHA] [--rounds R]
+                      [--steps N] [--warmup W] [--python-package DIR] [--configs bare,cuscope,...]
+
+The step: a small, launch-bound transformer-ish training step on CUDA (layer norm, linear layers,
+scaled_dot_product_attention, a GELU MLP, a loss, backward, SGD), its regions marked with
+torch.cuda.nvtx.range (no-ops with no NVTX tool attached), the same code in every configuration.
+Each step ends with torch.cuda.synchronize(); its time is time.perf_counter_ns() around it.
+
+Configurations, each a fresh process of this script (the hidden `--child CONFIG`):
+  bare            the step alone
+  cuscope         under `cuscope run` with cuscope's defaults (its report: DIR/report-cuscope.json)
+  cuscope_launch  the same with CUSCOPE_ATTRIBUTION=launch
+  torch_profiler  torch.profiler.profile(activities=[CPU, CUDA]) around the timed steps; no export
+  python_api      with --python-package DIR: the regions as cuscope.scope from that package, no
+                  `cuscope run` (its report through CUSCOPE_JSON)
+A child runs W warm-up steps (default 50) untimed, then N timed steps (default 200, at least 200
+unless --allow-few-steps), and prints one JSON line on standard output: its step times in ns.
+
+Rounds (default 5): every configuration once per round, round r starting at configuration r mod n,
+so a slow drift of the machine spreads over every configuration. Per configuration: the median
+step of each round, the median of those round medians (the figure), their min and max, and the
+median of all steps pooled; ratios over `bare` of the same run; and
+added_ratio = (cuscope - bare) / (torch_profiler - bare), the goal being <= 1/3 (undefined when
+torch.profiler adds nothing). Each cuscope report must hold the range `step`, entered W + N times,
+with kernels attributed; otherwise the run did not measure what it means to.
+
+Writes DIR/torch-overhead.json (the figures) and DIR/torch-overhead-steps.json (every step time);
+each configuration's standard error goes to DIR/stderr-CONFIG.log. Exit status: 2 on bad
+arguments; 77 (skipped) when torch with CUDA is not importable, before any configuration runs; 1
+when a child fails or a cuscope report is not what the run means; 0 otherwise (a missed goal is
+reported, not an error).
+
+Never time anything but the steps (imports, warm-up, cuscope's exit table and torch.profiler's
+processing stay out); never run a configuration's rounds as one block; never take a ratio from
+two runs.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+CONFIGS = ["bare", "cuscope", "cuscope_launch", "torch_profiler", "python_api"]
+CUSCOPE_RUN = ("cuscope", "cuscope_launch")
+WITH_CUSCOPE = CUSCOPE_RUN + ("python_api",)
+GOAL_ADDED_RATIO = 1 / 3
+MIN_STEPS = 200
+SKIPPED = 77
+CHILD_TIMEOUT_S = 300
+BATCH, SEQ, DIM, HEADS, LAYERS = 4, 64, 128, 4, 2
+
+
+# ---- the pure parts: plain lists in, plain values out ----------------------------------------
+
+def rotation(configs, rounds):
+    """The order of each round: round r starts at configuration r mod n."""
+    n = len(configs)
+    return [configs[r % n:] + configs[:r % n] for r in range(rounds)]
+
+
+def spread(rounds_step_ns):
+    """One configuration's figures from its step times, one list per round."""
+    medians = [statistics.median(steps) for steps in rounds_step_ns]
+    return {
+        "round_medians_ns": medians,
+        "median_ns": statistics.median(medians),
+        "min_round_median_ns": min(medians),
+        "max_round_median_ns": max(medians),
+        "pooled_median_ns": statistics.median([t for steps in rounds_step_ns for t in steps]),
+    }
+
+
+def summarize(step_ns):
+    """{config: figures} from {config: [round's step times, ...]}, with ratios over step_ns['bare']."""
+    figures = {config: spread(rounds) for config, rounds in step_ns.items()}
+    bare = figures["bare"]
+    for f in figures.values():
+        f["ratio_over_bare"] = f["median_ns"] / bare["median_ns"]
+        f["round_ratios_over_bare"] = [m / b for m, b in zip(f["round_medians_ns"], bare["round_medians_ns"])]
+    return figures
+
+
+def added_ratio(bare_ns, tool_ns, profiler_ns):
+    """What a tool adds over what torch.profiler adds; None when torch.profiler adds nothing."""
+    profiler_added_ns = profiler_ns - bare_ns
+    if profiler_added_ns <= 0:
+        return None
+    return (tool_ns - bare_ns) / profiler_added_ns
+
+
+def verdict(ratio, goal=GOAL_ADDED_RATIO):
+    if ratio is None:
+        return "undefined"
+    return "met" if ratio <= goal else "missed"
+
+
+def added_ratios(figures):
+    """{tool config: {value, verdict}} for each cuscope configuration measured beside torch.profiler."""
+    if "torch_profiler" not in figures:
+        return {}
+    bare_ns, profiler_ns = figures["bare"]["median_ns"], figures["torch_profiler"]["median_ns"]
+    out = {}
+    for config in WITH_CUSCOPE:
+        if config in figures:
+            value = added_ratio(bare_ns, figures[config]["median_ns"], profiler_ns)
+            out[config] = {"value": value, "verdict": verdict(value)}
+    return out
+
+
+def report_problems(report, expected_calls):
+    """Why a cuscope report (its parsed JSON) shows the step was not measured as meant; [] when it was."""
+    step = next((r for r in report.get("ranges", []) if r.get("path") == "step"), None)
+    if step is None:
+        return ["no range 'step' in the report"]
+    problems = []
+    if step["calls"] != expected_calls:
+        problems.append(f"'step' entered {step['calls']} times, not {expected_calls}")
+    if step["total"]["kernel_calls"] == 0:
+        problems.append("no kernel attributed to 'step'")
+    return problems
+
+
+# ---- the child: one configuration's steps in this process ------------------------------------
+
+def probe():
+    """({python, torch, cuda, gpu}, '') when torch with CUDA is importable here, else (None, why not)."""
+    try:
+        import torch
+    except Exception as e:  # an ImportError, or a library torch needs that fails to load
+        return None, f"torch with CUDA is not importable ({type(e).__name__}: {e})"
+    if not torch.cuda.is_available():
+        return None, f"torch with CUDA is not importable (torch {torch.__version__} sees no CUDA device)"
+    return {"python": platform.python_version(), "torch": torch.__version__, "cuda": torch.version.cuda,
+            "gpu": torch.cuda.get_device_name(0)}, ""
+
+
+def make_step(torch, region):
+    """One training step, its regions entered through region(name)."""
+    F = torch.nn.functional
+    torch.manual_seed(0)
+    layers = [torch.nn.ModuleDict({
+        "norm1": torch.nn.LayerNorm(DIM), "qkv": torch.nn.Linear(DIM, 3 * DIM), "out": torch.nn.Linear(DIM, DIM),
+        "norm2": torch.nn.LayerNorm(DIM), "up": torch.nn.Linear(DIM, 4 * DIM), "down": torch.nn.Linear(4 * DIM, DIM),
+    }).cuda() for _ in range(LAYERS)]
+    opt = torch.optim.SGD([p for layer in layers for p in layer.parameters()], lr=1e-3)
+    x = torch.randn(BATCH, SEQ, DIM, device="cuda")
+    target = torch.randn(BATCH, SEQ, DIM, device="cuda")
+
+    def heads(t):
+        return t.view(BATCH, SEQ, HEADS, DIM // HEADS).transpose(1, 2)
+
+    def attention(layer, h):
+        q, k, v = layer["qkv"](layer["norm1"](h)).chunk(3, dim=-1)
+        a = F.scaled_dot_product_attention(heads(q), heads(k), heads(v), is_causal=True)
+        return h + layer["out"](a.transpose(1, 2).reshape(BATCH, SEQ, DIM))
+
+    def mlp(layer, h):
+        return h + layer["down"](F.gelu(layer["up"](layer["norm2"](h))))
+
+    def step():
+        with region("step"):
+            with region("forward"):
+                h = x
+                for layer in layers:
+                    with region("attention"):
+                        h = attention(layer, h)
+                    with region("mlp"):
+                        h = mlp(layer, h)
+            with region("loss"):
+                loss = F.mse_loss(h, target)
+            with region("backward"):
+                loss.backward()
+            with region("optimizer"):
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+        torch.cuda.synchronize()
+
+    return step
+
+
+def timed_steps(step, count):
+    step_ns = []
+    for _ in range(count):
+        start = time.perf_counter_ns()
+        step()
+        step_ns.append(time.perf_counter_ns() - start)
+    return step_ns
+
+
+def run_child(config, warmup, steps):
+    """This configuration's warm-up, then its timed steps: their times in ns."""
+    import torch
+    if config == "python_api":
+        import cuscope  # from --python-package (PYTHONPATH)
+        step = make_step(torch, cuscope.scope)
+    else:
+        step = make_step(torch, torch.cuda.nvtx.range)
+    for _ in range(warmup):
+        step()
+    if config != "torch_profiler":
+        return timed_steps(step, steps)
+    activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+    with torch.profiler.profile(activities=activities):
+        return timed_steps(step, steps)
+
+
+def child(config, warmup, steps):
+    versions, why_not = probe()
+    if versions is None:
+        print(json.dumps({"skipped": why_not}))
+        print(why_not, file=sys.stderr)
+        return SKIPPED
+    if config != "probe":
+        versions.update(config=config, warmup=warmup, steps=steps, step_ns=run_child(config, warmup, steps))
+    print(json.dumps(versions), flush=True)
+    return 0
+
+
+# ---- the parent: rounds of children ----------------------------------------------------------
+
+class ChildFailed(Exception):
+    pass
+
+
+def child_env(extra):
+    """The parent's environment without cuscope's settings or any injection, plus `extra`."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("CUSCOPE_") and k not in ("NVTX_INJECTION64_PATH", "CUDA_INJECTION64_PATH")}
+    env.update(extra)
+    return env
+
+
+def report_path(a, config):
+    return os.path.join(a.out, f"report-{config}.json")
+
+
+def command(a, config):
+    """(argv, extra environment) of one configuration's child."""
+    me = [sys.executable, os.path.abspath(__file__), "--child", config,
+          "--warmup", str(a.warmup), "--steps", str(a.steps)]
+    if a.allow_few_steps:
+        me.append("--allow-few-steps")
+    if config in CUSCOPE_RUN:
+        extra = {"CUSCOPE_ATTRIBUTION": "launch"} if config == "cuscope_launch" else {}
+        return [a.cuscope, "run", "--json", report_path(a, config), "--"] + me, extra
+    if config == "python_api":
+        path = os.pathsep.join(filter(None, [a.python_package, os.environ.get("PYTHONPATH")]))
+        return me, {"PYTHONPATH": path, "CUSCOPE_JSON": report_path(a, config)}
+    return me, {}
+
+
+def describe(argv, extra):
+    """A child's command line as a person would type it: its extra environment, then its argv."""
+    return " ".join([f"{k}={v}" for k, v in extra.items()] + argv)
+
+
+def json_line(stdout):
+    """The one line of the child's standard output that is a JSON object (cuscope's own output is not)."""
+    found = []
+    for line in stdout.splitlines():
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            found.append(value)
+    return found[0] if len(found) == 1 else None
+
+
+def run_one(a, config, label):
+    """Runs one child; its JSON line. Raises ChildFailed when it fails."""
+    argv, extra = command(a, config)
+    log = os.path.join(a.out, f"stderr-{config}.log")
+    with open(log, "a") as err:
+        err.write(f"=== {label}: {describe(argv, extra)}\n")
+        err.flush()
+        try:
+            p = subprocess.run(argv, env=child_env(extra), stdout=subprocess.PIPE, stderr=err, text=True,
+                               timeout=CHILD_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise ChildFailed(f"{config} ({label}) ran past {CHILD_TIMEOUT_S} s; its standard error: {log}")
+    if p.returncode != 0:
+        raise ChildFailed(f"{config} ({label}) exited {p.returncode}; its standard error: {log}")
+    result = json_line(p.stdout)
+    if result is None or result.get("config") != config:
+        raise ChildFailed(f"{config} ({label}) printed no JSON line of its steps; its standard error: {log}")
+    return result
+
+
+def check_report(a, config):
+    """Problems of one cuscope configuration's report after a round; [] when none."""
+    path = report_path(a, config)
+    try:
+        with open(path) as f:
+            report = json.load(f)
+    except (OSError, ValueError) as e:
+        return [f"{config}: no readable report at {path} ({e})"]
+    return [f"{config}: {p} (report {path})" for p in report_problems(report, a.warmup + a.steps)]
+
+
+def run_rounds(a, configs):
+    """({config: [step times per round]}, problems), the configurations interleaved round by round."""
+    step_ns = {config: [] for config in configs}
+    problems = []
+    order = rotation(configs, a.rounds)
+    for r, round_order in enumerate(order):
+        for config in round_order:
+            result = run_one(a, config, f"round {r + 1}/{a.rounds}")
+            step_ns[config].append(result["step_ns"])
+            if config in WITH_CUSCOPE:
+                problems += [f"round {r + 1}: {p}" for p in check_report(a, config)]
+            print(f"round {r + 1}/{a.rounds}  {config:15} median step "
+                  f"{statistics.median(result['step_ns']) / 1e3:9.1f} µs", flush=True)
+    return step_ns, problems
+
+
+def summary(a, configs, versions, step_ns, problems):
+    """The JSON written to torch-overhead.json."""
+    figures = summarize(step_ns)
+    added = added_ratios(figures)
+    goal = added.get("cuscope", {"value": None, "verdict": "undefined"})
+    return {
+        "what": "PyTorch training step time (ns, perf_counter around the step and its synchronize): "
+                "bare, under cuscope and under torch.profiler, as ratios over the bare step of the same run",
+        "commit": a.git_commit,
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "host": platform.node(),
+        **versions,
+        "model": {"batch": BATCH, "seq": SEQ, "dim": DIM, "heads": HEADS, "layers": LAYERS},
+        "warmup": a.warmup, "steps": a.steps, "rounds": a.rounds,
+        "configurations": {c: describe(*command(a, c)) for c in configs},
+        "order": rotation(configs, a.rounds),
+        "figures": figures,
+        "added_ratio": added,
+        "goal": {"what": "(cuscope - bare) / (torch_profiler - bare) <= 1/3", **goal},
+        "problems": problems,
+    }
+
+
+def print_table(s):
+    print(f"\n{'configuration':16} {'median step':>12} {'ratio':>7} {'round medians':>21} {'pooled':>10}")
+    for config, f in s["figures"].items():
+        rounds = f"{f['min_round_median_ns'] / 1e3:.1f}-{f['max_round_median_ns'] / 1e3:.1f} µs"
+        print(f"{config:16} {f['median_ns'] / 1e3:9.1f} µs {f['ratio_over_bare']:7.3f} {rounds:>21} "
+              f"{f['pooled_median_ns'] / 1e3:7.1f} µs")
+    for config, r in s["added_ratio"].items():
+        value = "undefined: torch.profiler added nothing"
+        if r["value"] is not None:
+            value = f"{r['value']:.3f}: {r['verdict']}"
+        goal = " (the goal: <= 1/3)" if config == "cuscope" else ""
+        print(f"added by {config} / added by torch_profiler: {value}{goal}")
+    for p in s["problems"]:
+        print(f"NOT MEASURED AS MEANT: {p}")
+
+
+def run_probe(a):
+    """The children's versions, or {'skipped': why} when this Python has no torch with CUDA."""
+    argv = [sys.executable, os.path.abspath(__file__), "--child", "probe"]
+    try:
+        p = subprocess.run(argv, env=child_env({}), capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise ChildFailed(f"the probe ({' '.join(argv)}) ran past {CHILD_TIMEOUT_S} s")
+    result = json_line(p.stdout)
+    if p.returncode not in (0, SKIPPED) or result is None:
+        raise ChildFailed(f"the probe ({' '.join(argv)}) exited {p.returncode}: {p.stderr.strip()[-2000:]}")
+    return result
+
+
+def parent(a, configs):
+    try:
+        versions = run_probe(a)
+    except ChildFailed as e:
+        print(f"torch_overhead.py: {e}", file=sys.stderr)
+        return 1
+    if "skipped" in versions:
+        print(f"torch_overhead.py: skipped: {versions['skipped']}")
+        return SKIPPED
+    os.makedirs(a.out, exist_ok=True)
+    for config in configs:
+        open(os.path.join(a.out, f"stderr-{config}.log"), "w").close()
+    try:
+        step_ns, problems = run_rounds(a, configs)
+    except ChildFailed as e:
+        print(f"torch_overhead.py: a child failed: {e}", file=sys.stderr)
+        return 1
+    s = summary(a, configs, versions, step_ns, problems)
+    with open(os.path.join(a.out, "torch-overhead.json"), "w") as f:
+        json.dump(s, f, indent=2)
+        f.write("\n")
+    with open(os.path.join(a.out, "torch-overhead-steps.json"), "w") as f:
+        json.dump({"unit": "ns", "order": s["order"], "step_ns": step_ns}, f)
+        f.write("\n")
+    print_table(s)
+    return 1 if problems else 0
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cuscope", help="the cuscope CLI (BUILD/src/cli/cuscope)")
+    ap.add_argument("--out", help="folder for torch-overhead.json, the reports and the children's stderr")
+    ap.add_argument("--git-commit", help="the commit measured (kept in the JSON)")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=MIN_STEPS, help=f"timed steps per child (at least {MIN_STEPS})")
+    ap.add_argument("--warmup", type=int, default=50, help="untimed steps before them")
+    ap.add_argument("--allow-few-steps", action="store_true", help=f"allow --steps below {MIN_STEPS} (tests)")
+    ap.add_argument("--configs", help=f"comma-separated, from {','.join(CONFIGS)} (default: all that apply)")
+    ap.add_argument("--python-package", help="a folder holding the cuscope Python package: adds python_api")
+    ap.add_argument("--child", choices=CONFIGS + ["probe"], help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.steps < MIN_STEPS and not a.allow_few_steps:
+        ap.error(f"--steps {a.steps}: the issue asks for at least {MIN_STEPS} timed steps "
+                 "(--allow-few-steps for a test run)")
+    if a.steps < 1 or a.warmup < 0 or a.rounds < 1:
+        ap.error("--steps and --rounds must be at least 1, --warmup at least 0")
+    if a.child:
+        return a, []
+    a.out, a.cuscope, a.python_package = (p and os.path.abspath(p) for p in (a.out, a.cuscope, a.python_package))
+    configs = chosen_configs(ap, a)
+    if a.out is None:
+        ap.error("--out is required")
+    if any(c in CUSCOPE_RUN for c in configs) and not (a.cuscope and os.access(a.cuscope, os.X_OK)):
+        ap.error(f"--cuscope must name the cuscope CLI (an executable file), not {a.cuscope!r}")
+    return a, configs
+
+
+def chosen_configs(ap, a):
+    if a.configs is None:
+        return [c for c in CONFIGS if c != "python_api" or a.python_package]
+    configs = a.configs.split(",")
+    for c in configs:
+        if c not in CONFIGS:
+            ap.error(f"unknown configuration '{c}' (known: {', '.join(CONFIGS)})")
+    if len(set(configs)) != len(configs) or "bare" not in configs:
+        ap.error("--configs names each configuration once, bare among them (the ratios are over it)")
+    if "python_api" in configs and not a.python_package:
+        ap.error("python_api needs --python-package")
+    return configs
+
+
+def main(argv):
+    a, configs = parse_args(argv)
+    if a.child:
+        return child(a.child, a.warmup, a.steps)
+    return parent(a, configs)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

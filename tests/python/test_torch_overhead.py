@@ -1,0 +1,320 @@
+"""bench/torch_overhead.py without a GPU: its statistics, its arguments, its skip without torch, and
+its rounds end to end with a stand-in torch module.
+
+The stand-in (STAND_IN_TORCH below, written to a temporary folder on PYTHONPATH) has the calls the
+step makes, with shapes checked, its NVTX ranges through the nvtx package (real NVTX calls, which
+`cuscope run` turns into cuscope ranges) and a log of synchronizations and profiler entries. Only
+torch and the GPU are stood in: the parent, the children, `cuscope run` and cuscope.scope are real.
+"""
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from conftest import CLEAN_ENV
+
+SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "torch_overhead.py")
+CLI = os.environ.get("CUSCOPE_TEST_CLI", "")
+
+
+def load_bench():
+    spec = importlib.util.spec_from_file_location("torch_overhead", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+bench = load_bench()
+
+
+def run_bench(*args, env=None):
+    return subprocess.run([sys.executable, SCRIPT, *args], env={**CLEAN_ENV, **(env or {})},
+                          capture_output=True, text=True, timeout=240)
+
+
+def test_round_order_rotates_one_configuration_each_round():
+    assert bench.rotation(["a", "b", "c"], 4) == [["a", "b", "c"], ["b", "c", "a"], ["c", "a", "b"], ["a", "b", "c"]]
+
+
+def test_spread_takes_the_median_of_round_medians_and_the_pooled_median():
+    f = bench.spread([[3, 1, 2], [10, 20], [5]])
+    assert f == {"round_medians_ns": [2, 15, 5], "median_ns": 5, "min_round_median_ns": 2,
+                 "max_round_median_ns": 15, "pooled_median_ns": 4}
+
+
+def test_ratios_are_over_the_bare_step_of_the_same_rounds():
+    figures = bench.summarize({"bare": [[100, 100], [200, 200]], "tool": [[110], [220]]})
+    assert figures["bare"]["ratio_over_bare"] == 1
+    assert figures["tool"]["median_ns"] == 165
+    assert figures["tool"]["ratio_over_bare"] == pytest.approx(1.1)
+    assert figures["tool"]["round_ratios_over_bare"] == pytest.approx([1.1, 1.1])
+
+
+def test_added_ratio_and_its_verdict():
+    assert bench.added_ratio(100, 110, 160) == pytest.approx(1 / 6)
+    assert bench.verdict(bench.added_ratio(100, 110, 160)) == "met"
+    assert bench.verdict(bench.added_ratio(100, 120, 160)) == "met"  # exactly 1/3
+    assert bench.verdict(bench.added_ratio(100, 130, 160)) == "missed"
+    assert bench.verdict(bench.added_ratio(100, 90, 160)) == "met"  # cuscope faster than bare: noise
+    assert bench.added_ratio(100, 110, 100) is None
+    assert bench.added_ratio(100, 110, 90) is None
+    assert bench.verdict(None) == "undefined"
+
+
+def test_added_ratios_need_torch_profiler_in_the_run():
+    step_ns = {"bare": [[100]], "cuscope": [[130]], "torch_profiler": [[160]], "python_api": [[110]]}
+    added = bench.added_ratios(bench.summarize(step_ns))
+    assert added["cuscope"]["value"] == pytest.approx(0.5) and added["cuscope"]["verdict"] == "missed"
+    assert added["python_api"]["value"] == pytest.approx(1 / 6) and added["python_api"]["verdict"] == "met"
+    assert "cuscope_launch" not in added
+    assert bench.added_ratios(bench.summarize({"bare": [[100]], "cuscope": [[130]]})) == {}
+
+
+def test_report_problems_name_what_the_report_misses():
+    def report(calls, kernels):
+        return {"ranges": [{"path": "step", "calls": calls, "total": {"kernel_calls": kernels}},
+                           {"path": "step/forward", "calls": calls, "total": {"kernel_calls": kernels}}]}
+    assert bench.report_problems(report(250, 4000), 250) == []
+    assert bench.report_problems(report(200, 4000), 250) == ["'step' entered 200 times, not 250"]
+    assert bench.report_problems(report(250, 0), 250) == ["no kernel attributed to 'step'"]
+    assert bench.report_problems({"ranges": []}, 250) == ["no range 'step' in the report"]
+
+
+def test_without_torch_it_exits_77_with_one_line(tmp_path):
+    if importlib.util.find_spec("torch") is not None:
+        pytest.skip("torch is importable here: the skip does not apply")
+    cli = tmp_path / "cuscope"
+    cli.write_text("#!/bin/sh\nexit 3\n")
+    cli.chmod(0o755)
+    p = run_bench("--cuscope", str(cli), "--out", str(tmp_path / "out"))
+    assert p.returncode == 77, p.stderr
+    assert p.stdout == ("torch_overhead.py: skipped: torch with CUDA is not importable "
+                        "(ModuleNotFoundError: No module named 'torch')\n")
+    assert p.stderr == ""
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--steps", "10"], "--steps 10: the issue asks for at least 200 timed steps (--allow-few-steps for a test run)"),
+    (["--configs", "bare,bogus"], "unknown configuration 'bogus' (known: bare, cuscope, cuscope_launch, "
+                                  "torch_profiler, python_api)"),
+    (["--configs", "cuscope,torch_profiler"], "--configs names each configuration once, bare among them"),
+    (["--configs", "bare,python_api"], "python_api needs --python-package"),
+    (["--configs", "bare,cuscope", "--cuscope", "/nonexistent/cuscope"], "--cuscope must name the cuscope CLI"),
+])
+def test_bad_arguments_exit_2_and_say_why(tmp_path, args, message):
+    p = run_bench("--out", str(tmp_path / "out"), *args)
+    assert p.returncode == 2
+    assert p.stderr.splitlines()[-1].startswith("torch_overhead.py: error: " + message), p.stderr
+    assert p.stdout == ""
+    assert not (tmp_path / "out").exists()
+
+
+STAND_IN_TORCH = '''
+"""A stand-in for torch: the calls bench/torch_overhead.py makes, shapes checked, no GPU."""
+import contextlib
+import math
+import os
+import types
+
+import nvtx
+
+__version__ = "0+stand-in"
+version = types.SimpleNamespace(cuda="stand-in")
+
+
+def log(event):
+    with open(os.environ["STAND_IN_TORCH_LOG"], "a") as f:
+        f.write(event + "\\n")
+
+
+class Tensor:
+    def __init__(self, *shape):
+        self.shape = tuple(shape)
+
+    def chunk(self, n, dim):
+        assert dim == -1 and self.shape[-1] % n == 0
+        return [Tensor(*self.shape[:-1], self.shape[-1] // n) for _ in range(n)]
+
+    def view(self, *shape):
+        assert math.prod(shape) == math.prod(self.shape), (shape, self.shape)
+        return Tensor(*shape)
+
+    reshape = view
+
+    def transpose(self, a, b):
+        s = list(self.shape)
+        s[a], s[b] = s[b], s[a]
+        return Tensor(*s)
+
+    def __add__(self, other):
+        assert other.shape == self.shape
+        return Tensor(*self.shape)
+
+    def backward(self):
+        assert self.shape == ()
+
+
+class Module:
+    def cuda(self):
+        return self
+
+
+class Linear(Module):
+    def __init__(self, n_in, n_out):
+        self.n_in, self.n_out = n_in, n_out
+
+    def __call__(self, x):
+        assert x.shape[-1] == self.n_in
+        return Tensor(*x.shape[:-1], self.n_out)
+
+    def parameters(self):
+        return [self]
+
+
+class LayerNorm(Linear):
+    def __init__(self, dim):
+        super().__init__(dim, dim)
+
+
+class ModuleDict(dict, Module):
+    def parameters(self):
+        return [p for m in self.values() for p in m.parameters()]
+
+
+def scaled_dot_product_attention(q, k, v, is_causal):
+    assert len(q.shape) == 4 and q.shape == k.shape == v.shape and is_causal
+    return Tensor(*q.shape)
+
+
+def mse_loss(a, b):
+    assert a.shape == b.shape
+    return Tensor()
+
+
+class SGD:
+    def __init__(self, params, lr):
+        assert params
+
+    def step(self):
+        pass
+
+    def zero_grad(self, set_to_none):
+        pass
+
+
+@contextlib.contextmanager
+def nvtx_range(name):
+    nvtx.push_range(name)
+    try:
+        yield
+    finally:
+        nvtx.pop_range()
+
+
+@contextlib.contextmanager
+def profile(activities):
+    assert activities == ["CPU", "CUDA"]
+    log("profile enter")
+    yield
+    log("profile exit")
+
+
+def manual_seed(seed):
+    pass
+
+
+def randn(*shape, device):
+    assert device == "cuda"
+    return Tensor(*shape)
+
+
+nn = types.SimpleNamespace(Linear=Linear, LayerNorm=LayerNorm, ModuleDict=ModuleDict,
+                           functional=types.SimpleNamespace(scaled_dot_product_attention=scaled_dot_product_attention,
+                                                            gelu=lambda x: Tensor(*x.shape), mse_loss=mse_loss))
+optim = types.SimpleNamespace(SGD=SGD)
+cuda = types.SimpleNamespace(is_available=lambda: True, get_device_name=lambda i: "stand-in GPU",
+                             synchronize=lambda: log("synchronize"), nvtx=types.SimpleNamespace(range=nvtx_range))
+profiler = types.SimpleNamespace(profile=profile, ProfilerActivity=types.SimpleNamespace(CPU="CPU", CUDA="CUDA"))
+'''
+
+CONFIGS = ["bare", "cuscope", "cuscope_launch", "torch_profiler", "python_api"]
+WARMUP, STEPS, ROUNDS = 2, 4, 3
+
+
+@pytest.fixture
+def stand_in(tmp_path):
+    """The environment that puts the stand-in torch, and the cuscope package this build made, on the path."""
+    folder = tmp_path / "stand_in"
+    folder.mkdir()
+    (folder / "torch.py").write_text(textwrap.dedent(STAND_IN_TORCH))
+    path = os.pathsep.join([str(folder), os.environ["PYTHONPATH"]])
+    return {"PYTHONPATH": path, "STAND_IN_TORCH_LOG": str(tmp_path / "torch.log")}
+
+
+def run_rounds(tmp_path, env, configs=CONFIGS):
+    if not CLI:
+        pytest.skip("no cuscope CLI in this build (CUSCOPE_TEST_CLI)")
+    package = os.environ["PYTHONPATH"].split(os.pathsep)[0]
+    return run_bench("--cuscope", CLI, "--out", str(tmp_path / "out"), "--python-package", package,
+                     "--configs", ",".join(configs), "--git-commit", "abc1234", "--warmup", str(WARMUP),
+                     "--steps", str(STEPS), "--rounds", str(ROUNDS), "--allow-few-steps", env=env)
+
+
+def test_rounds_end_to_end_with_a_stand_in_torch(tmp_path, stand_in):
+    p = run_rounds(tmp_path, stand_in)
+    # Without a GPU no kernel is attributed: each cuscope report is flagged, and nothing else is.
+    flagged = [line for line in p.stdout.splitlines() if line.startswith("NOT MEASURED AS MEANT")]
+    expected = [f"NOT MEASURED AS MEANT: round {r + 1}: {c}: no kernel attributed to 'step' "
+                f"(report {tmp_path / 'out' / f'report-{c}.json'})"
+                for r, order in enumerate(bench.rotation(CONFIGS, ROUNDS)) for c in order
+                if c not in ("bare", "torch_profiler")]
+    assert flagged == expected, p.stdout + p.stderr
+    assert p.returncode == 1
+    with open(tmp_path / "out" / "torch-overhead.json") as f:
+        s = json.load(f)
+    assert s["commit"] == "abc1234"
+    assert (s["torch"], s["cuda"], s["gpu"]) == ("0+stand-in", "stand-in", "stand-in GPU")
+    assert s["order"] == bench.rotation(CONFIGS, ROUNDS)
+    assert list(s["figures"]) == CONFIGS
+    assert all(len(f["round_medians_ns"]) == ROUNDS for f in s["figures"].values())
+    assert set(s["added_ratio"]) == {"cuscope", "cuscope_launch", "python_api"}
+    assert s["goal"]["verdict"] in ("met", "missed", "undefined")
+    assert "CUSCOPE_ATTRIBUTION=launch " in s["configurations"]["cuscope_launch"]
+    assert s["configurations"]["cuscope"].startswith(f"{CLI} run --json ")
+    with open(tmp_path / "out" / "torch-overhead-steps.json") as f:
+        steps = json.load(f)
+    assert all(len(r) == STEPS for c in CONFIGS for r in steps["step_ns"][c])
+    # The children ran in the rotated order, every step synchronized, the profiler around the timed steps only.
+    log = (tmp_path / "torch.log").read_text().split("\n")
+    per_child = ["synchronize"] * WARMUP + ["synchronize"] * STEPS
+    profiled = ["synchronize"] * WARMUP + ["profile enter"] + ["synchronize"] * STEPS + ["profile exit"]
+    assert log == sum((profiled if c == "torch_profiler" else per_child for order in s["order"] for c in order),
+                      []) + [""]
+    # cuscope saw every step's ranges: the step and its regions, entered as the step enters them.
+    for config in ("cuscope", "cuscope_launch", "python_api"):
+        with open(tmp_path / "out" / f"report-{config}.json") as f:
+            calls = {r["path"]: r["calls"] for r in json.load(f)["ranges"] if r["path"].startswith("step")}
+        n = WARMUP + STEPS
+        assert calls == {"step": n, "step/forward": n, "step/forward/attention": 2 * n, "step/forward/mlp": 2 * n,
+                         "step/loss": n, "step/backward": n, "step/optimizer": n}, config
+    for config in CONFIGS:
+        headers = [line for line in (tmp_path / "out" / f"stderr-{config}.log").read_text().splitlines()
+                   if line.startswith("=== round ")]
+        assert len(headers) == ROUNDS, config
+
+
+def test_a_failing_child_stops_the_run_and_names_its_log(tmp_path, stand_in):
+    # Each child fails at its first step's synchronize, which logs into a folder that does not exist.
+    stand_in["STAND_IN_TORCH_LOG"] = str(tmp_path / "no-such-folder" / "torch.log")
+    p = run_rounds(tmp_path, stand_in, configs=["bare", "torch_profiler"])
+    assert p.returncode == 1
+    log = tmp_path / "out" / "stderr-bare.log"
+    assert p.stderr == (f"torch_overhead.py: a child failed: bare (round 1/{ROUNDS}) exited 1; "
+                        f"its standard error: {log}\n")
+    assert "FileNotFoundError" in log.read_text()
+    assert not (tmp_path / "out" / "torch-overhead.json").exists()
