@@ -11,10 +11,17 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 
-namespace cuscope::views {
+namespace cuscope::inline v0::views {
+
+/// a + b, or the largest uint64 where that would overflow.
+inline std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b) {
+  return b > std::numeric_limits<std::uint64_t>::max() - a ? std::numeric_limits<std::uint64_t>::max()
+                                                           : a + b;
+}
 
 /// `v` (>= 1) with three significant digits, or as a whole number once it reaches 1000.
 inline std::string three_digits(double v) {
@@ -97,4 +104,4 @@ inline std::string pad_left(std::string_view s, std::size_t width) {
   return std::string(w < width ? width - w : 0, ' ') + std::string(s);
 }
 
-}  // namespace cuscope::views
+}  // namespace cuscope::inline v0::views

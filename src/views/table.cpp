@@ -1,5 +1,6 @@
 // views/table.cpp — the Report as a table for people: a header saying what was measured and what
-// was off, then one row per range, tree-indented, with its top kernels listed under it.
+// was off (table_header.cpp), then one row per range, tree-indented, with its top kernels listed
+// under it.
 //
 // Columns (all but `calls` and `kernels` in scaled units; `-` where nothing was measured):
 //   range        the scope's name, indented 2 spaces per level below the top
@@ -34,9 +35,8 @@
 #include <vector>
 
 #include "cuscope/report.hpp"
-#include "cuscope/version.hpp"
-#include "views/diagnostics_fields.hpp"
 #include "views/format.hpp"
+#include "views/table_header.hpp"
 
 namespace cuscope {
 inline namespace v0 {
@@ -45,6 +45,7 @@ namespace {
 using views::format_bytes;
 using views::format_duration;
 using views::format_percent;
+using views::saturating_add;
 
 constexpr std::string_view kUnscoped = kUnscopedName;
 constexpr std::size_t kRangeNameWidth = 40;
@@ -55,11 +56,6 @@ using Cells = std::array<std::string, kColumns>;
 constexpr std::array<std::string_view, kColumns> kTitles{
     "range",   "calls",       "host total", "host mean", "host self", "GPU total",
     "kernels", "kernel time", "GPU busy",   "memcpy",    "bound"};
-
-std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b) {
-  return b > std::numeric_limits<std::uint64_t>::max() - a ? std::numeric_limits<std::uint64_t>::max()
-                                                           : a + b;
-}
 
 /// total / count rounded to the nearest nanosecond, without the overflow of (total + count/2).
 std::uint64_t mean_ns(const DurationStats& d) {
@@ -84,79 +80,6 @@ std::uint64_t copy_count(const ActivityStats& a) {
 bool has_activity(const ActivityStats& a) {
   return a.kernel_calls != 0 || copy_count(a) != 0 || a.memset_count != 0 || a.sync_count != 0 ||
          a.alloc_count != 0 || a.free_count != 0;
-}
-
-// --- header -------------------------------------------------------------------------------------
-
-std::string diagnostics_line(const Diagnostics& d) {
-  std::vector<std::string> parts;
-  for (const views::DiagnosticField& c : views::kDiagnosticFields) {
-    const std::uint64_t n = d.*c.field;
-    if (n != 0 && !c.one.empty()) parts.push_back(fmt::format("{} {}", n, n == 1 ? c.one : c.many));
-  }
-  if (d.overhead_ns != 0) parts.push_back(format_duration(d.overhead_ns) + " of CUPTI overhead");
-  if (parts.empty()) return {};
-  std::string line = "lost or off: " + parts.front();
-  for (std::size_t i = 1; i < parts.size(); ++i) line += ", " + parts[i];
-  return line + "\n";
-}
-
-std::string status_line(std::string_view what, std::string_view status) {
-  if (status == "on") return {};
-  if (status.rfind("on, ", 0) == 0 || status.rfind("projected: ", 0) == 0)
-    return fmt::format("{}: {}\n", what, status);
-  if (status.empty()) return fmt::format("{}: off\n", what);
-  return fmt::format("{}: off — {}\n", what, status);
-}
-
-std::string header(const Report& report) {
-  std::string out = fmt::format("cuscope {} — device: {} — wall {} — steps {}/{}", version(), report.device,
-                                format_duration(report.wall_ns), report.recorded_steps, report.steps);
-  if (report.rank >= 0) {
-    out += report.world_size > 0 ? fmt::format(" — rank {} of {}", report.rank, report.world_size)
-                                 : fmt::format(" — rank {}", report.rank);
-  }
-  out += '\n';
-  if (report.gpu_timing != "on" && report.gpu_timing == report.activity_status) {
-    out += status_line("GPU timing and activity", report.gpu_timing);  // one reason, said once
-  } else {
-    out += status_line("GPU timing", report.gpu_timing);
-    out += status_line("GPU activity", report.activity_status);
-  }
-  if (report.counters_status.rfind("on", 0) == 0) {
-    out += fmt::format("hardware counters: {}\n", report.counters_status);
-  } else if (report.counters_status != kCountersNotRequested &&
-             (report.gpu_timing.rfind("on", 0) == 0 || report.activity_status == "on")) {
-    out += status_line("hardware counters", report.counters_status);
-  }
-  // A reason is printed once: notes repeating a status reason or an earlier note are left out.
-  std::vector<std::string_view> said;
-  for (const std::string* status : {&report.gpu_timing, &report.activity_status}) {
-    if (*status != "on") said.push_back(*status);
-  }
-  for (const std::string& note : report.notes) {
-    if (std::find(said.begin(), said.end(), note) != said.end()) continue;
-    said.push_back(note);
-    out += fmt::format("note: {}\n", note);
-  }
-  out += diagnostics_line(report.diagnostics);
-
-  std::uint64_t host_ns = 0;
-  std::uint64_t kernel_ns = 0;
-  std::uint64_t busy_ns = 0;
-  if (!report.ranges.empty()) {
-    for (std::size_t child : report.root().children) {
-      if (child < report.ranges.size()) host_ns = saturating_add(host_ns, report.ranges[child].host.total_ns);
-    }
-    kernel_ns = report.root().total.kernel_ns;
-    busy_ns = report.root().total.gpu_busy_ns;
-  }
-  out += fmt::format("total: host {} in top-level ranges", format_duration(host_ns));
-  if (report.activity_status == "on") {
-    out +=
-        fmt::format(" — kernel time {} — GPU busy {}", format_duration(kernel_ns), format_duration(busy_ns));
-  }
-  return out + "\n";
 }
 
 // --- which ranges, in which order ---------------------------------------------------------------
@@ -481,7 +404,7 @@ std::string range_rows(const Report& report, const TableOptions& options) {
   std::array<std::size_t, kColumns> widths{};
   for (std::size_t i = 0; i < kColumns; ++i) widths[i] = views::display_width(kTitles[i]);
   for (std::size_t r = 0; r < listed; ++r) {
-    table.push_back(cells(rows[r], report.activity_status == "on"));
+    table.push_back(cells(rows[r], views::tracing_on(report)));
     for (std::size_t i = 0; i < kColumns; ++i) {
       widths[i] = std::max(widths[i], views::display_width(table.back()[i]));
     }
@@ -509,7 +432,8 @@ std::string range_rows(const Report& report, const TableOptions& options) {
 }  // namespace
 
 std::string format_table(const Report& report, const TableOptions& options) {
-  return header(report) + "\n" + range_rows(report, options) + span_section(report.spans, options.max_rows);
+  return views::table_header(report) + "\n" + range_rows(report, options) +
+         span_section(report.spans, options.max_rows);
 }
 
 }  // namespace v0
