@@ -51,9 +51,11 @@ std::uint64_t now_ns() {
 void restart_session(bool enabled, cuscope::EventTiming events, bool activities,
                      std::uint32_t warmup_steps = 0, const std::string& trace_path = "",
                      std::uint32_t sample_every = 0,
-                     cuscope::Attribution attribution = cuscope::Attribution::external) {
+                     cuscope::Attribution attribution = cuscope::Attribution::external,
+                     bool sync_and_memory_records = true) {
   cuscope::detail::reset_for_testing();
   cuscope::Options o;
+  o.sync_records = o.memory_records = sync_and_memory_records;
   o.attribution = attribution;
   o.trace_path = trace_path;
   o.enabled = enabled;
@@ -313,7 +315,7 @@ int main(int argc, char** argv) {
   std::vector<double> launch[kLaunchConfigCount];
   std::vector<double> event_pair, event_scope, step_without, step_with;
   // The step with cuscope's parts one at a time: where the full configuration's cost comes from.
-  std::vector<double> step_host, step_events, step_tracing, step_defaults, step_sampled, step_launch_notes;
+  std::vector<double> step_host, step_events, step_tracing, step_defaults, step_sampled, step_launch_notes, step_lean;
   cuscope::Report traced;
   std::uint64_t traced_after_forced_flush = 0;
   // Kernels each traced loop attributed to its scopes, last round (of launches + kBatch).
@@ -372,6 +374,8 @@ int main(int argc, char** argv) {
     steps_into(step_sampled);
     restart_session(true, cuscope::EventTiming::automatic, true, 3, "", 0, cuscope::Attribution::launch);
     steps_into(step_launch_notes);
+    restart_session(true, cuscope::EventTiming::automatic, true, 3, "", 0, cuscope::Attribution::external, false);
+    steps_into(step_lean);
     restart_session(true, cuscope::EventTiming::always, true,
                     3);  // last: its report is the notes' "last transformer run"
     const std::vector<double> with = step_ns(3, args.steps);
@@ -423,7 +427,8 @@ int main(int argc, char** argv) {
        step_defaults},
       {"transformer.sampled", "transformer step, tracing + CUSCOPE_EVENTS=sampled:100", step_sampled},
       {"transformer.launch_notes", "transformer step, the defaults with CUSCOPE_ATTRIBUTION=launch",
-       step_launch_notes}};
+       step_launch_notes},
+      {"transformer.lean", "transformer step, the defaults without sync and memory records", step_lean}};
   for (const auto& part : parts) {
     const double t = cuscope_bench::median(part.steps);
     s.measurements.push_back(

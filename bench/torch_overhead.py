@@ -14,6 +14,8 @@ Configurations, each a fresh process of this script (the hidden `--child CONFIG`
   bare            the step alone
   cuscope         under `cuscope run` with cuscope's defaults (its report: DIR/report-cuscope.json)
   cuscope_launch  the same with CUSCOPE_ATTRIBUTION=launch
+  cuscope_lean    cuscope's defaults without synchronization and memory records
+                  (CUSCOPE_SYNC_RECORDS=0 CUSCOPE_MEMORY_RECORDS=0): what those records cost
   torch_profiler  torch.profiler.profile(activities=[CPU, CUDA]) around the timed steps; no export
   python_api      with --python-package DIR: the regions as cuscope.scope from that package, no
                   `cuscope run` (its report through CUSCOPE_JSON)
@@ -48,8 +50,11 @@ import subprocess
 import sys
 import time
 
-CONFIGS = ["bare", "cuscope", "cuscope_launch", "torch_profiler", "python_api"]
-CUSCOPE_RUN = ("cuscope", "cuscope_launch")
+CONFIGS = ["bare", "cuscope", "cuscope_launch", "cuscope_lean", "torch_profiler", "python_api"]
+CUSCOPE_RUN = ("cuscope", "cuscope_launch", "cuscope_lean")
+# What each `cuscope run` configuration sets on top of cuscope's defaults.
+CUSCOPE_ENV = {"cuscope": {}, "cuscope_launch": {"CUSCOPE_ATTRIBUTION": "launch"},
+               "cuscope_lean": {"CUSCOPE_SYNC_RECORDS": "0", "CUSCOPE_MEMORY_RECORDS": "0"}}
 WITH_CUSCOPE = CUSCOPE_RUN + ("python_api",)
 GOAL_ADDED_RATIO = 1 / 3
 MIN_STEPS = 200
@@ -249,8 +254,7 @@ def command(a, config):
     if a.allow_few_steps:
         me.append("--allow-few-steps")
     if config in CUSCOPE_RUN:
-        extra = {"CUSCOPE_ATTRIBUTION": "launch"} if config == "cuscope_launch" else {}
-        return [a.cuscope, "run", "--json", report_path(a, config), "--"] + me, extra
+        return [a.cuscope, "run", "--json", report_path(a, config), "--"] + me, dict(CUSCOPE_ENV[config])
     if config == "python_api":
         path = os.pathsep.join(filter(None, [a.python_package, os.environ.get("PYTHONPATH")]))
         return me, {"PYTHONPATH": path, "CUSCOPE_JSON": report_path(a, config)}

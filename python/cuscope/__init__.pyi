@@ -76,6 +76,8 @@ def start(
     activities: Union[bool, str] = ...,
     graphs: Union[bool, str] = ...,
     attribution: str = ...,
+    sync_records: Union[bool, str] = ...,
+    memory_records: Union[bool, str] = ...,
     wait_steps: Union[int, str] = ...,
     warmup_steps: Union[int, str] = ...,
     active_steps: Union[int, str] = ...,

@@ -17,6 +17,8 @@ OPTIONS: Dict[str, Tuple[str, str]] = {
     "activities": ("CUSCOPE_ACTIVITIES", "bool"),
     "graphs": ("CUSCOPE_GRAPHS", "bool"),
     "attribution": ("CUSCOPE_ATTRIBUTION", "text"),  # "external" or "launch"
+    "sync_records": ("CUSCOPE_SYNC_RECORDS", "bool"),
+    "memory_records": ("CUSCOPE_MEMORY_RECORDS", "bool"),
     "wait_steps": ("CUSCOPE_WAIT", "int"),
     "warmup_steps": ("CUSCOPE_WARMUP", "int"),
     "active_steps": ("CUSCOPE_ACTIVE", "int"),

@@ -218,7 +218,8 @@ constexpr const char* kKnown[] = {
     "CUSCOPE_JSON",      "CUSCOPE_SORT",        "CUSCOPE_ROWS",          "CUSCOPE_TOP_KERNELS",
     "CUSCOPE_MAX_DEPTH", "CUSCOPE_METRICS",     "CUSCOPE_METRIC_RANGES", "CUSCOPE_METRIC_STEPS",
     "CUSCOPE_TRACE",     "CUSCOPE_TRACE_LIMIT", "CUSCOPE_NVTX_DOMAINS",  "CUSCOPE_FINDINGS",
-    "CUSCOPE_GRAPHS",    "CUSCOPE_EVENTS",      "CUSCOPE_ATTRIBUTION"};
+    "CUSCOPE_GRAPHS",    "CUSCOPE_EVENTS",      "CUSCOPE_ATTRIBUTION",   "CUSCOPE_SYNC_RECORDS",
+    "CUSCOPE_MEMORY_RECORDS"};
 
 }  // namespace
 
@@ -247,6 +248,8 @@ Options options_from(EnvLookup lookup, Options base, std::vector<OptionError>* e
   r.events("CUSCOPE_EVENTS", base.events, base.events_sample_every);
   r.boolean("CUSCOPE_ACTIVITIES", base.activities);
   r.boolean("CUSCOPE_GRAPHS", base.graphs);
+  r.boolean("CUSCOPE_SYNC_RECORDS", base.sync_records);
+  r.boolean("CUSCOPE_MEMORY_RECORDS", base.memory_records);
   r.attribution("CUSCOPE_ATTRIBUTION", base.attribution);
   r.number("CUSCOPE_WAIT", base.wait_steps, 0, 1'000'000'000);
   r.number("CUSCOPE_WARMUP", base.warmup_steps, 0, 1'000'000'000);

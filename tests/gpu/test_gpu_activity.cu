@@ -355,6 +355,54 @@ TEST_CASE("stream waits and event queries are attributed, never left unresolved"
   cudaStreamDestroy(s2);
 }
 
+// CUSCOPE_SYNC_RECORDS=0, CUSCOPE_MEMORY_RECORDS=0 (docs/cupti.md): neither kind is enabled nor are
+// the calls that wait, allocate or free traced; kernels, copies and sets stay exact, and the
+// activity status says what was left out.
+TEST_CASE("without synchronization and memory records, kernels stay exact and the rest is left out",
+          "[gpu][cupti]") {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.sync_records = false;
+  o.memory_records = false;
+  cuscope_test::Session session(o);
+  warm_up();
+  cudaStream_t s1 = nullptr;
+  cudaStream_t s2 = nullptr;
+  cudaEvent_t e = nullptr;
+  CHECK_CUDA(cudaStreamCreate(&s1));
+  CHECK_CUDA(cudaStreamCreate(&s2));
+  CHECK_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  {
+    CUSCOPE_SCOPE("lean", s1);
+    void* p = nullptr;
+    CHECK_CUDA(cudaMalloc(&p, 1 << 20));
+    for (int i = 0; i < 100; ++i) {
+      empty_kernel<<<1, 1, 0, s1>>>();
+      CHECK_CUDA(cudaEventRecord(e, s1));
+      CHECK_CUDA(cudaStreamWaitEvent(s2, e, 0));
+      empty_kernel<<<1, 1, 0, s2>>>();
+      (void)cudaEventQuery(e);
+    }
+    CHECK_CUDA(cudaMemsetAsync(p, 0, 1 << 20, s1));
+    CHECK_CUDA(cudaStreamSynchronize(s1));
+    CHECK_CUDA(cudaStreamSynchronize(s2));
+    CHECK_CUDA(cudaFree(p));
+  }
+  const cuscope::Report r = settled();
+  CHECK(r.activity_status ==
+        "on, without synchronization or memory records (CUSCOPE_SYNC_RECORDS=0, CUSCOPE_MEMORY_RECORDS=0)");
+  const auto& lean = range(r, "lean");
+  CHECK(lean.self.kernel_calls == 200);
+  CHECK(lean.self.memset_count == 1);
+  CHECK(lean.self.sync_count == 0);
+  CHECK(lean.self.alloc_count == 0);
+  CHECK(lean.self.free_count == 0);
+  CHECK(r.diagnostics.unresolved_records == 0);
+  CHECK(r.diagnostics.dropped_records == 0);
+  cudaEventDestroy(e);
+  cudaStreamDestroy(s1);
+  cudaStreamDestroy(s2);
+}
+
 // CUPTI 13.0 keeps a buffer per CUDA-calling thread: a cap on the number of buffers would drop
 // the records of every thread past it.
 TEST_CASE("a hundred CUDA-calling threads: every kernel counted, none dropped", "[gpu][cupti]") {

@@ -135,7 +135,7 @@ void pop_correlation() noexcept {
 // no API records at all, nor external correlations, for a context made before CUPTI was first
 // used (a program that called CUDA before its first scope): no kernel could be tied to a scope.
 // The kind, then calls turned off, gave exactly the wanted records for both (docs/cupti.md).
-CUptiResult trace_calls(State& s) {
+CUptiResult trace_calls(State& s, RecordChoice want) {
   struct Domain {
     CUpti_CallbackDomain domain;
     CUpti_CallbackId size;
@@ -151,7 +151,7 @@ CUptiResult trace_calls(State& s) {
     for (CUpti_CallbackId cbid = 1; cbid < d.size; ++cbid) {
       const char* name = nullptr;
       if (cuptiGetCallbackName(d.domain, cbid, &name) != CUPTI_SUCCESS || name == nullptr) continue;
-      if (traced_call(name, d.domain == CUPTI_CB_DOMAIN_DRIVER_API)) continue;
+      if (traced_call(name, d.domain == CUPTI_CB_DOMAIN_DRIVER_API, want)) continue;
       r = d.domain == CUPTI_CB_DOMAIN_RUNTIME_API ? cuptiActivityEnableRuntimeApi(cbid, 0)
                                                   : cuptiActivityEnableDriverApi(cbid, 0);
       if (r != CUPTI_SUCCESS) return r;
@@ -208,6 +208,21 @@ void deliver(std::uint32_t flags) {
 
 }  // namespace
 
+std::vector<CUpti_ActivityKind> activity_kinds(RecordChoice want, bool launch_notes) {
+  std::vector<CUpti_ActivityKind> kinds;
+  for (CUpti_ActivityKind kind : kKinds) {
+    // Launch notes stand for external correlations and the API records they ride on.
+    if (launch_notes &&
+        (kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION || kind == CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API))
+      continue;
+    if ((!want.syncs && kind == CUPTI_ACTIVITY_KIND_SYNCHRONIZATION) ||
+        (!want.memory && kind == CUPTI_ACTIVITY_KIND_MEMORY2))
+      continue;
+    kinds.push_back(kind);
+  }
+  return kinds;
+}
+
 void set_cupti_version_for_testing(std::uint32_t version) noexcept {
   g_fake_version.store(version, std::memory_order_relaxed);
 }
@@ -240,11 +255,8 @@ std::string start_activity_tracing(Sink& sink) noexcept {
       s.target.store(nullptr, std::memory_order_release);
       return why;
     };
-    for (CUpti_ActivityKind kind : kKinds) {
-      // Launch notes stand for external correlations and the API records they ride on.
-      if (sub.launches &&
-          (kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION || kind == CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API))
-        continue;
+    const RecordChoice want = record_choice(sink.options);
+    for (CUpti_ActivityKind kind : activity_kinds(want, sub.launches)) {
       r = cuptiActivityEnable(kind);
       if (r != CUPTI_SUCCESS) return fail(refusal(kind_name(kind), r));
       s.enabled.push_back(kind);
@@ -253,7 +265,7 @@ std::string start_activity_tracing(Sink& sink) noexcept {
     // without this every poll of a running event would be a record.
     cuptiActivityEnableAllSyncRecords(0);
     if (!sub.launches) {
-      r = trace_calls(s);
+      r = trace_calls(s, want);
       if (r != CUPTI_SUCCESS) return fail(refusal("cuptiActivityEnable(RUNTIME/DRIVER)", r));
     }
     sink.forest.record_instances.store(true, std::memory_order_relaxed);
@@ -263,7 +275,7 @@ std::string start_activity_tracing(Sink& sink) noexcept {
     g_pop_correlation.store(sub.launches ? &own_calls_end : &pop_correlation, std::memory_order_release);
     g_push_correlation.store(sub.launches ? &own_calls_begin : &push_correlation, std::memory_order_release);
     sink.tracing.store(true, std::memory_order_release);
-    return "on";
+    return tracing_status(want);
   } catch (const std::exception& e) {
     return fmt::format("CUPTI tracing could not start: {}", e.what());
   }

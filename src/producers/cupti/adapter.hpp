@@ -1,6 +1,7 @@
 // producers/cupti/adapter.hpp — CUPTI activity tracing for a session.
 //
-// Enables kernel, copy, set, memory, synchronization and overhead records, and ties each to the
+// Enables kernel, copy, set, memory, synchronization and overhead records (the last two can be left
+// out: CUSCOPE_SYNC_RECORDS, CUSCOPE_MEMORY_RECORDS), and ties each to the
 // scope that launched its work in one of two ways (CUSCOPE_ATTRIBUTION, docs/cupti.md): external
 // correlation (the default: scopes push their instance id, kind CUSTOM0, and runtime + driver API
 // records are on for the calls that launch work, and only those: cuscope's own event calls stay
@@ -14,10 +15,14 @@
 // under a lock.
 #pragma once
 
+#include <cupti.h>
+
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "producers/cupti/subscriber.hpp"
+#include "producers/cupti/traced_calls.hpp"
 
 namespace cuscope::inline v0::detail {
 
@@ -39,6 +44,11 @@ void deliver_after_counters() noexcept;
 /// Delivers what is complete, then forces out the rest (counted as incomplete at exit), disables
 /// every kind and detaches the session. CUPTI is not finalized (see adapter.cpp).
 void stop_activity_tracing() noexcept;
+
+/// The activity kinds a session enables: kernels, copies, sets and overhead always; synchronization
+/// and memory records as `want` asks; external correlations and internal launch API records unless
+/// launches are noted by callbacks.
+std::vector<CUpti_ActivityKind> activity_kinds(RecordChoice want, bool launch_notes);
 
 /// Tests: the libcupti API version cuscope believes is loaded (0: ask cuptiGetVersion).
 void set_cupti_version_for_testing(std::uint32_t version) noexcept;

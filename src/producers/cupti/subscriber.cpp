@@ -201,13 +201,14 @@ std::string enable_graph_callbacks(CUpti_SubscriberHandle handle) {
   return {};
 }
 
-// Enables the launch callbacks on `handle`: every driver call that launches, copies, sets,
-// allocates, frees or waits (the runtime's calls reach the driver's); "" or why not.
-std::string enable_launch_callbacks(CUpti_SubscriberHandle handle) {
+// Enables the launch callbacks on `handle`: every driver call that launches, copies or sets, and
+// those that wait, allocate or free as `want` asks (the runtime's calls reach the driver's); "" or
+// why not.
+std::string enable_launch_callbacks(CUpti_SubscriberHandle handle, RecordChoice want) {
   for (CUpti_CallbackId cbid = 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
     const char* name = nullptr;
     if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name) != CUPTI_SUCCESS || name == nullptr ||
-        !traced_call(name, true))
+        !traced_call(name, true, want))
       continue;
     g_launch_cbids[cbid] = true;
     if (CUptiResult r = cuptiEnableCallback(1, handle, CUPTI_CB_DOMAIN_DRIVER_API, cbid); r != CUPTI_SUCCESS)
@@ -268,7 +269,7 @@ Subscribed subscribe(Sink& sink, bool launches) noexcept {
         g_handle = handle;
         if (graphs) out.why_not = enable_graph_callbacks(handle);
         out.graphs = graphs && out.why_not.empty();
-        if (launches && out.why_not.empty()) out.why_not = enable_launch_callbacks(handle);
+        if (launches && out.why_not.empty()) out.why_not = enable_launch_callbacks(handle, record_choice(sink.options));
         out.launches = launches && out.why_not.empty();
         g_launches.store(out.launches, std::memory_order_release);
         if (!out.why_not.empty()) {

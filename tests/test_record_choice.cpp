@@ -1,0 +1,138 @@
+// Which records and API calls a session traces (CUSCOPE_SYNC_RECORDS, CUSCOPE_MEMORY_RECORDS): the
+// calls traced for API records and launch callbacks, the activity kinds enabled, the activity
+// status that says what was left out, and the table's header that shows it.
+#include <catch2/catch.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cuscope/cuscope.hpp"
+#include "producers/cupti/adapter.hpp"
+#include "producers/cupti/traced_calls.hpp"
+
+namespace {
+
+using cuscope::detail::RecordChoice;
+
+// CUPTI's callback names for a sample of runtime and driver calls.
+const std::vector<std::pair<std::string, bool>> kCalls = {
+    {"cudaLaunchKernel_v7000", false},      {"cudaGraphLaunch_v10000", false}, {"cudaMemcpyAsync_v3020", false},
+    {"cudaMemsetAsync_v3020", false},       {"cudaStreamSynchronize_v3020", false},
+    {"cudaEventQuery_v3020", false},        {"cudaStreamWaitEvent_v3020", false},
+    {"cudaStreamQuery_v3020", false},       {"cudaMalloc_v3020", false},       {"cudaFreeAsync_v11020", false},
+    {"cudaGetDevice_v3020", false},         {"cudaEventRecord_v3020", false},  {"cuLaunchKernel", true},
+    {"cuMemcpyHtoDAsync_v2", true},         {"cuCtxSynchronize", true},        {"cuMemAlloc_v2", true},
+    {"cuMemAllocAsync", true},              {"cuMemFree_v2", true},            {"cuEventElapsedTime", true}};
+
+std::set<std::string> traced(RecordChoice want) {
+  std::set<std::string> out;
+  for (const auto& [name, driver] : kCalls) {
+    if (cuscope::detail::traced_call(name, driver, want)) out.insert(name);
+  }
+  return out;
+}
+
+const std::set<std::string> kWork = {"cudaLaunchKernel_v7000", "cudaGraphLaunch_v10000", "cudaMemcpyAsync_v3020",
+                                      "cudaMemsetAsync_v3020",  "cuLaunchKernel",         "cuMemcpyHtoDAsync_v2"};
+const std::set<std::string> kWaits = {"cudaStreamSynchronize_v3020", "cudaEventQuery_v3020",
+                                      "cudaStreamWaitEvent_v3020", "cudaStreamQuery_v3020", "cuCtxSynchronize"};
+const std::set<std::string> kMemory = {"cudaMalloc_v3020", "cudaFreeAsync_v11020", "cuMemAlloc_v2", "cuMemAllocAsync",
+                                       "cuMemFree_v2"};
+
+std::set<std::string> joined(std::initializer_list<const std::set<std::string>*> parts) {
+  std::set<std::string> out;
+  for (const auto* p : parts) out.insert(p->begin(), p->end());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the calls traced: work always, waits and allocations only when their records are on", "[cupti]") {
+  CHECK(traced({true, true}) == joined({&kWork, &kWaits, &kMemory}));
+  CHECK(traced({false, true}) == joined({&kWork, &kMemory}));
+  CHECK(traced({true, false}) == joined({&kWork, &kWaits}));
+  CHECK(traced({false, false}) == kWork);
+  // Never the calls that do none of these (cuscope's own event records among them).
+  for (const RecordChoice want : {RecordChoice{true, true}, RecordChoice{false, false}}) {
+    CHECK_FALSE(cuscope::detail::traced_call("cudaGetDevice_v3020", false, want));
+    CHECK_FALSE(cuscope::detail::traced_call("cudaEventRecord_v3020", false, want));
+  }
+  // An allocation is named cuMemAlloc* only in the driver API.
+  CHECK_FALSE(cuscope::detail::traced_call("cudaMemAllocSomething", false, {true, true}));
+}
+
+TEST_CASE("the activity kinds: synchronization and memory records as asked, correlation as attribution needs",
+          "[cupti]") {
+  using K = std::vector<CUpti_ActivityKind>;
+  CHECK(cuscope::detail::activity_kinds({true, true}, false) ==
+        K{CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2,
+          CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_MEMORY2, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+          CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_OVERHEAD,
+          CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API});
+  CHECK(cuscope::detail::activity_kinds({false, false}, false) ==
+        K{CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2,
+          CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_OVERHEAD,
+          CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API});
+  CHECK(cuscope::detail::activity_kinds({true, false}, true) ==
+        K{CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2,
+          CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_OVERHEAD});
+  CHECK(cuscope::detail::activity_kinds({false, true}, true) ==
+        K{CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2,
+          CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_MEMORY2, CUPTI_ACTIVITY_KIND_OVERHEAD});
+}
+
+TEST_CASE("the activity status names the records left out and the variables that did it", "[cupti]") {
+  CHECK(cuscope::detail::tracing_status({true, true}) == "on");
+  CHECK(cuscope::detail::tracing_status({false, true}) ==
+        "on, without synchronization records (CUSCOPE_SYNC_RECORDS=0)");
+  CHECK(cuscope::detail::tracing_status({true, false}) == "on, without memory records (CUSCOPE_MEMORY_RECORDS=0)");
+  CHECK(cuscope::detail::tracing_status({false, false}) ==
+        "on, without synchronization or memory records (CUSCOPE_SYNC_RECORDS=0, CUSCOPE_MEMORY_RECORDS=0)");
+  cuscope::Options o;
+  o.sync_records = false;
+  CHECK_FALSE(cuscope::detail::record_choice(o).syncs);
+  CHECK(cuscope::detail::record_choice(o).memory);
+}
+
+TEST_CASE("the table says what tracing left out, and still shows kernel columns and totals", "[table]") {
+  cuscope::Report r;
+  r.device = "test";
+  r.gpu_timing = "projected: CUPTI traces each call's work";
+  r.activity_status = cuscope::detail::tracing_status({false, true});
+  cuscope::RangeStats root;
+  root.name = "";
+  root.children = {1};
+  cuscope::RangeStats step;
+  step.name = "step";
+  step.path = "step";
+  step.parent = 0;
+  step.calls = 1;
+  step.host.count = 1;
+  step.host.total_ns = 2'000;
+  step.total.kernel_calls = 3;
+  step.total.kernel_ns = 1'500;
+  step.total.gpu_busy_ns = 1'500;
+  // A range that launched nothing: "0" kernels where CUPTI traced, "-" where it did not.
+  cuscope::RangeStats idle;
+  idle.name = "idle";
+  idle.path = "idle";
+  idle.calls = 1;
+  idle.host.count = 1;
+  idle.host.total_ns = 1'000;
+  root.children = {1, 2};
+  root.total = step.total;
+  r.ranges = {root, step, idle};
+  const std::string table = cuscope::format_table(r);
+  CHECK(table.find("GPU activity: on, without synchronization records (CUSCOPE_SYNC_RECORDS=0)\n") !=
+        std::string::npos);
+  CHECK(table.find("— kernel time 1.50 µs — GPU busy 1.50 µs") != std::string::npos);
+  // The rows are those of a session with every record on; not those of one that did not trace.
+  const auto rows = [](const std::string& t) { return t.substr(t.find("\nrange")); };
+  r.activity_status = "on";
+  const std::string all_on = cuscope::format_table(r);
+  CHECK(all_on.find("GPU activity") == std::string::npos);
+  CHECK(rows(table) == rows(all_on));
+  CHECK(rows(table).find("\nidle ") != std::string::npos);
+  r.activity_status = "CUPTI could not start";
+  CHECK(rows(table) != rows(cuscope::format_table(r)));
+}
