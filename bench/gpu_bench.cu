@@ -52,9 +52,11 @@ void restart_session(bool enabled, cuscope::EventTiming events, bool activities,
                      std::uint32_t warmup_steps = 0, const std::string& trace_path = "",
                      std::uint32_t sample_every = 0,
                      cuscope::Attribution attribution = cuscope::Attribution::external,
-                     bool sync_and_memory_records = true) {
+                     bool sync_and_memory_records = true,
+                     cuscope::EventTimestamps timestamps = cuscope::EventTimestamps::cuda) {
   cuscope::detail::reset_for_testing();
   cuscope::Options o;
+  o.event_timestamps = timestamps;
   o.sync_records = o.memory_records = sync_and_memory_records;
   o.attribution = attribution;
   o.trace_path = trace_path;
@@ -237,6 +239,7 @@ struct LaunchConfig {
   bool activities, minimal_cupti;
   cuscope::Attribution attribution = cuscope::Attribution::external;
   std::uint32_t sample_every = 0;  ///< with EventTiming::sampled: one call in N after the first
+  cuscope::EventTimestamps timestamps = cuscope::EventTimestamps::cuda;
 };
 
 constexpr LaunchConfig kLaunchConfigs[] = {
@@ -259,6 +262,9 @@ constexpr LaunchConfig kLaunchConfigs[] = {
      Wrap::ScopePerLaunch, true, cuscope::EventTiming::automatic, true, false, cuscope::Attribution::launch},
     {"launch.sampled", "launch: in a scope, tracing + CUSCOPE_EVENTS=sampled:100", Wrap::ScopePerLaunch, true,
      cuscope::EventTiming::sampled, true, false, cuscope::Attribution::external, 100},
+    {"launch.events_cupti", "launch: in a scope, full tracing, events timed by CUPTI (CUSCOPE_EVENT_TIMESTAMPS=cupti)",
+     Wrap::ScopePerLaunch, true, cuscope::EventTiming::always, true, false, cuscope::Attribution::external, 0,
+     cuscope::EventTimestamps::cupti},
 };
 constexpr int kLaunchConfigCount = sizeof kLaunchConfigs / sizeof kLaunchConfigs[0];
 /// Indices into kLaunchConfigs, for the ratios.
@@ -272,7 +278,8 @@ enum : int {
   kTracingOneScope,
   kDefaults,
   kLaunchNotes,
-  kSampled
+  kSampled,
+  kEventsCupti
 };
 
 }  // namespace
@@ -315,7 +322,7 @@ int main(int argc, char** argv) {
   std::vector<double> launch[kLaunchConfigCount];
   std::vector<double> event_pair, event_scope, step_without, step_with;
   // The step with cuscope's parts one at a time: where the full configuration's cost comes from.
-  std::vector<double> step_host, step_events, step_tracing, step_defaults, step_sampled, step_launch_notes, step_lean;
+  std::vector<double> step_host, step_events, step_tracing, step_defaults, step_sampled, step_launch_notes, step_lean, step_events_cupti;
   cuscope::Report traced;
   std::uint64_t traced_after_forced_flush = 0;
   // Kernels each traced loop attributed to its scopes, last round (of launches + kBatch).
@@ -331,7 +338,8 @@ int main(int argc, char** argv) {
       const LaunchConfig& cfg = kLaunchConfigs[c];
       const bool trace = cfg.activities && !args.trace_dir.empty() && round + 1 == args.rounds;
       restart_session(cfg.enabled, cfg.events, cfg.activities, 0,
-                      trace ? args.trace_dir + "/" + cfg.key + ".cuscope" : "", cfg.sample_every, cfg.attribution);
+                      trace ? args.trace_dir + "/" + cfg.key + ".cuscope" : "", cfg.sample_every, cfg.attribution, true,
+                      cfg.timestamps);
       if (cfg.minimal_cupti) MinimalCupti::start();
       launch[c].push_back(launch_ns(stream, args.launches, cfg.wrap));
       if (cfg.minimal_cupti) MinimalCupti::stop();
@@ -376,6 +384,9 @@ int main(int argc, char** argv) {
     steps_into(step_launch_notes);
     restart_session(true, cuscope::EventTiming::automatic, true, 3, "", 0, cuscope::Attribution::external, false);
     steps_into(step_lean);
+    restart_session(true, cuscope::EventTiming::always, true, 3, "", 0, cuscope::Attribution::external, true,
+                    cuscope::EventTimestamps::cupti);
+    steps_into(step_events_cupti);
     restart_session(true, cuscope::EventTiming::always, true,
                     3);  // last: its report is the notes' "last transformer run"
     const std::vector<double> with = step_ns(3, args.steps);
@@ -428,7 +439,9 @@ int main(int argc, char** argv) {
       {"transformer.sampled", "transformer step, tracing + CUSCOPE_EVENTS=sampled:100", step_sampled},
       {"transformer.launch_notes", "transformer step, the defaults with CUSCOPE_ATTRIBUTION=launch",
        step_launch_notes},
-      {"transformer.lean", "transformer step, the defaults without sync and memory records", step_lean}};
+      {"transformer.lean", "transformer step, the defaults without sync and memory records", step_lean},
+      {"transformer.events_cupti", "transformer step, tracing + events timed by CUPTI (CUSCOPE_EVENT_TIMESTAMPS=cupti)",
+       step_events_cupti}};
   for (const auto& part : parts) {
     const double t = cuscope_bench::median(part.steps);
     s.measurements.push_back(
@@ -452,6 +465,9 @@ int main(int argc, char** argv) {
   s.measurements.push_back({"ratio.sampled_over_minimal",
                             "ratio: in a scope, tracing + CUSCOPE_EVENTS=sampled:100 / minimal CUPTI",
                             per_launch[kSampled] / minimal, "x"});
+  s.measurements.push_back({"ratio.events_cupti_over_full_tracing",
+                            "ratio: in a scope, events timed by CUPTI / timed by CUDA (full tracing)",
+                            per_launch[kEventsCupti] / per_launch[kFullTracing], "x"});
   s.measurements.push_back({"ratio.no_events_over_minimal", "ratio: tracing, no events / minimal CUPTI",
                             per_launch[kTracingNoEvents] / minimal, "x"});
   s.measurements.push_back({"ratio.one_scope_over_minimal", "ratio: 1000 per scope, tracing / minimal CUPTI",
@@ -502,7 +518,8 @@ int main(int argc, char** argv) {
     per_loop += std::string(" ") + kLaunchConfigs[c].key + " " + std::to_string(attributed[c]) +
                 " (not matched " + std::to_string(d.unresolved_records) + ", zero timestamp " +
                 std::to_string(d.zero_timestamp_records) + ", dropped " + std::to_string(d.dropped_records) +
-                ", outside window " + std::to_string(d.outside_window_records) + ");";
+                ", outside window " + std::to_string(d.outside_window_records) + ", CUDA-event failures " +
+                std::to_string(d.gpu_event_failures) + ");";
   }
   s.notes.push_back(per_loop);
   if (launched_kernels != expected_kernels) {

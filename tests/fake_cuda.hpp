@@ -4,6 +4,8 @@
 // While a FakeCuda lives, cuscope's event calls go to it and a session that starts finds its
 // devices (so scopes on its streams record events: set Options::activities = false, CUPTI is real).
 // CPU tests use it, and bench/cpu_bench.cpp to measure a stream scope's host cost without a GPU.
+// With cupti_event_records(true) it also plays CUPTI's part in CUSCOPE_EVENT_TIMESTAMPS=cupti: the
+// callbacks at each record call's entry, and CUDA_EVENT records handed over at each delivery.
 //
 // Never: call the CUDA runtime, lock, or allocate after construction; live beside another FakeCuda,
 // or be made or destroyed while a session runs.
@@ -24,6 +26,7 @@
 
 #include "producers/cuda_calls.hpp"
 #include "producers/cuda_probe.hpp"
+#include "producers/event_timestamps.hpp"
 
 namespace cuscope_test {
 
@@ -35,8 +38,27 @@ class FakeCuda {
   struct Counts {
     std::uint64_t create = 0, record = 0, query = 0, elapsed = 0, destroy = 0, get_device = 0, set_device = 0,
                   stream_get_device = 0, stream_is_capturing = 0, exchange_capture_mode = 0,
-                  get_last_error = 0;
+                  get_last_error = 0, create_without_timing = 0;
   };
+
+  /// As CUPTI with CUDA_EVENT records and device timestamps (CUSCOPE_EVENT_TIMESTAMPS=cupti):
+  /// each record call's entry noted by the runtime callback (and the driver's), its record kept
+  /// until deliver_cupti_records() hands it to cuscope's table. `by_driver`: the record carries the
+  /// driver call's correlation id instead of the runtime call's.
+  void cupti_event_records(bool on, bool by_driver = false) {
+    cupti_.store(on, std::memory_order_relaxed);
+    cupti_by_driver_.store(by_driver, std::memory_order_relaxed);
+  }
+  /// What a delivery of CUPTI's buffers does (adapter.cpp's deliver(0)): age the table, then put
+  /// every CUDA_EVENT record made since the last delivery. `lose`: the records never come.
+  void deliver_cupti_records(bool lose = false) {
+    cuscope::detail::event_timestamps().age();
+    const std::size_t n = std::min(cupti_made_.load(std::memory_order_relaxed), kMaxEvents);
+    for (std::size_t i = cupti_delivered_; i < n; ++i) {
+      if (!lose) cuscope::detail::event_timestamps().put(cupti_records_[i].correlation, cupti_records_[i].device_ns);
+    }
+    cupti_delivered_ = n;
+  }
 
   explicit FakeCuda(int devices = 2) : devices_(devices), events_(new Event[kMaxEvents]) {
     active() = this;
@@ -87,6 +109,7 @@ class FakeCuda {
     c.stream_is_capturing = n_.stream_is_capturing.load(std::memory_order_relaxed);
     c.exchange_capture_mode = n_.exchange_capture_mode.load(std::memory_order_relaxed);
     c.get_last_error = n_.get_last_error.load(std::memory_order_relaxed);
+    c.create_without_timing = n_.create_without_timing.load(std::memory_order_relaxed);
     return c;
   }
 
@@ -98,12 +121,17 @@ class FakeCuda {
     std::atomic<bool> alive{false};
     std::atomic<bool> recorded{false};
     std::atomic<bool> complete{false};
+    std::atomic<bool> timing{true};
     std::atomic<std::uint64_t> at_ns{0};
+  };
+  struct CuptiRecord {  // a CUDA_EVENT record: the record call's correlation id, the device's time
+    std::uint32_t correlation = 0;
+    std::uint64_t device_ns = 0;
   };
   struct Counters {
     std::atomic<std::uint64_t> create{0}, record{0}, query{0}, elapsed{0}, destroy{0}, get_device{0},
         set_device{0}, stream_get_device{0}, stream_is_capturing{0}, exchange_capture_mode{0},
-        get_last_error{0};
+        get_last_error{0}, create_without_timing{0};
   };
 
   static FakeCuda*& active() {
@@ -130,11 +158,13 @@ class FakeCuda {
     return ev->alive.load(std::memory_order_acquire) ? ev : nullptr;
   }
 
-  static cudaError_t create(cudaEvent_t* out, unsigned int) {
+  static cudaError_t create(cudaEvent_t* out, unsigned int flags) {
     FakeCuda& f = self();
     count(f.n_.create);
+    if ((flags & cudaEventDisableTiming) != 0) count(f.n_.create_without_timing);
     const std::size_t i = f.created_.fetch_add(1, std::memory_order_relaxed);
     if (i >= kMaxEvents) return cudaErrorMemoryAllocation;
+    f.events_[i].timing.store((flags & cudaEventDisableTiming) == 0, std::memory_order_relaxed);
     f.events_[i].device.store(current_device(), std::memory_order_relaxed);
     f.events_[i].alive.store(true, std::memory_order_release);
     *out = reinterpret_cast<cudaEvent_t>(i + 1);
@@ -152,6 +182,7 @@ class FakeCuda {
       return cudaErrorInvalidResourceHandle;  // as CUDA: an event records on its own device's streams
     ev->at_ns.store(f.clock_ns_.load(std::memory_order_relaxed), std::memory_order_relaxed);
     ev->recorded.store(true, std::memory_order_relaxed);
+    if (f.cupti_.load(std::memory_order_relaxed)) f.cupti_record(ev->at_ns.load(std::memory_order_relaxed));
     ev->complete.store(f.complete_on_record_.load(std::memory_order_relaxed), std::memory_order_release);
     return cudaSuccess;
   }
@@ -170,6 +201,8 @@ class FakeCuda {
     Event* a = f.event(start);
     Event* b = f.event(stop);
     if (a == nullptr || b == nullptr) return cudaErrorInvalidResourceHandle;
+    if (!a->timing.load(std::memory_order_relaxed) || !b->timing.load(std::memory_order_relaxed))
+      return cudaErrorInvalidResourceHandle;  // as CUDA for events made with cudaEventDisableTiming
     if (!a->complete.load(std::memory_order_acquire) || !b->complete.load(std::memory_order_acquire))
       return cudaErrorNotReady;
     const double ns = static_cast<double>(b->at_ns.load(std::memory_order_relaxed)) -
@@ -220,6 +253,17 @@ class FakeCuda {
     return cudaSuccess;
   }
 
+  // The callbacks at the record call's entry (runtime, then the driver call it makes), and the
+  // CUDA_EVENT record CUPTI keeps until a delivery.
+  void cupti_record(std::uint64_t device_ns) {
+    const auto runtime = static_cast<std::uint32_t>(next_correlation_.fetch_add(2, std::memory_order_relaxed));
+    cuscope::detail::note_event_record(false, runtime);
+    cuscope::detail::note_event_record(true, runtime + 1);
+    const std::size_t i = cupti_made_.fetch_add(1, std::memory_order_relaxed);
+    if (i >= kMaxEvents) return;
+    cupti_records_[i] = {cupti_by_driver_.load(std::memory_order_relaxed) ? runtime + 1 : runtime, device_ns};
+  }
+
   static constexpr cuscope::detail::CudaCalls kCalls{&create,
                                                      &record,
                                                      &query,
@@ -235,9 +279,15 @@ class FakeCuda {
   const int devices_;
   std::unique_ptr<Event[]> events_;
   std::atomic<std::size_t> created_{0};
-  std::atomic<std::uint64_t> clock_ns_{0};
+  std::atomic<std::uint64_t> clock_ns_{1'000'000'000};  // not 0: CUPTI gives 0 for "no timestamp"
   std::atomic<bool> complete_on_record_{true};
   std::atomic<std::int64_t> record_busy_ns_{0};
+  std::atomic<bool> cupti_{false};
+  std::atomic<bool> cupti_by_driver_{false};
+  std::atomic<std::uint64_t> next_correlation_{1001};
+  std::unique_ptr<CuptiRecord[]> cupti_records_{new CuptiRecord[kMaxEvents]};
+  std::atomic<std::size_t> cupti_made_{0};
+  std::size_t cupti_delivered_ = 0;
   std::atomic<cudaStream_t> capturing_{nullptr};
   Counters n_;
   cuscope::detail::GpuProbe probe_;

@@ -38,6 +38,15 @@ enum class EventTiming : std::uint8_t {
 /// Calls of each range (per thread) that "sampled:N" always times before it times one in N.
 inline constexpr std::uint32_t kFirstTimedCalls = 10;
 
+/// Where the times of the CUDA events that time scopes come from (Options::event_timestamps,
+/// CUSCOPE_EVENT_TIMESTAMPS; docs/cupti.md).
+enum class EventTimestamps : std::uint8_t {
+  cuda,   ///< "cuda": events with timing, read with cudaEventElapsedTime
+  cupti,  ///< "cupti": events without timing (cudaEventDisableTiming), their device timestamps taken
+          ///< from CUPTI's CUDA_EVENT records; only while CUPTI traces, else "cuda" with a note
+};
+[[nodiscard]] std::string_view to_string(EventTimestamps t);
+
 /// How CUPTI's records of GPU work are tied to the scope that launched it (Options::attribution,
 /// CUSCOPE_ATTRIBUTION; docs/cupti.md).
 enum class Attribution : std::uint8_t {
@@ -58,6 +67,9 @@ struct Options {
   /// only where tracing is off (no driver hook, CUPTI taken by another tool, CUSCOPE_ACTIVITIES=0).
   EventTiming events = EventTiming::automatic;
   std::uint32_t events_sample_every = 0;  ///< N of "sampled:N" (2 or more); 0 otherwise
+  /// CUSCOPE_EVENT_TIMESTAMPS: "cuda" (the default) or "cupti" (timing-disabled events whose device
+  /// timestamps CUPTI records; not yet checked on a GPU, docs/cupti.md)
+  EventTimestamps event_timestamps = EventTimestamps::cuda;
   bool activities = true;                 ///< CUSCOPE_ACTIVITIES: trace GPU work with CUPTI
   /// CUSCOPE_ATTRIBUTION: "external" (the default) or "launch"; where CUPTI's subscriber is taken
   /// (another tool holds it), "launch" falls back to "external", with a note saying why.

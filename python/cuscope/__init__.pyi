@@ -73,6 +73,7 @@ def start(
     enabled: Union[bool, str] = ...,
     gpu_events: Union[bool, str] = ...,
     events: str = ...,
+    event_timestamps: str = ...,
     activities: Union[bool, str] = ...,
     graphs: Union[bool, str] = ...,
     attribution: str = ...,

@@ -14,6 +14,7 @@ OPTIONS: Dict[str, Tuple[str, str]] = {
     "enabled": ("CUSCOPE_ENABLE", "bool"),
     "gpu_events": ("CUSCOPE_GPU_EVENTS", "bool"),
     "events": ("CUSCOPE_EVENTS", "text"),  # "auto", "always", "sampled:N" or "off"
+    "event_timestamps": ("CUSCOPE_EVENT_TIMESTAMPS", "text"),  # "cuda" or "cupti"
     "activities": ("CUSCOPE_ACTIVITIES", "bool"),
     "graphs": ("CUSCOPE_GRAPHS", "bool"),
     "attribution": ("CUSCOPE_ATTRIBUTION", "text"),  # "external" or "launch"

@@ -2,6 +2,7 @@
 #include "producers/gpu_events.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <new>
 
 #include "producers/cuda_calls.hpp"
@@ -45,6 +46,8 @@ int device_of(cudaStream_t stream) {
   return -1;
 }
 
+std::atomic<bool> g_cupti_clock{false};
+
 // Whether `stream` is being captured into a graph; an error counts as capturing (do nothing).
 bool capturing(cudaStream_t stream) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
@@ -60,6 +63,10 @@ bool events_allowed_on(cudaStream_t stream) noexcept {
   return stream != nullptr && stream != cudaStreamLegacy;
 }
 
+void set_event_timestamps_from_cupti(bool on) noexcept { g_cupti_clock.store(on, std::memory_order_release); }
+
+bool event_timestamps_from_cupti() noexcept { return g_cupti_clock.load(std::memory_order_acquire); }
+
 GpuEvents::GpuEvents() {
   waiting_.reserve(kRing);
   blocks_.reserve(kMaxPairs / kBatch);
@@ -69,6 +76,13 @@ GpuEvents::Pair* GpuEvents::acquire(int device) noexcept {
   Pair* p = take(device);
   if (p == nullptr && grow(device)) p = take(device);
   if (p == nullptr) return nullptr;
+  if (p->start != nullptr && p->cupti_clock != g_cupti_clock.load(std::memory_order_relaxed)) {
+    // Made for another session's clock (tests and benchmarks start several): made again.
+    g_cuda.event_destroy(p->start);
+    g_cuda.event_destroy(p->stop);
+    g_cuda.get_last_error();
+    p->start = p->stop = nullptr;
+  }
   if (p->start == nullptr) {  // made afresh: its handles died, or its batch could not make them
     DeviceGuard on(device);
     if (!make_events(p)) {
@@ -134,10 +148,14 @@ bool GpuEvents::move_idle_pair_to(int device) noexcept {
   return false;
 }
 
-// Makes `p`'s two events on the current device; false, and no event left, when CUDA cannot.
+// Makes `p`'s two events on the current device; false, and no event left, when CUDA cannot. Under
+// the CUPTI clock they are made without timing: a record then costs CUDA less, and CUPTI's
+// CUDA_EVENT record carries the device's timestamp.
 bool GpuEvents::make_events(Pair* p) noexcept {
-  if (g_cuda.event_create_with_flags(&p->start, cudaEventDefault) == cudaSuccess &&
-      g_cuda.event_create_with_flags(&p->stop, cudaEventDefault) == cudaSuccess)
+  p->cupti_clock = g_cupti_clock.load(std::memory_order_acquire);
+  const unsigned flags = p->cupti_clock ? cudaEventDisableTiming : cudaEventDefault;
+  if (g_cuda.event_create_with_flags(&p->start, flags) == cudaSuccess &&
+      g_cuda.event_create_with_flags(&p->stop, flags) == cudaSuccess)
     return true;
   g_cuda.get_last_error();
   if (p->start != nullptr) g_cuda.event_destroy(p->start);
@@ -149,17 +167,29 @@ bool GpuEvents::make_events(Pair* p) noexcept {
 // their context (cudaDeviceReset): they are forgotten (not destroyed: the context that owned them
 // is gone) and the pair is made afresh once.
 bool GpuEvents::record_start(Pair*& p, int device, cudaStream_t stream) noexcept {
-  if (g_cuda.event_record(p->start, stream) == cudaSuccess) return true;
+  if (record(p, true, stream) == cudaSuccess) return true;
   g_cuda.get_last_error();
   p->start = p->stop = nullptr;
   spare(p);
   p = acquire(device);
   if (p == nullptr) return false;
-  if (g_cuda.event_record(p->start, stream) == cudaSuccess) return true;
+  if (record(p, true, stream) == cudaSuccess) return true;
   g_cuda.get_last_error();
   p->start = p->stop = nullptr;
   spare(p);
   return false;
+}
+
+// Records `p`'s start or stop event; under the CUPTI clock with t_event_ids set, so that CUPTI's
+// callback notes the call's correlation ids in the pair.
+cudaError_t GpuEvents::record(Pair* p, bool start, cudaStream_t stream) noexcept {
+  if (!p->cupti_clock) return g_cuda.event_record(start ? p->start : p->stop, stream);
+  EventIds& ids = start ? p->start_ids : p->stop_ids;
+  ids = {};
+  t_event_ids = &ids;
+  const cudaError_t e = g_cuda.event_record(start ? p->start : p->stop, stream);
+  t_event_ids = nullptr;
+  return e;
 }
 
 bool GpuEvents::begin(std::uint32_t depth, cudaStream_t stream) noexcept {
@@ -188,7 +218,7 @@ void GpuEvents::end(std::uint32_t depth, model::Node* node) noexcept {
     spare(p);
     return;
   }
-  if (g_cuda.event_record(p->stop, p->stream) != cudaSuccess) {
+  if (record(p, false, p->stream) != cudaSuccess) {
     g_cuda.get_last_error();
     p->start = p->stop = nullptr;  // dead handles are made afresh on the pair's next use
     spare(p);
@@ -227,10 +257,11 @@ bool GpuEvents::resolve() noexcept {
       continue;
     }
     float ms = 0.0f;
-    if (q == cudaSuccess && g_cuda.event_elapsed_time(&ms, p->start, p->stop) == cudaSuccess && ms >= 0.0f) {
-      const auto ns = static_cast<std::uint64_t>(static_cast<double>(ms) * 1e6);
-      p->node->gpu.add(ns);
-      if (trace::Writer* w = trace::g_writer.load(std::memory_order_acquire)) w->gpu_time(p->node, ns);
+    if (q == cudaSuccess && p->cupti_clock) {
+      if (!take_device_times(p->node, p->start_ids, p->stop_ids)) await(p);
+    } else if (q == cudaSuccess && g_cuda.event_elapsed_time(&ms, p->start, p->stop) == cudaSuccess &&
+               ms >= 0.0f) {
+      add_time(p->node, static_cast<std::uint64_t>(static_cast<double>(ms) * 1e6));
     } else {
       // A broken pair (its context was reset, say) is made afresh on its next use, not reused.
       g_cuda.get_last_error();
@@ -240,7 +271,63 @@ bool GpuEvents::resolve() noexcept {
     free_.push(p);
   }
   waiting_.resize(kept);
-  return waiting_.empty();
+  const bool none_awaiting = resolve_awaiting();
+  return waiting_.empty() && none_awaiting;
+}
+
+void GpuEvents::add_time(model::Node* node, std::uint64_t ns) noexcept {
+  node->gpu.add(ns);
+  if (trace::Writer* w = trace::g_writer.load(std::memory_order_acquire)) w->gpu_time(node, ns);
+}
+
+// A finished pair of the CUPTI clock: its time, when both timestamps have come. A start taken
+// without its stop is put back, so that the next try finds both.
+bool GpuEvents::take_device_times(model::Node* node, const EventIds& start, const EventIds& stop) noexcept {
+  EventTimestamps& table = event_timestamps();
+  std::uint64_t start_ns = 0;
+  std::uint64_t stop_ns = 0;
+  if (!table.take(start, start_ns)) return false;
+  if (!table.take(stop, stop_ns)) {
+    table.put(start.runtime != 0 ? start.runtime : start.driver, start_ns);
+    return false;
+  }
+  if (stop_ns >= start_ns) {
+    add_time(node, stop_ns - start_ns);
+  } else {
+    fail();
+  }
+  return true;
+}
+
+// A finished pair whose timestamps have not come yet waits for them apart, its events back in the
+// pool (a pool held until CUPTI's next delivery would run dry under a fast loop of scopes).
+void GpuEvents::await(const Pair* p) noexcept {
+  if (awaiting_.size() >= kMaxAwaiting) {
+    fail();
+    return;
+  }
+  try {
+    awaiting_.push_back({p->node, p->start_ids, p->stop_ids, event_timestamps().generation()});
+  } catch (...) {  // no memory for the list: this time is lost, counted
+    fail();
+  }
+}
+
+// Finished pairs still waiting for CUPTI's timestamps: timed when both have come; counted as
+// failures once kMaxDeliveries deliveries came without them. True when none waits.
+bool GpuEvents::resolve_awaiting() noexcept {
+  const std::uint64_t now = event_timestamps().generation();
+  std::size_t kept = 0;
+  for (Awaiting& a : awaiting_) {
+    if (take_device_times(a.node, a.start_ids, a.stop_ids)) continue;
+    if (now - a.since >= kMaxDeliveries) {
+      fail();
+      continue;
+    }
+    awaiting_[kept++] = a;
+  }
+  awaiting_.resize(kept);
+  return awaiting_.empty();
 }
 
 }  // namespace cuscope::inline v0::detail

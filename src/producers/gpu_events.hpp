@@ -44,12 +44,18 @@
 #include <vector>
 
 #include "model/range_tree.hpp"
+#include "producers/event_timestamps.hpp"
 #include "producers/spsc_ring.hpp"
 
 namespace cuscope::inline v0::detail {
 
 /// Whether a scope on `stream` may record CUDA events: false for no stream and the legacy stream.
 bool events_allowed_on(cudaStream_t stream) noexcept;
+
+/// Whether pairs made from now on take their times from CUPTI's device timestamps
+/// (CUSCOPE_EVENT_TIMESTAMPS=cupti, set by the session once CUPTI records them) or from CUDA.
+void set_event_timestamps_from_cupti(bool on) noexcept;
+bool event_timestamps_from_cupti() noexcept;
 
 class GpuEvents {
  public:
@@ -84,6 +90,9 @@ class GpuEvents {
   /// Scopes that found the pool dry at its bound (kMaxPairs): no event time. Also in `failures`.
   std::atomic<std::uint64_t> refused{0};
 
+  static constexpr std::size_t kMaxAwaiting = 1u << 16;  // finished pairs waiting for CUPTI's timestamps
+  static constexpr std::uint64_t kMaxDeliveries = 4;     // deliveries a finished pair waits for them
+
  private:
   struct Pair {
     cudaEvent_t start = nullptr;
@@ -92,13 +101,26 @@ class GpuEvents {
     cudaStream_t stream = nullptr;
     model::Node* node = nullptr;
     Pair* next = nullptr;  // in its device's spare list
+    bool cupti_clock = false;  // events without timing, their times from CUPTI (set when made)
+    EventIds start_ids, stop_ids;  // with cupti_clock: the record calls' correlation ids
+  };
+  // A finished pair of the CUPTI clock, its events already back in the pool.
+  struct Awaiting {
+    model::Node* node;
+    EventIds start_ids, stop_ids;
+    std::uint64_t since;  // event_timestamps().generation() when its stop event had finished
   };
   Pair* acquire(int device) noexcept;
   Pair* take(int device) noexcept;
   bool grow(int device) noexcept;
   bool move_idle_pair_to(int device) noexcept;
   static bool make_events(Pair* p) noexcept;
+  static cudaError_t record(Pair* p, bool start, cudaStream_t stream) noexcept;
   bool record_start(Pair*& p, int device, cudaStream_t stream) noexcept;
+  void add_time(model::Node* node, std::uint64_t ns) noexcept;
+  bool take_device_times(model::Node* node, const EventIds& start, const EventIds& stop) noexcept;
+  void await(const Pair* p) noexcept;
+  bool resolve_awaiting() noexcept;
   void fail() noexcept { failures.fetch_add(1, std::memory_order_relaxed); }
   void spare(Pair* p) noexcept {
     p->next = spare_[p->device];
@@ -112,6 +134,7 @@ class GpuEvents {
   std::size_t created_ = 0;                      // owner only: pairs made, all devices
   std::vector<std::unique_ptr<Pair[]>> blocks_;  // owner only: the batches (capacity reserved)
   std::vector<Pair*> waiting_;                   // resolver only: taken off pending_, not finished yet
+  std::vector<Awaiting> awaiting_;               // resolver only: finished, waiting for CUPTI's timestamps
 };
 
 }  // namespace cuscope::inline v0::detail

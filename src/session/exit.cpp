@@ -17,6 +17,7 @@
 
 #include "producers/cupti/adapter.hpp"
 #include "producers/cupti/range_profiler.hpp"
+#include "producers/gpu_events.hpp"
 #include "producers/log.hpp"
 #include "session/handover.hpp"
 #include "session/internal.hpp"
@@ -74,14 +75,19 @@ void shutdown() {
       g_flags.store(0, std::memory_order_relaxed);
     }
     stop_collector(s);
-    // GPU work may still be running: wait for its events a bounded time, never forever.
-    for (int i = 0; i < 1000 && !resolve_gpu_events(); ++i)
+    // GPU work may still be running: wait for its events a bounded time, never forever. Events
+    // timed by CUPTI (CUSCOPE_EVENT_TIMESTAMPS=cupti) also wait for CUPTI to deliver their records.
+    const bool cupti_clock = event_timestamps_from_cupti();
+    for (int i = 0; i < 1000 && !resolve_gpu_events(); ++i) {
+      if (cupti_clock && i % 10 == 9) flush_activity();
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     disable_range_profiler();  // collects an open counter window first
     resolve_gpu_events();
     // Delivers what finished, then forces out what did not (counted as incomplete at exit), and
     // detaches from CUPTI before CUDA's teardown.
     stop_activity_tracing();
+    if (cupti_clock) resolve_gpu_events();  // what the last flushes brought
     {
       std::lock_guard agg(s.aggregator_mutex);
       s.aggregator.settle(1);  // what still waits for its correlation now never gets it

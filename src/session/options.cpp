@@ -191,6 +191,21 @@ struct Reader {
                       to_string(field)));
   }
 
+  void event_timestamps(const char* name, EventTimestamps& field) const {
+    const char* raw = get(name);
+    if (raw == nullptr) return;
+    const std::string v = trimmed_lower(raw);
+    for (EventTimestamps t : {EventTimestamps::cuda, EventTimestamps::cupti}) {
+      if (v == to_string(t)) {
+        field = t;
+        return;
+      }
+    }
+    error(name, raw,
+          fmt::format("{}='{}' is not an event timestamp source (cuda or cupti); keeping {}", name, shown(raw),
+                      to_string(field)));
+  }
+
   void sort_key(const char* name, SortKey& field) const {
     const char* raw = get(name);
     if (raw == nullptr) return;
@@ -219,9 +234,11 @@ constexpr const char* kKnown[] = {
     "CUSCOPE_MAX_DEPTH", "CUSCOPE_METRICS",     "CUSCOPE_METRIC_RANGES", "CUSCOPE_METRIC_STEPS",
     "CUSCOPE_TRACE",     "CUSCOPE_TRACE_LIMIT", "CUSCOPE_NVTX_DOMAINS",  "CUSCOPE_FINDINGS",
     "CUSCOPE_GRAPHS",    "CUSCOPE_EVENTS",      "CUSCOPE_ATTRIBUTION",   "CUSCOPE_SYNC_RECORDS",
-    "CUSCOPE_MEMORY_RECORDS"};
+    "CUSCOPE_MEMORY_RECORDS", "CUSCOPE_EVENT_TIMESTAMPS"};
 
 }  // namespace
+
+std::string_view to_string(EventTimestamps t) { return t == EventTimestamps::cupti ? "cupti" : "cuda"; }
 
 std::string_view to_string(Attribution a) {
   return a == Attribution::launch ? "launch" : "external";
@@ -246,6 +263,7 @@ Options options_from(EnvLookup lookup, Options base, std::vector<OptionError>* e
   r.boolean("CUSCOPE_ENABLE", base.enabled);
   r.boolean("CUSCOPE_GPU_EVENTS", base.gpu_events);
   r.events("CUSCOPE_EVENTS", base.events, base.events_sample_every);
+  r.event_timestamps("CUSCOPE_EVENT_TIMESTAMPS", base.event_timestamps);
   r.boolean("CUSCOPE_ACTIVITIES", base.activities);
   r.boolean("CUSCOPE_GRAPHS", base.graphs);
   r.boolean("CUSCOPE_SYNC_RECORDS", base.sync_records);

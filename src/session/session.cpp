@@ -25,6 +25,8 @@
 #include "producers/cuda_probe.hpp"
 #include "producers/cupti/adapter.hpp"
 #include "producers/cupti/range_profiler.hpp"
+#include "producers/event_timestamps.hpp"
+#include "producers/gpu_events.hpp"
 #include "producers/log.hpp"
 #include "producers/nvtx_domain.hpp"
 #include "session/handover.hpp"
@@ -83,10 +85,13 @@ std::string event_timing(const Options& o, bool gpu_available, const std::string
   if (o.events == EventTiming::automatic && tracing)
     return "projected: each call's span of GPU work as CUPTI traces it, no CUDA events (CUSCOPE_EVENTS=auto; "
            "'always' adds them)";
+  // CUSCOPE_EVENT_TIMESTAMPS=cupti, once CUPTI records the events' device timestamps.
+  const std::string clock =
+      tracing && event_timestamps_from_cupti() ? "device timestamps from CUPTI (CUSCOPE_EVENT_TIMESTAMPS=cupti)" : "";
   if (o.events == EventTiming::sampled)
-    return fmt::format("on, sampled: the first {} calls of each range, then one in {}", kFirstTimedCalls,
-                       o.events_sample_every);
-  return "on";
+    return fmt::format("on, sampled: the first {} calls of each range, then one in {}{}", kFirstTimedCalls,
+                       o.events_sample_every, clock.empty() ? "" : "; " + clock);
+  return clock.empty() ? "on" : "on, " + clock;
 }
 
 Session::Session() = default;
@@ -273,6 +278,9 @@ bool start(const Options& given) {
     } else {
       s.activity_status = start_activity_tracing(s);
     }
+    if (wants_cupti_event_clock(options) && !s.tracing.load(std::memory_order_relaxed))
+      warn_once(fmt::format("CUSCOPE_EVENT_TIMESTAMPS=cupti: CUPTI does not trace ({}); CUDA events time themselves",
+                            s.activity_status));
     s.gpu_timing =
         event_timing(options, probe.available, probe.reason, s.tracing.load(std::memory_order_relaxed));
     g_event_sample_every.store(options.events == EventTiming::sampled ? options.events_sample_every : 0,

@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -108,6 +109,44 @@ TEST_CASE("a one-kernel scope: CUPTI kernel time and CUDA-event time agree", "[g
   CHECK(event_ns >= kernel_ns * 0.97);
   CHECK(event_ns - kernel_ns <= 0.05 * kernel_ns + 5 * 20'000.0);
   CHECK(s.self.busy_share() > 0.99);
+  cudaStreamDestroy(stream);
+}
+
+// CUSCOPE_EVENT_TIMESTAMPS=cupti (docs/cupti.md): the same scopes with events made without timing,
+// their times the device timestamps of CUPTI's CUDA_EVENT records. Not checked on a GPU before
+// this case first runs: it fails, and says which, if the records or their ids do not come.
+TEST_CASE("a one-kernel scope timed by CUPTI's event timestamps agrees with its kernel time", "[gpu][cupti]") {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.event_timestamps = cuscope::EventTimestamps::cupti;
+  cuscope_test::Session session(o);
+  warm_up();
+  cudaStream_t stream = nullptr;
+  CHECK_CUDA(cudaStreamCreate(&stream));
+  spin_kernel<<<1, 1, 0, stream>>>(0);
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  spin_kernel<<<1, 1, 0, stream>>>(cycles_for_ms(5.0));
+  for (int i = 0; i < 5; ++i) {
+    CUSCOPE_SCOPE("single", stream);
+    spin_kernel<<<1, 1, 0, stream>>>(cycles_for_ms(2.0));
+  }
+  cuscope::Report r = settled();
+  // A buffer comes back once all its records are complete: a few more flushes, a bounded wait.
+  for (int i = 0; i < 20 && (r.find("single") == nullptr || r.find("single")->gpu.count < 5); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    r = settled();
+  }
+  CHECK(r.gpu_timing == "on, device timestamps from CUPTI (CUSCOPE_EVENT_TIMESTAMPS=cupti)");
+  const auto& s = range(r, "single");
+  INFO("event failures " << r.diagnostics.gpu_event_failures << "; notes: " << r.notes.size());
+  REQUIRE(s.gpu.count == 5);
+  REQUIRE(s.self.kernel_calls == 5);
+  const double event_ns = double(s.gpu.total_ns);
+  const double kernel_ns = double(s.self.kernel_ns);
+  INFO("CUPTI event time per scope: min " << s.gpu.min_ns << " ns, max " << s.gpu.max_ns << " ns; kernel time "
+                                          << s.self.kernel_ns << " ns in " << s.self.kernel_calls << " kernels");
+  CHECK(event_ns >= kernel_ns * 0.97);
+  CHECK(event_ns - kernel_ns <= 0.05 * kernel_ns + 5 * 20'000.0);
+  CHECK(r.diagnostics.gpu_event_failures == 0);
   cudaStreamDestroy(stream);
 }
 

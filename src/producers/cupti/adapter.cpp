@@ -17,6 +17,8 @@
 #include "producers/cupti/decode.hpp"
 #include "producers/cupti/errors.hpp"
 #include "producers/cupti/traced_calls.hpp"
+#include "producers/event_timestamps.hpp"
+#include "producers/gpu_events.hpp"
 #include "producers/launch_notes.hpp"
 #include "producers/log.hpp"
 #include "producers/scope_state.hpp"
@@ -160,6 +162,29 @@ CUptiResult trace_calls(State& s, RecordChoice want) {
   return CUPTI_SUCCESS;
 }
 
+// CUSCOPE_EVENT_TIMESTAMPS=cupti: CUDA_EVENT records with device timestamps, and the callbacks
+// that note cuscope's own records (subscribe() turned them on). Where any part is refused, CUDA
+// events time themselves, with a note saying why.
+void start_event_clock(State& s, Sink& sink, const Subscribed& sub) {
+  set_event_timestamps_from_cupti(false);
+  if (!wants_cupti_event_clock(sink.options)) return;
+  std::string why;
+  if (!sub.event_records) {
+    why = sub.why_not.empty() ? "no CUPTI subscriber" : sub.why_not;
+  } else if (CUptiResult r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CUDA_EVENT); r != CUPTI_SUCCESS) {
+    why = refusal("cuptiActivityEnable(CUDA_EVENT)", r);
+  } else {
+    s.enabled.push_back(CUPTI_ACTIVITY_KIND_CUDA_EVENT);
+    if (CUptiResult t = cuptiActivityEnableCudaEventDeviceTimestamps(1); t != CUPTI_SUCCESS)
+      why = refusal("cuptiActivityEnableCudaEventDeviceTimestamps", t);
+  }
+  if (why.empty()) {
+    set_event_timestamps_from_cupti(true);
+  } else {
+    warn_once(fmt::format("CUSCOPE_EVENT_TIMESTAMPS=cupti: {}; CUDA events time themselves", why));
+  }
+}
+
 // Disabling a kind ends its calls' records too; the calls turned off stay off until the kind is
 // enabled again, which turns every call back on (CUPTI: the kind overrides per-call settings made
 // before it).
@@ -198,6 +223,9 @@ std::uint32_t loaded_version() {
 // Delivers buffers CUPTI has completed (`flags` 0), or every buffer, incomplete records included
 // (FORCED), then retries and ages the records waiting for their correlation.
 void deliver(std::uint32_t flags) {
+  // Event timestamps not taken since the delivery before last go (a forced flush ages nothing: the
+  // resolver after shutdown's flushes still finds what they brought).
+  if (flags == 0) event_timestamps().age();
   cuptiActivityFlushAll(flags);  // no cuscope lock held: CUPTI calls buffer_completed from here
   if (Sink* target = state().target.load(std::memory_order_acquire)) {
     std::lock_guard lock(target->aggregator_mutex);
@@ -268,6 +296,7 @@ std::string start_activity_tracing(Sink& sink) noexcept {
       r = trace_calls(s, want);
       if (r != CUPTI_SUCCESS) return fail(refusal("cuptiActivityEnable(RUNTIME/DRIVER)", r));
     }
+    start_event_clock(s, sink, sub);
     sink.forest.record_instances.store(true, std::memory_order_relaxed);
     sink.launch_attributed.store(sub.launches, std::memory_order_release);
     // With launch notes the hooks only mark cuscope's own calls (the collector's event queries):
@@ -308,6 +337,8 @@ void stop_activity_tracing() noexcept {
     if (trace::Writer* w = trace::g_writer.load(std::memory_order_acquire)) w->final_flush();
   }
   deliver(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (event_timestamps_from_cupti()) cuptiActivityEnableCudaEventDeviceTimestamps(0);
+  set_event_timestamps_from_cupti(false);
   disable_all(s);
   deliver(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   unsubscribe();  // no cuscope lock held

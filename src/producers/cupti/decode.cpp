@@ -5,7 +5,9 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <type_traits>
 
+#include "producers/event_timestamps.hpp"
 #include "trace/writer.hpp"
 
 namespace cuscope::inline v0::detail {
@@ -134,6 +136,12 @@ template <class Sink>
       const auto* r = reinterpret_cast<const CUpti_ActivityOverhead3*>(record);
       sink.on(model::OverheadActivity{r->start, r->end});
       return kSize<CUpti_ActivityOverhead3>;
+    }
+    case CUPTI_ACTIVITY_KIND_CUDA_EVENT: {  // CUSCOPE_EVENT_TIMESTAMPS=cupti: for the event resolver
+      if (room < kSize<CUpti_ActivityCudaEvent2>) return kCutOff;
+      const auto* r = reinterpret_cast<const CUpti_ActivityCudaEvent2*>(record);
+      if constexpr (std::is_same_v<Sink, model::Aggregator>) event_timestamps().put(r->correlationId, r->deviceTimestamp);
+      return kSize<CUpti_ActivityCudaEvent2>;
     }
     default:
       return 0;

@@ -5,6 +5,7 @@
 #include <cupti.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <mutex>
@@ -13,6 +14,7 @@
 
 #include "producers/cupti/errors.hpp"
 #include "producers/cupti/traced_calls.hpp"
+#include "producers/event_timestamps.hpp"
 #include "producers/launch_notes.hpp"
 #include "producers/log.hpp"
 #include "producers/scope_state.hpp"
@@ -28,6 +30,21 @@ std::atomic<bool> g_launches{false};           // the launch callbacks are on
 // The driver calls whose entry notes a launch (traced_call()), by callback id; written before
 // their callbacks are enabled.
 std::array<bool, CUPTI_DRIVER_TRACE_CBID_SIZE> g_launch_cbids{};
+
+// The calls that record an event, by both APIs (the runtime's calls the driver's): at their entry
+// the callback notes the correlation id of cuscope's own records (event_timestamps.hpp).
+constexpr std::array<CUpti_CallbackId, 4> kRuntimeEventRecords = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaEventRecordWithFlags_v11010,
+    CUPTI_RUNTIME_TRACE_CBID_cudaEventRecordWithFlags_ptsz_v11010};
+constexpr std::array<CUpti_CallbackId, 4> kDriverEventRecords = {
+    CUPTI_DRIVER_TRACE_CBID_cuEventRecord, CUPTI_DRIVER_TRACE_CBID_cuEventRecord_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuEventRecordWithFlags, CUPTI_DRIVER_TRACE_CBID_cuEventRecordWithFlags_ptsz};
+
+bool event_record_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  const auto& calls = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? kRuntimeEventRecords : kDriverEventRecords;
+  return std::find(calls.begin(), calls.end(), cbid) != calls.end();
+}
 
 // Graph node creation and clones: enough to map a replayed kernel's node id to the scope open
 // where its node was made. Not GRAPH_TRACE (it replaces the per-kernel records with one per
@@ -169,6 +186,12 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
   if (data == nullptr) return;
   Sink* target = g_target.load(std::memory_order_acquire);
   if (target == nullptr) return;
+  if ((domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) &&
+      event_record_call(domain, cbid)) {
+    const auto& cb = *static_cast<const CUpti_CallbackData*>(data);
+    if (cb.callbackSite == CUPTI_API_ENTER) note_event_record(domain == CUPTI_CB_DOMAIN_DRIVER_API, cb.correlationId);
+    return;
+  }
   if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid < g_launch_cbids.size() && g_launch_cbids[cbid] &&
       g_launches.load(std::memory_order_relaxed)) {
     // The entry: the scope open while the program makes the call (its exit sees the same).
@@ -217,6 +240,19 @@ std::string enable_launch_callbacks(CUpti_SubscriberHandle handle, RecordChoice 
   return {};
 }
 
+// Enables the event record callbacks on `handle` (both APIs); "" or why not.
+std::string enable_event_record_callbacks(CUpti_SubscriberHandle handle) {
+  for (CUpti_CallbackId cbid : kRuntimeEventRecords) {
+    if (CUptiResult r = cuptiEnableCallback(1, handle, CUPTI_CB_DOMAIN_RUNTIME_API, cbid); r != CUPTI_SUCCESS)
+      return cupti_refusal("cuptiEnableCallback(RUNTIME_API, event records)", r);
+  }
+  for (CUpti_CallbackId cbid : kDriverEventRecords) {
+    if (CUptiResult r = cuptiEnableCallback(1, handle, CUPTI_CB_DOMAIN_DRIVER_API, cbid); r != CUPTI_SUCCESS)
+      return cupti_refusal("cuptiEnableCallback(DRIVER_API, event records)", r);
+  }
+  return {};
+}
+
 std::atomic<int> g_fake_subscribe{0};  // tests: what cuptiSubscribe returns (0: call it)
 
 }  // namespace
@@ -256,8 +292,9 @@ void graph_exec_updated(Sink& sink, std::uint32_t exec_id, std::uint64_t correla
 Subscribed subscribe(Sink& sink, bool launches) noexcept {
   Subscribed out;
   const bool graphs = sink.options.graphs;
+  const bool event_records = wants_cupti_event_clock(sink.options);
   try {
-    if (graphs || launches) {
+    if (graphs || launches || event_records) {
       CUpti_SubscriberHandle handle = nullptr;
       const int fake = g_fake_subscribe.load(std::memory_order_relaxed);
       const CUptiResult r =
@@ -271,10 +308,12 @@ Subscribed subscribe(Sink& sink, bool launches) noexcept {
         out.graphs = graphs && out.why_not.empty();
         if (launches && out.why_not.empty()) out.why_not = enable_launch_callbacks(handle, record_choice(sink.options));
         out.launches = launches && out.why_not.empty();
+        if (event_records && out.why_not.empty()) out.why_not = enable_event_record_callbacks(handle);
+        out.event_records = event_records && out.why_not.empty();
         g_launches.store(out.launches, std::memory_order_release);
         if (!out.why_not.empty()) {
           unsubscribe();
-          out.graphs = out.launches = false;
+          out.graphs = out.launches = out.event_records = false;
         }
       }
     }
@@ -284,7 +323,7 @@ Subscribed subscribe(Sink& sink, bool launches) noexcept {
       warn_once(fmt::format("CUDA graph breakdown off (replayed kernels count in their launching range only): {}",
                             out.why_not));
   } catch (...) {  // out of memory saying why: off all the same
-    out.graphs = out.launches = false;
+    out.graphs = out.launches = out.event_records = false;
   }
   if (!out.graphs) {
     std::lock_guard lock(sink.aggregator_mutex);

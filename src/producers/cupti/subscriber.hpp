@@ -7,11 +7,18 @@
 // into CUPTI; the aggregator's lock in a callback (graph nodes have their own).
 #pragma once
 
+#include <cuscope/session.hpp>
+
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "producers/cupti/traced_calls.hpp"
+
 namespace cuscope::inline v0::detail {
+
+/// The records `o` asks for besides kernels, copies and sets.
+inline RecordChoice record_choice(const Options& o) { return {o.sync_records, o.memory_records}; }
 
 struct Sink;
 
@@ -19,10 +26,11 @@ struct Sink;
 struct Subscribed {
   bool graphs = false;    ///< the graph breakdown's callbacks
   bool launches = false;  ///< the launch callbacks
+  bool event_records = false;  ///< the callbacks that note cuscope's own event records' ids
   std::string why_not;    ///< empty, or why something asked for is off (one line)
 };
 /// Subscribes for `sink`: the graph callbacks when sink.options.graphs, the launch callbacks when
-/// `launches`. Without a subscriber (CUPTI refused: another tool holds it) neither is on; a graph
+/// `launches`, the event record callbacks when wants_cupti_event_clock(sink.options). Without a subscriber (CUPTI refused: another tool holds it) neither is on; a graph
 /// breakdown that is off is one note saying why, and the aggregator is told.
 Subscribed subscribe(Sink& sink, bool launches) noexcept;
 /// Ends the subscription, if any (no cuscope lock held).

@@ -3,11 +3,11 @@
 // waits, event and stream queries, synchronizes) unless synchronization records are off; those
 // that allocate or free unless memory records are off (CUSCOPE_SYNC_RECORDS, CUSCOPE_MEMORY_RECORDS).
 // A record whose API call is not traced could never be tied to a scope. Used for the API records
-// (external correlation) and for the launch callbacks.
+// (external correlation) and for the launch callbacks. The standard library only: the raw CUPTI
+// probes (docs/validation/probes) include it too.
 #pragma once
 
 #include <array>
-#include <cuscope/session.hpp>
 #include <string>
 #include <string_view>
 
@@ -18,8 +18,6 @@ struct RecordChoice {
   bool syncs = true;   ///< Options::sync_records
   bool memory = true;  ///< Options::memory_records
 };
-
-inline RecordChoice record_choice(const Options& o) { return {o.sync_records, o.memory_records}; }
 
 /// Whether the API call named `name` (CUPTI's callback name) is one cuscope traces for `want`;
 /// `driver`: a driver API call (their allocations are named cuMemAlloc*).

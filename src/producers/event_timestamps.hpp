@@ -1,0 +1,71 @@
+// producers/event_timestamps.hpp — CUDA events timed by CUPTI (CUSCOPE_EVENT_TIMESTAMPS=cupti):
+// the device timestamps of CUPTI's CUDA_EVENT records, kept by the correlation id of the call that
+// recorded the event, until the event resolver takes those of cuscope's own records.
+//
+// How a record finds its scope: cuscope records a scope's timing-disabled events with
+// t_event_ids pointing at the pair's EventIds; CUPTI's callback at that call's entry (the runtime's
+// cudaEventRecord, and the driver's cuEventRecord it makes) notes the call's correlation id there
+// (note_event_record). The CUDA_EVENT record carries one of the two; the resolver takes the
+// timestamp by either. The decoder puts every CUDA_EVENT record's timestamp here, the program's
+// own events' too: those are never taken, and age out after two deliveries.
+//
+// Never: lock on a scope's path (the callback writes through a thread-local pointer), or grow
+// without bound (past kMaxKept a timestamp is refused; the pair waiting for it fails, counted).
+#pragma once
+
+#include <absl/container/flat_hash_map.h>
+#include <cuscope/session.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+
+namespace cuscope::inline v0::detail {
+
+/// Whether `o` asks for CUPTI's timestamps on events it would record (CUSCOPE_EVENT_TIMESTAMPS=cupti
+/// with CUSCOPE_EVENTS=always or sampled: "auto" records none while CUPTI traces).
+inline bool wants_cupti_event_clock(const Options& o) {
+  return o.event_timestamps == EventTimestamps::cupti && o.gpu_events &&
+         (o.events == EventTiming::always || o.events == EventTiming::sampled);
+}
+
+/// The correlation ids of one cudaEventRecord call, as CUPTI's callbacks saw them (0: not seen).
+struct EventIds {
+  std::uint32_t runtime = 0;
+  std::uint32_t driver = 0;
+};
+
+/// While cuscope records one of its own events with CUPTI timing them: where the callback notes the
+/// call's correlation ids. Null otherwise (the program's own event records are not noted).
+extern thread_local EventIds* t_event_ids;
+
+/// CUPTI's callback at an event record call's entry: notes `correlation` for cuscope's own record.
+inline void note_event_record(bool driver, std::uint32_t correlation) noexcept {
+  if (EventIds* ids = t_event_ids) (driver ? ids->driver : ids->runtime) = correlation;
+}
+
+class EventTimestamps {
+ public:
+  static constexpr std::size_t kMaxKept = 1u << 18;  // per generation
+
+  /// Decoder: the device timestamp of the event recorded by the call `correlation`.
+  void put(std::uint32_t correlation, std::uint64_t device_ns);
+  /// After each delivery of CUPTI's buffers: what was put two deliveries ago and not taken goes.
+  void age();
+  /// Resolver: takes the timestamp of the record whose call had `ids`; false when not there (yet).
+  bool take(const EventIds& ids, std::uint64_t& device_ns);
+  /// Deliveries so far (age() calls): how long a pair has waited for its timestamps.
+  std::uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
+  /// Tests: forget everything.
+  void clear();
+
+ private:
+  std::mutex mutex_;
+  absl::flat_hash_map<std::uint32_t, std::uint64_t> current_, previous_;  // guarded by mutex_
+  std::atomic<std::uint64_t> generation_{0};
+};
+
+/// The process's table (CUPTI's records are the process's).
+EventTimestamps& event_timestamps();
+
+}  // namespace cuscope::inline v0::detail

@@ -1,0 +1,209 @@
+// CUDA events timed by CUPTI (CUSCOPE_EVENT_TIMESTAMPS=cupti, producers/event_timestamps.hpp): the
+// pairs are made without timing, their record calls' correlation ids noted as CUPTI's callbacks
+// would note them, and their times taken from the CUDA_EVENT records' device timestamps; on fake
+// CUDA playing CUPTI's part (tests/fake_cuda.hpp), and through the decoder with real record layouts.
+#include <catch2/catch.hpp>
+#include <algorithm>
+
+#include "cupti_buffer.hpp"
+#include "fake_cuda.hpp"
+#include "model_fixture.hpp"
+#include "producers/cupti/decode.hpp"
+#include "producers/event_timestamps.hpp"
+#include "producers/gpu_events.hpp"
+#include "session_fixture.hpp"
+
+namespace {
+
+using cuscope::detail::event_timestamps;
+using cuscope::detail::EventIds;
+using cuscope::detail::GpuEvents;
+using cuscope_test::FakeCuda;
+
+// The CUPTI clock for pairs made while it lives, and a clean table.
+struct CuptiClock {
+  CuptiClock() {
+    event_timestamps().clear();
+    cuscope::detail::set_event_timestamps_from_cupti(true);
+  }
+  ~CuptiClock() {
+    cuscope::detail::set_event_timestamps_from_cupti(false);
+    event_timestamps().clear();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("CUPTI-timed events: made without timing, timed by the device timestamps, never by CUDA",
+          "[gpu_events][event_timestamps]") {
+  FakeCuda cuda;
+  cuda.cupti_event_records(true);
+  const CuptiClock clock;
+  GpuEvents events;
+  cuscope::model::Node outer(1, 1, nullptr, 1);
+  cuscope::model::Node inner(2, 2, &outer, 2);
+  for (int round = 0; round < 3; ++round) {
+    REQUIRE(events.begin(1, FakeCuda::stream(0)));
+    cuda.advance_ns(125'000);
+    REQUIRE(events.begin(2, FakeCuda::stream(1, 3)));
+    cuda.advance_ns(2'500'000 * static_cast<std::uint64_t>(round + 1));
+    events.end(2, &inner);
+    cuda.advance_ns(7'750'000);
+    events.end(1, &outer);
+  }
+  cuda.deliver_cupti_records();
+  REQUIRE(events.resolve());
+  CHECK(inner.gpu.count.get() == 3);
+  CHECK(inner.gpu.min_ns.get() == 2'500'000);
+  CHECK(inner.gpu.max_ns.get() == 7'500'000);
+  CHECK(inner.gpu.total_ns.get() == 15'000'000);
+  CHECK(outer.gpu.count.get() == 3);
+  CHECK(outer.gpu.total_ns.get() == 3 * (125'000 + 7'750'000) + 15'000'000);
+  CHECK(events.failures.load() == 0);
+  CHECK(cuda.calls().elapsed == 0);
+  CHECK(cuda.calls().create == 2 * 2 * GpuEvents::kBatch);  // a batch per device, as with CUDA's clock
+  CHECK(cuda.calls().create_without_timing == cuda.calls().create);
+}
+
+TEST_CASE("CUPTI-timed events: a record carrying the driver call's correlation id is found too",
+          "[gpu_events][event_timestamps]") {
+  FakeCuda cuda;
+  cuda.cupti_event_records(true, true);
+  const CuptiClock clock;
+  GpuEvents events;
+  cuscope::model::Node node(1, 1, nullptr, 1);
+  REQUIRE(events.begin(1, FakeCuda::stream(0)));
+  cuda.advance_ns(42'000);
+  events.end(1, &node);
+  cuda.deliver_cupti_records();
+  REQUIRE(events.resolve());
+  CHECK(node.gpu.total_ns.get() == 42'000);
+}
+
+TEST_CASE("CUPTI-timed events: a finished pair waits for its timestamps with its events back in the pool, "
+          "and fails, counted, when deliveries bring none",
+          "[gpu_events][event_timestamps]") {
+  FakeCuda cuda;
+  cuda.cupti_event_records(true);
+  const CuptiClock clock;
+  GpuEvents events;
+  cuscope::model::Node early(1, 1, nullptr, 1);
+  cuscope::model::Node lost(2, 2, nullptr, 1);
+  REQUIRE(events.begin(1, FakeCuda::stream(0)));
+  cuda.advance_ns(1'000);
+  events.end(1, &early);
+  CHECK_FALSE(events.resolve());  // finished, but CUPTI has not delivered its records yet
+  // Its pair is free already: the next scopes take pairs without making more than the first batch.
+  for (int i = 0; i < 2 * static_cast<int>(GpuEvents::kBatch); ++i) {
+    REQUIRE(events.begin(1, FakeCuda::stream(0)));
+    events.end(1, &lost);
+    events.resolve();
+  }
+  CHECK(cuda.calls().create == 2 * GpuEvents::kBatch);
+  cuda.deliver_cupti_records();  // the first pair's records, and those of the loop
+  CHECK(events.resolve());
+  CHECK(early.gpu.count.get() == 1);
+  CHECK(early.gpu.total_ns.get() == 1'000);
+  CHECK(lost.gpu.count.get() == 2 * GpuEvents::kBatch);
+  // Records that never come: the pair fails after kMaxDeliveries deliveries without them.
+  REQUIRE(events.begin(1, FakeCuda::stream(0)));
+  events.end(1, &lost);
+  for (std::uint64_t d = 0; d < GpuEvents::kMaxDeliveries; ++d) {
+    cuda.deliver_cupti_records(true);
+    CHECK_FALSE(events.resolve());
+  }
+  CHECK(events.failures.load() == 0);
+  cuda.deliver_cupti_records(true);
+  CHECK(events.resolve());
+  CHECK(events.failures.load() == 1);
+  CHECK(lost.gpu.count.get() == 2 * GpuEvents::kBatch);
+}
+
+TEST_CASE("CUPTI-timed events: pairs made for the other clock are made again, once", "[gpu_events][event_timestamps]") {
+  FakeCuda cuda;
+  GpuEvents events;
+  cuscope::model::Node node(1, 1, nullptr, 1);
+  REQUIRE(events.begin(1, FakeCuda::stream(0)));
+  events.end(1, &node);
+  REQUIRE(events.resolve());
+  CHECK(cuda.calls().create_without_timing == 0);
+  {
+    cuda.cupti_event_records(true);
+    const CuptiClock clock;
+    REQUIRE(events.begin(1, FakeCuda::stream(0)));
+    cuda.advance_ns(3'000);
+    events.end(1, &node);
+    cuda.deliver_cupti_records();
+    REQUIRE(events.resolve());
+  }
+  CHECK(cuda.calls().destroy == 2);  // the one pair taken, remade without timing
+  CHECK(cuda.calls().create_without_timing == 2);
+  CHECK(node.gpu.count.get() == 2);
+  CHECK(node.gpu.max_ns.get() == 3'000);
+}
+
+TEST_CASE("event timestamps: taken by either id, once; the program's own records age out after two deliveries",
+          "[event_timestamps]") {
+  auto& table = event_timestamps();
+  table.clear();
+  std::uint64_t ns = 0;
+  table.put(7, 700);
+  table.put(8, 800);
+  table.put(0, 1);  // no call: never kept
+  table.put(9, 0);  // no timestamp: never kept
+  CHECK(table.take(EventIds{7, 0}, ns));
+  CHECK(ns == 700);
+  CHECK_FALSE(table.take(EventIds{7, 0}, ns));
+  CHECK_FALSE(table.take(EventIds{0, 0}, ns));
+  CHECK_FALSE(table.take(EventIds{9, 0}, ns));
+  table.age();
+  CHECK(table.take(EventIds{99, 8}, ns));  // one delivery later, still there; by the driver's id
+  CHECK(ns == 800);
+  table.put(10, 1000);
+  table.age();
+  table.age();
+  CHECK_FALSE(table.take(EventIds{10, 0}, ns));
+  table.clear();
+}
+
+TEST_CASE("decode: a CUDA_EVENT record's device timestamp reaches the table by its correlation id",
+          "[event_timestamps][cupti]") {
+  event_timestamps().clear();
+  cuscope_test::ModelFixture model;
+  cuscope_test::CuptiBuffer buffer;
+  CUpti_ActivityCudaEvent2 e{};
+  e.kind = CUPTI_ACTIVITY_KIND_CUDA_EVENT;
+  e.correlationId = 4242;
+  e.deviceTimestamp = 123'456'789;
+  buffer.kernel(1, 10, 20, "k").add(e);
+  const auto counts = cuscope::detail::consume_buffer(buffer.data(), buffer.size(), 0, model.agg);
+  CHECK(counts.unknown == 0);
+  std::uint64_t ns = 0;
+  CHECK(event_timestamps().take(EventIds{4242, 0}, ns));
+  CHECK(ns == 123'456'789);
+  event_timestamps().clear();
+}
+
+TEST_CASE("a session asking for CUPTI's event timestamps without CUPTI tracing times events with CUDA, "
+          "and says why",
+          "[event_timestamps][session]") {
+  FakeCuda cuda;
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.activities = false;
+  o.event_timestamps = cuscope::EventTimestamps::cupti;
+  cuscope_test::Session session(o);
+  for (int i = 0; i < 10; ++i) {
+    CUSCOPE_SCOPE("step", FakeCuda::stream(0));
+    cuda.advance_ns(500'000);
+  }
+  cuscope::flush();
+  const cuscope::Report r = cuscope::snapshot();
+  REQUIRE(r.find("step") != nullptr);
+  CHECK(r.find("step")->gpu.count == 10);
+  CHECK(r.find("step")->gpu.total_ns == 10 * 500'000);
+  CHECK(r.gpu_timing == "on");
+  CHECK(std::find(r.notes.begin(), r.notes.end(),
+                  "CUSCOPE_EVENT_TIMESTAMPS=cupti: CUPTI does not trace (disabled by option "
+                  "(CUSCOPE_ACTIVITIES=0)); CUDA events time themselves") != r.notes.end());
+  CHECK(cuda.calls().create_without_timing == 0);
+}
