@@ -299,3 +299,23 @@ TEST_CASE("CUSCOPE_SYNC_RECORDS and CUSCOPE_MEMORY_RECORDS: a bad value keeps th
   CHECK(errors[1].variable == "CUSCOPE_MEMORY_RECORDS");
   CHECK(errors[1].value.empty());
 }
+
+TEST_CASE("CUSCOPE_ATTRIBUTION and CUSCOPE_EVENT_TIMESTAMPS take their two values; anything else keeps the "
+          "value and names both",
+          "[options]") {
+  std::vector<cuscope::OptionError> errors;
+  cuscope::Options o = parse({}, errors);
+  CHECK(o.attribution == cuscope::Attribution::external);
+  CHECK(o.event_timestamps == cuscope::EventTimestamps::cuda);
+  o = parse({{"CUSCOPE_ATTRIBUTION", " Launch "}, {"CUSCOPE_EVENT_TIMESTAMPS", "CUPTI"}}, errors);
+  CHECK(errors.empty());
+  CHECK(o.attribution == cuscope::Attribution::launch);
+  CHECK(o.event_timestamps == cuscope::EventTimestamps::cupti);
+  o = parse({{"CUSCOPE_ATTRIBUTION", "proton"}, {"CUSCOPE_EVENT_TIMESTAMPS", "gpu"}}, errors);
+  CHECK(o.attribution == cuscope::Attribution::external);
+  CHECK(o.event_timestamps == cuscope::EventTimestamps::cuda);
+  REQUIRE(errors.size() == 2);
+  CHECK(errors[0].message ==
+        "CUSCOPE_EVENT_TIMESTAMPS='gpu' is not an event timestamp source (cuda or cupti); keeping cuda");
+  CHECK(errors[1].message == "CUSCOPE_ATTRIBUTION='proton' is not an attribution (external or launch); keeping external");
+}

@@ -176,34 +176,21 @@ struct Reader {
   }
 
   // "external" or "launch".
-  void attribution(const char* name, Attribution& field) const {
+  // One of two named values (`what`: "an attribution"); anything else keeps the field and says so.
+  template <class E>
+  void either(const char* name, E& field, E first, E second, const char* what) const {
     const char* raw = get(name);
     if (raw == nullptr) return;
     const std::string v = trimmed_lower(raw);
-    for (Attribution a : {Attribution::external, Attribution::launch}) {
-      if (v == to_string(a)) {
-        field = a;
+    for (E e : {first, second}) {
+      if (v == to_string(e)) {
+        field = e;
         return;
       }
     }
     error(name, raw,
-          fmt::format("{}='{}' is not an attribution (external or launch); keeping {}", name, shown(raw),
-                      to_string(field)));
-  }
-
-  void event_timestamps(const char* name, EventTimestamps& field) const {
-    const char* raw = get(name);
-    if (raw == nullptr) return;
-    const std::string v = trimmed_lower(raw);
-    for (EventTimestamps t : {EventTimestamps::cuda, EventTimestamps::cupti}) {
-      if (v == to_string(t)) {
-        field = t;
-        return;
-      }
-    }
-    error(name, raw,
-          fmt::format("{}='{}' is not an event timestamp source (cuda or cupti); keeping {}", name, shown(raw),
-                      to_string(field)));
+          fmt::format("{}='{}' is not {} ({} or {}); keeping {}", name, shown(raw), what, to_string(first),
+                      to_string(second), to_string(field)));
   }
 
   void sort_key(const char* name, SortKey& field) const {
@@ -263,12 +250,13 @@ Options options_from(EnvLookup lookup, Options base, std::vector<OptionError>* e
   r.boolean("CUSCOPE_ENABLE", base.enabled);
   r.boolean("CUSCOPE_GPU_EVENTS", base.gpu_events);
   r.events("CUSCOPE_EVENTS", base.events, base.events_sample_every);
-  r.event_timestamps("CUSCOPE_EVENT_TIMESTAMPS", base.event_timestamps);
+  r.either("CUSCOPE_EVENT_TIMESTAMPS", base.event_timestamps, EventTimestamps::cuda, EventTimestamps::cupti,
+           "an event timestamp source");
   r.boolean("CUSCOPE_ACTIVITIES", base.activities);
   r.boolean("CUSCOPE_GRAPHS", base.graphs);
   r.boolean("CUSCOPE_SYNC_RECORDS", base.sync_records);
   r.boolean("CUSCOPE_MEMORY_RECORDS", base.memory_records);
-  r.attribution("CUSCOPE_ATTRIBUTION", base.attribution);
+  r.either("CUSCOPE_ATTRIBUTION", base.attribution, Attribution::external, Attribution::launch, "an attribution");
   r.number("CUSCOPE_WAIT", base.wait_steps, 0, 1'000'000'000);
   r.number("CUSCOPE_WARMUP", base.warmup_steps, 0, 1'000'000'000);
   r.number("CUSCOPE_ACTIVE", base.active_steps, 0, 1'000'000'000);

@@ -79,8 +79,11 @@ TEST_CASE("kernel counts per range are exact", "[gpu][cupti]") {
   CHECK(r.diagnostics.unresolved_records == 0);
 }
 
-TEST_CASE("a one-kernel scope: CUPTI kernel time and CUDA-event time agree", "[gpu][cupti]") {
-  cuscope_test::Session session;
+namespace {
+
+// Five scopes of one 2 ms kernel each on a stream; the report once each scope has its event time
+// (a buffer of CUPTI's comes back once all its records are complete: a few flushes, bounded).
+cuscope::Report five_single_kernel_scopes() {
   warm_up();
   cudaStream_t stream = nullptr;
   CHECK_CUDA(cudaStreamCreate(&stream));
@@ -97,19 +100,37 @@ TEST_CASE("a one-kernel scope: CUPTI kernel time and CUDA-event time agree", "[g
     CUSCOPE_SCOPE("single", stream);
     spin_kernel<<<1, 1, 0, stream>>>(cycles_for_ms(2.0));
   }
-  const cuscope::Report r = settled();
+  cuscope::Report r = settled();
+  for (int i = 0; i < 20 && (r.find("single") == nullptr || r.find("single")->gpu.count < 5); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    r = settled();
+  }
+  cudaStreamDestroy(stream);
+  return r;
+}
+
+// Each of the five scopes' event times brackets its kernel: a few microseconds of launch gap per
+// scope, nothing more.
+void check_single_kernel_scopes(const cuscope::Report& r) {
   const auto& s = range(r, "single");
+  INFO("CUDA-event failures " << r.diagnostics.gpu_event_failures);
   REQUIRE(s.gpu.count == 5);
   REQUIRE(s.self.kernel_calls == 5);
   const double event_ns = double(s.gpu.total_ns);
   const double kernel_ns = double(s.self.kernel_ns);
   INFO("CUDA-event time per scope: min " << s.gpu.min_ns << " ns, max " << s.gpu.max_ns << " ns; kernel time "
                                            << s.self.kernel_ns << " ns in " << s.self.kernel_calls << " kernels");
-  // Events bracket the kernel: a few microseconds of launch gap per scope, nothing more.
   CHECK(event_ns >= kernel_ns * 0.97);
   CHECK(event_ns - kernel_ns <= 0.05 * kernel_ns + 5 * 20'000.0);
   CHECK(s.self.busy_share() > 0.99);
-  cudaStreamDestroy(stream);
+  CHECK(r.diagnostics.gpu_event_failures == 0);
+}
+
+}  // namespace
+
+TEST_CASE("a one-kernel scope: CUPTI kernel time and CUDA-event time agree", "[gpu][cupti]") {
+  cuscope_test::Session session;
+  check_single_kernel_scopes(five_single_kernel_scopes());
 }
 
 // CUSCOPE_EVENT_TIMESTAMPS=cupti (docs/cupti.md): the same scopes with events made without timing,
@@ -119,35 +140,9 @@ TEST_CASE("a one-kernel scope timed by CUPTI's event timestamps agrees with its 
   cuscope::Options o = cuscope_test::quiet_options();
   o.event_timestamps = cuscope::EventTimestamps::cupti;
   cuscope_test::Session session(o);
-  warm_up();
-  cudaStream_t stream = nullptr;
-  CHECK_CUDA(cudaStreamCreate(&stream));
-  spin_kernel<<<1, 1, 0, stream>>>(0);
-  CHECK_CUDA(cudaStreamSynchronize(stream));
-  spin_kernel<<<1, 1, 0, stream>>>(cycles_for_ms(5.0));
-  for (int i = 0; i < 5; ++i) {
-    CUSCOPE_SCOPE("single", stream);
-    spin_kernel<<<1, 1, 0, stream>>>(cycles_for_ms(2.0));
-  }
-  cuscope::Report r = settled();
-  // A buffer comes back once all its records are complete: a few more flushes, a bounded wait.
-  for (int i = 0; i < 20 && (r.find("single") == nullptr || r.find("single")->gpu.count < 5); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    r = settled();
-  }
+  const cuscope::Report r = five_single_kernel_scopes();
   CHECK(r.gpu_timing == "on, device timestamps from CUPTI (CUSCOPE_EVENT_TIMESTAMPS=cupti)");
-  const auto& s = range(r, "single");
-  INFO("event failures " << r.diagnostics.gpu_event_failures << "; notes: " << r.notes.size());
-  REQUIRE(s.gpu.count == 5);
-  REQUIRE(s.self.kernel_calls == 5);
-  const double event_ns = double(s.gpu.total_ns);
-  const double kernel_ns = double(s.self.kernel_ns);
-  INFO("CUPTI event time per scope: min " << s.gpu.min_ns << " ns, max " << s.gpu.max_ns << " ns; kernel time "
-                                          << s.self.kernel_ns << " ns in " << s.self.kernel_calls << " kernels");
-  CHECK(event_ns >= kernel_ns * 0.97);
-  CHECK(event_ns - kernel_ns <= 0.05 * kernel_ns + 5 * 20'000.0);
-  CHECK(r.diagnostics.gpu_event_failures == 0);
-  cudaStreamDestroy(stream);
+  check_single_kernel_scopes(r);
 }
 
 TEST_CASE("copy and set bytes are exact per direction", "[gpu][cupti]") {
