@@ -54,10 +54,11 @@ class FakeCuda {
   void deliver_cupti_records(bool lose = false) {
     cuscope::detail::event_timestamps().age();
     const std::size_t n = std::min(cupti_made_.load(std::memory_order_relaxed), kMaxEvents);
-    for (std::size_t i = cupti_delivered_; i < n; ++i) {
+    std::size_t i = cupti_delivered_;
+    for (; i < n && cupti_records_[i].ready.load(std::memory_order_acquire); ++i) {
       if (!lose) cuscope::detail::event_timestamps().put(cupti_records_[i].correlation, cupti_records_[i].device_ns);
     }
-    cupti_delivered_ = n;
+    cupti_delivered_ = i;  // one thread delivers (as CUPTI's flush does)
   }
 
   explicit FakeCuda(int devices = 2) : devices_(devices), events_(new Event[kMaxEvents]) {
@@ -127,6 +128,7 @@ class FakeCuda {
   struct CuptiRecord {  // a CUDA_EVENT record: the record call's correlation id, the device's time
     std::uint32_t correlation = 0;
     std::uint64_t device_ns = 0;
+    std::atomic<bool> ready{false};  // written: a delivery on another thread may hand it over
   };
   struct Counters {
     std::atomic<std::uint64_t> create{0}, record{0}, query{0}, elapsed{0}, destroy{0}, get_device{0},
@@ -261,7 +263,9 @@ class FakeCuda {
     cuscope::detail::note_event_record(true, runtime + 1);
     const std::size_t i = cupti_made_.fetch_add(1, std::memory_order_relaxed);
     if (i >= kMaxEvents) return;
-    cupti_records_[i] = {cupti_by_driver_.load(std::memory_order_relaxed) ? runtime + 1 : runtime, device_ns};
+    cupti_records_[i].correlation = cupti_by_driver_.load(std::memory_order_relaxed) ? runtime + 1 : runtime;
+    cupti_records_[i].device_ns = device_ns;
+    cupti_records_[i].ready.store(true, std::memory_order_release);
   }
 
   static constexpr cuscope::detail::CudaCalls kCalls{&create,

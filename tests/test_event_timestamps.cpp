@@ -4,6 +4,10 @@
 // CUDA playing CUPTI's part (tests/fake_cuda.hpp), and through the decoder with real record layouts.
 #include <catch2/catch.hpp>
 #include <algorithm>
+#include <atomic>
+#include <memory>
+#include <thread>
+#include <vector>
 
 #include "cupti_buffer.hpp"
 #include "fake_cuda.hpp"
@@ -206,4 +210,69 @@ TEST_CASE("a session asking for CUPTI's event timestamps without CUPTI tracing t
                   "CUSCOPE_EVENT_TIMESTAMPS=cupti: CUPTI does not trace (disabled by option "
                   "(CUSCOPE_ACTIVITIES=0)); CUDA events time themselves") != r.notes.end());
   CHECK(cuda.calls().create_without_timing == 0);
+}
+
+// As in a session: owner threads record their scopes' events while one resolver resolves every
+// pool and another thread delivers CUPTI's records between its passes (the collector resolves every
+// 10 ms and delivers every 100 ms). Under ThreadSanitizer in the [threads] stage.
+TEST_CASE("CUPTI-timed events from several threads, resolved and delivered on other threads: every scope "
+          "timed, none failed",
+          "[event_timestamps][threads]") {
+  constexpr int kThreads = 4;
+  constexpr int kScopes = 1500;
+  FakeCuda cuda;
+  cuda.cupti_event_records(true);
+  const CuptiClock clock;
+  std::vector<std::unique_ptr<GpuEvents>> pools;
+  std::vector<std::unique_ptr<cuscope::model::Node>> nodes;
+  for (int t = 0; t < kThreads; ++t) {
+    pools.push_back(std::make_unique<GpuEvents>());
+    nodes.push_back(std::make_unique<cuscope::model::Node>(t + 1, t + 1, nullptr, 1));
+  }
+  std::atomic<int> owners_done{0};
+  std::atomic<std::uint64_t> passes{0};
+  std::atomic<bool> all_resolved{false};
+  std::vector<std::thread> owners;
+  for (int t = 0; t < kThreads; ++t) {
+    owners.emplace_back([&, t] {
+      for (int i = 0; i < kScopes; ++i) {
+        if (!pools[t]->begin(1, FakeCuda::stream(t % 2, t))) continue;
+        cuda.advance_ns(100);
+        pools[t]->end(1, nodes[t].get());
+      }
+      owners_done.fetch_add(1);
+    });
+  }
+  std::thread resolver([&] {
+    for (;;) {
+      const bool owners_finished = owners_done.load() == kThreads;
+      bool done = true;
+      for (auto& pool : pools) done = pool->resolve() && done;
+      passes.fetch_add(1);
+      if (owners_finished && done) break;
+      std::this_thread::yield();
+    }
+    all_resolved.store(true);
+  });
+  std::thread cupti([&] {
+    std::uint64_t seen = 0;
+    while (!all_resolved.load()) {
+      if (passes.load() < seen + 2) {  // at least one whole resolver pass between deliveries
+        std::this_thread::yield();
+        continue;
+      }
+      seen = passes.load();
+      cuda.deliver_cupti_records();
+    }
+  });
+  for (auto& t : owners) t.join();
+  resolver.join();
+  cupti.join();
+  for (int t = 0; t < kThreads; ++t) {
+    INFO("thread " << t);
+    CHECK(pools[t]->failures.load() == 0);
+    CHECK(nodes[t]->gpu.count.get() == kScopes);
+    CHECK(nodes[t]->gpu.total_ns.get() >= static_cast<std::uint64_t>(kScopes) * 100);
+  }
+  CHECK(cuda.calls().elapsed == 0);
 }
