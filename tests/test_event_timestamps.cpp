@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cupti_buffer.hpp"
+#include "event_rounds.hpp"
 #include "fake_cuda.hpp"
 #include "model_fixture.hpp"
 #include "producers/cupti/decode.hpp"
@@ -46,23 +47,10 @@ TEST_CASE("CUPTI-timed events: made without timing, timed by the device timestam
   GpuEvents events;
   cuscope::model::Node outer(1, 1, nullptr, 1);
   cuscope::model::Node inner(2, 2, &outer, 2);
-  for (int round = 0; round < 3; ++round) {
-    REQUIRE(events.begin(1, FakeCuda::stream(0)));
-    cuda.advance_ns(125'000);
-    REQUIRE(events.begin(2, FakeCuda::stream(1, 3)));
-    cuda.advance_ns(2'500'000 * static_cast<std::uint64_t>(round + 1));
-    events.end(2, &inner);
-    cuda.advance_ns(7'750'000);
-    events.end(1, &outer);
-  }
+  cuscope_test::nested_rounds(cuda, events, outer, inner);
   cuda.deliver_cupti_records();
   REQUIRE(events.resolve());
-  CHECK(inner.gpu.count.get() == 3);
-  CHECK(inner.gpu.min_ns.get() == 2'500'000);
-  CHECK(inner.gpu.max_ns.get() == 7'500'000);
-  CHECK(inner.gpu.total_ns.get() == 15'000'000);
-  CHECK(outer.gpu.count.get() == 3);
-  CHECK(outer.gpu.total_ns.get() == 3 * (125'000 + 7'750'000) + 15'000'000);
+  cuscope_test::check_nested_rounds(outer, inner);
   CHECK(events.failures.load() == 0);
   CHECK(cuda.calls().elapsed == 0);
   CHECK(cuda.calls().create == 2 * 2 * GpuEvents::kBatch);  // a batch per device, as with CUDA's clock

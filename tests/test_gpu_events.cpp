@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cuscope/cuscope.hpp>
 
+#include "event_rounds.hpp"
 #include "fake_cuda.hpp"
 #include "model/range_tree.hpp"
 #include "producers/gpu_events.hpp"
@@ -133,24 +134,9 @@ TEST_CASE("event times are the fake device clock's, exactly, nested and across d
   GpuEvents events;
   cuscope::model::Node outer(1, 1, nullptr, 1);
   cuscope::model::Node inner(2, 2, &outer, 2);
-  for (int round = 0; round < 3; ++round) {
-    REQUIRE(events.begin(1, FakeCuda::stream(0)));
-    cuda.advance_ns(125'000);
-    REQUIRE(events.begin(2, FakeCuda::stream(1, 3)));
-    cuda.advance_ns(2'500'000 * static_cast<std::uint64_t>(round + 1));
-    events.end(2, &inner);
-    cuda.advance_ns(7'750'000);
-    events.end(1, &outer);
-  }
+  cuscope_test::nested_rounds(cuda, events, outer, inner);
   REQUIRE(events.resolve());
-  CHECK(inner.gpu.count.get() == 3);
-  CHECK(inner.gpu.min_ns.get() == 2'500'000);
-  CHECK(inner.gpu.max_ns.get() == 7'500'000);
-  CHECK(inner.gpu.total_ns.get() == 15'000'000);
-  CHECK(outer.gpu.count.get() == 3);
-  CHECK(outer.gpu.min_ns.get() == 10'375'000);
-  CHECK(outer.gpu.max_ns.get() == 15'375'000);
-  CHECK(outer.gpu.total_ns.get() == 3 * (125'000 + 7'750'000) + 15'000'000);
+  cuscope_test::check_nested_rounds(outer, inner);
 }
 
 TEST_CASE("a session on fake CUDA times stream scopes with events, resolved by its collector",

@@ -357,19 +357,28 @@ TEST_CASE("flush while a kernel runs loses nothing: its record arrives complete 
   cudaStreamDestroy(stream);
 }
 
-// cudaStreamWaitEvent and event queries make SYNCHRONIZATION records; their API calls are traced
-// so that they resolve, and cuscope's own queries stay out of the report.
-TEST_CASE("stream waits and event queries are attributed, never left unresolved", "[gpu][cupti]") {
-  cuscope_test::Session session;
-  warm_up();
+namespace {
+
+// Two streams and an event made without timing, for a scope whose work waits across them.
+struct TwoStreams {
   cudaStream_t s1 = nullptr;
   cudaStream_t s2 = nullptr;
   cudaEvent_t e = nullptr;
-  CHECK_CUDA(cudaStreamCreate(&s1));
-  CHECK_CUDA(cudaStreamCreate(&s2));
-  CHECK_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-  {
-    CUSCOPE_SCOPE("waits", s1);
+  TwoStreams() {
+    CHECK_CUDA(cudaStreamCreate(&s1));
+    CHECK_CUDA(cudaStreamCreate(&s2));
+    CHECK_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  }
+  ~TwoStreams() {
+    cudaEventDestroy(e);
+    cudaStreamDestroy(s1);
+    cudaStreamDestroy(s2);
+  }
+  TwoStreams(const TwoStreams&) = delete;
+  TwoStreams& operator=(const TwoStreams&) = delete;
+  // 100 times: a kernel on s1, the event recorded after it, s2 waiting for it, a kernel on s2, and
+  // a query of the event (200 kernels, 100 stream waits, 100 queries).
+  void wait_100_times() {
     for (int i = 0; i < 100; ++i) {
       empty_kernel<<<1, 1, 0, s1>>>();
       CHECK_CUDA(cudaEventRecord(e, s1));
@@ -378,15 +387,26 @@ TEST_CASE("stream waits and event queries are attributed, never left unresolved"
       (void)cudaEventQuery(e);
     }
   }
+};
+
+}  // namespace
+
+// cudaStreamWaitEvent and event queries make SYNCHRONIZATION records; their API calls are traced
+// so that they resolve, and cuscope's own queries stay out of the report.
+TEST_CASE("stream waits and event queries are attributed, never left unresolved", "[gpu][cupti]") {
+  cuscope_test::Session session;
+  warm_up();
+  TwoStreams two;
+  {
+    CUSCOPE_SCOPE("waits", two.s1);
+    two.wait_100_times();
+  }
   const cuscope::Report r = settled();
   const auto& waits = range(r, "waits");
   CHECK(waits.self.kernel_calls == 200);
   CHECK(waits.self.sync_count >= 100);
   CHECK(r.diagnostics.unresolved_records == 0);
   CHECK(r.diagnostics.dropped_records == 0);
-  cudaEventDestroy(e);
-  cudaStreamDestroy(s1);
-  cudaStreamDestroy(s2);
 }
 
 // CUSCOPE_SYNC_RECORDS=0, CUSCOPE_MEMORY_RECORDS=0 (docs/cupti.md): neither kind is enabled nor are
@@ -399,26 +419,15 @@ TEST_CASE("without synchronization and memory records, kernels stay exact and th
   o.memory_records = false;
   cuscope_test::Session session(o);
   warm_up();
-  cudaStream_t s1 = nullptr;
-  cudaStream_t s2 = nullptr;
-  cudaEvent_t e = nullptr;
-  CHECK_CUDA(cudaStreamCreate(&s1));
-  CHECK_CUDA(cudaStreamCreate(&s2));
-  CHECK_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  TwoStreams two;
   {
-    CUSCOPE_SCOPE("lean", s1);
+    CUSCOPE_SCOPE("lean", two.s1);
     void* p = nullptr;
     CHECK_CUDA(cudaMalloc(&p, 1 << 20));
-    for (int i = 0; i < 100; ++i) {
-      empty_kernel<<<1, 1, 0, s1>>>();
-      CHECK_CUDA(cudaEventRecord(e, s1));
-      CHECK_CUDA(cudaStreamWaitEvent(s2, e, 0));
-      empty_kernel<<<1, 1, 0, s2>>>();
-      (void)cudaEventQuery(e);
-    }
-    CHECK_CUDA(cudaMemsetAsync(p, 0, 1 << 20, s1));
-    CHECK_CUDA(cudaStreamSynchronize(s1));
-    CHECK_CUDA(cudaStreamSynchronize(s2));
+    two.wait_100_times();
+    CHECK_CUDA(cudaMemsetAsync(p, 0, 1 << 20, two.s1));
+    CHECK_CUDA(cudaStreamSynchronize(two.s1));
+    CHECK_CUDA(cudaStreamSynchronize(two.s2));
     CHECK_CUDA(cudaFree(p));
   }
   const cuscope::Report r = settled();
@@ -432,9 +441,6 @@ TEST_CASE("without synchronization and memory records, kernels stay exact and th
   CHECK(lean.self.free_count == 0);
   CHECK(r.diagnostics.unresolved_records == 0);
   CHECK(r.diagnostics.dropped_records == 0);
-  cudaEventDestroy(e);
-  cudaStreamDestroy(s1);
-  cudaStreamDestroy(s2);
 }
 
 // CUPTI 13.0 keeps a buffer per CUDA-calling thread: a cap on the number of buffers would drop
