@@ -3,8 +3,11 @@
 // The owner thread records a start event when a scope opens and a stop event when it closes,
 // using event pairs from its own pools (created once, reused), and queues the pair. The resolver
 // (collector thread or flush) reads finished pairs with cudaEventQuery and cudaEventElapsedTime,
-// adds the time to the scope's node, and returns the pair to the pool. Every CUDA call goes
-// through producers/cuda_calls.hpp (tests run this with fake CUDA).
+// adds the time to the scope's node, and returns the pair to the pool. Under the CUPTI clock
+// (CUSCOPE_EVENT_TIMESTAMPS=cupti, producers/event_timestamps.hpp) pairs are made without timing,
+// a finished pair goes back to the pool at once, and its time is the difference of the device
+// timestamps CUPTI delivers for its two records. Every CUDA call goes through
+// producers/cuda_calls.hpp (tests run this with fake CUDA).
 // Hot path: no lock, no allocation once the pool has warmed up; two cudaEventRecord calls.
 //
 // Pools per device: an event belongs to the device it was made on, so a thread keeps one pool per
