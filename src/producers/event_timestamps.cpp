@@ -18,19 +18,37 @@ void EventTimestamps::age() {
   generation_.fetch_add(1, std::memory_order_acq_rel);
 }
 
-bool EventTimestamps::take(const EventIds& ids, std::uint64_t& device_ns) {
-  std::lock_guard lock(mutex_);
+std::pair<EventTimestamps::Map*, EventTimestamps::Map::iterator> EventTimestamps::find(const EventIds& ids) {
   for (std::uint32_t id : {ids.runtime, ids.driver}) {
     if (id == 0) continue;
-    for (auto* map : {&current_, &previous_}) {
-      if (auto it = map->find(id); it != map->end()) {
-        device_ns = it->second;
-        map->erase(it);
-        return true;
-      }
+    for (Map* map : {&current_, &previous_}) {
+      if (auto it = map->find(id); it != map->end()) return {map, it};
     }
   }
-  return false;
+  return {nullptr, {}};
+}
+
+bool EventTimestamps::take(const EventIds& ids, std::uint64_t& device_ns) {
+  std::lock_guard lock(mutex_);
+  const auto [map, it] = find(ids);
+  if (map == nullptr) return false;
+  device_ns = it->second;
+  map->erase(it);
+  return true;
+}
+
+bool EventTimestamps::take_pair(const EventIds& start, const EventIds& stop, std::uint64_t& start_ns,
+                                std::uint64_t& stop_ns) {
+  std::lock_guard lock(mutex_);
+  const auto [start_map, start_it] = find(start);
+  if (start_map == nullptr) return false;
+  const auto [stop_map, stop_it] = find(stop);
+  if (stop_map == nullptr || (stop_map == start_map && stop_it == start_it)) return false;
+  start_ns = start_it->second;
+  stop_ns = stop_it->second;
+  start_map->erase(start_it);  // absl: erasing one element leaves other iterators valid
+  stop_map->erase(stop_it);
+  return true;
 }
 
 void EventTimestamps::clear() {

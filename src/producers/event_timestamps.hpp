@@ -14,11 +14,12 @@
 #pragma once
 
 #include <absl/container/flat_hash_map.h>
-#include <cuscope/session.hpp>
 
 #include <atomic>
 #include <cstdint>
+#include <cuscope/session.hpp>
 #include <mutex>
+#include <utility>
 
 namespace cuscope::inline v0::detail {
 
@@ -54,14 +55,21 @@ class EventTimestamps {
   void age();
   /// Resolver: takes the timestamp of the record whose call had `ids`; false when not there (yet).
   bool take(const EventIds& ids, std::uint64_t& device_ns);
+  /// Resolver: takes both timestamps of a pair, or, when either has not come yet, neither.
+  bool take_pair(const EventIds& start, const EventIds& stop, std::uint64_t& start_ns,
+                 std::uint64_t& stop_ns);
   /// Deliveries so far (age() calls): how long a pair has waited for its timestamps.
   std::uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
   /// Tests: forget everything.
   void clear();
 
  private:
+  using Map = absl::flat_hash_map<std::uint32_t, std::uint64_t>;
+  // Where the timestamp of `ids` is kept (mutex_ held): its map and position, or a null map.
+  std::pair<Map*, Map::iterator> find(const EventIds& ids);
+
   std::mutex mutex_;
-  absl::flat_hash_map<std::uint32_t, std::uint64_t> current_, previous_;  // guarded by mutex_
+  Map current_, previous_;  // guarded by mutex_
   std::atomic<std::uint64_t> generation_{0};
 };
 

@@ -258,7 +258,7 @@ bool GpuEvents::resolve() noexcept {
     }
     float ms = 0.0f;
     if (q == cudaSuccess && p->cupti_clock) {
-      if (!take_device_times(p->node, p->start_ids, p->stop_ids)) await(p);
+      await(p);  // timed below, with every pair that waits for its timestamps
     } else if (q == cudaSuccess && g_cuda.event_elapsed_time(&ms, p->start, p->stop) == cudaSuccess &&
                ms >= 0.0f) {
       add_time(p->node, static_cast<std::uint64_t>(static_cast<double>(ms) * 1e6));
@@ -280,17 +280,11 @@ void GpuEvents::add_time(model::Node* node, std::uint64_t ns) noexcept {
   if (trace::Writer* w = trace::g_writer.load(std::memory_order_acquire)) w->gpu_time(node, ns);
 }
 
-// A finished pair of the CUPTI clock: its time, when both timestamps have come. A start taken
-// without its stop is put back, so that the next try finds both.
+// A finished pair of the CUPTI clock: its time, when both timestamps have come.
 bool GpuEvents::take_device_times(model::Node* node, const EventIds& start, const EventIds& stop) noexcept {
-  EventTimestamps& table = event_timestamps();
   std::uint64_t start_ns = 0;
   std::uint64_t stop_ns = 0;
-  if (!table.take(start, start_ns)) return false;
-  if (!table.take(stop, stop_ns)) {
-    table.put(start.runtime != 0 ? start.runtime : start.driver, start_ns);
-    return false;
-  }
+  if (!event_timestamps().take_pair(start, stop, start_ns, stop_ns)) return false;
   if (stop_ns >= start_ns) {
     add_time(node, stop_ns - start_ns);
   } else {
@@ -299,11 +293,12 @@ bool GpuEvents::take_device_times(model::Node* node, const EventIds& start, cons
   return true;
 }
 
-// A finished pair whose timestamps have not come yet waits for them apart, its events back in the
-// pool (a pool held until CUPTI's next delivery would run dry under a fast loop of scopes).
+// A finished pair of the CUPTI clock waits for its timestamps apart, its events back in the pool
+// (a pool held until CUPTI's next delivery would run dry under a fast loop of scopes). At the
+// bound it is timed now if its timestamps have come, else counted as a failure.
 void GpuEvents::await(const Pair* p) noexcept {
   if (awaiting_.size() >= kMaxAwaiting) {
-    fail();
+    if (!take_device_times(p->node, p->start_ids, p->stop_ids)) fail();
     return;
   }
   try {

@@ -24,9 +24,9 @@
 namespace cuscope::inline v0::detail {
 namespace {
 
-std::atomic<Sink*> g_target{nullptr};          // the subscribed session's; null: callbacks do nothing
-CUpti_SubscriberHandle g_handle = nullptr;     // set and cleared by the session's start and stop
-std::atomic<bool> g_launches{false};           // the launch callbacks are on
+std::atomic<Sink*> g_target{nullptr};       // the subscribed session's; null: callbacks do nothing
+CUpti_SubscriberHandle g_handle = nullptr;  // set and cleared by the session's start and stop
+std::atomic<bool> g_launches{false};        // the launch callbacks are on
 // The driver calls whose entry notes a launch (traced_call()), by callback id; written before
 // their callbacks are enabled.
 std::array<bool, CUPTI_DRIVER_TRACE_CBID_SIZE> g_launch_cbids{};
@@ -70,7 +70,6 @@ struct GraphCalls {
 // Unclaimed clones kept at most (clones outside an instantiation: none seen; a bound all the same).
 constexpr std::size_t kMaxUnclaimedClones = 1u << 16;
 thread_local GraphCalls t_graph_calls;
-
 
 std::uint32_t exec_id(CUgraphExec exec) {
   std::uint32_t id = 0;
@@ -186,17 +185,19 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
   if (data == nullptr) return;
   Sink* target = g_target.load(std::memory_order_acquire);
   if (target == nullptr) return;
-  if ((domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) &&
-      event_record_call(domain, cbid)) {
-    const auto& cb = *static_cast<const CUpti_CallbackData*>(data);
-    if (cb.callbackSite == CUPTI_API_ENTER) note_event_record(domain == CUPTI_CB_DOMAIN_DRIVER_API, cb.correlationId);
-    return;
-  }
   if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid < g_launch_cbids.size() && g_launch_cbids[cbid] &&
       g_launches.load(std::memory_order_relaxed)) {
     // The entry: the scope open while the program makes the call (its exit sees the same).
     const auto& cb = *static_cast<const CUpti_CallbackData*>(data);
     if (cb.callbackSite == CUPTI_API_ENTER) note_launch(*target, cb.correlationId);
+    return;
+  }
+  // After the launches (the hot callback): no event record call is one of them.
+  if ((domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) &&
+      event_record_call(domain, cbid)) {
+    const auto& cb = *static_cast<const CUpti_CallbackData*>(data);
+    if (cb.callbackSite == CUPTI_API_ENTER)
+      note_event_record(domain == CUPTI_CB_DOMAIN_DRIVER_API, cb.correlationId);
     return;
   }
   if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
@@ -218,8 +219,8 @@ std::string enable_graph_callbacks(CUpti_SubscriberHandle handle) {
   for (auto [domain, cbid] : wanted) {
     if (CUptiResult r = cuptiEnableCallback(1, handle, domain, cbid); r != CUPTI_SUCCESS)
       return cupti_refusal(domain == CUPTI_CB_DOMAIN_RESOURCE ? "cuptiEnableCallback(RESOURCE, GRAPH)"
-                                                        : "cuptiEnableCallback(graph exec update)",
-                     r);
+                                                              : "cuptiEnableCallback(graph exec update)",
+                           r);
   }
   return {};
 }
@@ -288,7 +289,6 @@ void graph_exec_updated(Sink& sink, std::uint32_t exec_id, std::uint64_t correla
   to_model_and_trace(sink, model::GraphExecUpdated{exec_id, correlation, std::move(graph_node_ids)});
 }
 
-
 Subscribed subscribe(Sink& sink, bool launches) noexcept {
   Subscribed out;
   const bool graphs = sink.options.graphs;
@@ -306,7 +306,8 @@ Subscribed subscribe(Sink& sink, bool launches) noexcept {
         g_handle = handle;
         if (graphs) out.why_not = enable_graph_callbacks(handle);
         out.graphs = graphs && out.why_not.empty();
-        if (launches && out.why_not.empty()) out.why_not = enable_launch_callbacks(handle, record_choice(sink.options));
+        if (launches && out.why_not.empty())
+          out.why_not = enable_launch_callbacks(handle, record_choice(sink.options));
         out.launches = launches && out.why_not.empty();
         if (event_records && out.why_not.empty()) out.why_not = enable_event_record_callbacks(handle);
         out.event_records = event_records && out.why_not.empty();
@@ -320,8 +321,9 @@ Subscribed subscribe(Sink& sink, bool launches) noexcept {
     // Without a subscriber (another tool holds it, or CUSCOPE_GRAPHS=0 leaves it to one) tracing
     // goes on, without the graph breakdown.
     if (graphs && !out.graphs)
-      warn_once(fmt::format("CUDA graph breakdown off (replayed kernels count in their launching range only): {}",
-                            out.why_not));
+      warn_once(
+          fmt::format("CUDA graph breakdown off (replayed kernels count in their launching range only): {}",
+                      out.why_not));
   } catch (...) {  // out of memory saying why: off all the same
     out.graphs = out.launches = out.event_records = false;
   }

@@ -7,9 +7,8 @@
 // into CUPTI; the aggregator's lock in a callback (graph nodes have their own).
 #pragma once
 
-#include <cuscope/session.hpp>
-
 #include <cstdint>
+#include <cuscope/session.hpp>
 #include <string>
 #include <vector>
 
@@ -24,14 +23,15 @@ struct Sink;
 
 /// What subscribe() turned on.
 struct Subscribed {
-  bool graphs = false;    ///< the graph breakdown's callbacks
-  bool launches = false;  ///< the launch callbacks
+  bool graphs = false;         ///< the graph breakdown's callbacks
+  bool launches = false;       ///< the launch callbacks
   bool event_records = false;  ///< the callbacks that note cuscope's own event records' ids
-  std::string why_not;    ///< empty, or why something asked for is off (one line)
+  std::string why_not;         ///< empty, or why something asked for is off (one line)
 };
 /// Subscribes for `sink`: the graph callbacks when sink.options.graphs, the launch callbacks when
-/// `launches`, the event record callbacks when wants_cupti_event_clock(sink.options). Without a subscriber (CUPTI refused: another tool holds it) neither is on; a graph
-/// breakdown that is off is one note saying why, and the aggregator is told.
+/// `launches`, the event record callbacks when wants_cupti_event_clock(sink.options). Without a
+/// subscriber (CUPTI refused: another tool holds it) none is on; a graph breakdown that is off is
+/// one note saying why, and the aggregator is told.
 Subscribed subscribe(Sink& sink, bool launches) noexcept;
 /// Ends the subscription, if any (no cuscope lock held).
 void unsubscribe() noexcept;
@@ -50,9 +50,9 @@ void graph_exec_nodes(Sink& sink, std::uint32_t exec_id, std::vector<std::uint64
 void graph_exec_updated(Sink& sink, std::uint32_t exec_id, std::uint64_t correlation,
                         std::vector<std::uint64_t> graph_node_ids) noexcept;
 
-/// subscribe(sink, false), for the graph node callbacks only: true when the breakdown is on. Off (CUSCOPE_GRAPHS=0, or cuptiSubscribe refused, e.g. another tool holds
-/// CUPTI's one subscriber): graph kernels count in their launching range only, and a refusal is
-/// one note saying why.
+/// subscribe(sink, false), for the graph node callbacks only: true when the breakdown is on. Off
+/// (CUSCOPE_GRAPHS=0, or cuptiSubscribe refused, e.g. another tool holds CUPTI's one subscriber): graph
+/// kernels count in their launching range only, and a refusal is one note saying why.
 bool start_graph_breakdown(Sink& sink) noexcept;
 
 /// Tests: what cuptiSubscribe returns (a CUptiResult; 0: call it).
