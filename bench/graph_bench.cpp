@@ -15,7 +15,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <cuscope/cuscope.hpp>
 #include <memory>
 #include <string>
@@ -112,11 +111,10 @@ class GraphWorkload {
     for (std::size_t at : external_at_) {
       const ThreadTree::Token t = tree_->begin(decode_, clock_);
       tree_->end(t.depth, clock_ + 1);
-      store<std::uint64_t>(at, t.instance);
+      buffer_.set_field<std::uint64_t>(at, t.instance);
     }
-    for (std::size_t at : correlation_at_) store<std::uint32_t>(at, load<std::uint32_t>(at) + kReplays);
-    for (std::size_t at : time_at_)
-      store<std::uint64_t>(at, load<std::uint64_t>(at) + kKernels * kNsPerKernel);
+    buffer_.advance<std::uint32_t>(correlation_at_, kReplays);
+    buffer_.advance<std::uint64_t>(time_at_, kKernels * kNsPerKernel);
     clock_ += kKernels * kNsPerKernel;
   }
   void consume() { cuscope::detail::consume_buffer(buffer_.data(), buffer_.size(), 0, aggregator_); }
@@ -135,17 +133,6 @@ class GraphWorkload {
   }
 
  private:
-  template <class T>
-  T load(std::size_t at) {
-    T v;
-    std::memcpy(&v, buffer_.data() + at, sizeof v);
-    return v;
-  }
-  template <class T>
-  void store(std::size_t at, T v) {
-    std::memcpy(buffer_.data() + at, &v, sizeof v);
-  }
-
   std::unique_ptr<Forest> forest_ = std::make_unique<Forest>();
   Aggregator aggregator_{*forest_};
   ThreadTree* tree_ = nullptr;

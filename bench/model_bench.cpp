@@ -4,9 +4,12 @@
 // (in a child process), and what a snapshot and a table of a large tree cost.
 //
 // Never here: the summary or main() (cpu_bench.cpp), a scope's own cost.
+#include "model_bench.hpp"
+
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
 #include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -24,6 +27,7 @@
 #include <thread>
 #include <type_traits>
 #include <vector>
+
 #include "cupti_buffer.hpp"
 #include "host_session.hpp"
 #include "injected.hpp"
@@ -35,7 +39,6 @@
 #include "session/session.hpp"
 #include "summary.hpp"
 #include "trace/writer.hpp"
-#include "model_bench.hpp"
 
 namespace {
 
@@ -98,12 +101,10 @@ class ActivityWorkload {
       instance = token.instance;
     }
     for (std::uint32_t i = 0; i < kKernelsPerBuffer; ++i) {
-      store<std::uint64_t>(external_at_[i], instances_[i / kernels_per_range_]);
+      buffer_.set_field<std::uint64_t>(external_at_[i], instances_[i / kernels_per_range_]);
     }
-    for (std::size_t at : correlation_at_)
-      store<std::uint32_t>(at, load<std::uint32_t>(at) + kKernelsPerBuffer);
-    for (std::size_t at : time_at_)
-      store<std::uint64_t>(at, load<std::uint64_t>(at) + kKernelsPerBuffer * kNsPerKernel);
+    buffer_.advance<std::uint32_t>(correlation_at_, kKernelsPerBuffer);
+    buffer_.advance<std::uint64_t>(time_at_, kKernelsPerBuffer * kNsPerKernel);
     clock_ += kKernelsPerBuffer * kNsPerKernel;
   }
 
@@ -138,16 +139,6 @@ class ActivityWorkload {
       time_at_.push_back(at + offsetof(Record, start));
       time_at_.push_back(at + offsetof(Record, end));
     }
-  }
-  template <class T>
-  T load(std::size_t at) {
-    T v;
-    std::memcpy(&v, buffer_.data() + at, sizeof v);
-    return v;
-  }
-  template <class T>
-  void store(std::size_t at, T v) {
-    std::memcpy(buffer_.data() + at, &v, sizeof v);
   }
 
   std::uint32_t ranges_;

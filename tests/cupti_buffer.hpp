@@ -158,6 +158,24 @@ class CuptiBuffer {
     return add(bad);
   }
 
+  /// The T field at byte `at` (records are packed: no alignment for T is assumed).
+  template <class T>
+  [[nodiscard]] T field(std::size_t at) const {
+    T v;
+    std::memcpy(&v, data_.get() + at, sizeof v);
+    return v;
+  }
+  template <class T>
+  void set_field(std::size_t at, T v) {
+    std::memcpy(data_.get() + at, &v, sizeof v);
+  }
+  /// Adds `delta` to the T field at each offset: a buffer replayed as the next one (its correlation
+  /// ids and timestamps moved on).
+  template <class T, class Offsets>
+  void advance(const Offsets& offsets, T delta) {
+    for (std::size_t at : offsets) set_field<T>(at, field<T>(at) + delta);
+  }
+
   [[nodiscard]] std::uint8_t* data() { return data_.get(); }
   [[nodiscard]] std::size_t size() const { return used_; }
   void clear() {

@@ -2,9 +2,9 @@
 // pairs are made without timing, their record calls' correlation ids noted as CUPTI's callbacks
 // would note them, and their times taken from the CUDA_EVENT records' device timestamps; on fake
 // CUDA playing CUPTI's part (tests/fake_cuda.hpp), and through the decoder with real record layouts.
-#include <catch2/catch.hpp>
 #include <algorithm>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -37,14 +37,22 @@ struct CuptiClock {
   }
 };
 
+// Fake CUDA playing CUPTI's part (records by the driver call's id when `by_driver`), the CUPTI
+// clock, and a thread's pool of pairs made under it.
+struct CuptiTimed {
+  explicit CuptiTimed(bool by_driver = false) { cuda.cupti_event_records(true, by_driver); }
+  FakeCuda cuda;
+  const CuptiClock clock;
+  GpuEvents events;
+};
+
 }  // namespace
 
 TEST_CASE("CUPTI-timed events: made without timing, timed by the device timestamps, never by CUDA",
           "[gpu_events][event_timestamps]") {
-  FakeCuda cuda;
-  cuda.cupti_event_records(true);
-  const CuptiClock clock;
-  GpuEvents events;
+  CuptiTimed t;
+  FakeCuda& cuda = t.cuda;
+  GpuEvents& events = t.events;
   cuscope::model::Node outer(1, 1, nullptr, 1);
   cuscope::model::Node inner(2, 2, &outer, 2);
   cuscope_test::nested_rounds(cuda, events, outer, inner);
@@ -59,10 +67,9 @@ TEST_CASE("CUPTI-timed events: made without timing, timed by the device timestam
 
 TEST_CASE("CUPTI-timed events: a record carrying the driver call's correlation id is found too",
           "[gpu_events][event_timestamps]") {
-  FakeCuda cuda;
-  cuda.cupti_event_records(true, true);
-  const CuptiClock clock;
-  GpuEvents events;
+  CuptiTimed t(true);
+  FakeCuda& cuda = t.cuda;
+  GpuEvents& events = t.events;
   cuscope::model::Node node(1, 1, nullptr, 1);
   REQUIRE(events.begin(1, FakeCuda::stream(0)));
   cuda.advance_ns(42'000);
@@ -72,13 +79,13 @@ TEST_CASE("CUPTI-timed events: a record carrying the driver call's correlation i
   CHECK(node.gpu.total_ns.get() == 42'000);
 }
 
-TEST_CASE("CUPTI-timed events: a finished pair waits for its timestamps with its events back in the pool, "
-          "and fails, counted, when deliveries bring none",
-          "[gpu_events][event_timestamps]") {
-  FakeCuda cuda;
-  cuda.cupti_event_records(true);
-  const CuptiClock clock;
-  GpuEvents events;
+TEST_CASE(
+    "CUPTI-timed events: a finished pair waits for its timestamps with its events back in the pool, "
+    "and fails, counted, when deliveries bring none",
+    "[gpu_events][event_timestamps]") {
+  CuptiTimed t;
+  FakeCuda& cuda = t.cuda;
+  GpuEvents& events = t.events;
   cuscope::model::Node early(1, 1, nullptr, 1);
   cuscope::model::Node lost(2, 2, nullptr, 1);
   REQUIRE(events.begin(1, FakeCuda::stream(0)));
@@ -111,7 +118,8 @@ TEST_CASE("CUPTI-timed events: a finished pair waits for its timestamps with its
   CHECK(lost.gpu.count.get() == 2 * GpuEvents::kBatch);
 }
 
-TEST_CASE("CUPTI-timed events: pairs made for the other clock are made again, once", "[gpu_events][event_timestamps]") {
+TEST_CASE("CUPTI-timed events: pairs made for the other clock are made again, once",
+          "[gpu_events][event_timestamps]") {
   FakeCuda cuda;
   GpuEvents events;
   cuscope::model::Node node(1, 1, nullptr, 1);
@@ -134,8 +142,9 @@ TEST_CASE("CUPTI-timed events: pairs made for the other clock are made again, on
   CHECK(node.gpu.max_ns.get() == 3'000);
 }
 
-TEST_CASE("event timestamps: taken by either id, once; the program's own records age out after two deliveries",
-          "[event_timestamps]") {
+TEST_CASE(
+    "event timestamps: taken by either id, once; the program's own records age out after two deliveries",
+    "[event_timestamps]") {
   auto& table = event_timestamps();
   table.clear();
   std::uint64_t ns = 0;
@@ -176,9 +185,10 @@ TEST_CASE("decode: a CUDA_EVENT record's device timestamp reaches the table by i
   event_timestamps().clear();
 }
 
-TEST_CASE("a session asking for CUPTI's event timestamps without CUPTI tracing times events with CUDA, "
-          "and says why",
-          "[event_timestamps][session]") {
+TEST_CASE(
+    "a session asking for CUPTI's event timestamps without CUPTI tracing times events with CUDA, "
+    "and says why",
+    "[event_timestamps][session]") {
   FakeCuda cuda;
   cuscope::Options o = cuscope_test::quiet_options();
   o.activities = false;
@@ -203,9 +213,10 @@ TEST_CASE("a session asking for CUPTI's event timestamps without CUPTI tracing t
 // As in a session: owner threads record their scopes' events while one resolver resolves every
 // pool and another thread delivers CUPTI's records between its passes (the collector resolves every
 // 10 ms and delivers every 100 ms). Under ThreadSanitizer in the [threads] stage.
-TEST_CASE("CUPTI-timed events from several threads, resolved and delivered on other threads: every scope "
-          "timed, none failed",
-          "[event_timestamps][threads]") {
+TEST_CASE(
+    "CUPTI-timed events from several threads, resolved and delivered on other threads: every scope "
+    "timed, none failed",
+    "[event_timestamps][threads]") {
   constexpr int kThreads = 4;
   constexpr int kScopes = 1500;
   FakeCuda cuda;
