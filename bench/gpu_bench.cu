@@ -5,186 +5,27 @@
 //
 // Every configuration runs in this one process, in rounds (each round runs every configuration
 // once), so the ratios come from the same run. Between configurations the cuscope session is
-// replaced (reset_for_testing, then start with the configuration's options). Launch loops are
-// timed in batches; between batches, untimed, the stream is drained and CUDA events are resolved,
-// so neither the launch queue nor cuscope's event pool fills up and only the host cost is timed.
+// replaced (reset_for_testing, then start with the configuration's options). This file holds the
+// configurations, the rounds and the summary; the timed loops are gpu_loops.cu's.
 #include <cuda_runtime.h>
 #include <cupti.h>
 
 #include <algorithm>
-#include <chrono>
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <cuscope/cuscope.hpp>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "gpu_loops.hpp"
 #include "session/session.hpp"
 #include "summary.hpp"
 #include "transformer_step.hpp"
 
 namespace {
 
-void check(cudaError_t status, const char* call, int line) {
-  if (status == cudaSuccess) return;
-  std::fprintf(stderr, "gpu_bench.cu:%d: %s failed: %s\n", line, call, cudaGetErrorString(status));
-  std::exit(EXIT_FAILURE);
-}
-#define BENCH_CUDA(call) check((call), #call, __LINE__)
-
-__global__ void empty_kernel() {}
-
-constexpr int kBatch = 1000;
-bool g_step_per_batch = false;  // --step-per-batch: cuscope::step() after each batch, untimed
-
-std::uint64_t now_ns() {
-  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                        std::chrono::steady_clock::now().time_since_epoch())
-                                        .count());
-}
-
-/// Replaces the cuscope session by a fresh one with these options (the exit table stays off).
-void restart_session(bool enabled, cuscope::EventTiming events, bool activities,
-                     std::uint32_t warmup_steps = 0, const std::string& trace_path = "",
-                     std::uint32_t sample_every = 0,
-                     cuscope::Attribution attribution = cuscope::Attribution::external,
-                     bool sync_and_memory_records = true,
-                     cuscope::EventTimestamps timestamps = cuscope::EventTimestamps::cuda) {
-  cuscope::detail::reset_for_testing();
-  cuscope::Options o;
-  o.event_timestamps = timestamps;
-  o.sync_records = o.memory_records = sync_and_memory_records;
-  o.attribution = attribution;
-  o.trace_path = trace_path;
-  o.enabled = enabled;
-  o.events = events;
-  o.events_sample_every = sample_every;
-  o.activities = activities;
-  o.print_at_exit = false;
-  o.warmup_steps = warmup_steps;
-  cuscope::start(o);
-}
-
-/// The floor of CUPTI tracing: CONCURRENT_KERNEL records only, buffers handed back unread.
-class MinimalCupti {
- public:
-  static constexpr std::size_t kBufferBytes = 8u << 20;
-
-  static void start() {
-    check_cupti(cuptiActivityRegisterCallbacks(&requested, &completed), "cuptiActivityRegisterCallbacks");
-    check_cupti(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityEnable");
-  }
-  static void stop() {
-    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    check_cupti(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityDisable");
-    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  }
-
- private:
-  static void check_cupti(CUptiResult r, const char* call) {
-    if (r == CUPTI_SUCCESS) return;
-    const char* text = nullptr;
-    cuptiGetResultString(r, &text);
-    std::fprintf(stderr, "minimal CUPTI client: %s failed: %s\n", call, text != nullptr ? text : "?");
-    std::exit(EXIT_FAILURE);
-  }
-  static void CUPTIAPI requested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records) {
-    std::lock_guard lock(mutex_);
-    if (free_.empty()) {
-      *buffer = static_cast<std::uint8_t*>(std::aligned_alloc(8, kBufferBytes));
-    } else {
-      *buffer = free_.back();
-      free_.pop_back();
-    }
-    *size = *buffer != nullptr ? kBufferBytes : 0;
-    *max_records = 0;
-  }
-  static void CUPTIAPI completed(CUcontext, std::uint32_t, std::uint8_t* buffer, std::size_t, std::size_t) {
-    if (buffer == nullptr) return;
-    std::lock_guard lock(mutex_);
-    free_.push_back(buffer);
-  }
-
-  static inline std::mutex mutex_;
-  static inline std::vector<std::uint8_t*> free_;
-};
-
-enum class Wrap { None, ScopePerLaunch, ScopePerBatch };
-
-/// Host nanoseconds per launch of `launches` empty kernels (one untimed batch first).
-double launch_ns(cudaStream_t s, int launches, Wrap wrap) {
-  std::uint64_t timed = 0;
-  for (int done = -kBatch; done < launches; done += kBatch) {
-    const std::uint64_t start = now_ns();
-    if (wrap == Wrap::None) {
-      for (int i = 0; i < kBatch; ++i) empty_kernel<<<1, 1, 0, s>>>();
-    } else if (wrap == Wrap::ScopePerLaunch) {
-      for (int i = 0; i < kBatch; ++i) {
-        CUSCOPE_SCOPE("launch", s);
-        empty_kernel<<<1, 1, 0, s>>>();
-      }
-    } else {
-      CUSCOPE_SCOPE("launch_batch", s);
-      for (int i = 0; i < kBatch; ++i) empty_kernel<<<1, 1, 0, s>>>();
-    }
-    if (done >= 0) timed += now_ns() - start;
-    BENCH_CUDA(cudaGetLastError());
-    BENCH_CUDA(cudaStreamSynchronize(s));
-    cuscope::detail::resolve_gpu_events();
-    if (g_step_per_batch) cuscope::step();
-  }
-  return static_cast<double>(timed) / launches;
-}
-
-/// Kernels a launch loop's report attributes to its scopes ("launch" or "launch_batch").
-std::uint64_t attributed_kernels(const cuscope::Report& r) {
-  std::uint64_t n = 0;
-  for (const char* name : {"launch", "launch_batch"}) {
-    if (const cuscope::RangeStats* l = r.find(name)) n += l->self.kernel_calls;
-  }
-  return n;
-}
-
-/// Host nanoseconds per pair of bare cudaEventRecord calls, or per empty scope with CUDA events.
-double event_ns(cudaStream_t s, int pairs, bool scope) {
-  cudaEvent_t a = nullptr, b = nullptr;
-  BENCH_CUDA(cudaEventCreate(&a));
-  BENCH_CUDA(cudaEventCreate(&b));
-  std::uint64_t timed = 0;
-  for (int done = -kBatch; done < pairs; done += kBatch) {
-    const std::uint64_t start = now_ns();
-    if (scope) {
-      for (int i = 0; i < kBatch; ++i) {
-        CUSCOPE_SCOPE("event_scope", s);
-      }
-    } else {
-      for (int i = 0; i < kBatch; ++i) {
-        BENCH_CUDA(cudaEventRecord(a, s));
-        BENCH_CUDA(cudaEventRecord(b, s));
-      }
-    }
-    if (done >= 0) timed += now_ns() - start;
-    BENCH_CUDA(cudaStreamSynchronize(s));
-    cuscope::detail::resolve_gpu_events();
-  }
-  BENCH_CUDA(cudaEventDestroy(a));
-  BENCH_CUDA(cudaEventDestroy(b));
-  return static_cast<double>(timed) / pairs;
-}
-
-/// Step times (ns) of `steps` transformer steps after `warmup` untimed ones.
-std::vector<double> step_ns(int warmup, int steps) {
-  std::vector<double> times;
-  for (int i = 0; i < warmup + steps; ++i) {
-    const double t = static_cast<double>(cuscope_bench::transformer_step_ns());
-    if (i >= warmup) times.push_back(t);
-  }
-  return times;
-}
+using namespace cuscope_bench;
 
 struct Args {
   int launches = 100'000;
@@ -192,9 +33,10 @@ struct Args {
   int steps = 50;
   std::string json;
   std::string commit;
-  bool show_traced = false;   ///< --show-traced: also print the last full-tracing loop's report
-  bool minimal_last = false;  ///< --minimal-last: the minimal CUPTI client after cuscope's loops
-  std::string trace_dir;      ///< --trace-dir=DIR: each traced loop's last round as DIR/KEY.cuscope
+  bool show_traced = false;     ///< --show-traced: also print the last full-tracing loop's report
+  bool minimal_last = false;    ///< --minimal-last: the minimal CUPTI client after cuscope's loops
+  std::string trace_dir;        ///< --trace-dir=DIR: each traced loop's last round as DIR/KEY.cuscope
+  bool step_per_batch = false;  ///< --step-per-batch: cuscope::step() after each batch, untimed
 };
 
 bool parse_args(int argc, char** argv, Args& a) {
@@ -219,7 +61,7 @@ bool parse_args(int argc, char** argv, Args& a) {
     } else if (arg == "--show-traced") {
       a.show_traced = true;
     } else if (arg == "--step-per-batch") {
-      g_step_per_batch = true;
+      a.step_per_batch = true;
     } else if (arg == "--minimal-last") {
       a.minimal_last = true;
     } else {
@@ -258,11 +100,13 @@ constexpr LaunchConfig kLaunchConfigs[] = {
      cuscope::EventTiming::always, true, false},
     {"launch.defaults", "launch: in a scope, cuscope's defaults (CUSCOPE_EVENTS=auto: tracing, no events)",
      Wrap::ScopePerLaunch, true, cuscope::EventTiming::automatic, true, false},
-    {"launch.launch_notes", "launch: in a scope, the defaults with CUSCOPE_ATTRIBUTION=launch (launch callbacks)",
+    {"launch.launch_notes",
+     "launch: in a scope, the defaults with CUSCOPE_ATTRIBUTION=launch (launch callbacks)",
      Wrap::ScopePerLaunch, true, cuscope::EventTiming::automatic, true, false, cuscope::Attribution::launch},
     {"launch.sampled", "launch: in a scope, tracing + CUSCOPE_EVENTS=sampled:100", Wrap::ScopePerLaunch, true,
      cuscope::EventTiming::sampled, true, false, cuscope::Attribution::external, 100},
-    {"launch.events_cupti", "launch: in a scope, full tracing, events timed by CUPTI (CUSCOPE_EVENT_TIMESTAMPS=cupti)",
+    {"launch.events_cupti",
+     "launch: in a scope, full tracing, events timed by CUPTI (CUSCOPE_EVENT_TIMESTAMPS=cupti)",
      Wrap::ScopePerLaunch, true, cuscope::EventTiming::always, true, false, cuscope::Attribution::external, 0,
      cuscope::EventTimestamps::cupti},
 };
@@ -312,7 +156,7 @@ int main(int argc, char** argv) {
   // CUPTI's one-time attach, and cuscope's timestamp callback, before anything is timed: every
   // minimal-client run then traces under the same CUPTI state.
   restart_session(true, cuscope::EventTiming::always, true);
-  launch_ns(stream, kBatch, Wrap::ScopePerLaunch);
+  launch_ns(stream, kBatch, Wrap::ScopePerLaunch, args.step_per_batch);
   restart_session(false, cuscope::EventTiming::off, false);
   cuscope_bench::transformer_setup();
   std::fprintf(stderr,
@@ -322,7 +166,8 @@ int main(int argc, char** argv) {
   std::vector<double> launch[kLaunchConfigCount];
   std::vector<double> event_pair, event_scope, step_without, step_with;
   // The step with cuscope's parts one at a time: where the full configuration's cost comes from.
-  std::vector<double> step_host, step_events, step_tracing, step_defaults, step_sampled, step_launch_notes, step_lean, step_events_cupti;
+  std::vector<double> step_host, step_events, step_tracing, step_defaults, step_sampled, step_launch_notes,
+      step_lean, step_events_cupti;
   cuscope::Report traced;
   std::uint64_t traced_after_forced_flush = 0;
   // Kernels each traced loop attributed to its scopes, last round (of launches + kBatch).
@@ -338,10 +183,10 @@ int main(int argc, char** argv) {
       const LaunchConfig& cfg = kLaunchConfigs[c];
       const bool trace = cfg.activities && !args.trace_dir.empty() && round + 1 == args.rounds;
       restart_session(cfg.enabled, cfg.events, cfg.activities, 0,
-                      trace ? args.trace_dir + "/" + cfg.key + ".cuscope" : "", cfg.sample_every, cfg.attribution, true,
-                      cfg.timestamps);
+                      trace ? args.trace_dir + "/" + cfg.key + ".cuscope" : "", cfg.sample_every,
+                      cfg.attribution, true, cfg.timestamps);
       if (cfg.minimal_cupti) MinimalCupti::start();
-      launch[c].push_back(launch_ns(stream, args.launches, cfg.wrap));
+      launch[c].push_back(launch_ns(stream, args.launches, cfg.wrap, args.step_per_batch));
       if (cfg.minimal_cupti) MinimalCupti::stop();
       cuscope::flush();
       if (cfg.activities) {
@@ -382,7 +227,8 @@ int main(int argc, char** argv) {
     steps_into(step_sampled);
     restart_session(true, cuscope::EventTiming::automatic, true, 3, "", 0, cuscope::Attribution::launch);
     steps_into(step_launch_notes);
-    restart_session(true, cuscope::EventTiming::automatic, true, 3, "", 0, cuscope::Attribution::external, false);
+    restart_session(true, cuscope::EventTiming::automatic, true, 3, "", 0, cuscope::Attribution::external,
+                    false);
     steps_into(step_lean);
     restart_session(true, cuscope::EventTiming::always, true, 3, "", 0, cuscope::Attribution::external, true,
                     cuscope::EventTimestamps::cupti);
@@ -440,7 +286,8 @@ int main(int argc, char** argv) {
       {"transformer.launch_notes", "transformer step, the defaults with CUSCOPE_ATTRIBUTION=launch",
        step_launch_notes},
       {"transformer.lean", "transformer step, the defaults without sync and memory records", step_lean},
-      {"transformer.events_cupti", "transformer step, tracing + events timed by CUPTI (CUSCOPE_EVENT_TIMESTAMPS=cupti)",
+      {"transformer.events_cupti",
+       "transformer step, tracing + events timed by CUPTI (CUSCOPE_EVENT_TIMESTAMPS=cupti)",
        step_events_cupti}};
   for (const auto& part : parts) {
     const double t = cuscope_bench::median(part.steps);
@@ -481,8 +328,8 @@ int main(int argc, char** argv) {
   const double notes_step = cuscope_bench::median(step_launch_notes) / without;
   const double defaults_launch = per_launch[kDefaults] / minimal;
   const double notes_launch = per_launch[kLaunchNotes] / minimal;
-  s.targets.push_back({"goal.defaults_step", "transformer step, cuscope's defaults / without", defaults_step, "x",
-                       "<= 1.05x", defaults_step <= 1.05});
+  s.targets.push_back({"goal.defaults_step", "transformer step, cuscope's defaults / without", defaults_step,
+                       "x", "<= 1.05x", defaults_step <= 1.05});
   s.targets.push_back({"goal.defaults_launch", "in a scope, cuscope's defaults / minimal CUPTI, per launch",
                        defaults_launch, "x", "<= 1.10x", defaults_launch <= 1.10});
   s.targets.push_back({"goal.launch_notes_step", "transformer step, defaults with launch notes / without",

@@ -1,0 +1,157 @@
+// bench/gpu_loops.cu — see gpu_loops.hpp.
+#include <cupti.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cuscope/cuscope.hpp>
+
+#include "gpu_loops.hpp"
+#include "session/session.hpp"
+#include "transformer_step.hpp"
+
+namespace cuscope_bench {
+
+void check_cuda(cudaError_t status, const char* call, const char* file, int line) {
+  if (status == cudaSuccess) return;
+  std::fprintf(stderr, "%s:%d: %s failed: %s\n", file, line, call, cudaGetErrorString(status));
+  std::exit(EXIT_FAILURE);
+}
+
+namespace {
+
+__global__ void empty_kernel() {}
+
+std::uint64_t now_ns() {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::steady_clock::now().time_since_epoch())
+                                        .count());
+}
+
+}  // namespace
+
+void restart_session(bool enabled, cuscope::EventTiming events, bool activities, std::uint32_t warmup_steps,
+                     const std::string& trace_path, std::uint32_t sample_every,
+                     cuscope::Attribution attribution, bool sync_and_memory_records,
+                     cuscope::EventTimestamps timestamps) {
+  cuscope::detail::reset_for_testing();
+  cuscope::Options o;
+  o.event_timestamps = timestamps;
+  o.sync_records = o.memory_records = sync_and_memory_records;
+  o.attribution = attribution;
+  o.trace_path = trace_path;
+  o.enabled = enabled;
+  o.events = events;
+  o.events_sample_every = sample_every;
+  o.activities = activities;
+  o.print_at_exit = false;
+  o.warmup_steps = warmup_steps;
+  cuscope::start(o);
+}
+
+void MinimalCupti::start() {
+  check_cupti(cuptiActivityRegisterCallbacks(&requested, &completed), "cuptiActivityRegisterCallbacks");
+  check_cupti(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityEnable");
+}
+
+void MinimalCupti::stop() {
+  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  check_cupti(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityDisable");
+  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+}
+
+void MinimalCupti::check_cupti(CUptiResult r, const char* call) {
+  if (r == CUPTI_SUCCESS) return;
+  const char* text = nullptr;
+  cuptiGetResultString(r, &text);
+  std::fprintf(stderr, "minimal CUPTI client: %s failed: %s\n", call, text != nullptr ? text : "?");
+  std::exit(EXIT_FAILURE);
+}
+
+void CUPTIAPI MinimalCupti::requested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records) {
+  std::lock_guard lock(mutex_);
+  if (free_.empty()) {
+    *buffer = static_cast<std::uint8_t*>(std::aligned_alloc(8, kBufferBytes));
+  } else {
+    *buffer = free_.back();
+    free_.pop_back();
+  }
+  *size = *buffer != nullptr ? kBufferBytes : 0;
+  *max_records = 0;
+}
+
+void CUPTIAPI MinimalCupti::completed(CUcontext, std::uint32_t, std::uint8_t* buffer, std::size_t,
+                                      std::size_t) {
+  if (buffer == nullptr) return;
+  std::lock_guard lock(mutex_);
+  free_.push_back(buffer);
+}
+
+double launch_ns(cudaStream_t s, int launches, Wrap wrap, bool step_per_batch) {
+  std::uint64_t timed = 0;
+  for (int done = -kBatch; done < launches; done += kBatch) {
+    const std::uint64_t start = now_ns();
+    if (wrap == Wrap::None) {
+      for (int i = 0; i < kBatch; ++i) empty_kernel<<<1, 1, 0, s>>>();
+    } else if (wrap == Wrap::ScopePerLaunch) {
+      for (int i = 0; i < kBatch; ++i) {
+        CUSCOPE_SCOPE("launch", s);
+        empty_kernel<<<1, 1, 0, s>>>();
+      }
+    } else {
+      CUSCOPE_SCOPE("launch_batch", s);
+      for (int i = 0; i < kBatch; ++i) empty_kernel<<<1, 1, 0, s>>>();
+    }
+    if (done >= 0) timed += now_ns() - start;
+    BENCH_CUDA(cudaGetLastError());
+    BENCH_CUDA(cudaStreamSynchronize(s));
+    cuscope::detail::resolve_gpu_events();
+    if (step_per_batch) cuscope::step();
+  }
+  return static_cast<double>(timed) / launches;
+}
+
+std::uint64_t attributed_kernels(const cuscope::Report& r) {
+  std::uint64_t n = 0;
+  for (const char* name : {"launch", "launch_batch"}) {
+    if (const cuscope::RangeStats* l = r.find(name)) n += l->self.kernel_calls;
+  }
+  return n;
+}
+
+double event_ns(cudaStream_t s, int pairs, bool scope) {
+  cudaEvent_t a = nullptr, b = nullptr;
+  BENCH_CUDA(cudaEventCreate(&a));
+  BENCH_CUDA(cudaEventCreate(&b));
+  std::uint64_t timed = 0;
+  for (int done = -kBatch; done < pairs; done += kBatch) {
+    const std::uint64_t start = now_ns();
+    if (scope) {
+      for (int i = 0; i < kBatch; ++i) {
+        CUSCOPE_SCOPE("event_scope", s);
+      }
+    } else {
+      for (int i = 0; i < kBatch; ++i) {
+        BENCH_CUDA(cudaEventRecord(a, s));
+        BENCH_CUDA(cudaEventRecord(b, s));
+      }
+    }
+    if (done >= 0) timed += now_ns() - start;
+    BENCH_CUDA(cudaStreamSynchronize(s));
+    cuscope::detail::resolve_gpu_events();
+  }
+  BENCH_CUDA(cudaEventDestroy(a));
+  BENCH_CUDA(cudaEventDestroy(b));
+  return static_cast<double>(timed) / pairs;
+}
+
+std::vector<double> step_ns(int warmup, int steps) {
+  std::vector<double> times;
+  for (int i = 0; i < warmup + steps; ++i) {
+    const double t = static_cast<double>(cuscope_bench::transformer_step_ns());
+    if (i >= warmup) times.push_back(t);
+  }
+  return times;
+}
+
+}  // namespace cuscope_bench

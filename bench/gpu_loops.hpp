@@ -1,0 +1,63 @@
+// bench/gpu_loops.hpp — the timed loops of the GPU benchmarks (gpu_bench.cu): kernel launches
+// bare or in scopes, CUDA-event pairs, the demo's transformer step; the cuscope session each
+// configuration runs under, and a minimal CUPTI client (the floor of CUPTI tracing). Loops are timed
+// in batches; between batches, untimed, the stream is drained and CUDA events are resolved, so
+// neither the launch queue nor cuscope's event pool fills up and only the host cost is timed.
+// Never here: the configurations, the rounds or the summary (gpu_bench.cu).
+#pragma once
+
+#include <cuda_runtime.h>
+#include <cupti.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cuscope/cuscope.hpp>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace cuscope_bench {
+
+/// Exits the benchmark, naming the call, when `status` is an error.
+void check_cuda(cudaError_t status, const char* call, const char* file, int line);
+#define BENCH_CUDA(call) ::cuscope_bench::check_cuda((call), #call, __FILE__, __LINE__)
+
+inline constexpr int kBatch = 1000;  // launches (event pairs) timed between two drains
+
+/// Replaces the cuscope session by a fresh one with these options (the exit table stays off).
+void restart_session(bool enabled, cuscope::EventTiming events, bool activities,
+                     std::uint32_t warmup_steps = 0, const std::string& trace_path = "",
+                     std::uint32_t sample_every = 0,
+                     cuscope::Attribution attribution = cuscope::Attribution::external,
+                     bool sync_and_memory_records = true,
+                     cuscope::EventTimestamps timestamps = cuscope::EventTimestamps::cuda);
+
+/// The floor of CUPTI tracing: CONCURRENT_KERNEL records only, buffers handed back unread.
+class MinimalCupti {
+ public:
+  static constexpr std::size_t kBufferBytes = 8u << 20;
+  static void start();
+  static void stop();
+
+ private:
+  static void check_cupti(CUptiResult r, const char* call);
+  static void CUPTIAPI requested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records);
+  static void CUPTIAPI completed(CUcontext, std::uint32_t, std::uint8_t* buffer, std::size_t, std::size_t);
+
+  static inline std::mutex mutex_;
+  static inline std::vector<std::uint8_t*> free_;
+};
+
+enum class Wrap { None, ScopePerLaunch, ScopePerBatch };
+
+/// Host nanoseconds per launch of `launches` empty kernels (one untimed batch first);
+/// `step_per_batch`: cuscope::step() after each batch, untimed.
+double launch_ns(cudaStream_t s, int launches, Wrap wrap, bool step_per_batch);
+/// Kernels a launch loop's report attributes to its scopes ("launch" or "launch_batch").
+std::uint64_t attributed_kernels(const cuscope::Report& r);
+/// Host nanoseconds per pair of bare cudaEventRecord calls, or per empty scope with CUDA events.
+double event_ns(cudaStream_t s, int pairs, bool scope);
+/// Step times (ns) of `steps` transformer steps after `warmup` untimed ones.
+std::vector<double> step_ns(int warmup, int steps);
+
+}  // namespace cuscope_bench
