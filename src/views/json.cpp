@@ -78,6 +78,31 @@ class JsonWriter {
     key(name);
     put(value);
   }
+  /// `"name": v`, or `"name": null` where there is no value.
+  void field_or_null(std::string_view name, bool present, std::uint64_t v) {
+    key(name);
+    if (present) {
+      put(v);
+    } else {
+      null();
+    }
+  }
+  /// `"name": [...]`, each element written by `each(w, element)` (one per line).
+  template <class Items, class Each>
+  void array(std::string_view name, const Items& items, Each each) {
+    key(name);
+    begin_array();
+    for (const auto& item : items) each(*this, item);
+    end_array();
+  }
+  /// `"name": {...}`, its fields written by `fill()`.
+  template <class Fill>
+  void object(std::string_view name, Fill fill) {
+    key(name);
+    begin_object();
+    fill();
+    end_object();
+  }
 
  private:
   void separate() {
@@ -171,19 +196,17 @@ void write_activity(JsonWriter& w, const ActivityStats& a) {
   w.field("gpu_busy_ns", a.gpu_busy_ns);
   w.field("gpu_span_ns", a.gpu_span_ns);
   w.field("busy_share", a.busy_share());
-  w.key("memcpy");
-  w.begin_object();
-  for (std::size_t i = 0; i < kCopyKinds; ++i) {
-    const CopyStats& c = a.memcpy[i];
-    w.key(to_string(static_cast<CopyKind>(i)));
-    w.begin_object();
-    w.field("count", c.count);
-    w.field("bytes", c.bytes);
-    w.field("total_ns", c.total_ns);
-    w.field("bytes_per_s", c.bytes_per_s());
-    w.end_object();
-  }
-  w.end_object();
+  w.object("memcpy", [&] {
+    for (std::size_t i = 0; i < kCopyKinds; ++i) {
+      const CopyStats& c = a.memcpy[i];
+      w.object(to_string(static_cast<CopyKind>(i)), [&] {
+        w.field("count", c.count);
+        w.field("bytes", c.bytes);
+        w.field("total_ns", c.total_ns);
+        w.field("bytes_per_s", c.bytes_per_s());
+      });
+    }
+  });
   w.field("memset_count", a.memset_count);
   w.field("memset_bytes", a.memset_bytes);
   w.field("memset_ns", a.memset_ns);
@@ -222,12 +245,7 @@ void write_range(JsonWriter& w, const RangeStats& r, std::size_t id) {
   w.field("id", std::uint64_t{id});
   w.field("name", r.name);
   w.field("path", r.path);
-  w.key("parent");
-  if (id == 0) {
-    w.null();
-  } else {
-    w.put(std::uint64_t{r.parent});
-  }
+  w.field_or_null("parent", id != 0, r.parent);
   w.field("depth", r.depth);
   w.key("children");
   w.begin_inline_array();
@@ -248,70 +266,51 @@ void write_range(JsonWriter& w, const RangeStats& r, std::size_t id) {
   write_activity(w, r.self);
   w.key("total");
   write_activity(w, r.total);
-  w.key("kernels");
-  w.begin_array();
-  for (const KernelStats& k : r.kernels) write_kernel(w, k);
-  w.end_array();
-  w.key("verdict");
-  w.begin_object();
-  w.field("bound", to_string(r.verdict.bound));
-  w.field("dram_bytes_per_s", r.verdict.dram_bytes_per_s);
-  w.field("flop_per_s", r.verdict.flop_per_s);
-  w.field("arithmetic_intensity", r.verdict.arithmetic_intensity);
-  w.field("roofline_pct", r.verdict.roofline_pct);
-  w.field("reason", r.verdict.reason);
-  w.end_object();
-  w.key("findings");
-  w.begin_array();
-  for (const Finding& f : r.findings) {
-    w.begin_object();
-    w.field("id", f.id);
-    w.field("severity", to_string(f.severity));
-    w.field("observation", f.observation);
-    w.field("cause", f.cause);
-    w.field("fix", f.fix);
-    w.end_object();
-  }
-  w.end_array();
+  w.array("kernels", r.kernels, write_kernel);
+  w.object("verdict", [&] {
+    w.field("bound", to_string(r.verdict.bound));
+    w.field("dram_bytes_per_s", r.verdict.dram_bytes_per_s);
+    w.field("flop_per_s", r.verdict.flop_per_s);
+    w.field("arithmetic_intensity", r.verdict.arithmetic_intensity);
+    w.field("roofline_pct", r.verdict.roofline_pct);
+    w.field("reason", r.verdict.reason);
+  });
+  w.array("findings", r.findings, [](JsonWriter& o, const Finding& f) {
+    o.begin_object();
+    o.field("id", f.id);
+    o.field("severity", to_string(f.severity));
+    o.field("observation", f.observation);
+    o.field("cause", f.cause);
+    o.field("fix", f.fix);
+    o.end_object();
+  });
   w.field("profiled_kernels", r.profiled_kernels);
-  w.key("metrics");
-  w.begin_array();
-  for (const MetricValue& m : r.metrics) {
-    w.begin_object();
-    w.field("name", m.name);
-    w.field("label", m.label);
-    w.field("unit", m.unit);
-    w.field("value", m.value);
-    w.end_object();
-  }
-  w.end_array();
-  w.key("counts");
-  w.begin_array();
-  for (const CountStats& c : r.counts) {
-    w.begin_object();
-    w.field("name", c.name);
-    w.field("self", c.self);
-    w.field("total", c.total);
-    w.field("per_host_second", c.per_host_second);
-    w.field("per_gpu_second", c.per_gpu_second);
-    w.end_object();
-  }
-  w.end_array();
-  w.key("graph");
-  w.begin_array();
-  for (const GraphPathStats& g : r.graph) {
-    w.begin_object();
-    w.field("path", g.path);
-    w.field("kernel_calls", g.kernel_calls);
-    w.field("kernel_ns", g.kernel_ns);
-    w.field("gpu_busy_ns", g.gpu_busy_ns);
-    w.key("kernels");
-    w.begin_array();
-    for (const KernelStats& k : g.kernels) write_kernel(w, k);
-    w.end_array();
-    w.end_object();
-  }
-  w.end_array();
+  w.array("metrics", r.metrics, [](JsonWriter& o, const MetricValue& m) {
+    o.begin_object();
+    o.field("name", m.name);
+    o.field("label", m.label);
+    o.field("unit", m.unit);
+    o.field("value", m.value);
+    o.end_object();
+  });
+  w.array("counts", r.counts, [](JsonWriter& o, const CountStats& c) {
+    o.begin_object();
+    o.field("name", c.name);
+    o.field("self", c.self);
+    o.field("total", c.total);
+    o.field("per_host_second", c.per_host_second);
+    o.field("per_gpu_second", c.per_gpu_second);
+    o.end_object();
+  });
+  w.array("graph", r.graph, [](JsonWriter& o, const GraphPathStats& g) {
+    o.begin_object();
+    o.field("path", g.path);
+    o.field("kernel_calls", g.kernel_calls);
+    o.field("kernel_ns", g.kernel_ns);
+    o.field("gpu_busy_ns", g.gpu_busy_ns);
+    o.array("kernels", g.kernels, write_kernel);
+    o.end_object();
+  });
   w.end_object();
 }
 
@@ -344,44 +343,27 @@ std::string format_json(const Report& report) {
   w.field("activity_status", report.activity_status);
   w.field("counters_status", report.counters_status);
   w.field("clock", report.clock);
-  w.key("peaks");
-  w.begin_object();
-  w.field("dram_bytes_per_s", report.peaks.dram_bytes_per_s);
-  w.field("fp64_flop_per_s", report.peaks.fp64_flop_per_s);
-  w.field("fp32_flop_per_s", report.peaks.fp32_flop_per_s);
-  w.field("fp16_flop_per_s", report.peaks.fp16_flop_per_s);
-  w.field("source", report.peaks.source);
-  w.end_object();
-  w.key("notes");
-  w.begin_array();
-  for (const std::string& note : report.notes) w.put(note);
-  w.end_array();
+  w.object("peaks", [&] {
+    w.field("dram_bytes_per_s", report.peaks.dram_bytes_per_s);
+    w.field("fp64_flop_per_s", report.peaks.fp64_flop_per_s);
+    w.field("fp32_flop_per_s", report.peaks.fp32_flop_per_s);
+    w.field("fp16_flop_per_s", report.peaks.fp16_flop_per_s);
+    w.field("source", report.peaks.source);
+  });
+  w.array("notes", report.notes, [](JsonWriter& o, const std::string& note) { o.put(note); });
   w.field("steps", report.steps);
   w.field("recorded_steps", report.recorded_steps);
   w.field("window_start_step", report.window_start_step);
   w.field("wall_ns", report.wall_ns);
-  w.key("rank");
-  if (report.rank < 0) {
-    w.null();
-  } else {
-    w.put(std::uint64_t(report.rank));
-  }
-  w.key("world_size");
-  if (report.world_size <= 0) {
-    w.null();
-  } else {
-    w.put(std::uint64_t(report.world_size));
-  }
+  w.field_or_null("rank", report.rank >= 0, static_cast<std::uint64_t>(report.rank));
+  w.field_or_null("world_size", report.world_size > 0, static_cast<std::uint64_t>(report.world_size));
   w.key("diagnostics");
   write_diagnostics(w, report.diagnostics);
   w.key("ranges");
   w.begin_array();
   for (std::size_t id = 0; id < report.ranges.size(); ++id) write_range(w, report.ranges[id], id);
   w.end_array();
-  w.key("spans");
-  w.begin_array();
-  for (const SpanStats& s : report.spans) write_span(w, s);
-  w.end_array();
+  w.array("spans", report.spans, write_span);
   w.end_object();
   std::string out = std::move(w).take();
   out += '\n';
