@@ -19,20 +19,35 @@
 // traces): each scope pushes and pops its instance as the external correlation id, here into two
 // empty functions in place of CUPTI's (trace_with_fake_cupti_for_testing()), so that the count is
 // cuscope's own work. `launch` counts it with CUSCOPE_ATTRIBUTION=launch, where scopes push nothing
-// and the launch callbacks read the instance each scope publishes.
+// and the launch callbacks read the instance each scope publishes. `note_launch` counts
+// run_note_launch(): what the launch callback does at the entry of each launch with launch notes
+// (note_launch(): the thread's ring, its innermost scope's instance, one push), inside an open scope,
+// the ring drained between batches outside the count. CUPTI's own callback dispatch is not in it.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <cuscope/cuscope.hpp>
 #include <string>
 
+#include <mutex>
+
 #include "host_session.hpp"
 #include "injected.hpp"
+#include "producers/launch_notes.hpp"
 #include "session/session.hpp"
 
 extern "C" __attribute__((noinline)) void run_scopes(long n) {
   for (long i = 0; i < n; ++i) {
     CUSCOPE_SCOPE("counted");
+    __asm__ volatile("" ::: "memory");
+  }
+}
+
+// Launch notes as the launch callback makes them, `n` at most LaunchRing::kNotes (the ring is not
+// drained here).
+extern "C" __attribute__((noinline)) void run_note_launch(cuscope::detail::Sink* sink, std::uint64_t first, long n) {
+  for (long i = 0; i < n; ++i) {
+    cuscope::detail::note_launch(*sink, first + static_cast<std::uint64_t>(i));
     __asm__ volatile("" ::: "memory");
   }
 }
@@ -102,7 +117,8 @@ int main(int argc, char** argv) {
   const bool traced = argc > 2 && std::strcmp(argv[2], "traced") == 0;
   const bool cupti = argc > 2 && std::strcmp(argv[2], "cupti") == 0;
   const bool launch = argc > 2 && std::strcmp(argv[2], "launch") == 0;
-  if (argc > 2 && !traced && !cupti && !launch) {
+  const bool notes = argc > 2 && std::strcmp(argv[2], "note_launch") == 0;
+  if (argc > 2 && !traced && !cupti && !launch && !notes) {
     const std::string mode = argv[2];
     cuscope_bench::Injected& in = cuscope_bench::injected(5000);
     if (!in.error.empty()) {
@@ -138,8 +154,31 @@ int main(int argc, char** argv) {
     return 0;
   }
   cuscope_bench::start_host_only_session(5000, traced ? "/dev/null" : "");
-  if (cupti || launch)
-    cuscope::detail::trace_with_fake_cupti_for_testing(empty_correlation_push, empty_correlation_pop, launch);
+  if (cupti || launch || notes)
+    cuscope::detail::trace_with_fake_cupti_for_testing(empty_correlation_push, empty_correlation_pop,
+                                                       launch || notes);
+  if (notes) {
+    cuscope::detail::Session& s = cuscope::detail::session();
+    const auto drain = [&s] {
+      std::lock_guard lock(s.aggregator_mutex);
+      cuscope::detail::drain_launches(s);
+    };
+    CUSCOPE_SCOPE("launching");
+    constexpr long kBatch = cuscope::detail::LaunchRing::kNotes / 2;
+    std::uint64_t correlation = 1;
+    run_note_launch(&s, correlation, kBatch);  // the steady state: the thread's ring leased
+    correlation += kBatch;
+    drain();
+    for (long done = 0; done < n; done += kBatch) {
+      const long batch = n - done < kBatch ? n - done : kBatch;
+      run_note_launch(&s, correlation, batch);
+      correlation += static_cast<std::uint64_t>(batch);
+      drain();
+    }
+    const std::uint64_t lost = cuscope::detail::take_lost_launch_notes();
+    std::printf("launch notes %ld, lost %llu\n", n, static_cast<unsigned long long>(lost));
+    return lost == 0 ? 0 : 1;
+  }
   { CUSCOPE_SCOPE("counted"); }  // the steady state: the call site interned
   run_scopes(n);
   const cuscope::Report r = cuscope::snapshot();
