@@ -202,7 +202,7 @@ TEST_CASE("json writes means as doubles that read back exactly", "[json]") {
 TEST_CASE("json lists every Diagnostics field by its C++ name", "[json]") {
   Report r = make_report();
   r.diagnostics = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16,
-                   17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35};
+                   17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37};
   const json expected{
       {"dropped_records", 1},
       {"zero_timestamp_records", 2},
@@ -239,6 +239,8 @@ TEST_CASE("json lists every Diagnostics field by its C++ name", "[json]") {
       {"allocations_untracked", 33},
       {"launch_notes_lost", 34},
       {"kernel_names_uncached", 35},
+      {"activity_buffers", 36},
+      {"activity_processing_ns", 37},
   };
   REQUIRE(parsed(r).at("diagnostics") == expected);
 }

@@ -274,6 +274,12 @@ struct Diagnostics {
   /// Kernel name lookups past the name cache's bound (8,192 distinct names): each demangled the
   /// name anew. The names stay right; only their cost grows.
   std::uint64_t kernel_names_uncached = 0;
+  /// cuscope's own processing of CUPTI's activity records in a live session (0 in a replay): the
+  /// buffers it decoded and attributed, and the host time that took, on whichever thread CUPTI
+  /// handed them over (its worker thread, cuscope's collector, a flush or snapshot). Not in it:
+  /// the scopes' enter and exit, the launch callbacks, CUPTI's own work.
+  std::uint64_t activity_buffers = 0;
+  std::uint64_t activity_processing_ns = 0;
 };
 
 /// An NVTX start/end range (nvtxRangeStart/nvtxRangeEnd, zero-code mode): it may end on another

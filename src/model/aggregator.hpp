@@ -81,6 +81,11 @@ class Aggregator {
   void add_unknown(std::uint64_t n) { diag_.unknown_records += n; }
   void add_refused_buffers(std::uint64_t n) { diag_.activity_buffers_refused += n; }
   void add_lost_launch_notes(std::uint64_t n) { diag_.launch_notes_lost += n; }
+  /// cuscope's own processing of activity (live sessions): `buffers` more decoded, in `ns`.
+  void add_processing(std::uint64_t buffers, std::uint64_t ns) {
+    diag_.activity_buffers += buffers;
+    diag_.activity_processing_ns += ns;
+  }
   /// From now on a record with a zero timestamp is work that was still running when the session
   /// ended (the forced flush at shutdown), counted as incomplete_at_exit.
   void set_final_flush(bool final_flush) { final_flush_ = final_flush; }

@@ -371,6 +371,8 @@ class ReportBuilder {
     out.allocations_untracked += d.allocations_untracked;
     out.launch_notes_lost += d.launch_notes_lost;
     out.kernel_names_uncached += in_.kernel_names.uncached();
+    out.activity_buffers += d.activity_buffers;
+    out.activity_processing_ns += d.activity_processing_ns;
   }
 
   const ReportSources& in_;

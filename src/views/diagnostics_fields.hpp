@@ -13,11 +13,11 @@ namespace cuscope::inline v0::views {
 struct DiagnosticField {
   std::uint64_t Diagnostics::*field;
   std::string_view json;
-  std::string_view one;  ///< "" for counters the header words itself (overhead_ns)
+  std::string_view one;  ///< "" for counters the header words itself (overhead_ns, activity_*)
   std::string_view many;
 };
 
-inline constexpr std::array<DiagnosticField, 35> kDiagnosticFields{{
+inline constexpr std::array<DiagnosticField, 37> kDiagnosticFields{{
     {&Diagnostics::dropped_records, "dropped_records", "dropped record", "dropped records"},
     {&Diagnostics::zero_timestamp_records, "zero_timestamp_records", "record with a zero timestamp",
      "records with a zero timestamp"},
@@ -88,6 +88,8 @@ inline constexpr std::array<DiagnosticField, 35> kDiagnosticFields{{
      "kernel name looked up past the name cache (demangled again)",
      "kernel names looked up past the name cache (demangled again)"},
     {&Diagnostics::overhead_ns, "overhead_ns", "", ""},
+    {&Diagnostics::activity_buffers, "activity_buffers", "", ""},
+    {&Diagnostics::activity_processing_ns, "activity_processing_ns", "", ""},
 }};
 
 }  // namespace cuscope::inline v0::views

@@ -1,7 +1,8 @@
 // views/table_header.cpp — the table's header (table_header.hpp): what was measured, on which
 // device, over how many steps; why GPU timing, activity tracing or counters are off, or what they
-// left out; the report's notes, each said once; what was lost; the totals. Depends only on the
-// Report. Never repeats a reason already printed, and never prints a status that is plainly "on".
+// left out; the report's notes, each said once; what was lost; cuscope's own processing of
+// activity records; the totals. Depends only on the Report. Never repeats a reason already
+// printed, and never prints a status that is plainly "on".
 #include "views/table_header.hpp"
 
 #include <fmt/format.h>
@@ -28,6 +29,17 @@ std::string diagnostics_line(const Diagnostics& d) {
   if (parts.empty()) return {};
   std::string line = "lost or off: " + parts.front();
   for (std::size_t i = 1; i < parts.size(); ++i) line += ", " + parts[i];
+  return line + "\n";
+}
+
+// cuscope's own processing of activity records, where it did any (a live session that traced).
+std::string own_work_line(const Diagnostics& d, std::uint64_t wall_ns) {
+  if (d.activity_buffers == 0) return {};
+  std::string line = fmt::format("cuscope's own work: {} CUPTI buffer{} processed in {}", d.activity_buffers,
+                                 d.activity_buffers == 1 ? "" : "s", format_duration(d.activity_processing_ns));
+  if (wall_ns != 0)
+    line += fmt::format(" ({:.2f}% of the wall time)", 100.0 * static_cast<double>(d.activity_processing_ns) /
+                                                           static_cast<double>(wall_ns));
   return line + "\n";
 }
 
@@ -76,6 +88,7 @@ std::string table_header(const Report& report) {
     out += fmt::format("note: {}\n", note);
   }
   out += diagnostics_line(report.diagnostics);
+  out += own_work_line(report.diagnostics, report.wall_ns);
 
   std::uint64_t host_ns = 0;
   std::uint64_t kernel_ns = 0;

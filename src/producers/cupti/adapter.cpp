@@ -111,16 +111,25 @@ void CUPTIAPI buffer_completed(CUcontext context, std::uint32_t stream, std::uin
   std::size_t dropped = 0;
   if (cuptiActivityGetNumDroppedRecords(context, stream, &dropped) != CUPTI_SUCCESS)
     dropped = 0;  // no lock held
-  if (Sink* target = s.target.load(std::memory_order_acquire)) {
-    std::lock_guard lock(target->aggregator_mutex);
-    take_launch_notes(*target);  // before the records of the launches they name
-    consume_buffer(buffer, valid, dropped, target->aggregator);
-    target->aggregator.add_refused_buffers(s.refused.exchange(0, std::memory_order_relaxed));
-  }
+  if (Sink* target = s.target.load(std::memory_order_acquire)) take_buffer(*target, buffer, valid, dropped);
   if (buffer == nullptr) return;
   std::lock_guard lock(s.pool_mutex);
   s.free_buffers.push_back(Buffer{buffer, size});
 }
+
+}  // namespace
+
+void take_buffer(Sink& sink, std::uint8_t* buffer, std::size_t valid, std::size_t dropped) noexcept {
+  std::lock_guard lock(sink.aggregator_mutex);
+  const std::uint64_t start = now_ns();  // the work, not the wait for the lock
+  take_launch_notes(sink);               // before the records of the launches they name
+  consume_buffer(buffer, valid, dropped, sink.aggregator);
+  sink.aggregator.add_refused_buffers(state().refused.exchange(0, std::memory_order_relaxed));
+  const std::uint64_t end = now_ns();
+  sink.aggregator.add_processing(1, end > start ? end - start : 0);
+}
+
+namespace {
 
 void push_correlation(std::uint64_t instance) noexcept {
   cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, instance);
@@ -229,8 +238,11 @@ void deliver(std::uint32_t flags) {
   cuptiActivityFlushAll(flags);  // no cuscope lock held: CUPTI calls buffer_completed from here
   if (Sink* target = state().target.load(std::memory_order_acquire)) {
     std::lock_guard lock(target->aggregator_mutex);
+    const std::uint64_t start = now_ns();
     take_launch_notes(*target);
     target->aggregator.settle();
+    const std::uint64_t end = now_ns();
+    target->aggregator.add_processing(0, end > start ? end - start : 0);
   }
 }
 

@@ -50,6 +50,13 @@ void stop_activity_tracing() noexcept;
 /// launches are noted by callbacks.
 std::vector<CUpti_ActivityKind> activity_kinds(RecordChoice want, bool launch_notes);
 
+/// What the buffer callback does with one completed buffer of `valid` bytes (CUPTI dropped
+/// `dropped` records before it): under the aggregator's lock, the launch notes made so far, then
+/// the buffer's records, into `sink`'s model; the buffer and the time that took count as cuscope's
+/// own processing (Diagnostics::activity_buffers, activity_processing_ns). No CUPTI call. Tests
+/// call it with buffers of their own.
+void take_buffer(Sink& sink, std::uint8_t* buffer, std::size_t valid, std::size_t dropped) noexcept;
+
 /// Tests: the libcupti API version cuscope believes is loaded (0: ask cuptiGetVersion).
 void set_cupti_version_for_testing(std::uint32_t version) noexcept;
 
