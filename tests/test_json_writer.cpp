@@ -1,5 +1,10 @@
-// Tests of the JSON view (parsed back with nlohmann::json) and of the Report's lookups and names.
-#include <algorithm>
+// The JSON view's writer, parsed back with nlohmann::json: the schema and header, every range field
+// (links, names, durations, means, activity, copies by direction, kernels), every Diagnostics
+// field, verdicts and counters, NVTX start/end ranges; and the encoding: uint64 values exact,
+// escapes, bytes that are not UTF-8, doubles always finite.
+//
+// Never: a session or a model; reports are built by hand (tests/json_kit.hpp). Reading a report
+// back through cuscope show's reader is test_json_read_back.cpp's.
 #include <catch2/catch.hpp>
 #include <cstddef>
 #include <cstdint>
@@ -7,79 +12,19 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
-#include <utility>
 
-#include "cli/cli.hpp"
 #include "cuscope/report.hpp"
-#include "cuscope/version.hpp"
-#include "report_builder.hpp"
+#include "json_kit.hpp"
 
 using cuscope::CopyKind;
 using cuscope::format_json;
-using cuscope::format_table;
-using cuscope::KernelStats;
 using cuscope::RangeStats;
 using cuscope::Report;
-using cuscope::SortKey;
 using cuscope::SpanStats;
-using cuscope_test::make_range;
+using cuscope_test::json_kit::kMax;
+using cuscope_test::json_kit::make_report;
+using cuscope_test::json_kit::parsed;
 using nlohmann::json;
-
-namespace {
-
-constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
-
-// root ─┬─ step ─┬─ forward
-//       │        └─ mlp
-//       └─ (unscoped)
-Report make_report() {
-  Report r;
-  r.device = "NVIDIA H100 80GB HBM3 (sm_90)";
-  r.gpu_timing = "no CUDA driver (cudaGetDeviceCount: error 35)";
-  r.activity_status = "on";
-  r.notes = {"first note", "second note"};
-  r.steps = 12;
-  r.recorded_steps = 10;
-  r.wall_ns = 2'500'000'000;
-
-  RangeStats root = make_range("", "", 0, 0);
-  root.children = {1, 4};
-  RangeStats step = make_range("step", "step", 0, 1);
-  step.children = {2, 3};
-  step.calls = 10;
-  step.recursive_calls = 2;
-  step.threads = 3;
-  step.host = {10, 10, 1, 2, 7};
-  step.host_self_ns = 4;
-  RangeStats forward = make_range("forward", "step/forward", 1, 2);
-  forward.calls = 10;
-  forward.self.kernel_calls = 2;
-  forward.self.gpu_busy_ns = 750;
-  forward.self.gpu_span_ns = 1'000;
-  KernelStats gemm;
-  gemm.name = "gemm_kernel<float>";
-  gemm.duration = {20, 1'500, 50, 100};
-  gemm.grid = {128, 2, 1};
-  gemm.block = {256, 1, 1};
-  gemm.registers_per_thread = 64;
-  gemm.static_shared_bytes = 4'096;
-  gemm.dynamic_shared_bytes = 49'152;
-  gemm.device = 1;
-  KernelStats softmax;
-  softmax.name = "softmax_kernel";
-  softmax.duration = {10, 300, 30, 30};
-  forward.kernels = {gemm, softmax};
-  RangeStats mlp = make_range("mlp", "step/mlp", 1, 2);
-  mlp.calls = 20;
-  RangeStats unscoped = make_range("(unscoped)", "(unscoped)", 0, 1);
-  unscoped.self.kernel_calls = 5;
-  r.ranges = {root, step, forward, mlp, unscoped};
-  return r;
-}
-
-json parsed(const Report& r) { return json::parse(format_json(r)); }
-
-}  // namespace
 
 TEST_CASE("json carries the schema, version and report header", "[json]") {
   const json j = parsed(make_report());
@@ -173,20 +118,6 @@ TEST_CASE("json writes calls, threads and host and CUDA-event durations", "[json
   // Only a range's host times record which call was the longest.
   REQUIRE(step.at("gpu") ==
           json{{"count", 0}, {"total_ns", 0}, {"min_ns", 0}, {"max_ns", 0}, {"mean_ns", 0.0}});
-}
-
-TEST_CASE("json: the slowest host call's ordinal reads back, and is 0 in a report without it",
-          "[json][cli]") {
-  Report back;
-  std::string error;
-  REQUIRE(cuscope::cli::report_from_json(format_json(make_report()), &back, &error));
-  CHECK(back.ranges[1].host.max_call == 7);
-  CHECK(back.ranges[1].host.max_ns == 2);
-  json older = parsed(make_report());
-  older["ranges"][1]["host"].erase("max_call");
-  REQUIRE(cuscope::cli::report_from_json(older.dump(), &back, &error));
-  CHECK(back.ranges[1].host.max_call == 0);
-  CHECK(back.ranges[1].host.max_ns == 2);
 }
 
 TEST_CASE("json writes means as doubles that read back exactly", "[json]") {
@@ -304,44 +235,6 @@ TEST_CASE("json of an empty report holds the root range alone", "[json]") {
   REQUIRE(j.at("spans") == json::array());
 }
 
-TEST_CASE("find walks the range tree by path", "[report]") {
-  const Report r = make_report();
-  REQUIRE(r.find("") == &r.ranges[0]);
-  REQUIRE(r.find("step") == &r.ranges[1]);
-  REQUIRE(r.find("step/mlp") == &r.ranges[3]);
-  REQUIRE(r.find("(unscoped)") == &r.ranges[4]);
-  REQUIRE(r.find("mlp") == nullptr);
-  REQUIRE(r.find("step/nope") == nullptr);
-  REQUIRE(r.find("step/mlp/deeper") == nullptr);
-  REQUIRE(r.find("step/") == nullptr);
-  REQUIRE(r.find("/step") == nullptr);
-  const Report empty;
-  REQUIRE(empty.find("") == &empty.ranges[0]);
-}
-
-TEST_CASE("copy kinds and sort keys have stable names", "[report]") {
-  REQUIRE(to_string(CopyKind::HtoD) == "HtoD");
-  REQUIRE(to_string(CopyKind::DtoH) == "DtoH");
-  REQUIRE(to_string(CopyKind::DtoD) == "DtoD");
-  REQUIRE(to_string(CopyKind::HtoH) == "HtoH");
-  REQUIRE(to_string(CopyKind::PtoP) == "PtoP");
-  REQUIRE(to_string(CopyKind::Other) == "other");
-  REQUIRE(to_string(SortKey::host_total) == "host_total");
-  REQUIRE(to_string(SortKey::host_self) == "host_self");
-  REQUIRE(to_string(SortKey::gpu_total) == "gpu_total");
-  REQUIRE(to_string(SortKey::kernel_total) == "kernel_total");
-  REQUIRE(to_string(SortKey::gpu_busy) == "gpu_busy");
-  REQUIRE(to_string(SortKey::calls) == "calls");
-  REQUIRE(to_string(SortKey::name) == "name");
-}
-
-TEST_CASE("version is built from the version macros", "[report]") {
-  const std::string from_macros = std::to_string(CUSCOPE_VERSION_MAJOR) + "." +
-                                  std::to_string(CUSCOPE_VERSION_MINOR) + "." +
-                                  std::to_string(CUSCOPE_VERSION_PATCH);
-  REQUIRE(std::string(cuscope::version()) == from_macros);
-}
-
 TEST_CASE("json carries verdicts, counters, peaks and the counters' status", "[json][metrics]") {
   Report r = make_report();
   r.counters_status = "on: sol on GH100";
@@ -451,100 +344,4 @@ TEST_CASE("json writes NVTX start/end ranges after the ranges, host time as a du
   REQUIRE(text.size() > expected.size());
   REQUIRE(text.substr(text.size() - expected.size()) == expected);
   REQUIRE(text.find("\"ranges\"") < text.find("\"spans\""));
-}
-
-TEST_CASE("a JSON report reads back through cuscope show's reader to the same report", "[json][spans][cli]") {
-  Report r = make_report();
-  r.diagnostics = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24};
-  r.spans = {SpanStats{"io", "load", {3, 10, 2, 5}, 1, 2}, SpanStats{"", "pending", {}, kMax, 0}};
-  Report back;
-  std::string error;
-  REQUIRE(cuscope::cli::report_from_json(format_json(r), &back, &error));
-  REQUIRE(error.empty());
-  REQUIRE(back.spans.size() == 2);
-  CHECK(back.spans[0].domain == "io");
-  CHECK(back.spans[0].name == "load");
-  CHECK(back.spans[0].host.count == 3);
-  CHECK(back.spans[0].host.total_ns == 10);
-  CHECK(back.spans[0].host.min_ns == 2);
-  CHECK(back.spans[0].host.max_ns == 5);
-  CHECK(back.spans[0].open == 1);
-  CHECK(back.spans[0].cross_thread == 2);
-  CHECK(back.spans[1].domain.empty());
-  CHECK(back.spans[1].open == kMax);
-  CHECK(back.diagnostics.unmatched_span_ends == 23);
-  CHECK(back.diagnostics.spans_dropped == 24);
-  CHECK(format_json(back) == format_json(r));
-  CHECK(format_table(back) == format_table(r));
-}
-
-TEST_CASE("cuscope show's reader takes a JSON report without spans, and refuses spans that are not a list",
-          "[json][spans][cli]") {
-  json j = parsed(make_report());
-  j.erase("spans");
-  Report back;
-  std::string error;
-  REQUIRE(cuscope::cli::report_from_json(j.dump(), &back, &error));
-  CHECK(back.spans.empty());
-  j["spans"] = 3;
-  CHECK_FALSE(cuscope::cli::report_from_json(j.dump(), &back, &error));
-  CHECK(error == "malformed JSON report: \"spans\" is not an array");
-}
-
-TEST_CASE("json carries each range's findings, and cuscope show reads them back", "[json][findings]") {
-  Report r = make_report();
-  r.ranges[1].findings = {
-      {"synchronization", cuscope::Severity::warning, "7 synchronizations waited 3.2 ms", "an .item()",
-       "keep it"},
-      {"small-kernels", cuscope::Severity::info, "412 kernels averaging 4.1 µs", "unfused", "fuse"}};
-  const json j = parsed(r);
-  const json& f = j.at("ranges")[1].at("findings");
-  REQUIRE(f.size() == 2);
-  CHECK(f[0].at("id") == "synchronization");
-  CHECK(f[0].at("severity") == "warning");
-  CHECK(f[0].at("observation") == "7 synchronizations waited 3.2 ms");
-  CHECK(f[0].at("cause") == "an .item()");
-  CHECK(f[0].at("fix") == "keep it");
-  CHECK(f[1].at("severity") == "info");
-  CHECK(j.at("ranges")[2].at("findings").empty());
-  Report back;
-  std::string error;
-  REQUIRE(cuscope::cli::report_from_json(cuscope::format_json(r), &back, &error));
-  REQUIRE(back.ranges[1].findings.size() == 2);
-  CHECK(back.ranges[1].findings[1].id == "small-kernels");
-  CHECK(back.ranges[1].findings[1].severity == cuscope::Severity::info);
-  CHECK(cuscope::format_json(back) == cuscope::format_json(r));
-}
-
-TEST_CASE("json carries pageable copies and streams, and cuscope show reads them back",
-          "[json][pageable][streams]") {
-  Report r = make_report();
-  auto& self = r.ranges[2].self;
-  self.pageable_copies = 11;
-  self.pageable_bytes = 12'345;
-  self.kernel_streams = 3;
-  self.busiest_stream_ns = 678;
-  r.ranges[2].total.pageable_copies = kMax;
-  const json j = parsed(r).at("ranges").at(2);
-  CHECK(j.at("self").at("pageable_copies") == 11);
-  CHECK(j.at("self").at("pageable_bytes") == 12'345);
-  CHECK(j.at("self").at("kernel_streams") == 3);
-  CHECK(j.at("self").at("busiest_stream_ns") == 678);
-  CHECK(j.at("total").at("pageable_copies") == kMax);
-  Report back;
-  std::string error;
-  REQUIRE(cuscope::cli::report_from_json(format_json(r), &back, &error));
-  CHECK(back.ranges[2].self.pageable_copies == 11);
-  CHECK(back.ranges[2].self.pageable_bytes == 12'345);
-  CHECK(back.ranges[2].self.kernel_streams == 3);
-  CHECK(back.ranges[2].self.busiest_stream_ns == 678);
-  CHECK(back.ranges[2].total.pageable_copies == kMax);
-  CHECK(format_json(back) == format_json(r));
-  // A report from before these fields reads them as 0.
-  json old = parsed(r);
-  for (const char* key : {"pageable_copies", "pageable_bytes", "kernel_streams", "busiest_stream_ns"})
-    old["ranges"][2]["self"].erase(key);
-  REQUIRE(cuscope::cli::report_from_json(old.dump(), &back, &error));
-  CHECK(back.ranges[2].self.pageable_copies == 0);
-  CHECK(back.ranges[2].self.kernel_streams == 0);
 }

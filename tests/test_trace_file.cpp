@@ -1,0 +1,259 @@
+// The trace file itself: its layout (header, end record), the reader on bad input (one line each,
+// every prefix truncated, a Memcpy record of an older version or with bad kinds), the bound on the
+// file's size, and the threads' rings (full rings drop, never block; many threads at once).
+//
+// Never: a session or a GPU; never a trace file left behind.
+#include <fmt/format.h>
+
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <cuscope/cuscope.hpp>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "trace/reader.hpp"
+#include "trace/replay.hpp"
+#include "trace/writer.hpp"
+#include "trace_kit.hpp"
+
+namespace {
+
+using cuscope::Report;
+using cuscope_test::trace_kit::Copies;
+using cuscope_test::trace_kit::read_file;
+using cuscope_test::trace_kit::record_run;
+using cuscope_test::trace_kit::Recorded;
+using cuscope_test::trace_kit::temp_path;
+namespace trace = cuscope::trace;
+namespace model = cuscope::model;
+
+void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+// A trace of one Memcpy record with `payload` as its payload, then End.
+std::string trace_with_memcpy(const std::string& payload) {
+  std::string out(trace::kMagic, sizeof(trace::kMagic));
+  trace::Encoder e(out);
+  e.put(trace::kVersion);
+  e.put(trace::kHeaderBytes);
+  std::size_t at = e.begin(trace::RecordType::Memcpy);
+  out += payload;
+  e.finish(at);
+  at = e.begin(trace::RecordType::End);
+  e.put(std::uint64_t{0});
+  e.finish(at);
+  return out;
+}
+
+// A Memcpy payload as version 1 wrote it before the memory kinds.
+std::string memcpy_payload_without_kinds() {
+  std::string p;
+  trace::Encoder e(p);
+  for (std::uint64_t v : {std::uint64_t{5}, std::uint64_t{100}, std::uint64_t{200}, std::uint64_t{4096}})
+    e.put(v);
+  e.put(static_cast<std::uint8_t>(cuscope::CopyKind::HtoD));
+  e.put(std::uint32_t{0});
+  e.put(std::uint32_t{7});
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("a trace file starts with its header and ends with its end record", "[trace]") {
+  Recorded rec("layout.cuscope");
+  record_run(rec);
+  rec.close();
+  const std::string bytes = read_file(rec.path);
+  REQUIRE(bytes.size() > trace::kHeaderBytes + 16);
+  CHECK(bytes.compare(0, 16, std::string(trace::kMagic, 16)) == 0);
+  std::uint32_t version = 0;
+  std::memcpy(&version, bytes.data() + 16, 4);
+  CHECK(version == trace::kVersion);
+  std::uint32_t type = 0, size = 0;
+  std::memcpy(&type, bytes.data() + bytes.size() - 16, 4);
+  std::memcpy(&size, bytes.data() + bytes.size() - 12, 4);
+  CHECK(type == static_cast<std::uint32_t>(trace::RecordType::End));
+  CHECK(size == 8);
+  CHECK(rec.writer->bytes_written() == bytes.size());
+}
+
+TEST_CASE("the trace reader rejects bad input with one line", "[trace]") {
+  Recorded rec("good.cuscope");
+  record_run(rec);
+  rec.close();
+  const std::string good = read_file(rec.path);
+  const std::string path = temp_path("bad.cuscope");
+  Report r;
+  std::string error;
+
+  SECTION("a missing file") {
+    CHECK_FALSE(trace::replay_file(temp_path("does_not_exist.cuscope"), &r, &error));
+    CHECK(error.rfind("cannot open '", 0) == 0);
+    CHECK(error.find("No such file or directory") != std::string::npos);
+  }
+  SECTION("not a trace") {
+    write_file(path, "{\"traceEvents\": []}\n");
+    CHECK_FALSE(trace::replay_file(path, &r, &error));
+    CHECK(error == "not a cuscope trace (no CUSCOPE-TRACE header)");
+  }
+  SECTION("an empty file") {
+    write_file(path, "");
+    CHECK_FALSE(trace::replay_file(path, &r, &error));
+    CHECK(error == "not a cuscope trace (no CUSCOPE-TRACE header)");
+  }
+  SECTION("another version") {
+    std::string v2 = good;
+    v2[16] = 2;
+    write_file(path, v2);
+    CHECK_FALSE(trace::replay_file(path, &r, &error));
+    CHECK(error == "trace format version 2 is not supported (this cuscope reads version 1)");
+  }
+  SECTION("cut inside a record") {
+    write_file(path, good.substr(0, good.size() - 3));
+    CHECK_FALSE(trace::replay_file(path, &r, &error));
+    CHECK(error == fmt::format("truncated: the file ends inside an end record at byte {}", good.size() - 16));
+  }
+  SECTION("cut between records (no end record)") {
+    write_file(path, good.substr(0, good.size() - 16));
+    CHECK_FALSE(trace::replay_file(path, &r, &error));
+    CHECK(error ==
+          fmt::format("truncated: no end record after byte {} (the program did not finish the trace)",
+                      good.size() - 16));
+  }
+  SECTION("an unknown record type") {
+    std::string bad = good;
+    bad[trace::kHeaderBytes] = 99;
+    write_file(path, bad);
+    CHECK_FALSE(trace::replay_file(path, &r, &error));
+    CHECK(error == "malformed: unknown record type 99 at byte 24");
+  }
+  SECTION("data after the end") {
+    write_file(path, good + "x");
+    CHECK_FALSE(trace::replay_file(path, &r, &error));
+    CHECK(error == fmt::format("malformed: data after the end record at byte {}", good.size()));
+  }
+  std::remove(path.c_str());
+}
+
+TEST_CASE("every prefix of a trace is rejected as truncated, and nothing else", "[trace]") {
+  Recorded rec("prefix.cuscope");
+  record_run(rec);
+  rec.close();
+  const std::string good = read_file(rec.path);
+  for (std::size_t n = trace::kHeaderBytes; n < good.size(); ++n) {
+    trace::Reader reader;
+    std::string error;
+    REQUIRE(reader.open_memory(reinterpret_cast<const std::uint8_t*>(good.data()), n, &error));
+    trace::Visitor ignore;
+    REQUIRE_FALSE(reader.read(ignore, &error));
+    INFO("prefix of " << n << " bytes: " << error);
+    REQUIRE(error.rfind("truncated: ", 0) == 0);
+  }
+}
+
+TEST_CASE("records past the trace's bound are dropped, counted, and the file says so", "[trace]") {
+  constexpr std::uint64_t kLimit = 4096;  // the End record keeps half of it
+  Recorded rec("bounded.cuscope", kLimit);
+  for (std::uint64_t i = 0; i < 200; ++i) {
+    rec.begin("step", 10 * i);
+    rec.end(1, 10 * i + 5);
+  }
+  // One batch: the thread's Attach and 400 scope events, 9.6 KB, more than fits.
+  rec.writer->finish_events();
+  CHECK(rec.writer->dropped() == 401);
+  const Report live = rec.live();
+  REQUIRE(rec.writer->close(trace::Summary{}));
+  CHECK(std::filesystem::file_size(rec.path) <= kLimit);
+  Report replayed;
+  std::string error;
+  REQUIRE(trace::replay_file(rec.path, &replayed, &error));
+  CHECK(replayed.diagnostics.trace_records_dropped == 401);
+  CHECK(live.diagnostics.trace_records_dropped == 401);
+  CHECK(cuscope::format_table(replayed).find("401 trace records dropped (trace truncated)") !=
+        std::string::npos);
+  CHECK(replayed.find("step") == nullptr);
+}
+
+TEST_CASE("a thread's full ring drops events, counted, and never blocks the scope", "[trace]") {
+  Recorded rec("ring.cuscope");
+  // No writer thread: the ring fills. Its first slot holds the thread's Attach event.
+  const std::uint32_t id = rec.forest.names.intern("step");
+  for (std::uint32_t i = 0; i < trace::Writer::kRingEvents + 100; ++i)
+    rec.writer->record(trace::ScopeKind::Count, 1, id, i, 0);
+  CHECK(rec.writer->dropped() == 101);
+  rec.close();
+  CHECK(rec.writer->dropped() == 101);
+}
+
+TEST_CASE("threads record into their own rings while the writer thread writes", "[trace][threads]") {
+  Recorded rec("threads.cuscope");
+  rec.writer->start();
+  constexpr int kThreads = 4;
+  constexpr int kScopes = 5000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&rec] {
+      model::ThreadTree* tree = rec.forest.make_tree();
+      const std::uint32_t outer = rec.forest.names.intern("outer");
+      const std::uint32_t inner = rec.forest.names.intern("inner");
+      for (int i = 0; i < kScopes; ++i) {
+        const auto a = tree->begin(outer, 10 * i);
+        rec.writer->record(trace::ScopeKind::Enter, tree->slot(), outer, 10 * i, a.instance);
+        const auto b = tree->begin(inner, 10 * i + 1);
+        rec.writer->record(trace::ScopeKind::Enter, tree->slot(), inner, 10 * i + 1, b.instance);
+        tree->end(b.depth, 10 * i + 2);
+        rec.writer->record(trace::ScopeKind::Exit, tree->slot(), b.depth, 10 * i + 2, 0);
+        tree->end(a.depth, 10 * i + 3);
+        rec.writer->record(trace::ScopeKind::Exit, tree->slot(), a.depth, 10 * i + 3, 0);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  const Report live = rec.live();
+  rec.close(live);
+  CHECK(rec.writer->dropped() == 0);
+  Report replayed;
+  std::string error;
+  REQUIRE(trace::replay_file(rec.path, &replayed, &error));
+  CHECK(replayed.find("outer")->calls == kThreads * kScopes);
+  CHECK(replayed.find("outer/inner")->calls == kThreads * kScopes);
+  CHECK(replayed.find("outer")->threads == kThreads);
+  CHECK(cuscope::format_json(replayed) == cuscope::format_json(live));
+}
+
+TEST_CASE("a Memcpy record without memory kinds (older traces) reads as unknown kinds; bad kinds are refused",
+          "[trace][pageable]") {
+  const std::string path = temp_path("old_memcpy.cuscope");
+  trace::Reader reader;
+  std::string error;
+  Copies copies;
+  SECTION("no kinds") {
+    write_file(path, trace_with_memcpy(memcpy_payload_without_kinds()));
+    REQUIRE(reader.open(path, &error));
+    REQUIRE(reader.read(copies, &error));
+    REQUIRE(copies.copies.size() == 1);
+    CHECK(copies.copies[0].bytes == 4096);
+    CHECK(copies.copies[0].stream == 7);
+    CHECK(copies.copies[0].src_kind == model::MemoryKind::unknown);
+    CHECK(copies.copies[0].dst_kind == model::MemoryKind::unknown);
+  }
+  SECTION("a kind past the last") {
+    write_file(path, trace_with_memcpy(memcpy_payload_without_kinds() + std::string{1, 8}));
+    REQUIRE(reader.open(path, &error));
+    CHECK_FALSE(reader.read(copies, &error));
+    CHECK(error == "malformed: a memcpy record at byte 24");
+  }
+  SECTION("one kind of two") {
+    write_file(path, trace_with_memcpy(memcpy_payload_without_kinds() + std::string(1, '\1')));
+    REQUIRE(reader.open(path, &error));
+    CHECK_FALSE(reader.read(copies, &error));
+    CHECK(error == "malformed: a memcpy record at byte 24");
+  }
+  std::remove(path.c_str());
+}

@@ -1,0 +1,201 @@
+// Trace mode in a live session: scopes, counts, steps and CUPTI buffers (handed to the decoder by
+// the test) replay to the exit report; a trace ended by a reset carries the session's summary; its
+// rank and world size; a path that cannot be written; CUSCOPE_TRACE and CUSCOPE_TRACE_LIMIT.
+//
+// Never: depend on a GPU (the CUPTI buffers are built in memory and handed to the decoder); never
+// a session, a trace file, a JSON file or RANK/WORLD_SIZE left behind past its case.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cuscope/cuscope.hpp>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "cupti_buffer.hpp"
+#include "model/range_tree.hpp"
+#include "producers/cupti/decode.hpp"
+#include "session_fixture.hpp"
+#include "trace/replay.hpp"
+#include "trace_kit.hpp"
+
+namespace {
+
+using cuscope::Report;
+using cuscope_test::trace_kit::read_file;
+using cuscope_test::trace_kit::temp_path;
+namespace trace = cuscope::trace;
+namespace model = cuscope::model;
+
+}  // namespace
+
+TEST_CASE("trace mode in a session: scopes, counts, steps and CUPTI buffers replay to the exit report",
+          "[trace][session]") {
+  const std::string trace_path = temp_path("session.cuscope");
+  const std::string json_path = temp_path("session.json");
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.trace_path = trace_path;
+  o.json_path = json_path;
+  o.warmup_steps = 1;
+  o.max_depth = 2;
+  o.gpu_events = false;  // CUDA-event times are not in a trace: keep them out of the live report
+  o.activities = false;  // the test hands CUPTI buffers to the decoder itself
+  cuscope_test::Session session(o);
+  auto& s = cuscope::detail::session();
+  s.forest.record_instances = true;
+  // Scopes take the common path once the counter clock is calibrated (about 100 ms after start):
+  // wait for it, so that trace mode's common path, and its way out when instances are recorded,
+  // is what this test runs every time (on a machine without an invariant counter it never is).
+  for (int waited = 0;
+       waited < 3000 && cuscope::snapshot().clock.rfind("CLOCK_MONOTONIC (calibrating", 0) == 0; waited += 10)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int i = 0; i < 4; ++i) {
+    cuscope_test::CuptiBuffer buffer;
+    {
+      CUSCOPE_SCOPE("step");
+      CUSCOPE_SCOPE("layer");
+      {
+        CUSCOPE_SCOPE("too_deep");  // past max_depth 2: timed into "layer", counted
+      }
+      CUSCOPE_COUNT("tokens", 64);
+      // Instances of this thread's tree (slot 1) in order: step, layer, pushed per recorded step.
+      const std::uint64_t instance = i == 0 ? model::kOutsideWindow : (std::uint64_t{1} << 48) | (3 * i - 1);
+      buffer.api(100 + i, 1).external(100 + i, instance).kernel(100 + i, 10, 20 + i, "k");
+    }
+    cuscope::push("pushed");
+    cuscope::pop();
+    {
+      std::lock_guard lock(s.aggregator_mutex);
+      cuscope::detail::consume_buffer(buffer.data(), buffer.size(), 0, s.aggregator);
+    }
+    cuscope::step();
+  }
+  cuscope::shutdown();
+  const std::string exit_json = read_file(json_path);
+  Report replayed;
+  std::string error;
+  REQUIRE(trace::replay_file(trace_path, &replayed, &error));
+  CHECK(cuscope::format_json(replayed) == exit_json);
+  REQUIRE(replayed.find("step/layer") != nullptr);
+  REQUIRE(replayed.find("pushed") != nullptr);
+  CHECK(replayed.find("step/layer")->self.kernel_calls == 3);
+  CHECK(replayed.diagnostics.outside_window_records == 1);
+  CHECK(replayed.diagnostics.depth_overflows == 3);
+  CHECK(replayed.find("pushed")->calls == 3);
+  std::remove(trace_path.c_str());
+  std::remove(json_path.c_str());
+}
+
+// The H100 run's test traces (each ended by reset_for_testing, not a shutdown) named no device and
+// said activity was off.
+TEST_CASE("a session's trace ended by a reset carries the session's summary, as one ended at exit",
+          "[trace][session]") {
+  const std::string trace_path = temp_path("reset.cuscope");
+  Report live;
+  {
+    cuscope::Options o = cuscope_test::quiet_options();
+    o.trace_path = trace_path;
+    cuscope_test::Session session(o);
+    {
+      CUSCOPE_SCOPE("work");
+    }
+    live = cuscope::snapshot();
+    cuscope::detail::reset_for_testing();
+  }
+  Report replayed;
+  std::string error;
+  REQUIRE(trace::replay_file(trace_path, &replayed, &error));
+  std::remove(trace_path.c_str());
+  REQUIRE_FALSE(live.activity_status.empty());
+  CHECK(replayed.device == live.device);
+  CHECK(replayed.gpu_timing == live.gpu_timing);
+  CHECK(replayed.activity_status == live.activity_status);
+  CHECK_FALSE(replayed.clock.empty());  // not equal: the clock's calibration may end in between
+  REQUIRE(replayed.find("work") != nullptr);
+  CHECK(replayed.find("work")->calls == 1);
+}
+
+TEST_CASE("a trace path that cannot be written turns trace mode off with a note", "[trace][session]") {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.trace_path = "/nonexistent-dir/x.cuscope";
+  o.gpu_events = false;
+  o.activities = false;
+  cuscope_test::Session session(o);
+  { CUSCOPE_SCOPE("still_recorded"); }
+  const Report r = cuscope::snapshot();
+  CHECK(r.find("still_recorded")->calls == 1);
+  const std::string note =
+      "trace mode is off: cannot open '/nonexistent-dir/x.cuscope' for writing (CUSCOPE_TRACE)";
+  CHECK(std::count(r.notes.begin(), r.notes.end(), note) == 1);
+}
+
+TEST_CASE("CUSCOPE_TRACE and CUSCOPE_TRACE_LIMIT set trace mode's options", "[trace][options]") {
+  static const char* limit = nullptr;
+  const auto lookup = [](const char* name) -> const char* {
+    if (std::string_view(name) == "CUSCOPE_TRACE") return "/tmp/run.cuscope";
+    if (std::string_view(name) == "CUSCOPE_TRACE_LIMIT") return limit;
+    return nullptr;
+  };
+  std::vector<cuscope::OptionError> errors;
+  CHECK(cuscope::Options{}.trace_limit_mb == 256);
+  limit = "64";
+  cuscope::Options o = cuscope::options_from(lookup, {}, &errors);
+  CHECK(errors.empty());
+  CHECK(o.trace_path == "/tmp/run.cuscope");
+  CHECK(o.trace_limit_mb == 64);
+  limit = "0";
+  o = cuscope::options_from(lookup, {}, &errors);
+  CHECK(o.trace_limit_mb == 256);
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0].message == "CUSCOPE_TRACE_LIMIT='0' is out of range [1, 1000000]; keeping 256");
+}
+
+TEST_CASE("a session's trace records its rank and world size, and its replay reports them",
+          "[trace][session][ranks]") {
+  const std::string trace_path = temp_path("rank.cuscope");
+  const std::string json_path = temp_path("rank.json");
+  ::setenv("RANK", "3", 1);
+  ::setenv("WORLD_SIZE", "4", 1);
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.trace_path = trace_path;
+  o.json_path = json_path;
+  o.gpu_events = false;
+  o.activities = false;  // the test hands a CUPTI buffer to the decoder itself
+  {
+    cuscope_test::Session session(o);
+    auto& s = cuscope::detail::session();
+    s.forest.record_instances = true;
+    cuscope_test::CuptiBuffer buffer;
+    {
+      CUSCOPE_SCOPE("load");
+      // The first instance of this thread's tree (slot 1): the scope above.
+      buffer.api(7, 1).external(7, (std::uint64_t{1} << 48) | 1);
+      buffer.memcpy(7, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 1 << 20, 10, 20, CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE,
+                    CUPTI_ACTIVITY_MEMORY_KIND_DEVICE);
+    }
+    {
+      std::lock_guard lock(s.aggregator_mutex);
+      cuscope::detail::consume_buffer(buffer.data(), buffer.size(), 0, s.aggregator);
+    }
+    cuscope::shutdown();
+  }
+  ::unsetenv("RANK");
+  ::unsetenv("WORLD_SIZE");
+  const std::string exit_json = read_file(json_path);
+  Report replayed;
+  std::string error;
+  REQUIRE(trace::replay_file(trace_path, &replayed, &error));
+  CHECK(replayed.rank == 3);
+  CHECK(replayed.world_size == 4);
+  CHECK(replayed.find("load")->self.pageable_copies == 1);  // the decoder's kinds, through the trace
+  CHECK(replayed.find("load")->self.pageable_bytes == 1u << 20);
+  CHECK(cuscope::format_json(replayed) == exit_json);
+  CHECK(cuscope::format_table(replayed).find(" — rank 3 of 4") != std::string::npos);
+  std::remove(trace_path.c_str());
+  std::remove(json_path.c_str());
+}
