@@ -46,7 +46,7 @@ TEST_CASE("kernel statistics per range: demangled name, calls, min, max, mean, l
   CHECK(r->self.kernel_calls == 4);
 }
 
-TEST_CASE("GPU busy is the union of kernel intervals across two streams; span per instance", "[aggregator]") {
+TEST_CASE("GPU busy is the union of kernel intervals across two streams, span per instance", "[aggregator]") {
   Fixture f;
   auto a = f.begin("a");
   f.kernel(f.launch(a.instance), 0 + 1000, 100 + 1000);   // stream 1

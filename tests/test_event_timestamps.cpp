@@ -143,7 +143,7 @@ TEST_CASE("CUPTI-timed events: pairs made for the other clock are made again, on
 }
 
 TEST_CASE(
-    "event timestamps: taken by either id, once; the program's own records age out after two deliveries",
+    "event timestamps: taken by either id, once, the program's own records age out after two deliveries",
     "[event_timestamps]") {
   auto& table = event_timestamps();
   table.clear();

@@ -177,7 +177,7 @@ TEST_CASE("slow call: a later call's is a hiccup in the middle of the run", "[fi
   CHECK(model::step_variance_rule(one_slow_call(2))->cause.find("a hiccup") == 0);
 }
 
-TEST_CASE("slow call: over several threads the ordinal is its thread's; unknown, both causes", "[findings]") {
+TEST_CASE("slow call: over several threads the ordinal is its thread's, unknown, both causes", "[findings]") {
   const auto threads = model::step_variance_rule(one_slow_call(3, 2));
   REQUIRE(threads);
   CHECK(threads->observation ==
@@ -230,7 +230,7 @@ TEST_CASE("NCCL's share: its kernels at least 20% of the range's own kernel time
   CHECK_FALSE(model::nccl_share_rule(r));
 }
 
-TEST_CASE("counters: memory-bound from the verdict; occupancy limits only when the records say why",
+TEST_CASE("counters: memory-bound from the verdict, occupancy limits only when the records say why",
           "[findings]") {
   RangeStats r = range_at();
   CHECK_FALSE(model::memory_bound_rule(r));

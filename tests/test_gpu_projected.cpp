@@ -35,7 +35,7 @@ void set(Fixture& f, std::uint64_t correlation, std::uint64_t start, std::uint64
 
 }  // namespace
 
-TEST_CASE("projected span: one call's kernels with a gap span first start to last end; busy is the union",
+TEST_CASE("projected span: one call's kernels with a gap span first start to last end, busy is the union",
           "[projected]") {
   Fixture f;
   auto s = f.begin("step");
@@ -96,7 +96,7 @@ TEST_CASE("projected span: per call, with count, total, min and max over calls",
   CHECK(layer->gpu_projected.mean_ns() == 250.0);
 }
 
-TEST_CASE("projected span: a parent call spans its children's work; each child its own", "[projected]") {
+TEST_CASE("projected span: a parent call spans its children's work, each child its own", "[projected]") {
   Fixture f;
   auto step = f.begin("step");
   auto fwd = f.begin("forward");

@@ -358,7 +358,7 @@ TEST_CASE("two exec updates: a launch before the first is unknown once the secon
   CHECK(r.diagnostics.graph_kernels_after_update == 1);
 }
 
-TEST_CASE("an exec update leaves other execs of the same graph alone; an exec of unknown nodes is counted",
+TEST_CASE("an exec update leaves other execs of the same graph alone, an exec of unknown nodes is counted",
           "[graphs]") {
   Fixture f;
   auto v1 = f.begin("v1");

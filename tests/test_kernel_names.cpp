@@ -65,7 +65,7 @@ TEST_CASE("kernel names: a predicted row's reused name pointer is checked again 
   CHECK(kernel_calls(*step, "gamma(float*)") == 1);
 }
 
-TEST_CASE("kernel names: the cache holds kMaxCached names; past it lookups are counted and right",
+TEST_CASE("kernel names: the cache holds kMaxCached names, past it lookups are counted and right",
           "[kernel_names]") {
   KernelNames names;
   std::vector<std::string> texts;

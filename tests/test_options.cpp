@@ -235,7 +235,7 @@ TEST_CASE("CUSCOPE_NVTX_DOMAINS keeps or leaves out domains, not both", "[option
         "or the other; keeping '-NCCL'");
 }
 
-TEST_CASE("CUSCOPE_EVENTS: auto, always, off and sampled:N; anything else keeps the value and says why",
+TEST_CASE("CUSCOPE_EVENTS: auto, always, off and sampled:N, anything else keeps the value and says why",
           "[options]") {
   std::vector<cuscope::OptionError> errors;
   CHECK(cuscope::Options{}.events == cuscope::EventTiming::automatic);
@@ -300,7 +300,7 @@ TEST_CASE("CUSCOPE_SYNC_RECORDS and CUSCOPE_MEMORY_RECORDS: a bad value keeps th
   CHECK(errors[1].value.empty());
 }
 
-TEST_CASE("CUSCOPE_ATTRIBUTION and CUSCOPE_EVENT_TIMESTAMPS take their two values; anything else keeps the "
+TEST_CASE("CUSCOPE_ATTRIBUTION and CUSCOPE_EVENT_TIMESTAMPS take their two values, anything else keeps the "
           "value and names both",
           "[options]") {
   std::vector<cuscope::OptionError> errors;

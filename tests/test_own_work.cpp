@@ -6,7 +6,6 @@
 // measured around the same calls, not against a constant).
 #include <catch2/catch.hpp>
 #include <cuscope/cuscope.hpp>
-#include <sstream>
 #include <string>
 
 #include "cli/cli.hpp"
@@ -15,19 +14,12 @@
 #include "producers/cupti/adapter.hpp"
 #include "session/session.hpp"
 #include "session_fixture.hpp"
+#include "table_kit.hpp"
 
 namespace {
 
 using cuscope_test::CuptiBuffer;
-
-// The header line that starts with `prefix`, or "".
-std::string header_line(const std::string& table, const std::string& prefix) {
-  std::istringstream in(table);
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind(prefix, 0) == 0) return line;
-  }
-  return {};
-}
+using cuscope_test::table_kit::header_line;
 
 }  // namespace
 

@@ -171,7 +171,7 @@ TEST_CASE("ranges still open are reported as open", "[tree]") {
   CHECK(r.find("a/b")->calls == 0);
 }
 
-TEST_CASE("the slowest call is known by its ordinal; of equal maxima the first", "[tree]") {
+TEST_CASE("the slowest call is known by its ordinal, of equal maxima the first", "[tree]") {
   Fixture f;
   calls(f, f.tree, "k", {50, 10, 110, 30, 110, 20});  // the 3rd and the 5th take 110
   const Report report = f.report();

@@ -119,7 +119,7 @@ TEST_CASE("odd scope names are adjusted, counted, and still recorded", "[scopes]
   CHECK(r.diagnostics.adjusted_names - before == 3);
 }
 
-TEST_CASE("push and pop pair up; a pop with nothing open is counted", "[scopes]") {
+TEST_CASE("push and pop pair up, a pop with nothing open is counted", "[scopes]") {
   cuscope_test::Session session;
   cuscope::push("pushed");
   cuscope::push("child");
@@ -231,7 +231,7 @@ TEST_CASE("user counters add to the innermost open scope and roll up with rates"
   CHECK(cuscope::format_table(r).find("# tokens 150  ") != std::string::npos);
 }
 
-TEST_CASE("counts outside every scope go to the root; warm-up counts are left out", "[scopes][counts]") {
+TEST_CASE("counts outside every scope go to the root, warm-up counts are left out", "[scopes][counts]") {
   cuscope::Options o = cuscope_test::quiet_options();
   o.warmup_steps = 1;
   cuscope_test::Session session(o);

@@ -227,7 +227,7 @@ TEST_CASE("threads record into their own rings while the writer thread writes", 
   CHECK(cuscope::format_json(replayed) == cuscope::format_json(live));
 }
 
-TEST_CASE("a Memcpy record without memory kinds (older traces) reads as unknown kinds; bad kinds are refused",
+TEST_CASE("a Memcpy record without memory kinds (older traces) reads as unknown kinds, bad kinds are refused",
           "[trace][pageable]") {
   const std::string path = temp_path("old_memcpy.cuscope");
   trace::Reader reader;

@@ -145,7 +145,7 @@ TEST_CASE("a copy's memory kinds go through the trace to the replayed report", "
   CHECK(cuscope::format_json(replayed) == cuscope::format_json(live));
 }
 
-TEST_CASE("a trace without rank metadata replays without a rank; a bad value is left unknown",
+TEST_CASE("a trace without rank metadata replays without a rank, a bad value is left unknown",
           "[trace][ranks]") {
   Recorded rec("norank.cuscope");
   SECTION("none") {}
