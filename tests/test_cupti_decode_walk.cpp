@@ -2,7 +2,7 @@
 // (a kind cuscope does not decode, one no CUPTI knows, a record cut off, an empty buffer; CUPTI's
 // own iterator and the walk by size reading the same records), the loaded libcupti's version
 // deciding the walk or refusing tracing, CUPTI's refusals in the user's terms, activity tracing
-// starting or leaving nothing hooked; and scopes whose stream allows no CUDA event.
+// starting or leaving nothing hooked.
 //
 // Never: a GPU; a session only where tracing is started, one per case (tests/session_fixture.hpp).
 #include <catch2/catch.hpp>
@@ -16,7 +16,6 @@
 #include "producers/cupti/adapter.hpp"
 #include "producers/cupti/decode.hpp"
 #include "producers/cupti/errors.hpp"
-#include "producers/gpu_events.hpp"
 #include "producers/scope_state.hpp"
 #include "session_fixture.hpp"
 
@@ -193,17 +192,4 @@ TEST_CASE("an older libcupti than cuscope was built with: tracing refused in one
   CHECK(status.find('\n') == std::string::npos);
   CHECK_FALSE(cuscope::detail::session().tracing.load());
   CHECK(cuscope::detail::g_push_correlation.load() == nullptr);
-}
-
-TEST_CASE("a scope without a stream, or on the legacy stream, records no CUDA event", "[cupti]") {
-  using cuscope::detail::events_allowed_on;
-  CHECK_FALSE(events_allowed_on(nullptr));
-  CHECK_FALSE(events_allowed_on(cudaStreamLegacy));
-  CHECK(events_allowed_on(cudaStreamPerThread));
-  cuscope::detail::GpuEvents events;
-  CHECK_FALSE(events.begin(1, nullptr));
-  CHECK_FALSE(events.begin(1, cudaStreamLegacy));
-  CHECK(events.failures.load() == 0);  // by design, not a failure
-  CHECK(events.in_capture.load() == 0);
-  CHECK(events.resolve());
 }

@@ -1,5 +1,6 @@
 // The CUDA-event timer (producers/gpu_events) against fake CUDA (fake_cuda.hpp): which CUDA calls a
-// scope makes, per device pools, the pool's bound, and the times it resolves.
+// scope makes, per device pools, the pool's bound, and the times it resolves; and the streams that
+// allow no CUDA event (none, the legacy stream).
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <cuscope/cuscope.hpp>
@@ -167,4 +168,17 @@ TEST_CASE("a session on fake CUDA times stream scopes with events, resolved by i
   CHECK(cuda.calls().create == 2 * 2 * GpuEvents::kBatch);
   CHECK(cuda.calls().destroy == 0);
   CHECK(cuda.calls().set_device == 2);  // the batch for device 1, once
+}
+
+TEST_CASE("a scope without a stream, or on the legacy stream, records no CUDA event", "[cupti]") {
+  using cuscope::detail::events_allowed_on;
+  CHECK_FALSE(events_allowed_on(nullptr));
+  CHECK_FALSE(events_allowed_on(cudaStreamLegacy));
+  CHECK(events_allowed_on(cudaStreamPerThread));
+  cuscope::detail::GpuEvents events;
+  CHECK_FALSE(events.begin(1, nullptr));
+  CHECK_FALSE(events.begin(1, cudaStreamLegacy));
+  CHECK(events.failures.load() == 0);  // by design, not a failure
+  CHECK(events.in_capture.load() == 0);
+  CHECK(events.resolve());
 }
