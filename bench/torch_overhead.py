@@ -28,7 +28,10 @@ step of each round, the median of those round medians (the figure), their min an
 median of all steps pooled; ratios over `bare` of the same run; and
 added_ratio = (cuscope - bare) / (torch_profiler - bare), the goal being <= 1/3 (undefined when
 torch.profiler adds nothing). Each cuscope report must hold the range `step`, entered W + N times,
-with kernels attributed; otherwise the run did not measure what it means to.
+with kernels attributed; otherwise the run did not measure what it means to. From the same reports,
+cuscope's own processing of CUPTI's records (diagnostics.activity_buffers and
+activity_processing_ns, off the steps' threads unless a flush lands there) per round, and its
+median per step: where cuscope's added time is not in that processing, it is on the launch path.
 
 Writes DIR/torch-overhead.json (the figures) and DIR/torch-overhead-steps.json (every step time);
 each configuration's standard error goes to DIR/stderr-CONFIG.log. Exit status: 2 on bad
@@ -118,6 +121,15 @@ def added_ratios(figures):
             value = added_ratio(bare_ns, figures[config]["median_ns"], profiler_ns)
             out[config] = {"value": value, "verdict": verdict(value)}
     return out
+
+
+def own_work(report, steps):
+    """cuscope's own processing of CUPTI's records in one report: buffers, ns and ns per step (None
+    where the report predates the fields)."""
+    d = report.get("diagnostics", {})
+    buffers, ns = d.get("activity_buffers"), d.get("activity_processing_ns")
+    return {"buffers": buffers, "processing_ns": ns,
+            "per_step_ns": None if ns is None or steps <= 0 else ns / steps}
 
 
 def report_problems(report, expected_calls):
@@ -300,19 +312,29 @@ def run_one(a, config, label):
 
 
 def check_report(a, config):
-    """Problems of one cuscope configuration's report after a round; [] when none."""
+    """(problems of one cuscope configuration's report after a round, [] when none; its own work,
+    None when there is no readable report)."""
     path = report_path(a, config)
     try:
         with open(path) as f:
             report = json.load(f)
     except (OSError, ValueError) as e:
-        return [f"{config}: no readable report at {path} ({e})"]
-    return [f"{config}: {p} (report {path})" for p in report_problems(report, a.warmup + a.steps)]
+        return [f"{config}: no readable report at {path} ({e})"], None
+    steps = a.warmup + a.steps
+    return [f"{config}: {p} (report {path})" for p in report_problems(report, steps)], own_work(report, steps)
+
+
+def own_work_summary(rounds):
+    """Per configuration: each round's own work, and the median of its ns per step."""
+    per_step = [r["per_step_ns"] for r in rounds if r is not None and r["per_step_ns"] is not None]
+    return {"rounds": rounds, "median_per_step_ns": statistics.median(per_step) if per_step else None}
 
 
 def run_rounds(a, configs):
-    """({config: [step times per round]}, problems), the configurations interleaved round by round."""
+    """({config: [step times per round]}, problems, {config: [own work per round]}), the
+    configurations interleaved round by round."""
     step_ns = {config: [] for config in configs}
+    own = {config: [] for config in configs if config in WITH_CUSCOPE}
     problems = []
     order = rotation(configs, a.rounds)
     for r, round_order in enumerate(order):
@@ -320,13 +342,15 @@ def run_rounds(a, configs):
             result = run_one(a, config, f"round {r + 1}/{a.rounds}")
             step_ns[config].append(result["step_ns"])
             if config in WITH_CUSCOPE:
-                problems += [f"round {r + 1}: {p}" for p in check_report(a, config)]
+                found, work = check_report(a, config)
+                problems += [f"round {r + 1}: {p}" for p in found]
+                own[config].append(work)
             print(f"round {r + 1}/{a.rounds}  {config:15} median step "
                   f"{statistics.median(result['step_ns']) / 1e3:9.1f} µs", flush=True)
-    return step_ns, problems
+    return step_ns, problems, own
 
 
-def summary(a, configs, versions, step_ns, problems):
+def summary(a, configs, versions, step_ns, problems, own):
     """The JSON written to torch-overhead.json."""
     figures = summarize(step_ns)
     added = added_ratios(figures)
@@ -345,6 +369,7 @@ def summary(a, configs, versions, step_ns, problems):
         "figures": figures,
         "added_ratio": added,
         "goal": {"what": "(cuscope - bare) / (torch_profiler - bare) <= 1/3", **goal},
+        "own_work": {c: own_work_summary(rounds) for c, rounds in own.items()},
         "problems": problems,
     }
 
@@ -361,6 +386,10 @@ def print_table(s):
             value = f"{r['value']:.3f}: {r['verdict']}"
         goal = " (the goal: <= 1/3)" if config == "cuscope" else ""
         print(f"added by {config} / added by torch_profiler: {value}{goal}")
+    for config, w in s["own_work"].items():
+        if w["median_per_step_ns"] is not None:
+            print(f"cuscope's own processing of CUPTI's records ({config}): {w['median_per_step_ns'] / 1e3:.2f} µs "
+                  "a step (median over rounds)")
     for p in s["problems"]:
         print(f"NOT MEASURED AS MEANT: {p}")
 
@@ -391,11 +420,11 @@ def parent(a, configs):
     for config in configs:
         open(os.path.join(a.out, f"stderr-{config}.log"), "w").close()
     try:
-        step_ns, problems = run_rounds(a, configs)
+        step_ns, problems, own = run_rounds(a, configs)
     except ChildFailed as e:
         print(f"torch_overhead.py: a child failed: {e}", file=sys.stderr)
         return 1
-    s = summary(a, configs, versions, step_ns, problems)
+    s = summary(a, configs, versions, step_ns, problems, own)
     with open(os.path.join(a.out, "torch-overhead.json"), "w") as f:
         json.dump(s, f, indent=2)
         f.write("\n")

@@ -84,6 +84,17 @@ def test_report_problems_name_what_the_report_misses():
     assert bench.report_problems({"ranges": []}, 250) == ["no range 'step' in the report"]
 
 
+def test_own_work_reads_the_reports_processing_per_step():
+    report = {"diagnostics": {"activity_buffers": 4, "activity_processing_ns": 2_000}}
+    assert bench.own_work(report, 250) == {"buffers": 4, "processing_ns": 2_000, "per_step_ns": 8.0}
+    # A report from before the fields: unknown, not zero.
+    assert bench.own_work({"diagnostics": {}}, 250) == {"buffers": None, "processing_ns": None, "per_step_ns": None}
+    rounds = [bench.own_work({"diagnostics": {"activity_buffers": 1, "activity_processing_ns": ns}}, 10)
+              for ns in (30, 10, 20)] + [None]
+    assert bench.own_work_summary(rounds) == {"rounds": rounds, "median_per_step_ns": 2.0}
+    assert bench.own_work_summary([None])["median_per_step_ns"] is None
+
+
 def test_without_torch_it_exits_77_with_one_line(tmp_path):
     if importlib.util.find_spec("torch") is not None:
         pytest.skip("torch is importable here: the skip does not apply")
@@ -287,6 +298,11 @@ def test_rounds_end_to_end_with_a_stand_in_torch(tmp_path, stand_in):
     assert "CUSCOPE_ATTRIBUTION=launch " in s["configurations"]["cuscope_launch"]
     assert "CUSCOPE_SYNC_RECORDS=0 CUSCOPE_MEMORY_RECORDS=0 " in s["configurations"]["cuscope_lean"]
     assert s["configurations"]["cuscope"].startswith(f"{CLI} run --json ")
+    # No CUDA driver here: CUPTI traced nothing, so each round's report says no buffer was processed.
+    assert set(s["own_work"]) == {"cuscope", "cuscope_launch", "cuscope_lean", "python_api"}
+    for config, w in s["own_work"].items():
+        assert [r["buffers"] for r in w["rounds"]] == [0] * ROUNDS, config
+        assert w["median_per_step_ns"] == 0.0, config
     with open(tmp_path / "out" / "torch-overhead-steps.json") as f:
         steps = json.load(f)
     assert all(len(r) == STEPS for c in CONFIGS for r in steps["step_ns"][c])
