@@ -25,6 +25,7 @@
 #include "model/kernel_names.hpp"  // demangle
 #include "model/range_tree.hpp"  // instance id layout, kHardMaxDepth
 #include "trace/reader.hpp"
+#include "views/json_text.hpp"
 
 namespace cuscope::cli {
 
@@ -47,43 +48,11 @@ constexpr std::size_t kMaxStack = 4096;
 constexpr std::uint64_t kHostTrackBase = 0x7FFF0000;  // tids of host tracks that are no thread
 constexpr std::uint64_t kLaneStride = 1'000'000'000;  // tid of lane k = tid + k * stride
 
-// The length of the valid UTF-8 sequence at s[i], or 0 (overlong forms and surrogates are invalid).
-std::size_t utf8_length(std::string_view s, std::size_t i) {
-  const auto b = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
-  const unsigned char c = b(0);
-  std::size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-  if (n == 0 || i + n > s.size()) return 0;
-  for (std::size_t k = 1; k < n; ++k)
-    if ((b(k) >> 6) != 0x2) return 0;
-  if (n == 2 && c < 0xC2) return 0;
-  if (n == 3 && ((c == 0xE0 && b(1) < 0xA0) || (c == 0xED && b(1) >= 0xA0))) return 0;
-  if (n == 4 && ((c == 0xF0 && b(1) < 0x90) || c > 0xF4 || (c == 0xF4 && b(1) >= 0x90))) return 0;
-  return n;
-}
-
-// A JSON string's contents: quotes, backslashes and control bytes escaped; bytes that are not
-// UTF-8 (a kernel name is the producer's bytes) become U+FFFD, so the file always parses.
+// A JSON string's contents (views/json_text.hpp): a kernel name is the producer's bytes.
 std::string escape(std::string_view s) {
   std::string out;
   out.reserve(s.size() + 2);
-  for (std::size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    const std::size_t n = utf8_length(s, i);
-    if (n == 0) {
-      out += "\\ufffd";
-      ++i;
-    } else if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-      ++i;
-    } else if (c < 0x20) {
-      out += fmt::format("\\u{:04x}", c);
-      ++i;
-    } else {
-      out.append(s.substr(i, n));
-      i += n;
-    }
-  }
+  views::append_json_text(out, s);
   return out;
 }
 

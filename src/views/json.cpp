@@ -17,8 +17,8 @@
 
 #include "cuscope/report.hpp"
 #include "cuscope/version.hpp"
-#include "model/utf8.hpp"
 #include "views/diagnostics_fields.hpp"
+#include "views/json_text.hpp"
 
 namespace cuscope {
 inline namespace v0 {
@@ -139,24 +139,7 @@ class JsonWriter {
   // value, a path, a device string) becomes U+FFFD, so the file always reads as UTF-8.
   void quoted(std::string_view s) {
     out_ += '"';
-    for (std::size_t i = 0; i < s.size();) {
-      const char c = s[i];
-      const auto byte = static_cast<unsigned char>(c);
-      const std::size_t len = model::utf8_sequence_length(s, i);
-      if (c == '"' || c == '\\') {
-        out_ += '\\';
-        out_ += c;
-      } else if (byte < 0x20) {
-        fmt::format_to(std::back_inserter(out_), "\\u{:04x}", byte);
-      } else if (len == 0) {
-        out_ += "\\ufffd";
-      } else {
-        out_.append(s, i, len);
-        i += len;
-        continue;
-      }
-      ++i;
-    }
+    views::append_json_text(out_, s);
     out_ += '"';
   }
 
