@@ -49,10 +49,10 @@ class FakeCuda {
     cupti_.store(on, std::memory_order_relaxed);
     cupti_by_driver_.store(by_driver, std::memory_order_relaxed);
   }
-  /// What a delivery of CUPTI's buffers does (adapter.cpp's deliver(0)): age the table, then put
+  /// What a delivery of CUPTI's buffers does (adapter.cpp's deliver(0)): count it, then put
   /// every CUDA_EVENT record made since the last delivery. `lose`: the records never come.
   void deliver_cupti_records(bool lose = false) {
-    cuscope::detail::event_timestamps().age();
+    cuscope::detail::event_timestamps().count_delivery();
     const std::size_t n = std::min(cupti_made_.load(std::memory_order_relaxed), kMaxEvents);
     std::size_t i = cupti_delivered_;
     for (; i < n && cupti_records_[i].ready.load(std::memory_order_acquire); ++i) {

@@ -143,7 +143,8 @@ TEST_CASE("CUPTI-timed events: pairs made for the other clock are made again, on
 }
 
 TEST_CASE(
-    "event timestamps: taken by either id, once, the program's own records age out after two deliveries",
+    "event timestamps: taken by either id, once, kept whatever the deliveries until kMaxKept newer "
+    "ones came",
     "[event_timestamps]") {
   auto& table = event_timestamps();
   table.clear();
@@ -157,14 +158,45 @@ TEST_CASE(
   CHECK_FALSE(table.take(EventIds{7, 0}, ns));
   CHECK_FALSE(table.take(EventIds{0, 0}, ns));
   CHECK_FALSE(table.take(EventIds{9, 0}, ns));
-  table.age();
-  CHECK(table.take(EventIds{99, 8}, ns));  // one delivery later, still there; by the driver's id
+  const std::uint64_t before = table.generation();
+  for (int d = 0; d < 100; ++d) table.count_delivery();
+  CHECK(table.generation() == before + 100);
+  CHECK(table.take(EventIds{99, 8}, ns));  // 100 deliveries later, still there; by the driver's id
   CHECK(ns == 800);
+  // The program's own records are never taken: they go oldest first, once kMaxKept newer came.
   table.put(10, 1000);
-  table.age();
-  table.age();
+  table.put(11, 1100);
+  constexpr auto kMax = static_cast<std::uint32_t>(cuscope::detail::EventTimestamps::kMaxKept);
+  for (std::uint32_t c = 0; c < kMax - 2; ++c) table.put(1'000'000 + c, 1);  // 10 and 11 still kept
+  CHECK(table.take(EventIds{11, 0}, ns));  // taken: its place in the order is spent
+  table.put(12, 1200);                     // kMaxKept put since 10 (7 and 8 went first): 10 goes
   CHECK_FALSE(table.take(EventIds{10, 0}, ns));
+  CHECK(table.take(EventIds{12, 0}, ns));
+  CHECK(ns == 1200);
+  CHECK(table.take(EventIds{1'000'000, 0}, ns));  // the oldest of the rest is still there
   table.clear();
+}
+
+// CUPTI delivers a start event's record as soon as it has happened on the device, while the scope
+// runs: however many deliveries come before the scope ends, its start must still be there.
+TEST_CASE("CUPTI-timed events: a scope open across many deliveries keeps its start and is timed",
+          "[gpu_events][event_timestamps]") {
+  CuptiTimed t;
+  FakeCuda& cuda = t.cuda;
+  GpuEvents& events = t.events;
+  cuscope::model::Node node(1, 1, nullptr, 1);
+  REQUIRE(events.begin(1, FakeCuda::stream(0)));
+  for (int d = 0; d < 50; ++d) {  // about 5 s of the collector's deliveries
+    cuda.advance_ns(100'000);
+    cuda.deliver_cupti_records();  // the start's record comes with the first
+    events.resolve();
+  }
+  events.end(1, &node);
+  cuda.deliver_cupti_records();
+  REQUIRE(events.resolve());
+  CHECK(events.failures.load() == 0);
+  CHECK(node.gpu.count.get() == 1);
+  CHECK(node.gpu.total_ns.get() == 50 * 100'000);
 }
 
 TEST_CASE("decode: a CUDA_EVENT record's device timestamp reaches the table by its correlation id",
@@ -213,9 +245,11 @@ TEST_CASE(
 // As in a session: owner threads record their scopes' events while one resolver resolves every
 // pool and another thread delivers CUPTI's records between its passes (the collector resolves every
 // 10 ms and delivers every 100 ms). Under ThreadSanitizer in the [threads] stage.
+// A name with no ": " late in it: Catch2's console reporter indents wrapped lines of a case's
+// header to just after its first ": ", and aborts when that is past its width (80).
 TEST_CASE(
-    "CUPTI-timed events from several threads, resolved and delivered on other threads: every scope "
-    "timed, none failed",
+    "CUPTI-timed events from several threads, resolved and delivered on other threads, every scope "
+    "timed and none failed",
     "[event_timestamps][threads]") {
   constexpr int kThreads = 4;
   constexpr int kScopes = 1500;

@@ -7,10 +7,12 @@
 // cudaEventRecord, and the driver's cuEventRecord it makes) notes the call's correlation id there
 // (note_event_record). The CUDA_EVENT record carries one of the two; the resolver takes the
 // timestamp by either. The decoder puts every CUDA_EVENT record's timestamp here, the program's
-// own events' too: those are never taken, and age out after two deliveries.
+// own events' too: those are never taken. The table keeps the last kMaxKept timestamps put, the
+// oldest going first, so a scope's start stays however long the scope is open (CUPTI delivers it
+// while the scope runs), until kMaxKept more have come; a pair whose timestamp went fails, counted.
 //
-// Never: lock on a scope's path (the callback writes through a thread-local pointer), or grow
-// without bound (past kMaxKept a timestamp is refused; the pair waiting for it fails, counted).
+// Never: lock on a scope's path (the callback writes through a thread-local pointer), drop a
+// timestamp by its age in deliveries, or grow without bound.
 #pragma once
 
 #include <absl/container/flat_hash_map.h>
@@ -20,6 +22,7 @@
 #include <cuscope/session.hpp>
 #include <mutex>
 #include <utility>
+#include <vector>
 
 namespace cuscope::inline v0::detail {
 
@@ -47,29 +50,32 @@ inline void note_event_record(bool driver, std::uint32_t correlation) noexcept {
 
 class EventTimestamps {
  public:
-  static constexpr std::size_t kMaxKept = 1u << 18;  // per generation
+  static constexpr std::size_t kMaxKept = 1u << 17;  // timestamps kept; past it the oldest goes
 
-  /// Decoder: the device timestamp of the event recorded by the call `correlation`.
+  /// Decoder: the device timestamp of the event recorded by the call `correlation`. When kMaxKept
+  /// timestamps have been put since the oldest one still kept, that one goes.
   void put(std::uint32_t correlation, std::uint64_t device_ns);
-  /// After each delivery of CUPTI's buffers: what was put two deliveries ago and not taken goes.
-  void age();
+  /// After each delivery of CUPTI's buffers: one more delivery (generation()); nothing goes.
+  void count_delivery();
   /// Resolver: takes the timestamp of the record whose call had `ids`; false when not there (yet).
   bool take(const EventIds& ids, std::uint64_t& device_ns);
   /// Resolver: takes both timestamps of a pair, or, when either has not come yet, neither.
   bool take_pair(const EventIds& start, const EventIds& stop, std::uint64_t& start_ns,
                  std::uint64_t& stop_ns);
-  /// Deliveries so far (age() calls): how long a pair has waited for its timestamps.
+  /// Deliveries so far (count_delivery() calls): how long a pair has waited for its timestamps.
   std::uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
   /// Tests: forget everything.
   void clear();
 
  private:
   using Map = absl::flat_hash_map<std::uint32_t, std::uint64_t>;
-  // Where the timestamp of `ids` is kept (mutex_ held): its map and position, or a null map.
-  std::pair<Map*, Map::iterator> find(const EventIds& ids);
+  // Where the timestamp of `ids` is kept (mutex_ held), or kept_.end().
+  Map::iterator find(const EventIds& ids);
 
   std::mutex mutex_;
-  Map current_, previous_;  // guarded by mutex_
+  Map kept_;                          // by correlation id; guarded by mutex_
+  std::vector<std::uint32_t> order_;  // the ids put, oldest at next_ once full (a ring of kMaxKept)
+  std::size_t next_ = 0;              // guarded by mutex_
   std::atomic<std::uint64_t> generation_{0};
 };
 

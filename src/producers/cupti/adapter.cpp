@@ -232,9 +232,9 @@ std::uint32_t loaded_version() {
 // Delivers buffers CUPTI has completed (`flags` 0), or every buffer, incomplete records included
 // (FORCED), then retries and ages the records waiting for their correlation.
 void deliver(std::uint32_t flags) {
-  // Event timestamps not taken since the delivery before last go (a forced flush ages nothing: the
-  // resolver after shutdown's flushes still finds what they brought).
-  if (flags == 0) event_timestamps().age();
+  // One more delivery for the pairs waiting for their event timestamps (a forced flush is not
+  // counted: the resolver after shutdown's flushes still waits for what they bring).
+  if (flags == 0) event_timestamps().count_delivery();
   cuptiActivityFlushAll(flags);  // no cuscope lock held: CUPTI calls buffer_completed from here
   if (Sink* target = state().target.load(std::memory_order_acquire)) {
     std::lock_guard lock(target->aggregator_mutex);
