@@ -283,7 +283,7 @@ TEST_CASE("a trace keeps graph nodes and graph kernels: its replay has the same 
 
 // The H100 run found trace mode without exec updates: an updated exec's later launches replayed
 // under the old graph's capture ranges. And a node made on a thread with no scope replayed as unknown.
-TEST_CASE("a trace keeps an exec's nodes, its update and a node made outside scopes: replay equals live",
+TEST_CASE("a trace keeps an exec's nodes, its update and a node made outside scopes, replay equals live",
           "[graphs][trace]") {
   TracedModel m("cuscope_test_graph_update.cuscope");
   const auto v1 = m.begin("v1", 10);
