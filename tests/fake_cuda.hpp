@@ -50,15 +50,25 @@ class FakeCuda {
     cupti_by_driver_.store(by_driver, std::memory_order_relaxed);
   }
   /// What a delivery of CUPTI's buffers does (adapter.cpp's deliver(0)): count it, then put
-  /// every CUDA_EVENT record made since the last delivery. `lose`: the records never come.
+  /// every CUDA_EVENT record made since the last delivery. `lose`: the records never come. A record
+  /// still being written (its thread between taking a slot and filling it) comes at a later
+  /// delivery and holds back no other thread's: CUPTI keeps a buffer per thread.
   void deliver_cupti_records(bool lose = false) {
     cuscope::detail::event_timestamps().count_delivery();
     const std::size_t n = std::min(cupti_made_.load(std::memory_order_relaxed), kMaxEvents);
-    std::size_t i = cupti_delivered_;
-    for (; i < n && cupti_records_[i].ready.load(std::memory_order_acquire); ++i) {
-      if (!lose) cuscope::detail::event_timestamps().put(cupti_records_[i].correlation, cupti_records_[i].device_ns);
+    bool all_before = true;  // every record before i delivered: the low-water mark moves on
+    for (std::size_t i = cupti_delivered_; i < n; ++i) {
+      CuptiRecord& r = cupti_records_[i];
+      if (!r.delivered && r.ready.load(std::memory_order_acquire)) {
+        if (!lose) cuscope::detail::event_timestamps().put(r.correlation, r.device_ns);
+        r.delivered = true;
+      }
+      if (all_before && r.delivered) {
+        cupti_delivered_ = i + 1;  // one thread delivers (as CUPTI's flush does)
+      } else {
+        all_before = false;
+      }
     }
-    cupti_delivered_ = i;  // one thread delivers (as CUPTI's flush does)
   }
 
   explicit FakeCuda(int devices = 2) : devices_(devices), events_(new Event[kMaxEvents]) {
@@ -129,6 +139,7 @@ class FakeCuda {
     std::uint32_t correlation = 0;
     std::uint64_t device_ns = 0;
     std::atomic<bool> ready{false};  // written: a delivery on another thread may hand it over
+    bool delivered = false;          // the delivering thread's own
   };
   struct Counters {
     std::atomic<std::uint64_t> create{0}, record{0}, query{0}, elapsed{0}, destroy{0}, get_device{0},
