@@ -27,9 +27,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <cuscope/cuscope.hpp>
-#include <string>
-
 #include <mutex>
+#include <string>
 
 #include "host_session.hpp"
 #include "injected.hpp"

@@ -105,6 +105,15 @@ void take_launch_notes(Sink& sink) noexcept {
   sink.aggregator.add_lost_launch_notes(take_lost_launch_notes());
 }
 
+// Runs `work` (the caller holds the aggregator's lock) and counts it as cuscope's own processing,
+// with `buffers` more buffers: the time of the work, not of the wait for the lock.
+template <class Work>
+void own_processing(Sink& sink, std::uint64_t buffers, Work&& work) {
+  const std::uint64_t start = now_ns();
+  work();
+  sink.aggregator.add_processing(buffers, model::elapsed_ns(start, now_ns()));
+}
+
 void CUPTIAPI buffer_completed(CUcontext context, std::uint32_t stream, std::uint8_t* buffer,
                                std::size_t size, std::size_t valid) {
   State& s = state();
@@ -121,12 +130,11 @@ void CUPTIAPI buffer_completed(CUcontext context, std::uint32_t stream, std::uin
 
 void take_buffer(Sink& sink, std::uint8_t* buffer, std::size_t valid, std::size_t dropped) noexcept {
   std::lock_guard lock(sink.aggregator_mutex);
-  const std::uint64_t start = now_ns();  // the work, not the wait for the lock
-  take_launch_notes(sink);               // before the records of the launches they name
-  consume_buffer(buffer, valid, dropped, sink.aggregator);
-  sink.aggregator.add_refused_buffers(state().refused.exchange(0, std::memory_order_relaxed));
-  const std::uint64_t end = now_ns();
-  sink.aggregator.add_processing(1, end > start ? end - start : 0);
+  own_processing(sink, 1, [&] {
+    take_launch_notes(sink);  // before the records of the launches they name
+    consume_buffer(buffer, valid, dropped, sink.aggregator);
+    sink.aggregator.add_refused_buffers(state().refused.exchange(0, std::memory_order_relaxed));
+  });
 }
 
 namespace {
@@ -238,11 +246,10 @@ void deliver(std::uint32_t flags) {
   cuptiActivityFlushAll(flags);  // no cuscope lock held: CUPTI calls buffer_completed from here
   if (Sink* target = state().target.load(std::memory_order_acquire)) {
     std::lock_guard lock(target->aggregator_mutex);
-    const std::uint64_t start = now_ns();
-    take_launch_notes(*target);
-    target->aggregator.settle();
-    const std::uint64_t end = now_ns();
-    target->aggregator.add_processing(0, end > start ? end - start : 0);
+    own_processing(*target, 0, [&] {
+      take_launch_notes(*target);
+      target->aggregator.settle();
+    });
   }
 }
 
