@@ -8,8 +8,8 @@
 // (note_event_record). The CUDA_EVENT record carries one of the two; the resolver takes the
 // timestamp by either. The decoder puts every CUDA_EVENT record's timestamp here, the program's
 // own events' too: those are never taken. The table keeps the last kMaxKept timestamps put, the
-// oldest going first, so a scope's start stays however long the scope is open (CUPTI delivers it
-// while the scope runs), until kMaxKept more have come; a pair whose timestamp went fails, counted.
+// oldest going first, so a scope's start stays however long the scope is open (CUPTI may deliver
+// it while the scope runs), until kMaxKept more have come; a pair whose timestamp went fails, counted.
 //
 // Never: lock on a scope's path (the callback writes through a thread-local pointer), drop a
 // timestamp by its age in deliveries, or grow without bound.
