@@ -22,6 +22,7 @@
 #include "session/session.hpp"
 #include "summary.hpp"
 #include "transformer_step.hpp"
+#include "watchdog.hpp"
 
 namespace {
 
@@ -37,6 +38,7 @@ struct Args {
   bool minimal_last = false;    ///< --minimal-last: the minimal CUPTI client after cuscope's loops
   std::string trace_dir;        ///< --trace-dir=DIR: each traced loop's last round as DIR/KEY.cuscope
   bool step_per_batch = false;  ///< --step-per-batch: cuscope::step() after each batch, untimed
+  int stall_limit_s = 60;       ///< --stall-limit=S: a part running longer prints every stack, exits 3
 };
 
 bool parse_args(int argc, char** argv, Args& a) {
@@ -56,6 +58,8 @@ bool parse_args(int argc, char** argv, Args& a) {
       a.json = v;
     } else if (const char* v = value("trace-dir")) {
       a.trace_dir = v;
+    } else if (const char* v = value("stall-limit")) {
+      a.stall_limit_s = std::max(0, std::atoi(v));
     } else if (const char* v = value("git-commit")) {
       a.commit = v;
     } else if (arg == "--show-traced") {
@@ -134,8 +138,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: %s [--launches=N] [--rounds=R] [--steps=S] [--json=PATH] [--git-commit=SHA]\n"
                  "          [--show-traced] [--minimal-last] [--trace-dir=DIR]\n"
-                 "          [--step-per-batch]\n"
-                 "  runs cuscope's GPU benchmarks (bench/README.md); exits 77 without a CUDA device\n",
+                 "          [--step-per-batch] [--stall-limit=S]\n"
+                 "  runs cuscope's GPU benchmarks (bench/README.md); exits 77 without a CUDA device, and 3\n"
+                 "  when one part (a configuration's loop, a session start) runs past S seconds (default\n"
+                 "  60, 0: no limit), after printing every thread's stack\n",
                  argv[0]);
     return 2;
   }
@@ -151,6 +157,8 @@ int main(int argc, char** argv) {
   int driver = 0, runtime = 0;
   BENCH_CUDA(cudaDriverGetVersion(&driver));
   BENCH_CUDA(cudaRuntimeGetVersion(&runtime));
+  Watchdog dog(args.stall_limit_s);  // names each part on stderr; a stalled one prints every stack
+  dog.part("warm-up");
   cudaStream_t stream = nullptr;
   BENCH_CUDA(cudaStreamCreate(&stream));
   // CUPTI's one-time attach, and cuscope's timestamp callback, before anything is timed: every
@@ -179,8 +187,10 @@ int main(int argc, char** argv) {
   }
   if (args.minimal_last) order[kLaunchConfigCount - 1] = kMinimalCupti;
   for (int round = 0; round < args.rounds; ++round) {
+    const std::string in_round = "round " + std::to_string(round + 1) + "/" + std::to_string(args.rounds) + ": ";
     for (const int c : order) {
       const LaunchConfig& cfg = kLaunchConfigs[c];
+      dog.part(in_round + cfg.key);
       const bool trace = cfg.activities && !args.trace_dir.empty() && round + 1 == args.rounds;
       restart_session(cfg.enabled, cfg.events, cfg.activities, 0,
                       trace ? args.trace_dir + "/" + cfg.key + ".cuscope" : "", cfg.sample_every,
@@ -203,11 +213,14 @@ int main(int argc, char** argv) {
         }
       }
     }
+    dog.part(in_round + "events.bare_pair");
     restart_session(false, cuscope::EventTiming::off, false);
     event_pair.push_back(event_ns(stream, args.launches, false));
+    dog.part(in_round + "events.scope");
     restart_session(true, cuscope::EventTiming::always, false);
     event_scope.push_back(event_ns(stream, args.launches, true));
 
+    dog.part(in_round + "transformer.without");
     restart_session(false, cuscope::EventTiming::off, false, 3);
     const std::vector<double> without = step_ns(3, args.steps);
     step_without.insert(step_without.end(), without.begin(), without.end());
@@ -215,29 +228,39 @@ int main(int argc, char** argv) {
       const std::vector<double> t = step_ns(3, args.steps);
       into.insert(into.end(), t.begin(), t.end());
     };
+    dog.part(in_round + "transformer.host_scopes");
     restart_session(true, cuscope::EventTiming::off, false, 3);
     steps_into(step_host);
+    dog.part(in_round + "transformer.events");
     restart_session(true, cuscope::EventTiming::always, false, 3);
     steps_into(step_events);
+    dog.part(in_round + "transformer.tracing");
     restart_session(true, cuscope::EventTiming::off, true, 3);
     steps_into(step_tracing);
+    dog.part(in_round + "transformer.defaults");
     restart_session(true, cuscope::EventTiming::automatic, true, 3);
     steps_into(step_defaults);
+    dog.part(in_round + "transformer.sampled");
     restart_session(true, cuscope::EventTiming::sampled, true, 3, "", 100);
     steps_into(step_sampled);
+    dog.part(in_round + "transformer.launch_notes");
     restart_session(true, cuscope::EventTiming::automatic, true, 3, "", 0, cuscope::Attribution::launch);
     steps_into(step_launch_notes);
+    dog.part(in_round + "transformer.lean");
     restart_session(true, cuscope::EventTiming::automatic, true, 3, "", 0, cuscope::Attribution::external,
                     false);
     steps_into(step_lean);
+    dog.part(in_round + "transformer.events_cupti");
     restart_session(true, cuscope::EventTiming::always, true, 3, "", 0, cuscope::Attribution::external, true,
                     cuscope::EventTimestamps::cupti);
     steps_into(step_events_cupti);
+    dog.part(in_round + "transformer.with");
     restart_session(true, cuscope::EventTiming::always, true,
                     3);  // last: its report is the notes' "last transformer run"
     const std::vector<double> with = step_ns(3, args.steps);
     step_with.insert(step_with.end(), with.begin(), with.end());
   }
+  dog.part("the last session's report, and teardown");
   cuscope::flush();
   const cuscope::Report demo = cuscope::snapshot();
   restart_session(false, cuscope::EventTiming::off, false);

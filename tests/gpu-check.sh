@@ -25,8 +25,8 @@ usage: tests/gpu-check.sh [--probes | --fetch-deps | --help]
   (no option)   Configure a Release build in build/gpu-check (Ninja, preset "gpu"), then run the
                 steps in the order of what a short lease must not miss (issue 24, "Leave it on"):
                   1. build what the cost check needs (GPU tests, GPU bench, CLI, demo, injection,
-                     Python module); the GPU bench (its JSON next to the log); the GPU tests with
-                     each attribution (external, then launch notes); the PyTorch step bare, under
+                     Python module); the GPU tests with each attribution (external, then launch
+                     notes); the GPU bench (its JSON next to the log); the PyTorch step bare, under
                      `cuscope run` and under torch.profiler (bench/torch_overhead.py);
                   2. the raw probes (below);
                   3. the PyTorch comparisons (tests/gpu/torch_compare.py);
@@ -35,7 +35,8 @@ usage: tests/gpu-check.sh [--probes | --fetch-deps | --help]
                      CPU bench.
                 Writes one log to $OUT/gpu-check.log (or build/gpu-check/gpu-check.log): date,
                 commit, GPU, driver, nvcc, CUPTI first, then one "=== <name> (exit <code>, <s> s) ==="
-                section per step, and a last line "gpu-check: P passed, F failed, S skipped".
+                section per step, and a last line "gpu-check: P passed, F failed, S skipped". Every
+                folder of results next to the log is packed into <folder>.tgz at the end.
                 Goes on after failures; exits 0 only when no section failed and none was skipped
                 for the budget (a probe's failure shows in its section but does not count).
                 GPU_CHECK_BUDGET: seconds for the whole check (default: none). A step that would
@@ -43,7 +44,8 @@ usage: tests/gpu-check.sh [--probes | --fetch-deps | --help]
                 left. Set it a little under the device call's limit, so that the log comes back.
                 CUDAARCHS sets the CUDA architectures (default 90); GPU_CHECK_TIMEOUT the
                 seconds each section may run (default 300; a probe 150); GPU_BENCH_ARGS the GPU
-                bench's run size (default "--rounds=7 --launches=50000"); TORCH_OVERHEAD_ROUNDS the
+                bench's run size (default "--rounds=5 --launches=20000 --stall-limit=45"), GPU_BENCH_TIMEOUT
+                its section's limit (default 180); TORCH_OVERHEAD_ROUNDS the
                 PyTorch step's rounds (default 3, each a fresh process per configuration). Uses
                 .gpu-deps/ when it exists.
   --probes      Only the probes: build the docs/validation/probes/<name>.cu of PROBES side by side
@@ -204,6 +206,18 @@ run_if_built() {
   fi
 }
 
+# pack_folders DIR: each folder in DIR becomes DIR/<folder>.tgz. The device call brings back only
+# a few files from $OUT (on 2026-11-26, 8: the PyTorch step's own JSON was left out), so every
+# result is one file: the log, the bench's JSON, and one archive per folder.
+pack_folders() {
+  local dir
+  for dir in "$1"/*/; do
+    [[ -d $dir ]] || continue
+    dir=${dir%/}
+    tar czf "$dir.tgz" -C "$1" "$(basename "$dir")" && rm -rf "$dir"
+  done
+}
+
 # start_log: the environment every mode needs, and the log with its header.
 start_log() {
   use_deps
@@ -246,11 +260,6 @@ check() {
   local targets
   mapfile -t targets < <(cost_targets)
   section "build: ${targets[*]}" cmake --build "$BUILD_DIR" --target "${targets[@]}"
-  # Benchmarks (bench/README.md): their tables go to the log, their JSON next to it.
-  local bench_args
-  read -ra bench_args <<<"${GPU_BENCH_ARGS:---rounds=7 --launches=50000}"
-  run_if_built "gpu bench" "$BUILD_DIR/bench/cuscope_gpu_bench" --json="$results/gpu-bench.json" --show-traced \
-    --git-commit="$commit" "${bench_args[@]}"
   # Each GPU test case's session also writes a trace (tests/session_fixture.hpp), packed next to
   # the log: what tests/data/gpu/ replays in CI comes from here.
   rm -rf "$traces" && mkdir -p "$traces"
@@ -263,6 +272,16 @@ check() {
   export GPU_TEST_ATTRIBUTION=launch
   run_if_built "gpu tests, launch notes (CUSCOPE_ATTRIBUTION=launch)" "$BUILD_DIR/tests/gpu/cuscope_gpu_tests"
   unset GPU_TEST_ATTRIBUTION
+  # Benchmarks (bench/README.md): their tables go to the log, their JSON next to it. The bench names
+  # each part on stderr, and a part stalled past --stall-limit prints every thread's stack and exits
+  # 3 (on 2026-11-26 it hung on an H200 and took 300 s of the lease with no word of where).
+  local bench_args
+  read -ra bench_args <<<"${GPU_BENCH_ARGS:---rounds=5 --launches=20000 --stall-limit=45}"
+  local usual_timeout=$section_timeout
+  section_timeout=${GPU_BENCH_TIMEOUT:-180}
+  run_if_built "gpu bench" "$BUILD_DIR/bench/cuscope_gpu_bench" --json="$results/gpu-bench.json" --show-traced \
+    --git-commit="$commit" "${bench_args[@]}"
+  section_timeout=$usual_timeout
   local torch=0 python_api=()
   if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
     torch=1
@@ -337,6 +356,7 @@ check() {
   run_if_built "cpu bench" "$BUILD_DIR/bench/cuscope_bench" --json="$results/cpu-bench.json" \
     --git-commit="$commit"
 
+  pack_folders "$results"
   echo "gpu-check: $passed passed, $failed failed, $skipped skipped (budget)" | tee -a "$log"
   echo "log: $log"
   ((failed == 0 && skipped == 0))

@@ -22,6 +22,8 @@
 #include <string_view>
 #include <vector>
 
+#include <unistd.h>
+
 #include "../../../src/producers/cupti/traced_calls.hpp"  // header-only, the standard library only
 
 namespace probe {
@@ -199,11 +201,19 @@ inline void disable_api_kinds() {
   cuptiActivityDisable(CUPTI_ACTIVITY_KIND_DRIVER);
 }
 
-/// Runs this program again (/proc/self/exe) with `args` and returns what it printed: a process that
-/// never touches CUPTI, for the cost of CUDA calls with no CUPTI attached at all.
+/// Runs this program again with `args` and returns what it printed: a process that never touches
+/// CUPTI, for the cost of CUDA calls with no CUPTI attached at all. The path is resolved here:
+/// popen's shell would read /proc/self/exe as itself (on 2026-11-26 the children were dash, which
+/// refused the option, and every never-CUPTI row had 0 batches).
 inline std::string run_self(const std::string& args) {
   std::string out;
-  FILE* pipe = popen(("/proc/self/exe " + args).c_str(), "r");
+  std::array<char, 4096> self{};
+  const ssize_t n = readlink("/proc/self/exe", self.data(), self.size() - 1);
+  if (n <= 0) {
+    std::printf("child '%s' not run: readlink(/proc/self/exe) failed\n", args.c_str());
+    return out;
+  }
+  FILE* pipe = popen(("'" + std::string(self.data(), static_cast<std::size_t>(n)) + "' " + args).c_str(), "r");
   if (pipe == nullptr) return out;
   std::array<char, 4096> chunk{};
   while (std::fgets(chunk.data(), chunk.size(), pipe) != nullptr) out += chunk.data();
