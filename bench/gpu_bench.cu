@@ -39,6 +39,8 @@ struct Args {
   std::string trace_dir;        ///< --trace-dir=DIR: each traced loop's last round as DIR/KEY.cuscope
   bool step_per_batch = false;  ///< --step-per-batch: cuscope::step() after each batch, untimed
   int stall_limit_s = 60;       ///< --stall-limit=S: a part running longer prints every stack, exits 3
+  std::string skip;             ///< --skip=KEY,KEY: configurations left out (their figures "-")
+  bool skipped(const std::string& key) const { return ("," + skip + ",").find("," + key + ",") != std::string::npos; }
 };
 
 bool parse_args(int argc, char** argv, Args& a) {
@@ -60,6 +62,8 @@ bool parse_args(int argc, char** argv, Args& a) {
       a.trace_dir = v;
     } else if (const char* v = value("stall-limit")) {
       a.stall_limit_s = std::max(0, std::atoi(v));
+    } else if (const char* v = value("skip")) {
+      a.skip = v;
     } else if (const char* v = value("git-commit")) {
       a.commit = v;
     } else if (arg == "--show-traced") {
@@ -138,10 +142,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: %s [--launches=N] [--rounds=R] [--steps=S] [--json=PATH] [--git-commit=SHA]\n"
                  "          [--show-traced] [--minimal-last] [--trace-dir=DIR]\n"
-                 "          [--step-per-batch] [--stall-limit=S]\n"
+                 "          [--step-per-batch] [--stall-limit=S] [--skip=KEY,...]\n"
                  "  runs cuscope's GPU benchmarks (bench/README.md); exits 77 without a CUDA device, and 3\n"
                  "  when one part (a configuration's loop, a session start) runs past S seconds (default\n"
-                 "  60, 0: no limit), after printing every thread's stack\n",
+                 "  60, 0: no limit), after printing every thread's stack; --skip leaves configurations out\n"
+                 "  by key (launch.events_cupti, transformer.records, ...): their figures read '-'\n",
                  argv[0]);
     return 2;
   }
@@ -175,7 +180,7 @@ int main(int argc, char** argv) {
   std::vector<double> event_pair, event_scope, step_without, step_with;
   // The step with cuscope's parts one at a time: where the full configuration's cost comes from.
   std::vector<double> step_host, step_events, step_tracing, step_defaults, step_sampled, step_launch_notes,
-      step_lean, step_events_cupti;
+      step_records, step_events_cupti;
   cuscope::Report traced;
   std::uint64_t traced_after_forced_flush = 0;
   // Kernels each traced loop attributed to its scopes, last round (of launches + kBatch).
@@ -190,11 +195,12 @@ int main(int argc, char** argv) {
     const std::string in_round = "round " + std::to_string(round + 1) + "/" + std::to_string(args.rounds) + ": ";
     for (const int c : order) {
       const LaunchConfig& cfg = kLaunchConfigs[c];
+      if (args.skipped(cfg.key)) continue;
       dog.part(in_round + cfg.key);
       const bool trace = cfg.activities && !args.trace_dir.empty() && round + 1 == args.rounds;
       restart_session(cfg.enabled, cfg.events, cfg.activities, 0,
                       trace ? args.trace_dir + "/" + cfg.key + ".cuscope" : "", cfg.sample_every,
-                      cfg.attribution, true, cfg.timestamps);
+                      cfg.attribution, cuscope::Options{}.sync_records, cfg.timestamps);
       if (cfg.minimal_cupti) MinimalCupti::start();
       launch[c].push_back(launch_ns(stream, args.launches, cfg.wrap, args.step_per_batch));
       if (cfg.minimal_cupti) MinimalCupti::stop();
@@ -224,36 +230,32 @@ int main(int argc, char** argv) {
     restart_session(false, cuscope::EventTiming::off, false, 3);
     const std::vector<double> without = step_ns(3, args.steps);
     step_without.insert(step_without.end(), without.begin(), without.end());
-    auto steps_into = [&](std::vector<double>& into) {
+    using cuscope::Attribution;
+    using cuscope::EventTiming;
+    // One transformer configuration: its session, then its steps; nothing at all when skipped.
+    auto transformer = [&](const char* key, std::vector<double>& into, auto&& start_session) {
+      if (args.skipped(key)) return;
+      dog.part(in_round + key);
+      start_session();
       const std::vector<double> t = step_ns(3, args.steps);
       into.insert(into.end(), t.begin(), t.end());
     };
-    dog.part(in_round + "transformer.host_scopes");
-    restart_session(true, cuscope::EventTiming::off, false, 3);
-    steps_into(step_host);
-    dog.part(in_round + "transformer.events");
-    restart_session(true, cuscope::EventTiming::always, false, 3);
-    steps_into(step_events);
-    dog.part(in_round + "transformer.tracing");
-    restart_session(true, cuscope::EventTiming::off, true, 3);
-    steps_into(step_tracing);
-    dog.part(in_round + "transformer.defaults");
-    restart_session(true, cuscope::EventTiming::automatic, true, 3);
-    steps_into(step_defaults);
-    dog.part(in_round + "transformer.sampled");
-    restart_session(true, cuscope::EventTiming::sampled, true, 3, "", 100);
-    steps_into(step_sampled);
-    dog.part(in_round + "transformer.launch_notes");
-    restart_session(true, cuscope::EventTiming::automatic, true, 3, "", 0, cuscope::Attribution::launch);
-    steps_into(step_launch_notes);
-    dog.part(in_round + "transformer.lean");
-    restart_session(true, cuscope::EventTiming::automatic, true, 3, "", 0, cuscope::Attribution::external,
-                    false);
-    steps_into(step_lean);
-    dog.part(in_round + "transformer.events_cupti");
-    restart_session(true, cuscope::EventTiming::always, true, 3, "", 0, cuscope::Attribution::external, true,
-                    cuscope::EventTimestamps::cupti);
-    steps_into(step_events_cupti);
+    transformer("transformer.host_scopes", step_host, [] { restart_session(true, EventTiming::off, false, 3); });
+    transformer("transformer.events", step_events, [] { restart_session(true, EventTiming::always, false, 3); });
+    transformer("transformer.tracing", step_tracing, [] { restart_session(true, EventTiming::off, true, 3); });
+    transformer("transformer.defaults", step_defaults,
+                [] { restart_session(true, EventTiming::automatic, true, 3); });
+    transformer("transformer.sampled", step_sampled,
+                [] { restart_session(true, EventTiming::sampled, true, 3, "", 100); });
+    transformer("transformer.launch_notes", step_launch_notes,
+                [] { restart_session(true, EventTiming::automatic, true, 3, "", 0, Attribution::launch); });
+    transformer("transformer.records", step_records, [] {
+      restart_session(true, EventTiming::automatic, true, 3, "", 0, Attribution::external, true);
+    });
+    transformer("transformer.events_cupti", step_events_cupti, [] {
+      restart_session(true, EventTiming::always, true, 3, "", 0, Attribution::external, false,
+                      cuscope::EventTimestamps::cupti);
+    });
     dog.part(in_round + "transformer.with");
     restart_session(true, cuscope::EventTiming::always, true,
                     3);  // last: its report is the notes' "last transformer run"
@@ -308,7 +310,8 @@ int main(int argc, char** argv) {
       {"transformer.sampled", "transformer step, tracing + CUSCOPE_EVENTS=sampled:100", step_sampled},
       {"transformer.launch_notes", "transformer step, the defaults with CUSCOPE_ATTRIBUTION=launch",
        step_launch_notes},
-      {"transformer.lean", "transformer step, the defaults without sync and memory records", step_lean},
+      {"transformer.records", "transformer step, the defaults with sync and memory records (CUSCOPE_SYNC_RECORDS=1, CUSCOPE_MEMORY_RECORDS=1)",
+       step_records},
       {"transformer.events_cupti",
        "transformer step, tracing + events timed by CUPTI (CUSCOPE_EVENT_TIMESTAMPS=cupti)",
        step_events_cupti}};

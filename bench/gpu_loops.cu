@@ -80,9 +80,11 @@ void CUPTIAPI MinimalCupti::requested(std::uint8_t** buffer, std::size_t* size, 
   *max_records = 0;
 }
 
-void CUPTIAPI MinimalCupti::completed(CUcontext, std::uint32_t, std::uint8_t* buffer, std::size_t,
+void CUPTIAPI MinimalCupti::completed(CUcontext, std::uint32_t, std::uint8_t* buffer, std::size_t size,
                                       std::size_t) {
-  if (buffer == nullptr) return;
+  // A buffer of another size is cuscope's, handed here after the callbacks were switched: not
+  // ours to hand out again as kBufferBytes (it would overflow), so left alone.
+  if (buffer == nullptr || size != kBufferBytes) return;
   std::lock_guard lock(mutex_);
   free_.push_back(buffer);
 }

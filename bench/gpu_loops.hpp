@@ -29,7 +29,7 @@ void restart_session(bool enabled, cuscope::EventTiming events, bool activities,
                      std::uint32_t warmup_steps = 0, const std::string& trace_path = "",
                      std::uint32_t sample_every = 0,
                      cuscope::Attribution attribution = cuscope::Attribution::external,
-                     bool sync_and_memory_records = true,
+                     bool sync_and_memory_records = cuscope::Options{}.sync_records,
                      cuscope::EventTimestamps timestamps = cuscope::EventTimestamps::cuda);
 
 /// The floor of CUPTI tracing: CONCURRENT_KERNEL records only, buffers handed back unread.

@@ -14,8 +14,8 @@ Configurations, each a fresh process of this script (the hidden `--child CONFIG`
   bare            the step alone
   cuscope         under `cuscope run` with cuscope's defaults (its report: DIR/report-cuscope.json)
   cuscope_launch  the same with CUSCOPE_ATTRIBUTION=launch
-  cuscope_lean    cuscope's defaults without synchronization and memory records
-                  (CUSCOPE_SYNC_RECORDS=0 CUSCOPE_MEMORY_RECORDS=0): what those records cost
+  cuscope_records cuscope's defaults with synchronization and memory records (CUSCOPE_SYNC_RECORDS=1
+                  CUSCOPE_MEMORY_RECORDS=1; off by default since they cost): what those records cost
   torch_profiler  torch.profiler.profile(activities=[CPU, CUDA]) around the timed steps; no export
   python_api      with --python-package DIR: the regions as cuscope.scope from that package, no
                   `cuscope run` (its report through CUSCOPE_JSON)
@@ -53,11 +53,11 @@ import subprocess
 import sys
 import time
 
-CONFIGS = ["bare", "cuscope", "cuscope_launch", "cuscope_lean", "torch_profiler", "python_api"]
-CUSCOPE_RUN = ("cuscope", "cuscope_launch", "cuscope_lean")
+CONFIGS = ["bare", "cuscope", "cuscope_launch", "cuscope_records", "torch_profiler", "python_api"]
+CUSCOPE_RUN = ("cuscope", "cuscope_launch", "cuscope_records")
 # What each `cuscope run` configuration sets on top of cuscope's defaults.
 CUSCOPE_ENV = {"cuscope": {}, "cuscope_launch": {"CUSCOPE_ATTRIBUTION": "launch"},
-               "cuscope_lean": {"CUSCOPE_SYNC_RECORDS": "0", "CUSCOPE_MEMORY_RECORDS": "0"}}
+               "cuscope_records": {"CUSCOPE_SYNC_RECORDS": "1", "CUSCOPE_MEMORY_RECORDS": "1"}}
 WITH_CUSCOPE = CUSCOPE_RUN + ("python_api",)
 GOAL_ADDED_RATIO = 1 / 3
 MIN_STEPS = 200

@@ -19,6 +19,7 @@ inline cuscope::Options quiet_options() {
   cuscope::Options o;
   o.print_at_exit = false;
   o.events = cuscope::EventTiming::always;
+  o.sync_records = o.memory_records = true;  // the tests check every kind of record (off by default)
   const char* attribution = std::getenv("GPU_TEST_ATTRIBUTION");
   if (attribution != nullptr && std::string(attribution) == "launch") o.attribution = cuscope::Attribution::launch;
   return o;

@@ -88,10 +88,14 @@ TEST_CASE("the activity status names the records left out and the variables that
   CHECK(cuscope::detail::tracing_status({true, false}) == "on, without memory records (CUSCOPE_MEMORY_RECORDS=0)");
   CHECK(cuscope::detail::tracing_status({false, false}) ==
         "on, without synchronization or memory records (CUSCOPE_SYNC_RECORDS=0, CUSCOPE_MEMORY_RECORDS=0)");
-  cuscope::Options o;
-  o.sync_records = false;
+  cuscope::Options o;  // both off by default
+  CHECK_FALSE(cuscope::detail::record_choice(o).syncs);
+  CHECK_FALSE(cuscope::detail::record_choice(o).memory);
+  o.memory_records = true;
   CHECK_FALSE(cuscope::detail::record_choice(o).syncs);
   CHECK(cuscope::detail::record_choice(o).memory);
+  o.sync_records = true;
+  CHECK(cuscope::detail::record_choice(o).syncs);
 }
 
 TEST_CASE("the table says what tracing left out, and still shows kernel columns and totals", "[table]") {
