@@ -1,7 +1,7 @@
 // session/collector.cpp — the session's collector thread and the CUDA-event resolver: every 10 ms
-// it resolves the CUDA events scopes recorded, keeps the clock calibrated, and every 100 ms asks
-// CUPTI for its completed buffers, so a snapshot sees recent work without a flush and CUPTI's
-// buffers stay few.
+// it resolves the CUDA events scopes recorded, keeps the clock calibrated and (with launch notes)
+// drains the threads' launch rings, and every 100 ms asks CUPTI for its completed buffers, so a
+// snapshot sees recent work without a flush and CUPTI's buffers stay few.
 //
 // Never: let cuscope's own CUDA calls disturb the program's (they run in relaxed capture mode, and
 // under an external correlation id that keeps them out of the report), or wait on the GPU.
@@ -33,7 +33,13 @@ void collector_loop(Session* s) {
     lock.unlock();
     resolve_gpu_events();
     recalibrate_clock();  // does something about once a second
-    if (tick % 10 == 0 && s->tracing.load(std::memory_order_acquire)) poll_activity();
+    if (s->tracing.load(std::memory_order_acquire)) {
+      if (tick % 10 == 0) {
+        poll_activity();
+      } else {
+        drain_launch_notes();  // launch rings between polls: a fast launcher fills one in ~10 ms
+      }
+    }
     lock.lock();
   }
 }

@@ -333,6 +333,13 @@ void flush_activity() noexcept { deliver(0); }
 
 void poll_activity() noexcept { deliver(0); }
 
+void drain_launch_notes() noexcept {
+  Sink* target = state().target.load(std::memory_order_acquire);
+  if (target == nullptr || !target->launch_attributed.load(std::memory_order_acquire)) return;
+  std::lock_guard lock(target->aggregator_mutex);
+  own_processing(*target, 0, [&] { take_launch_notes(*target); });
+}
+
 void deliver_after_counters() noexcept {
   Sink* target = state().target.load(std::memory_order_acquire);
   if (target == nullptr) return;
