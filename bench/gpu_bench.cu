@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <cuscope/cuscope.hpp>
 #include <string>
 #include <vector>
@@ -87,7 +88,7 @@ struct LaunchConfig {
   bool enabled;
   cuscope::EventTiming events;
   bool activities, minimal_cupti;
-  cuscope::Attribution attribution = cuscope::Attribution::external;
+  std::optional<cuscope::Attribution> attribution{};  ///< none: the default's (Options::attribution)
   std::uint32_t sample_every = 0;  ///< with EventTiming::sampled: one call in N after the first
   cuscope::EventTimestamps timestamps = cuscope::EventTimestamps::cuda;
 };
@@ -108,14 +109,14 @@ constexpr LaunchConfig kLaunchConfigs[] = {
      cuscope::EventTiming::always, true, false},
     {"launch.defaults", "launch: in a scope, cuscope's defaults (CUSCOPE_EVENTS=auto: tracing, no events)",
      Wrap::ScopePerLaunch, true, cuscope::EventTiming::automatic, true, false},
-    {"launch.launch_notes",
-     "launch: in a scope, the defaults with CUSCOPE_ATTRIBUTION=launch (launch callbacks)",
-     Wrap::ScopePerLaunch, true, cuscope::EventTiming::automatic, true, false, cuscope::Attribution::launch},
+    {"launch.external",
+     "launch: in a scope, the defaults with CUSCOPE_ATTRIBUTION=external (external correlation)",
+     Wrap::ScopePerLaunch, true, cuscope::EventTiming::automatic, true, false, cuscope::Attribution::external},
     {"launch.sampled", "launch: in a scope, tracing + CUSCOPE_EVENTS=sampled:100", Wrap::ScopePerLaunch, true,
-     cuscope::EventTiming::sampled, true, false, cuscope::Attribution::external, 100},
+     cuscope::EventTiming::sampled, true, false, std::nullopt, 100},
     {"launch.events_cupti",
      "launch: in a scope, full tracing, events timed by CUPTI (CUSCOPE_EVENT_TIMESTAMPS=cupti)",
-     Wrap::ScopePerLaunch, true, cuscope::EventTiming::always, true, false, cuscope::Attribution::external, 0,
+     Wrap::ScopePerLaunch, true, cuscope::EventTiming::always, true, false, std::nullopt, 0,
      cuscope::EventTimestamps::cupti},
 };
 constexpr int kLaunchConfigCount = sizeof kLaunchConfigs / sizeof kLaunchConfigs[0];
@@ -129,7 +130,7 @@ enum : int {
   kTracingNoEvents,
   kTracingOneScope,
   kDefaults,
-  kLaunchNotes,
+  kExternal,
   kSampled,
   kEventsCupti
 };
@@ -179,7 +180,7 @@ int main(int argc, char** argv) {
   std::vector<double> launch[kLaunchConfigCount];
   std::vector<double> event_pair, event_scope, step_without, step_with;
   // The step with cuscope's parts one at a time: where the full configuration's cost comes from.
-  std::vector<double> step_host, step_events, step_tracing, step_defaults, step_sampled, step_launch_notes,
+  std::vector<double> step_host, step_events, step_tracing, step_defaults, step_sampled, step_external,
       step_records, step_events_cupti;
   cuscope::Report traced;
   std::uint64_t traced_after_forced_flush = 0;
@@ -200,7 +201,8 @@ int main(int argc, char** argv) {
       const bool trace = cfg.activities && !args.trace_dir.empty() && round + 1 == args.rounds;
       restart_session(cfg.enabled, cfg.events, cfg.activities, 0,
                       trace ? args.trace_dir + "/" + cfg.key + ".cuscope" : "", cfg.sample_every,
-                      cfg.attribution, cuscope::Options{}.sync_records, cfg.timestamps);
+                      cfg.attribution.value_or(cuscope::Options{}.attribution), cuscope::Options{}.sync_records,
+                      cfg.timestamps);
       if (cfg.minimal_cupti) MinimalCupti::start();
       launch[c].push_back(launch_ns(stream, args.launches, cfg.wrap, args.step_per_batch));
       if (cfg.minimal_cupti) MinimalCupti::stop();
@@ -247,13 +249,13 @@ int main(int argc, char** argv) {
                 [] { restart_session(true, EventTiming::automatic, true, 3); });
     transformer("transformer.sampled", step_sampled,
                 [] { restart_session(true, EventTiming::sampled, true, 3, "", 100); });
-    transformer("transformer.launch_notes", step_launch_notes,
-                [] { restart_session(true, EventTiming::automatic, true, 3, "", 0, Attribution::launch); });
+    transformer("transformer.external", step_external,
+                [] { restart_session(true, EventTiming::automatic, true, 3, "", 0, Attribution::external); });
     transformer("transformer.records", step_records, [] {
-      restart_session(true, EventTiming::automatic, true, 3, "", 0, Attribution::external, true);
+      restart_session(true, EventTiming::automatic, true, 3, "", 0, cuscope::Options{}.attribution, true);
     });
     transformer("transformer.events_cupti", step_events_cupti, [] {
-      restart_session(true, EventTiming::always, true, 3, "", 0, Attribution::external, false,
+      restart_session(true, EventTiming::always, true, 3, "", 0, cuscope::Options{}.attribution, false,
                       cuscope::EventTimestamps::cupti);
     });
     dog.part(in_round + "transformer.with");
@@ -308,8 +310,8 @@ int main(int argc, char** argv) {
       {"transformer.defaults", "transformer step, cuscope's defaults (tracing, CUSCOPE_EVENTS=auto)",
        step_defaults},
       {"transformer.sampled", "transformer step, tracing + CUSCOPE_EVENTS=sampled:100", step_sampled},
-      {"transformer.launch_notes", "transformer step, the defaults with CUSCOPE_ATTRIBUTION=launch",
-       step_launch_notes},
+      {"transformer.external", "transformer step, the defaults with CUSCOPE_ATTRIBUTION=external",
+       step_external},
       {"transformer.records", "transformer step, the defaults with sync and memory records (CUSCOPE_SYNC_RECORDS=1, CUSCOPE_MEMORY_RECORDS=1)",
        step_records},
       {"transformer.events_cupti",
@@ -332,9 +334,9 @@ int main(int argc, char** argv) {
   s.measurements.push_back({"ratio.defaults_over_minimal",
                             "ratio: in a scope, cuscope's defaults / minimal CUPTI",
                             per_launch[kDefaults] / minimal, "x"});
-  s.measurements.push_back({"ratio.launch_notes_over_minimal",
-                            "ratio: in a scope, the defaults with launch notes / minimal CUPTI",
-                            per_launch[kLaunchNotes] / minimal, "x"});
+  s.measurements.push_back({"ratio.external_over_minimal",
+                            "ratio: in a scope, the defaults with external correlation / minimal CUPTI",
+                            per_launch[kExternal] / minimal, "x"});
   s.measurements.push_back({"ratio.sampled_over_minimal",
                             "ratio: in a scope, tracing + CUSCOPE_EVENTS=sampled:100 / minimal CUPTI",
                             per_launch[kSampled] / minimal, "x"});
@@ -348,20 +350,20 @@ int main(int argc, char** argv) {
   s.measurements.push_back(
       {"ratio.scope_over_event_pair", "ratio: scope with events / two cudaEventRecord", scope / pair, "x"});
 
-  // Issue 24's goals, for the defaults and for the defaults with launch notes (the default changes
-  // only if launch notes are cheaper and every GPU test stays exact: docs/cupti.md, "Attribution").
+  // Issue 24's goals, for the defaults (launch notes since 2026-11-26) and for the defaults with
+  // external correlation, the other way (docs/cupti.md, "Attribution").
   const double defaults_step = cuscope_bench::median(step_defaults) / without;
-  const double notes_step = cuscope_bench::median(step_launch_notes) / without;
+  const double external_step = cuscope_bench::median(step_external) / without;
   const double defaults_launch = per_launch[kDefaults] / minimal;
-  const double notes_launch = per_launch[kLaunchNotes] / minimal;
+  const double external_launch = per_launch[kExternal] / minimal;
   s.targets.push_back({"goal.defaults_step", "transformer step, cuscope's defaults / without", defaults_step,
                        "x", "<= 1.05x", defaults_step <= 1.05});
   s.targets.push_back({"goal.defaults_launch", "in a scope, cuscope's defaults / minimal CUPTI, per launch",
                        defaults_launch, "x", "<= 1.10x", defaults_launch <= 1.10});
-  s.targets.push_back({"goal.launch_notes_step", "transformer step, defaults with launch notes / without",
-                       notes_step, "x", "<= 1.05x", notes_step <= 1.05});
-  s.targets.push_back({"goal.launch_notes_launch", "in a scope, defaults with launch notes / minimal CUPTI",
-                       notes_launch, "x", "<= 1.10x", notes_launch <= 1.10});
+  s.targets.push_back({"goal.external_step", "transformer step, defaults with external correlation / without",
+                       external_step, "x", "<= 1.05x", external_step <= 1.05});
+  s.targets.push_back({"goal.external_launch", "in a scope, defaults with external correlation / minimal CUPTI",
+                       external_launch, "x", "<= 1.10x", external_launch <= 1.10});
 
   const std::uint64_t launched_kernels = attributed[kFullTracing];
   const cuscope::RangeStats* step = demo.find("step");

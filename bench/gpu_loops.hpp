@@ -28,7 +28,7 @@ inline constexpr int kBatch = 1000;  // launches (event pairs) timed between two
 void restart_session(bool enabled, cuscope::EventTiming events, bool activities,
                      std::uint32_t warmup_steps = 0, const std::string& trace_path = "",
                      std::uint32_t sample_every = 0,
-                     cuscope::Attribution attribution = cuscope::Attribution::external,
+                     cuscope::Attribution attribution = cuscope::Options{}.attribution,
                      bool sync_and_memory_records = cuscope::Options{}.sync_records,
                      cuscope::EventTimestamps timestamps = cuscope::EventTimestamps::cuda);
 

@@ -13,7 +13,7 @@ Each step ends with torch.cuda.synchronize(); its time is time.perf_counter_ns()
 Configurations, each a fresh process of this script (the hidden `--child CONFIG`):
   bare            the step alone
   cuscope         under `cuscope run` with cuscope's defaults (its report: DIR/report-cuscope.json)
-  cuscope_launch  the same with CUSCOPE_ATTRIBUTION=launch
+  cuscope_external the same with CUSCOPE_ATTRIBUTION=external (the default is launch)
   cuscope_records cuscope's defaults with synchronization and memory records (CUSCOPE_SYNC_RECORDS=1
                   CUSCOPE_MEMORY_RECORDS=1; off by default since they cost): what those records cost
   torch_profiler  torch.profiler.profile(activities=[CPU, CUDA]) around the timed steps; no export
@@ -53,10 +53,10 @@ import subprocess
 import sys
 import time
 
-CONFIGS = ["bare", "cuscope", "cuscope_launch", "cuscope_records", "torch_profiler", "python_api"]
-CUSCOPE_RUN = ("cuscope", "cuscope_launch", "cuscope_records")
+CONFIGS = ["bare", "cuscope", "cuscope_external", "cuscope_records", "torch_profiler", "python_api"]
+CUSCOPE_RUN = ("cuscope", "cuscope_external", "cuscope_records")
 # What each `cuscope run` configuration sets on top of cuscope's defaults.
-CUSCOPE_ENV = {"cuscope": {}, "cuscope_launch": {"CUSCOPE_ATTRIBUTION": "launch"},
+CUSCOPE_ENV = {"cuscope": {}, "cuscope_external": {"CUSCOPE_ATTRIBUTION": "external"},
                "cuscope_records": {"CUSCOPE_SYNC_RECORDS": "1", "CUSCOPE_MEMORY_RECORDS": "1"}}
 WITH_CUSCOPE = CUSCOPE_RUN + ("python_api",)
 GOAL_ADDED_RATIO = 1 / 3

@@ -25,8 +25,8 @@ usage: tests/gpu-check.sh [--probes | --fetch-deps | --help]
   (no option)   Configure a Release build in build/gpu-check (Ninja, preset "gpu"), then run the
                 steps in the order of what a short lease must not miss (issue 24, "Leave it on"):
                   1. build what the cost check needs (GPU tests, GPU bench, CLI, demo, injection,
-                     Python module); the GPU tests with each attribution (external, then launch
-                     notes); the GPU bench (its JSON next to the log); the PyTorch step bare, under
+                     Python module); the GPU tests with each attribution (launch notes, the
+                     default, then external correlation); the GPU bench (its JSON next to the log); the PyTorch step bare, under
                      `cuscope run` and under torch.profiler (bench/torch_overhead.py);
                   2. the raw probes (below);
                   3. the PyTorch comparisons (tests/gpu/torch_compare.py);
@@ -267,10 +267,10 @@ check() {
   run_if_built "gpu tests" "$BUILD_DIR/tests/gpu/cuscope_gpu_tests"
   unset GPU_TEST_TRACE_DIR
   tar czf "$results/gpu-test-traces.tgz" -C "$traces" . 2>/dev/null
-  # The same exact expectations with CUSCOPE_ATTRIBUTION=launch (docs/cupti.md, "Attribution"): launch
-  # callbacks instead of external correlation and API records.
-  export GPU_TEST_ATTRIBUTION=launch
-  run_if_built "gpu tests, launch notes (CUSCOPE_ATTRIBUTION=launch)" "$BUILD_DIR/tests/gpu/cuscope_gpu_tests"
+  # The same exact expectations with CUSCOPE_ATTRIBUTION=external (docs/cupti.md, "Attribution"):
+  # external correlation and API records instead of the default's launch callbacks.
+  export GPU_TEST_ATTRIBUTION=external
+  run_if_built "gpu tests, external correlation (CUSCOPE_ATTRIBUTION=external)" "$BUILD_DIR/tests/gpu/cuscope_gpu_tests"
   unset GPU_TEST_ATTRIBUTION
   # Benchmarks (bench/README.md): their tables go to the log, their JSON next to it. The bench names
   # each part on stderr, and a part stalled past --stall-limit prints every thread's stack and exits

@@ -20,8 +20,11 @@ inline cuscope::Options quiet_options() {
   o.print_at_exit = false;
   o.events = cuscope::EventTiming::always;
   o.sync_records = o.memory_records = true;  // the tests check every kind of record (off by default)
+  // GPU_TEST_ATTRIBUTION (tests/gpu-check.sh runs the GPU tests both ways): "external" or "launch";
+  // unset, the default's.
   const char* attribution = std::getenv("GPU_TEST_ATTRIBUTION");
   if (attribution != nullptr && std::string(attribution) == "launch") o.attribution = cuscope::Attribution::launch;
+  if (attribution != nullptr && std::string(attribution) == "external") o.attribution = cuscope::Attribution::external;
   return o;
 }
 inline cuscope::Options default_events(cuscope::Options o = quiet_options()) {

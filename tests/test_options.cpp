@@ -305,17 +305,20 @@ TEST_CASE("CUSCOPE_ATTRIBUTION and CUSCOPE_EVENT_TIMESTAMPS take their two value
           "[options]") {
   std::vector<cuscope::OptionError> errors;
   cuscope::Options o = parse({}, errors);
-  CHECK(o.attribution == cuscope::Attribution::external);
+  CHECK(o.attribution == cuscope::Attribution::launch);  // the default since the H200 run of 2026-11-26
   CHECK(o.event_timestamps == cuscope::EventTimestamps::cuda);
-  o = parse({{"CUSCOPE_ATTRIBUTION", " Launch "}, {"CUSCOPE_EVENT_TIMESTAMPS", "CUPTI"}}, errors);
+  o = parse({{"CUSCOPE_ATTRIBUTION", " External "}, {"CUSCOPE_EVENT_TIMESTAMPS", "CUPTI"}}, errors);
+  CHECK(errors.empty());
+  CHECK(o.attribution == cuscope::Attribution::external);
+  CHECK(o.event_timestamps == cuscope::EventTimestamps::cupti);
+  o = parse({{"CUSCOPE_ATTRIBUTION", "launch"}}, errors);
   CHECK(errors.empty());
   CHECK(o.attribution == cuscope::Attribution::launch);
-  CHECK(o.event_timestamps == cuscope::EventTimestamps::cupti);
   o = parse({{"CUSCOPE_ATTRIBUTION", "proton"}, {"CUSCOPE_EVENT_TIMESTAMPS", "gpu"}}, errors);
-  CHECK(o.attribution == cuscope::Attribution::external);
+  CHECK(o.attribution == cuscope::Attribution::launch);
   CHECK(o.event_timestamps == cuscope::EventTimestamps::cuda);
   REQUIRE(errors.size() == 2);
   CHECK(errors[0].message ==
         "CUSCOPE_EVENT_TIMESTAMPS='gpu' is not an event timestamp source (cuda or cupti); keeping cuda");
-  CHECK(errors[1].message == "CUSCOPE_ATTRIBUTION='proton' is not an attribution (external or launch); keeping external");
+  CHECK(errors[1].message == "CUSCOPE_ATTRIBUTION='proton' is not an attribution (external or launch); keeping launch");
 }

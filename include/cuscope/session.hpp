@@ -71,9 +71,10 @@ struct Options {
   /// timestamps CUPTI records; not yet checked on a GPU, docs/cupti.md)
   EventTimestamps event_timestamps = EventTimestamps::cuda;
   bool activities = true;                 ///< CUSCOPE_ACTIVITIES: trace GPU work with CUPTI
-  /// CUSCOPE_ATTRIBUTION: "external" (the default) or "launch"; where CUPTI's subscriber is taken
-  /// (another tool holds it), "launch" falls back to "external", with a note saying why.
-  Attribution attribution = Attribution::external;
+  /// CUSCOPE_ATTRIBUTION: "launch" (the default: launch callbacks, the cheaper way on an H200,
+  /// docs/cupti.md) or "external"; where CUPTI's subscriber is taken (another tool holds it),
+  /// "launch" falls back to "external", with a note saying why.
+  Attribution attribution = Attribution::launch;
   /// CUSCOPE_GRAPHS: break replayed CUDA graph kernels down by the scope each node was captured
   /// in (a CUPTI subscriber of its own; false leaves the subscriber to another tool)
   bool graphs = true;

@@ -204,8 +204,8 @@ TEST_CASE("a million kernel launches: none dropped, all counted", "[gpu][cupti][
   CHECK(range(r, "million").kernels.size() == 1);
 }
 
-// 100,000 launches in one scope with no wait between them: with launch notes (gpu-check's second
-// run) a thread's ring of 4,096 notes fills in about 10 ms at this rate, and only the collector's
+// 100,000 launches in one scope with no wait between them: with launch notes (the default) a
+// thread's ring of 4,096 notes fills in about 10 ms at this rate, and only the collector's
 // drains between CUPTI's deliveries keep it from refusing notes. Not one may be lost or unresolved.
 TEST_CASE("100,000 launches without a wait: every kernel attributed, no launch note lost", "[gpu][cupti]") {
   cuscope_test::Session session;

@@ -70,7 +70,7 @@ def test_added_ratios_need_torch_profiler_in_the_run():
     added = bench.added_ratios(bench.summarize(step_ns))
     assert added["cuscope"]["value"] == pytest.approx(0.5) and added["cuscope"]["verdict"] == "missed"
     assert added["python_api"]["value"] == pytest.approx(1 / 6) and added["python_api"]["verdict"] == "met"
-    assert "cuscope_launch" not in added
+    assert "cuscope_external" not in added
     assert bench.added_ratios(bench.summarize({"bare": [[100]], "cuscope": [[130]]})) == {}
 
 
@@ -111,7 +111,7 @@ def test_without_torch_it_exits_77_with_one_line(tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (["--steps", "10"], "--steps 10: the issue asks for at least 200 timed steps (--allow-few-steps for a test run)"),
-    (["--configs", "bare,bogus"], "unknown configuration 'bogus' (known: bare, cuscope, cuscope_launch, "
+    (["--configs", "bare,bogus"], "unknown configuration 'bogus' (known: bare, cuscope, cuscope_external, "
                                   "cuscope_records, torch_profiler, python_api)"),
     (["--configs", "cuscope,torch_profiler"], "--configs names each configuration once, bare among them"),
     (["--configs", "bare,python_api"], "python_api needs --python-package"),
@@ -253,7 +253,7 @@ cuda = types.SimpleNamespace(is_available=lambda: True, get_device_name=lambda i
 profiler = types.SimpleNamespace(profile=profile, ProfilerActivity=types.SimpleNamespace(CPU="CPU", CUDA="CUDA"))
 '''
 
-CONFIGS = ["bare", "cuscope", "cuscope_launch", "cuscope_records", "torch_profiler", "python_api"]
+CONFIGS = ["bare", "cuscope", "cuscope_external", "cuscope_records", "torch_profiler", "python_api"]
 WARMUP, STEPS, ROUNDS = 2, 4, 3
 
 
@@ -293,13 +293,13 @@ def test_rounds_end_to_end_with_a_stand_in_torch(tmp_path, stand_in):
     assert s["order"] == bench.rotation(CONFIGS, ROUNDS)
     assert list(s["figures"]) == CONFIGS
     assert all(len(f["round_medians_ns"]) == ROUNDS for f in s["figures"].values())
-    assert set(s["added_ratio"]) == {"cuscope", "cuscope_launch", "cuscope_records", "python_api"}
+    assert set(s["added_ratio"]) == {"cuscope", "cuscope_external", "cuscope_records", "python_api"}
     assert s["goal"]["verdict"] in ("met", "missed", "undefined")
-    assert "CUSCOPE_ATTRIBUTION=launch " in s["configurations"]["cuscope_launch"]
+    assert "CUSCOPE_ATTRIBUTION=external " in s["configurations"]["cuscope_external"]
     assert "CUSCOPE_SYNC_RECORDS=1 CUSCOPE_MEMORY_RECORDS=1 " in s["configurations"]["cuscope_records"]
     assert s["configurations"]["cuscope"].startswith(f"{CLI} run --json ")
     # No CUDA driver here: CUPTI traced nothing, so each round's report says no buffer was processed.
-    assert set(s["own_work"]) == {"cuscope", "cuscope_launch", "cuscope_records", "python_api"}
+    assert set(s["own_work"]) == {"cuscope", "cuscope_external", "cuscope_records", "python_api"}
     for config, w in s["own_work"].items():
         assert [r["buffers"] for r in w["rounds"]] == [0] * ROUNDS, config
         assert w["median_per_step_ns"] == 0.0, config
@@ -313,7 +313,7 @@ def test_rounds_end_to_end_with_a_stand_in_torch(tmp_path, stand_in):
     assert log == sum((profiled if c == "torch_profiler" else per_child for order in s["order"] for c in order),
                       []) + [""]
     # cuscope saw every step's ranges: the step and its regions, entered as the step enters them.
-    for config in ("cuscope", "cuscope_launch", "cuscope_records", "python_api"):
+    for config in ("cuscope", "cuscope_external", "cuscope_records", "python_api"):
         with open(tmp_path / "out" / f"report-{config}.json") as f:
             calls = {r["path"]: r["calls"] for r in json.load(f)["ranges"] if r["path"].startswith("step")}
         n = WARMUP + STEPS
