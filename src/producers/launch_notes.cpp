@@ -133,6 +133,14 @@ void own_calls_end() noexcept {
   if (t_own_depth != 0) --t_own_depth;
 }
 
+std::uint64_t launch_notes_pending_for_testing() noexcept {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  std::uint64_t pending = 0;
+  for (const auto& ring : r.rings) pending += ring->pending();
+  return pending;
+}
+
 LaunchRingCounts launch_ring_counts_for_testing() noexcept {
   Registry& r = registry();
   std::lock_guard lock(r.mutex);

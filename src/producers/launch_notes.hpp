@@ -39,8 +39,10 @@ class LaunchRing {
     return true;
   }
   /// Whether every note pushed has been drained (the reader's view).
-  [[nodiscard]] bool drained() const {
-    return head_.load(std::memory_order_acquire) == tail_.load(std::memory_order_acquire);
+  [[nodiscard]] bool drained() const { return pending() == 0; }
+  /// Notes pushed and not drained yet (the reader's view).
+  [[nodiscard]] std::uint32_t pending() const {
+    return head_.load(std::memory_order_acquire) - tail_.load(std::memory_order_acquire);
   }
   template <class F>
   void drain(F&& f) {
@@ -75,5 +77,7 @@ struct LaunchRingCounts {
   std::uint64_t made = 0;
 };
 LaunchRingCounts launch_ring_counts_for_testing() noexcept;
+/// Notes made and not drained yet, over every ring (tests).
+std::uint64_t launch_notes_pending_for_testing() noexcept;
 
 }  // namespace cuscope::inline v0::detail

@@ -37,7 +37,7 @@ void collector_loop(Session* s) {
       if (tick % 10 == 0) {
         poll_activity();
       } else {
-        drain_launch_notes();  // launch rings between polls: a fast launcher fills one in ~10 ms
+        drain_launch_notes(*s);  // launch rings between polls: a fast launcher fills one in ~16 ms
       }
     }
     lock.lock();

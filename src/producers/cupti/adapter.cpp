@@ -333,11 +333,10 @@ void flush_activity() noexcept { deliver(0); }
 
 void poll_activity() noexcept { deliver(0); }
 
-void drain_launch_notes() noexcept {
-  Sink* target = state().target.load(std::memory_order_acquire);
-  if (target == nullptr || !target->launch_attributed.load(std::memory_order_acquire)) return;
-  std::lock_guard lock(target->aggregator_mutex);
-  own_processing(*target, 0, [&] { take_launch_notes(*target); });
+void drain_launch_notes(Sink& sink) noexcept {
+  if (!sink.launch_attributed.load(std::memory_order_acquire)) return;
+  std::lock_guard lock(sink.aggregator_mutex);
+  own_processing(sink, 0, [&] { take_launch_notes(sink); });
 }
 
 void deliver_after_counters() noexcept {

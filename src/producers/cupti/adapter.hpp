@@ -36,9 +36,10 @@ std::string start_activity_tracing(Sink& sink) noexcept;
 void flush_activity() noexcept;
 /// The same, as the collector thread's periodic call.
 void poll_activity() noexcept;
-/// With launch notes: the threads' launch rings into the model now, no CUPTI call (the collector's
-/// call between polls: a ring holds 4,096 notes, which a fast launcher fills in about 10 ms).
-void drain_launch_notes() noexcept;
+/// With launch notes: the threads' launch rings into `sink`'s model now, no CUPTI call (the
+/// collector's call between polls: a ring holds 4,096 notes, which a fast launcher fills in about
+/// 16 ms). Nothing when `sink` is not attributed by launch notes.
+void drain_launch_notes(Sink& sink) noexcept;
 /// After a counter window has closed (its kernels finished: the range profiler's decode synchronized
 /// the context): hands back every buffer, incomplete ones too. Kernels replayed for counters get
 /// records CUPTI never completes (no timestamps), and a default flush never returns a buffer that
