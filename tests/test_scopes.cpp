@@ -383,3 +383,21 @@ TEST_CASE("scopes of steps with hardware counters are reported apart under (coun
   CHECK(r.diagnostics.open_scopes == 0);
   CHECK(r.diagnostics.unbalanced_ends == 0);
 }
+
+// What the Python scope asks before it looks up torch's current stream: whether a scope entered now
+// would record CUDA events (and so needs a stream).
+TEST_CASE("a scope needs a stream only while the session times CUDA events", "[scopes]") {
+  cuscope_test::Session session;
+  using cuscope::detail::g_flags;
+  using cuscope::detail::scope_streams_used;
+  const std::uint32_t normal = g_flags.load();
+  CHECK((normal & cuscope::detail::kGpuEvents) == 0);  // no GPU here: no events
+  CHECK_FALSE(scope_streams_used());
+  g_flags.store(normal | cuscope::detail::kGpuEvents);  // what flags_for() sets where events time scopes
+  CHECK(scope_streams_used());
+  g_flags.store(normal);
+  cuscope::set_enabled(false);
+  CHECK_FALSE(scope_streams_used());  // a disabled session records nothing
+  cuscope::set_enabled(true);
+  CHECK_FALSE(scope_streams_used());
+}

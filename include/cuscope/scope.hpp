@@ -46,6 +46,12 @@ ThreadState* enter(Site& site, cudaStream_t stream, std::uint32_t& depth) noexce
 ThreadState* enter_named(std::string_view name, cudaStream_t stream, std::uint32_t& depth) noexcept;
 void exit(ThreadState* ts, std::uint32_t depth) noexcept;
 void count(Site& site, double amount) noexcept;
+/// Whether a scope entered now would time CUDA events on its stream, and so needs one: false
+/// while CUPTI traces with CUSCOPE_EVENTS=auto (the default), with events off, or with the session
+/// disabled; true when another copy of cuscope runs the session (its options are not known here).
+/// Starts the session as a first scope would. The Python scope asks before looking up torch's
+/// current stream, which costs more than the scope itself.
+bool scope_streams_used() noexcept;
 
 }  // namespace detail
 

@@ -74,8 +74,15 @@ def snapshot() -> Report:
     return Report(_cuscope.snapshot())
 
 
+_scopes_use_streams = _cuscope._scopes_use_streams
+
+
 def _torch_stream() -> int:
-    """torch's current stream when torch is imported and has initialized CUDA; else 0 (default)."""
+    """torch's current stream when a scope would time CUDA events on it, torch is imported and has
+    initialized CUDA; else 0 (default). Most sessions time no events (CUPTI traces, CUSCOPE_EVENTS=auto):
+    then torch is not asked, whose current_stream() costs more than the scope itself."""
+    if not _scopes_use_streams():
+        return 0
     cuda = getattr(sys.modules.get("torch"), "cuda", None)
     try:
         if cuda is None or not cuda.is_initialized():

@@ -119,6 +119,8 @@ Example::
 
     with cuscope.scope("decode"):
         cuscope.count("tokens", batch * new_tokens))doc");
+  m.def("_scopes_use_streams", &cuscope::detail::scope_streams_used,
+        "Whether a scope entered now would time CUDA events on a stream (cuscope's torch stream lookup asks).");
   m.def("step", &cuscope::step, R"doc(Marks the end of a step (an iteration of the main loop): drives the
 wait / warm-up / active window of start(wait_steps=, warmup_steps=, active_steps=).
 

@@ -303,6 +303,11 @@ void forget_this_thread() noexcept {
   forget_thread_pushes();
 }
 
+bool scope_streams_used() noexcept {
+  if (!started()) return forwarding() != nullptr;  // another copy's session: its events not known here
+  return (g_flags.load(std::memory_order_relaxed) & kGpuEvents) != 0;
+}
+
 namespace {
 
 // enter() past its common path.

@@ -183,7 +183,14 @@ def test_bad_streams_are_refused(stream, error, message):
         cuscope.scope("api_bad_stream", stream=stream)
 
 
-def test_a_torch_stand_in_in_sys_modules_gives_the_stream(monkeypatch):
+@pytest.fixture
+def events_timed(monkeypatch):
+    """As in a session that times CUDA events, where a scope needs a stream (no GPU here: the real
+    answer is False, and torch is never asked; see the last of these tests)."""
+    monkeypatch.setattr(cuscope, "_scopes_use_streams", lambda: True)
+
+
+def test_a_torch_stand_in_in_sys_modules_gives_the_stream(monkeypatch, events_timed):
     """With `torch` imported and CUDA initialized, a scope without stream= asks torch for its stream."""
     asked = []
 
@@ -238,7 +245,7 @@ class TorchStandIn:
         self.cuda = Cuda
 
 
-def test_torch_before_cuda_is_initialized_is_not_asked_for_a_stream(monkeypatch):
+def test_torch_before_cuda_is_initialized_is_not_asked_for_a_stream(monkeypatch, events_timed):
     torch = TorchStandIn(initialized=False)
     monkeypatch.setitem(sys.modules, "torch", torch)
     with cuscope.scope("api_torch_uninitialized"):
@@ -247,7 +254,7 @@ def test_torch_before_cuda_is_initialized_is_not_asked_for_a_stream(monkeypatch)
     assert calls("api_torch_uninitialized") == 1
 
 
-def test_a_failing_torch_stream_lookup_leaves_the_scope_on_the_default_stream(monkeypatch):
+def test_a_failing_torch_stream_lookup_leaves_the_scope_on_the_default_stream(monkeypatch, events_timed):
     torch = TorchStandIn(fails=True)
     monkeypatch.setitem(sys.modules, "torch", torch)
     with cuscope.scope("api_torch_fails"):
@@ -256,7 +263,7 @@ def test_a_failing_torch_stream_lookup_leaves_the_scope_on_the_default_stream(mo
     assert calls("api_torch_fails") == 1
 
 
-def test_a_scope_asks_torch_at_each_entry_and_push_asks_too(monkeypatch):
+def test_a_scope_asks_torch_at_each_entry_and_push_asks_too(monkeypatch, events_timed):
     """torch.cuda.stream(s) may switch the current stream between two entries of one scope object
     (a decorated function): the stream is torch's at each entry, not at the scope's making."""
     torch = TorchStandIn()
@@ -273,6 +280,21 @@ def test_a_scope_asks_torch_at_each_entry_and_push_asks_too(monkeypatch):
     cuscope.pop()
     assert torch.asked == 4  # the push with no stream= only
     assert (calls("api_torch_each_entry"), calls("api_torch_pushed")) == (3, 2)
+
+
+def test_a_session_that_times_no_events_never_asks_torch_for_a_stream(monkeypatch):
+    """The default while CUPTI traces (CUSCOPE_EVENTS=auto), and here, with no GPU: no scope needs a
+    stream, and torch's current_stream(), which costs more than the scope, is not called."""
+    assert cuscope._cuscope._scopes_use_streams() is False
+    torch = TorchStandIn()
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    for _ in range(3):
+        with cuscope.scope("api_torch_not_asked"):
+            pass
+    cuscope.push("api_torch_not_asked_pushed")
+    cuscope.pop()
+    assert torch.asked == 0
+    assert (calls("api_torch_not_asked"), calls("api_torch_not_asked_pushed")) == (3, 1)
 
 
 def test_threads_each_count_and_one_shared_object():
