@@ -335,10 +335,16 @@ int main(int argc, char** argv) {
   };
   for (int round = 0; round < args.rounds; ++round) {
     const std::string in_round = "round " + std::to_string(round + 1) + "/" + std::to_string(args.rounds) + ": ";
+    // Names the part `key` on stderr (the watchdog's limit counts from here); false when --skip
+    // leaves it out.
+    auto part = [&](const char* key) {
+      if (args.skipped(key)) return false;
+      dog.part(in_round + key);
+      return true;
+    };
     for (const int c : order) {
       const LaunchConfig& cfg = kLaunchConfigs[c];
-      if (args.skipped(cfg.key)) continue;
-      dog.part(in_round + cfg.key);
+      if (!part(cfg.key)) continue;
       const bool trace = cfg.activities && !args.trace_dir.empty() && round + 1 == args.rounds;
       restart_session(cfg.enabled, cfg.events, cfg.activities, 0,
                       trace ? args.trace_dir + "/" + cfg.key + ".cuscope" : "", cfg.sample_every,
@@ -362,27 +368,25 @@ int main(int argc, char** argv) {
         }
       }
     }
-    dog.part(in_round + "events.bare_pair");
-    restart_session(false, cuscope::EventTiming::off, false);
-    event_pair.push_back(event_ns(stream, args.launches, false));
-    dog.part(in_round + "events.scope");
-    restart_session(true, cuscope::EventTiming::always, false);
-    event_scope.push_back(event_ns(stream, args.launches, true));
+    if (part("events.bare_pair")) {
+      restart_session(false, cuscope::EventTiming::off, false);
+      event_pair.push_back(event_ns(stream, args.launches, false));
+    }
+    if (part("events.scope")) {
+      restart_session(true, cuscope::EventTiming::always, false);
+      event_scope.push_back(event_ns(stream, args.launches, true));
+    }
 
-    dog.part(in_round + "transformer.without");
-    restart_session(false, cuscope::EventTiming::off, false, 3);
-    const std::vector<double> without = step_ns(3, args.steps);
-    step_without.insert(step_without.end(), without.begin(), without.end());
     using cuscope::Attribution;
     using cuscope::EventTiming;
     // One transformer configuration: its session, then its steps; nothing at all when skipped.
     auto transformer = [&](const char* key, std::vector<double>& into, auto&& start_session) {
-      if (args.skipped(key)) return;
-      dog.part(in_round + key);
+      if (!part(key)) return;
       start_session();
       const std::vector<double> t = step_ns(3, args.steps);
       into.insert(into.end(), t.begin(), t.end());
     };
+    transformer("transformer.without", step_without, [] { restart_session(false, EventTiming::off, false, 3); });
     transformer("transformer.host_scopes", step_host, [] { restart_session(true, EventTiming::off, false, 3); });
     transformer("transformer.events", step_events, [] { restart_session(true, EventTiming::always, false, 3); });
     transformer("transformer.tracing", step_tracing, [] { restart_session(true, EventTiming::off, true, 3); });
@@ -399,11 +403,8 @@ int main(int argc, char** argv) {
       restart_session(true, EventTiming::always, true, 3, "", 0, cuscope::Options{}.attribution, false,
                       cuscope::EventTimestamps::cupti);
     });
-    dog.part(in_round + "transformer.with");
-    restart_session(true, cuscope::EventTiming::always, true,
-                    3);  // last: its report is the notes' "last transformer run"
-    const std::vector<double> with = step_ns(3, args.steps);
-    step_with.insert(step_with.end(), with.begin(), with.end());
+    // Last: its report is the notes' "last transformer run".
+    transformer("transformer.with", step_with, [] { restart_session(true, EventTiming::always, true, 3); });
     dog.part(in_round + "the last transformer run's report");
     cuscope::flush();
     demo = cuscope::snapshot();

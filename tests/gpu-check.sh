@@ -284,11 +284,12 @@ check() {
   # A stalled part: the bench once more without it (and without its launch or transformer twin), so
   # that the other figures still come back in this lease.
   local stalled
-  stalled=$(sed -n "s/^cuscope_gpu_bench: STALLED: 'round [0-9]*\/[0-9]*: [a-z]*\.\([a-z_]*\)'.*/\1/p" "$log" | tail -n 1)
+  stalled=$(sed -n "s/^cuscope_gpu_bench: STALLED: 'round [0-9]*\/[0-9]*: \([a-z]*\.[a-z_]*\)'.*/\1/p" "$log" | tail -n 1)
   if [[ -n $stalled ]]; then
-    run_if_built "gpu bench, without launch.$stalled and transformer.$stalled (stalled above)" \
+    local twins="$stalled,launch.${stalled#*.},transformer.${stalled#*.}"
+    run_if_built "gpu bench, without $twins (stalled above)" \
       "$BUILD_DIR/bench/cuscope_gpu_bench" --json="$results/gpu-bench.json" --git-commit="$commit" \
-      "${bench_args[@]}" --skip="launch.$stalled,transformer.$stalled"
+      "${bench_args[@]}" --skip="$twins"
   fi
   section_timeout=$usual_timeout
   local torch=0 python_api=()
