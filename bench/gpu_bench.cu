@@ -182,6 +182,9 @@ int main(int argc, char** argv) {
   // The step with cuscope's parts one at a time: where the full configuration's cost comes from.
   std::vector<double> step_host, step_events, step_tracing, step_defaults, step_sampled, step_external,
       step_records, step_events_cupti;
+  // The step under the minimal CUPTI client, cuscope off: what tracing kernels costs the step before
+  // cuscope does anything, the floor under goal.defaults_step.
+  std::vector<double> step_minimal;
   cuscope::Report traced;
   std::uint64_t traced_after_forced_flush = 0;
   // Kernels each traced loop attributed to its scopes, last round (of launches + kBatch).
@@ -229,6 +232,9 @@ int main(int argc, char** argv) {
       const char *key, *label;
       const std::vector<double>& steps;
     } parts[] = {
+        {"transformer.minimal_cupti",
+         "transformer step, cuscope off, minimal CUPTI client (kernel records only: the floor of tracing)",
+         step_minimal},
         {"transformer.host_scopes", "transformer step, host-timed scopes only", step_host},
         {"transformer.events", "transformer step, scopes + CUDA events", step_events},
         {"transformer.tracing", "transformer step, scopes + CUPTI tracing", step_tracing},
@@ -249,6 +255,15 @@ int main(int argc, char** argv) {
       s.measurements.push_back({std::string("ratio.") + part.key + "_over_without",
                                 std::string("ratio: ") + part.label + " / without", t / without, "x"});
     }
+    // cuscope's own share of the step: its configurations over the step that CUPTI traces for a
+    // client doing nothing else (where goal.defaults_step is missed, whether CUPTI or cuscope).
+    const double minimal_step = cuscope_bench::median(step_minimal);
+    s.measurements.push_back({"ratio.transformer.defaults_over_minimal_cupti",
+                              "ratio: transformer step, cuscope's defaults / minimal CUPTI client",
+                              cuscope_bench::median(step_defaults) / minimal_step, "x"});
+    s.measurements.push_back({"ratio.transformer.external_over_minimal_cupti",
+                              "ratio: transformer step, defaults with external correlation / minimal CUPTI client",
+                              cuscope_bench::median(step_external) / minimal_step, "x"});
     const double bare = per_launch[kBare];
     const double minimal = per_launch[kMinimalCupti];
     s.measurements.push_back({"ratio.scopes_host_over_bare", "ratio: in a scope, host only / bare",
@@ -379,14 +394,24 @@ int main(int argc, char** argv) {
 
     using cuscope::Attribution;
     using cuscope::EventTiming;
-    // One transformer configuration: its session, then its steps; nothing at all when skipped.
-    auto transformer = [&](const char* key, std::vector<double>& into, auto&& start_session) {
+    // One transformer configuration: its session, then its steps, then `after` (untimed); nothing at
+    // all when skipped.
+    auto transformer = [&](const char* key, std::vector<double>& into, auto&& start_session,
+                           void (*after)() = nullptr) {
       if (!part(key)) return;
       start_session();
       const std::vector<double> t = step_ns(3, args.steps);
+      if (after != nullptr) after();
       into.insert(into.end(), t.begin(), t.end());
     };
     transformer("transformer.without", step_without, [] { restart_session(false, EventTiming::off, false, 3); });
+    transformer(
+        "transformer.minimal_cupti", step_minimal,
+        [] {
+          restart_session(false, EventTiming::off, false, 3);
+          MinimalCupti::start();
+        },
+        &MinimalCupti::stop);
     transformer("transformer.host_scopes", step_host, [] { restart_session(true, EventTiming::off, false, 3); });
     transformer("transformer.events", step_events, [] { restart_session(true, EventTiming::always, false, 3); });
     transformer("transformer.tracing", step_tracing, [] { restart_session(true, EventTiming::off, true, 3); });
