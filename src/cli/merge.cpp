@@ -17,7 +17,7 @@
 
 #include "cli/cli.hpp"
 #include "cuscope/version.hpp"
-#include "views/diagnostics_fields.hpp"
+#include "model/diagnostic_fields.hpp"
 #include "views/format.hpp"
 
 namespace cuscope::cli {
@@ -180,7 +180,7 @@ int merge(const Args& args) {
   Diagnostics diagnostics;
   for (const auto& [rank, in] : by_rank) {
     const Report& r = in->report;
-    for (const views::DiagnosticField& f : views::kDiagnosticFields)
+    for (const model::DiagnosticField& f : model::kDiagnosticFields)
       diagnostics.*f.field += r.diagnostics.*f.field;
     for (std::size_t i : tree_order(r)) {
       const RangeStats& range = r.ranges[i];
@@ -233,7 +233,7 @@ int merge(const Args& args) {
   if (world_size > 0) text += fmt::format(" of {}", world_size);
   text += fmt::format(" — device: {}\n", by_rank.begin()->second->report.device);
   for (const std::string& n : notes) text += "note: " + n + "\n";
-  for (const views::DiagnosticField& f : views::kDiagnosticFields) {
+  for (const model::DiagnosticField& f : model::kDiagnosticFields) {
     const std::uint64_t v = diagnostics.*f.field;
     if (v != 0 && !f.one.empty()) text += fmt::format("all ranks: {} {}\n", v, v == 1 ? f.one : f.many);
   }
@@ -263,7 +263,7 @@ int merge(const Args& args) {
   j["straggler_threshold"] = straggler;
   j["min_time_ns"] = min_time_ns;
   j["diagnostics"] = nlohmann::json::object();
-  for (const views::DiagnosticField& f : views::kDiagnosticFields)
+  for (const model::DiagnosticField& f : model::kDiagnosticFields)
     j["diagnostics"][std::string(f.json)] = diagnostics.*f.field;
   j["ranges"] = nlohmann::json::array();
   for (const Merged& m : ranges) {

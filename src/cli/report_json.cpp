@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli.hpp"
-#include "views/diagnostics_fields.hpp"
+#include "model/diagnostic_fields.hpp"
 
 namespace cuscope::cli {
 
@@ -194,7 +194,7 @@ bool report_from_json(const std::string& text, Report* out, std::string* error) 
     get(j, "world_size", r.world_size);
     if (auto d = j.find("diagnostics"); d != j.end()) {
       // The names are string literals: their data() is null-terminated.
-      for (const views::DiagnosticField& f : views::kDiagnosticFields)
+      for (const model::DiagnosticField& f : model::kDiagnosticFields)
         get(*d, f.json.data(), r.diagnostics.*f.field);
     }
     const Json& ranges = j.at("ranges");

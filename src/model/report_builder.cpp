@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "model/diagnostic_fields.hpp"
+
 namespace cuscope::model {
 namespace {
 
@@ -344,35 +346,19 @@ class ReportBuilder {
     roll_up_counts(root, ranges_);
   }
 
+  // The model's counters (every one the aggregator and its rooms keep; the others stay 0 there and
+  // are filled in by the session or the replay), then those kept by the forest, the names, the
+  // graph node map and the kernel-name cache.
   void add_diagnostics() {
     const Diagnostics& d = in_.diagnostics;
     Diagnostics& out = report_.diagnostics;
-    out.dropped_records += d.dropped_records;
-    out.zero_timestamp_records += d.zero_timestamp_records;
-    out.unresolved_records += d.unresolved_records;
-    out.unknown_records += d.unknown_records;
-    out.outside_window_records += d.outside_window_records;
-    out.overhead_records += d.overhead_records;
-    out.overhead_ns += d.overhead_ns;
-    out.counter_ranges_dropped += d.counter_ranges_dropped;
-    out.incomplete_at_exit += d.incomplete_at_exit;
-    out.activity_buffers_refused += d.activity_buffers_refused;
+    for (const DiagnosticField& f : kDiagnosticFields) out.*f.field += d.*f.field;
     out.adjusted_names += in_.forest.names.adjusted();
     out.name_table_full += in_.forest.names.overflowed();
     out.unrecorded_scopes += in_.forest.unrecorded_scopes.load(std::memory_order_relaxed);
     out.graph_nodes_evicted += in_.graph_nodes.evicted();
-    out.graph_kernels_unknown_node += d.graph_kernels_unknown_node;
-    out.graph_kernels_device_launched += d.graph_kernels_device_launched;
-    out.counted_kernels_untimed += d.counted_kernels_untimed;
-    out.graph_kernels_no_launch += d.graph_kernels_no_launch;
-    out.graph_kernels_after_update += d.graph_kernels_after_update;
     out.graph_exec_updates_unmapped += in_.graph_nodes.updates_unmapped();
-    out.gpu_span_records_lost += d.gpu_span_records_lost;
-    out.allocations_untracked += d.allocations_untracked;
-    out.launch_notes_lost += d.launch_notes_lost;
     out.kernel_names_uncached += in_.kernel_names.uncached();
-    out.activity_buffers += d.activity_buffers;
-    out.activity_processing_ns += d.activity_processing_ns;
   }
 
   const ReportSources& in_;

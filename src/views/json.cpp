@@ -17,7 +17,7 @@
 
 #include "cuscope/report.hpp"
 #include "cuscope/version.hpp"
-#include "views/diagnostics_fields.hpp"
+#include "model/diagnostic_fields.hpp"
 #include "views/json_text.hpp"
 
 namespace cuscope {
@@ -310,7 +310,7 @@ void write_span(JsonWriter& w, const SpanStats& s) {
 
 void write_diagnostics(JsonWriter& w, const Diagnostics& d) {
   w.begin_object();
-  for (const views::DiagnosticField& f : views::kDiagnosticFields) w.field(f.json, d.*f.field);
+  for (const model::DiagnosticField& f : model::kDiagnosticFields) w.field(f.json, d.*f.field);
   w.end_object();
 }
 

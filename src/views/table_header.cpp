@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "cuscope/version.hpp"
-#include "views/diagnostics_fields.hpp"
+#include "model/diagnostic_fields.hpp"
 #include "views/format.hpp"
 
 namespace cuscope::inline v0::views {
@@ -21,7 +21,7 @@ namespace {
 
 std::string diagnostics_line(const Diagnostics& d) {
   std::vector<std::string> parts;
-  for (const views::DiagnosticField& c : views::kDiagnosticFields) {
+  for (const model::DiagnosticField& c : model::kDiagnosticFields) {
     const std::uint64_t n = d.*c.field;
     if (n != 0 && !c.one.empty()) parts.push_back(fmt::format("{} {}", n, n == 1 ? c.one : c.many));
   }

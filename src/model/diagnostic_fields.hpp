@@ -1,14 +1,17 @@
-// views/diagnostics_fields.hpp — every Diagnostics counter once: its JSON name and how the table's
-// header says it (one, many). The JSON writer, the JSON report reader (cuscope show) and the table
-// all walk this list, so a new counter is added here and nowhere else. Order: the table's.
+// model/diagnostic_fields.hpp — every Diagnostics counter once: its JSON name and how the table's
+// header says it (one, many). The report builder (summing the model's counters into a report), the
+// JSON writer, the JSON report reader (cuscope show), merge and the table all walk this list, so a
+// new counter is added here and nowhere else. Order: the table's. In the model, below every layer
+// that reads it; the names are data, the model formats nothing with them.
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <cuscope/report.hpp>
 #include <string_view>
 
-namespace cuscope::inline v0::views {
+namespace cuscope::model {
 
 struct DiagnosticField {
   std::uint64_t Diagnostics::*field;
@@ -92,4 +95,21 @@ inline constexpr std::array<DiagnosticField, 37> kDiagnosticFields{{
     {&Diagnostics::activity_processing_ns, "activity_processing_ns", "", ""},
 }};
 
-}  // namespace cuscope::inline v0::views
+/// Whether no counter stands twice in kDiagnosticFields.
+constexpr bool distinct_diagnostic_fields() {
+  for (std::size_t i = 0; i < kDiagnosticFields.size(); ++i) {
+    for (std::size_t j = i + 1; j < kDiagnosticFields.size(); ++j) {
+      if (kDiagnosticFields[i].field == kDiagnosticFields[j].field) return false;
+    }
+  }
+  return true;
+}
+
+// A counter added to Diagnostics without its line here would be left out of the report's sum, the
+// JSON and the table. Diagnostics holds counters only, so its size counts them; with no line twice,
+// every counter has exactly one.
+static_assert(sizeof(Diagnostics) == kDiagnosticFields.size() * sizeof(std::uint64_t),
+              "every Diagnostics counter needs its line in kDiagnosticFields");
+static_assert(distinct_diagnostic_fields(), "a Diagnostics counter stands twice in kDiagnosticFields");
+
+}  // namespace cuscope::model
