@@ -189,37 +189,35 @@ TEST_CASE("warm-up steps' GPU work is left out and counted", "[gpu][cupti]") {
   CHECK(r.diagnostics.outside_window_records >= 4);
 }
 
-TEST_CASE("a million kernel launches: none dropped, all counted", "[gpu][cupti][.slow]") {
-  cuscope_test::Session session;
-  warm_up();
-  constexpr int kLaunches = 1'000'000;
-  {
-    CUSCOPE_SCOPE("million");
-    for (int i = 0; i < kLaunches; ++i) empty_kernel<<<1, 1>>>();
-  }
-  const cuscope::Report r = settled();
-  CHECK(r.diagnostics.dropped_records == 0);
-  CHECK(r.diagnostics.unresolved_records == 0);
-  CHECK(range(r, "million").self.kernel_calls == kLaunches);
-  CHECK(range(r, "million").kernels.size() == 1);
-}
+namespace {
 
-// 100,000 launches in one scope with no wait between them: with launch notes (the default) a
-// thread's ring of 4,096 notes fills in about 10 ms at this rate, and only the collector's
-// drains between CUPTI's deliveries keep it from refusing notes. Not one may be lost or unresolved.
-TEST_CASE("100,000 launches without a wait: every kernel attributed, no launch note lost", "[gpu][cupti]") {
+// `launches` kernels in one scope named `name`, with no wait between them: every one counted in
+// that scope, one kernel row, nothing dropped, unresolved or left unnoted.
+void check_tight_loop(const char* name, int launches) {
   cuscope_test::Session session;
   warm_up();
-  constexpr int kLaunches = 100'000;
   {
-    CUSCOPE_SCOPE("tight_loop");
-    for (int i = 0; i < kLaunches; ++i) empty_kernel<<<1, 1>>>();
+    cuscope::Scope scope(name);
+    for (int i = 0; i < launches; ++i) empty_kernel<<<1, 1>>>();
   }
   const cuscope::Report r = settled();
   CHECK(r.diagnostics.launch_notes_lost == 0);
   CHECK(r.diagnostics.dropped_records == 0);
   CHECK(r.diagnostics.unresolved_records == 0);
-  CHECK(range(r, "tight_loop").self.kernel_calls == kLaunches);
+  CHECK(range(r, name).self.kernel_calls == static_cast<std::uint64_t>(launches));
+  CHECK(range(r, name).kernels.size() == 1);
+}
+
+}  // namespace
+
+TEST_CASE("a million kernel launches: none dropped, all counted", "[gpu][cupti][.slow]") {
+  check_tight_loop("million", 1'000'000);
+}
+
+// With launch notes (the default) a thread's ring of 4,096 notes fills in about 10 ms at this
+// rate, and only the collector's drains between CUPTI's deliveries keep it from refusing notes.
+TEST_CASE("100,000 launches without a wait: every kernel attributed, no launch note lost", "[gpu][cupti]") {
+  check_tight_loop("tight_loop", 100'000);
 }
 
 // A CUDA event on the legacy stream is a barrier with every blocking stream: a scope that recorded
