@@ -5,10 +5,11 @@ ratios over the bare step (issue 24, deliverable 5).
     torch_overhead.py --cuscope BUILD/src/cli/cuscope --out DIR [--git-commit SHA] [--rounds R]
                       [--steps N] [--warmup W] [--python-package DIR] [--configs bare,cuscope,...]
 
-The step: a small, launch-bound transformer-ish training step on CUDA (layer norm, linear layers,
-scaled_dot_product_attention, a GELU MLP, a loss, backward, SGD), its regions marked with
-torch.cuda.nvtx.range (no-ops with no NVTX tool attached), the same code in every configuration.
-Each step ends with torch.cuda.synchronize(); its time is time.perf_counter_ns() around it.
+The step (torch_overhead_child.py, the children's side): a small, launch-bound transformer-ish
+training step on CUDA (layer norm, linear layers, scaled_dot_product_attention, a GELU MLP, a loss,
+backward, SGD), its regions marked with torch.cuda.nvtx.range (no-ops with no NVTX tool attached),
+the same code in every configuration. Each step ends with torch.cuda.synchronize(); its time is
+time.perf_counter_ns() around it. This file is the parent: the rounds, the checks and the figures.
 
 Configurations, each a fresh process of this script (the hidden `--child CONFIG`):
   bare            the step alone
@@ -51,7 +52,9 @@ import platform
 import statistics
 import subprocess
 import sys
-import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_overhead_child  # noqa: E402  (beside this script)
 
 CONFIGS = ["bare", "cuscope", "cuscope_external", "cuscope_records", "torch_profiler", "python_api"]
 CUSCOPE_RUN = ("cuscope", "cuscope_external", "cuscope_records")
@@ -61,9 +64,7 @@ CUSCOPE_ENV = {"cuscope": {}, "cuscope_external": {"CUSCOPE_ATTRIBUTION": "exter
 WITH_CUSCOPE = CUSCOPE_RUN + ("python_api",)
 GOAL_ADDED_RATIO = 1 / 3
 MIN_STEPS = 200
-SKIPPED = 77
 CHILD_TIMEOUT_S = 300
-BATCH, SEQ, DIM, HEADS, LAYERS = 4, 64, 128, 4, 2
 
 
 # ---- the pure parts: plain lists in, plain values out ----------------------------------------
@@ -143,102 +144,6 @@ def report_problems(report, expected_calls):
     if step["total"]["kernel_calls"] == 0:
         problems.append("no kernel attributed to 'step'")
     return problems
-
-
-# ---- the child: one configuration's steps in this process ------------------------------------
-
-def probe():
-    """({python, torch, cuda, gpu}, '') when torch with CUDA is importable here, else (None, why not)."""
-    try:
-        import torch
-    except Exception as e:  # an ImportError, or a library torch needs that fails to load
-        return None, f"torch with CUDA is not importable ({type(e).__name__}: {e})"
-    if not torch.cuda.is_available():
-        return None, f"torch with CUDA is not importable (torch {torch.__version__} sees no CUDA device)"
-    return {"python": platform.python_version(), "torch": torch.__version__, "cuda": torch.version.cuda,
-            "gpu": torch.cuda.get_device_name(0)}, ""
-
-
-def make_step(torch, region):
-    """One training step, its regions entered through region(name)."""
-    F = torch.nn.functional
-    torch.manual_seed(0)
-    layers = [torch.nn.ModuleDict({
-        "norm1": torch.nn.LayerNorm(DIM), "qkv": torch.nn.Linear(DIM, 3 * DIM), "out": torch.nn.Linear(DIM, DIM),
-        "norm2": torch.nn.LayerNorm(DIM), "up": torch.nn.Linear(DIM, 4 * DIM), "down": torch.nn.Linear(4 * DIM, DIM),
-    }).cuda() for _ in range(LAYERS)]
-    opt = torch.optim.SGD([p for layer in layers for p in layer.parameters()], lr=1e-3)
-    x = torch.randn(BATCH, SEQ, DIM, device="cuda")
-    target = torch.randn(BATCH, SEQ, DIM, device="cuda")
-
-    def heads(t):
-        return t.view(BATCH, SEQ, HEADS, DIM // HEADS).transpose(1, 2)
-
-    def attention(layer, h):
-        q, k, v = layer["qkv"](layer["norm1"](h)).chunk(3, dim=-1)
-        a = F.scaled_dot_product_attention(heads(q), heads(k), heads(v), is_causal=True)
-        return h + layer["out"](a.transpose(1, 2).reshape(BATCH, SEQ, DIM))
-
-    def mlp(layer, h):
-        return h + layer["down"](F.gelu(layer["up"](layer["norm2"](h))))
-
-    def step():
-        with region("step"):
-            with region("forward"):
-                h = x
-                for layer in layers:
-                    with region("attention"):
-                        h = attention(layer, h)
-                    with region("mlp"):
-                        h = mlp(layer, h)
-            with region("loss"):
-                loss = F.mse_loss(h, target)
-            with region("backward"):
-                loss.backward()
-            with region("optimizer"):
-                opt.step()
-                opt.zero_grad(set_to_none=True)
-        torch.cuda.synchronize()
-
-    return step
-
-
-def timed_steps(step, count):
-    step_ns = []
-    for _ in range(count):
-        start = time.perf_counter_ns()
-        step()
-        step_ns.append(time.perf_counter_ns() - start)
-    return step_ns
-
-
-def run_child(config, warmup, steps):
-    """This configuration's warm-up, then its timed steps: their times in ns."""
-    import torch
-    if config == "python_api":
-        import cuscope  # from --python-package (PYTHONPATH)
-        step = make_step(torch, cuscope.scope)
-    else:
-        step = make_step(torch, torch.cuda.nvtx.range)
-    for _ in range(warmup):
-        step()
-    if config != "torch_profiler":
-        return timed_steps(step, steps)
-    activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
-    with torch.profiler.profile(activities=activities):
-        return timed_steps(step, steps)
-
-
-def child(config, warmup, steps):
-    versions, why_not = probe()
-    if versions is None:
-        print(json.dumps({"skipped": why_not}))
-        print(why_not, file=sys.stderr)
-        return SKIPPED
-    if config != "probe":
-        versions.update(config=config, warmup=warmup, steps=steps, step_ns=run_child(config, warmup, steps))
-    print(json.dumps(versions), flush=True)
-    return 0
 
 
 # ---- the parent: rounds of children ----------------------------------------------------------
@@ -362,7 +267,7 @@ def summary(a, configs, versions, step_ns, problems, own):
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "host": platform.node(),
         **versions,
-        "model": {"batch": BATCH, "seq": SEQ, "dim": DIM, "heads": HEADS, "layers": LAYERS},
+        "model": torch_overhead_child.MODEL,
         "warmup": a.warmup, "steps": a.steps, "rounds": a.rounds,
         "configurations": {c: describe(*command(a, c)) for c in configs},
         "order": rotation(configs, a.rounds),
@@ -402,7 +307,7 @@ def run_probe(a):
     except subprocess.TimeoutExpired:
         raise ChildFailed(f"the probe ({' '.join(argv)}) ran past {CHILD_TIMEOUT_S} s")
     result = json_line(p.stdout)
-    if p.returncode not in (0, SKIPPED) or result is None:
+    if p.returncode not in (0, torch_overhead_child.SKIPPED) or result is None:
         raise ChildFailed(f"the probe ({' '.join(argv)}) exited {p.returncode}: {p.stderr.strip()[-2000:]}")
     return result
 
@@ -415,7 +320,7 @@ def parent(a, configs):
         return 1
     if "skipped" in versions:
         print(f"torch_overhead.py: skipped: {versions['skipped']}")
-        return SKIPPED
+        return torch_overhead_child.SKIPPED
     os.makedirs(a.out, exist_ok=True)
     for config in configs:
         open(os.path.join(a.out, f"stderr-{config}.log"), "w").close()
@@ -481,7 +386,7 @@ def chosen_configs(ap, a):
 def main(argv):
     a, configs = parse_args(argv)
     if a.child:
-        return child(a.child, a.warmup, a.steps)
+        return torch_overhead_child.child(a.child, a.warmup, a.steps)
     return parent(a, configs)
 
 
