@@ -1,5 +1,4 @@
 // bench/gpu_loops.cu — see gpu_loops.hpp.
-#include <cupti.h>
 
 #include <chrono>
 #include <cstdio>
@@ -47,46 +46,6 @@ void restart_session(bool enabled, cuscope::EventTiming events, bool activities,
   o.print_at_exit = false;
   o.warmup_steps = warmup_steps;
   cuscope::start(o);
-}
-
-void MinimalCupti::start() {
-  check_cupti(cuptiActivityRegisterCallbacks(&requested, &completed), "cuptiActivityRegisterCallbacks");
-  check_cupti(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityEnable");
-}
-
-void MinimalCupti::stop() {
-  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  check_cupti(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityDisable");
-  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-}
-
-void MinimalCupti::check_cupti(CUptiResult r, const char* call) {
-  if (r == CUPTI_SUCCESS) return;
-  const char* text = nullptr;
-  cuptiGetResultString(r, &text);
-  std::fprintf(stderr, "minimal CUPTI client: %s failed: %s\n", call, text != nullptr ? text : "?");
-  std::exit(EXIT_FAILURE);
-}
-
-void CUPTIAPI MinimalCupti::requested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records) {
-  std::lock_guard lock(mutex_);
-  if (free_.empty()) {
-    *buffer = static_cast<std::uint8_t*>(std::aligned_alloc(8, kBufferBytes));
-  } else {
-    *buffer = free_.back();
-    free_.pop_back();
-  }
-  *size = *buffer != nullptr ? kBufferBytes : 0;
-  *max_records = 0;
-}
-
-void CUPTIAPI MinimalCupti::completed(CUcontext, std::uint32_t, std::uint8_t* buffer, std::size_t size,
-                                      std::size_t) {
-  // A buffer of another size is cuscope's, handed here after the callbacks were switched: not
-  // ours to hand out again as kBufferBytes (it would overflow), so left alone.
-  if (buffer == nullptr || size != kBufferBytes) return;
-  std::lock_guard lock(mutex_);
-  free_.push_back(buffer);
 }
 
 double launch_ns(cudaStream_t s, int launches, Wrap wrap, bool step_per_batch) {

@@ -1,20 +1,19 @@
 // bench/gpu_loops.hpp — the timed loops of the GPU benchmarks (gpu_bench.cu): kernel launches
 // bare or in scopes, CUDA-event pairs, the demo's transformer step; the cuscope session each
-// configuration runs under, and a minimal CUPTI client (the floor of CUPTI tracing). Loops are timed
+// configuration runs under (the minimal CUPTI client is minimal_cupti.hpp's). Loops are timed
 // in batches; between batches, untimed, the stream is drained and CUDA events are resolved, so
 // neither the launch queue nor cuscope's event pool fills up and only the host cost is timed.
 // Never here: the configurations, the rounds or the summary (gpu_bench.cu).
 #pragma once
 
 #include <cuda_runtime.h>
-#include <cupti.h>
 
-#include <cstddef>
 #include <cstdint>
 #include <cuscope/cuscope.hpp>
-#include <mutex>
 #include <string>
 #include <vector>
+
+#include "minimal_cupti.hpp"
 
 namespace cuscope_bench {
 
@@ -31,22 +30,6 @@ void restart_session(bool enabled, cuscope::EventTiming events, bool activities,
                      cuscope::Attribution attribution = cuscope::Options{}.attribution,
                      bool sync_and_memory_records = cuscope::Options{}.sync_records,
                      cuscope::EventTimestamps timestamps = cuscope::EventTimestamps::cuda);
-
-/// The floor of CUPTI tracing: CONCURRENT_KERNEL records only, buffers handed back unread.
-class MinimalCupti {
- public:
-  static constexpr std::size_t kBufferBytes = 8u << 20;
-  static void start();
-  static void stop();
-
- private:
-  static void check_cupti(CUptiResult r, const char* call);
-  static void CUPTIAPI requested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records);
-  static void CUPTIAPI completed(CUcontext, std::uint32_t, std::uint8_t* buffer, std::size_t, std::size_t);
-
-  static inline std::mutex mutex_;
-  static inline std::vector<std::uint8_t*> free_;
-};
 
 enum class Wrap { None, ScopePerLaunch, ScopePerBatch };
 

@@ -4,6 +4,7 @@ ratios over the bare step (issue 24, deliverable 5).
 
     torch_overhead.py --cuscope BUILD/src/cli/cuscope --out DIR [--git-commit SHA] [--rounds R]
                       [--steps N] [--warmup W] [--python-package DIR] [--configs bare,cuscope,...]
+                      [--minimal-cupti BUILD/bench/libcuscope_minimal_cupti.so]
 
 The step (torch_overhead_child.py, the children's side): a small, launch-bound transformer-ish
 training step on CUDA (layer norm, linear layers, scaled_dot_product_attention, a GELU MLP, a loss,
@@ -13,6 +14,9 @@ time.perf_counter_ns() around it. This file is the parent: the rounds, the check
 
 Configurations, each a fresh process of this script (the hidden `--child CONFIG`):
   bare            the step alone
+  minimal_cupti   with --minimal-cupti LIB: the step alone under the minimal CUPTI client
+                  (CUDA_INJECTION64_PATH=LIB, kernel records only, handed back unread): the floor of
+                  CUPTI tracing, what any tracer pays before doing anything with a record
   cuscope         under `cuscope run` with cuscope's defaults (its report: DIR/report-cuscope.json)
   cuscope_external the same with CUSCOPE_ATTRIBUTION=external (the default is launch)
   cuscope_records cuscope's defaults with synchronization and memory records (CUSCOPE_SYNC_RECORDS=1
@@ -33,11 +37,13 @@ with kernels attributed; otherwise the run did not measure what it means to. Fro
 cuscope's own processing of CUPTI's records (diagnostics.activity_buffers and
 activity_processing_ns, off the steps' threads unless a flush lands there) per round, and its
 median per step: where cuscope's added time is not in that processing, it is on the launch path.
+With minimal_cupti, each configuration's step over that floor's (over_minimal_cupti): what a tool adds
+beyond CUPTI's own kernel tracing; the client's line on standard error must say it traced.
 
 Writes DIR/torch-overhead.json (the figures) and DIR/torch-overhead-steps.json (every step time);
 each configuration's standard error goes to DIR/stderr-CONFIG.log. Exit status: 2 on bad
 arguments; 77 (skipped) when torch with CUDA is not importable, before any configuration runs; 1
-when a child fails or a cuscope report is not what the run means; 0 otherwise (a missed goal is
+when a child fails, a cuscope report is not what the run means or the minimal client did not trace; 0 otherwise (a missed goal is
 reported, not an error).
 
 Never time anything but the steps (imports, warm-up, cuscope's exit table and torch.profiler's
@@ -56,12 +62,15 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_overhead_child  # noqa: E402  (beside this script)
 
-CONFIGS = ["bare", "cuscope", "cuscope_external", "cuscope_records", "torch_profiler", "python_api"]
+CONFIGS = ["bare", "minimal_cupti", "cuscope", "cuscope_external", "cuscope_records", "torch_profiler",
+           "python_api"]
 CUSCOPE_RUN = ("cuscope", "cuscope_external", "cuscope_records")
 # What each `cuscope run` configuration sets on top of cuscope's defaults.
 CUSCOPE_ENV = {"cuscope": {}, "cuscope_external": {"CUSCOPE_ATTRIBUTION": "external"},
                "cuscope_records": {"CUSCOPE_SYNC_RECORDS": "1", "CUSCOPE_MEMORY_RECORDS": "1"}}
 WITH_CUSCOPE = CUSCOPE_RUN + ("python_api",)
+# The minimal CUPTI client's line on standard error when it traces (bench/minimal_cupti_inject.cpp).
+MINIMAL_CUPTI_MARK = "cuscope_minimal_cupti: tracing kernels"
 GOAL_ADDED_RATIO = 1 / 3
 MIN_STEPS = 200
 CHILD_TIMEOUT_S = 300
@@ -112,16 +121,38 @@ def verdict(ratio, goal=GOAL_ADDED_RATIO):
 
 
 def added_ratios(figures):
-    """{tool config: {value, verdict}} for each cuscope configuration measured beside torch.profiler."""
+    """{tool config: {value, verdict}} for each cuscope configuration measured beside torch.profiler,
+    and for the minimal CUPTI client: the share of torch.profiler's added time that CUPTI's kernel
+    tracing alone takes."""
     if "torch_profiler" not in figures:
         return {}
     bare_ns, profiler_ns = figures["bare"]["median_ns"], figures["torch_profiler"]["median_ns"]
     out = {}
-    for config in WITH_CUSCOPE:
+    for config in WITH_CUSCOPE + ("minimal_cupti",):
         if config in figures:
             value = added_ratio(bare_ns, figures[config]["median_ns"], profiler_ns)
             out[config] = {"value": value, "verdict": verdict(value)}
     return out
+
+
+def over_minimal_cupti(figures):
+    """{config: its median step / the minimal CUPTI client's} for every tool configuration, when the
+    run measured that floor; {} otherwise."""
+    if "minimal_cupti" not in figures:
+        return {}
+    floor_ns = figures["minimal_cupti"]["median_ns"]
+    return {config: f["median_ns"] / floor_ns for config, f in figures.items()
+            if config not in ("bare", "minimal_cupti")}
+
+
+def minimal_cupti_problems(stderr_text, log):
+    """Why the minimal CUPTI client's child did not measure the floor ([] when it did): its line on
+    standard error must say it traced."""
+    if MINIMAL_CUPTI_MARK in stderr_text:
+        return []
+    said = [line for line in stderr_text.splitlines() if line.startswith("cuscope_minimal_cupti:")]
+    why = f"it said '{said[0]}'" if said else "the library was not loaded (no CUDA initialized, or not an injection library)"
+    return [f"minimal_cupti: no line '{MINIMAL_CUPTI_MARK}' in its standard error: {why} ({log})"]
 
 
 def own_work(report, steps):
@@ -172,6 +203,8 @@ def command(a, config):
         me.append("--allow-few-steps")
     if config in CUSCOPE_RUN:
         return [a.cuscope, "run", "--json", report_path(a, config), "--"] + me, dict(CUSCOPE_ENV[config])
+    if config == "minimal_cupti":
+        return me, {"CUDA_INJECTION64_PATH": a.minimal_cupti}
     if config == "python_api":
         path = os.pathsep.join(filter(None, [a.python_package, os.environ.get("PYTHONPATH")]))
         return me, {"PYTHONPATH": path, "CUSCOPE_JSON": report_path(a, config)}
@@ -197,12 +230,14 @@ def json_line(stdout):
 
 
 def run_one(a, config, label):
-    """Runs one child; its JSON line. Raises ChildFailed when it fails."""
+    """Runs one child; (its JSON line, what it wrote on standard error). Raises ChildFailed when it
+    fails."""
     argv, extra = command(a, config)
     log = os.path.join(a.out, f"stderr-{config}.log")
     with open(log, "a") as err:
         err.write(f"=== {label}: {describe(argv, extra)}\n")
         err.flush()
+        start = err.tell()
         try:
             p = subprocess.run(argv, env=child_env(extra), stdout=subprocess.PIPE, stderr=err, text=True,
                                timeout=CHILD_TIMEOUT_S)
@@ -213,7 +248,9 @@ def run_one(a, config, label):
     result = json_line(p.stdout)
     if result is None or result.get("config") != config:
         raise ChildFailed(f"{config} ({label}) printed no JSON line of its steps; its standard error: {log}")
-    return result
+    with open(log, errors="replace") as f:
+        f.seek(start)
+        return result, f.read()
 
 
 def check_report(a, config):
@@ -244,8 +281,11 @@ def run_rounds(a, configs):
     order = rotation(configs, a.rounds)
     for r, round_order in enumerate(order):
         for config in round_order:
-            result = run_one(a, config, f"round {r + 1}/{a.rounds}")
+            result, stderr_text = run_one(a, config, f"round {r + 1}/{a.rounds}")
             step_ns[config].append(result["step_ns"])
+            if config == "minimal_cupti":
+                log = os.path.join(a.out, f"stderr-{config}.log")
+                problems += [f"round {r + 1}: {p}" for p in minimal_cupti_problems(stderr_text, log)]
             if config in WITH_CUSCOPE:
                 found, work = check_report(a, config)
                 problems += [f"round {r + 1}: {p}" for p in found]
@@ -273,6 +313,7 @@ def summary(a, configs, versions, step_ns, problems, own):
         "order": rotation(configs, a.rounds),
         "figures": figures,
         "added_ratio": added,
+        "over_minimal_cupti": over_minimal_cupti(figures),
         "goal": {"what": "(cuscope - bare) / (torch_profiler - bare) <= 1/3", **goal},
         "own_work": {c: own_work_summary(rounds) for c, rounds in own.items()},
         "problems": problems,
@@ -289,8 +330,10 @@ def print_table(s):
         value = "undefined: torch.profiler added nothing"
         if r["value"] is not None:
             value = f"{r['value']:.3f}: {r['verdict']}"
-        goal = " (the goal: <= 1/3)" if config == "cuscope" else ""
+        goal = {"cuscope": " (the goal: <= 1/3)", "minimal_cupti": " (CUPTI's kernel tracing alone)"}.get(config, "")
         print(f"added by {config} / added by torch_profiler: {value}{goal}")
+    for config, ratio in s["over_minimal_cupti"].items():
+        print(f"{config} / minimal_cupti (over the floor of CUPTI tracing): {ratio:.3f}")
     for config, w in s["own_work"].items():
         if w["median_per_step_ns"] is not None:
             print(f"cuscope's own processing of CUPTI's records ({config}): {w['median_per_step_ns'] / 1e3:.2f} µs "
@@ -351,6 +394,8 @@ def parse_args(argv):
     ap.add_argument("--allow-few-steps", action="store_true", help=f"allow --steps below {MIN_STEPS} (tests)")
     ap.add_argument("--configs", help=f"comma-separated, from {','.join(CONFIGS)} (default: all that apply)")
     ap.add_argument("--python-package", help="a folder holding the cuscope Python package: adds python_api")
+    ap.add_argument("--minimal-cupti", help="the minimal CUPTI client's injection library "
+                                            "(BUILD/bench/libcuscope_minimal_cupti.so): adds minimal_cupti")
     ap.add_argument("--child", choices=CONFIGS + ["probe"], help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.steps < MIN_STEPS and not a.allow_few_steps:
@@ -360,18 +405,22 @@ def parse_args(argv):
         ap.error("--steps and --rounds must be at least 1, --warmup at least 0")
     if a.child:
         return a, []
-    a.out, a.cuscope, a.python_package = (p and os.path.abspath(p) for p in (a.out, a.cuscope, a.python_package))
+    a.out, a.cuscope, a.python_package, a.minimal_cupti = (
+        p and os.path.abspath(p) for p in (a.out, a.cuscope, a.python_package, a.minimal_cupti))
     configs = chosen_configs(ap, a)
     if a.out is None:
         ap.error("--out is required")
     if any(c in CUSCOPE_RUN for c in configs) and not (a.cuscope and os.access(a.cuscope, os.X_OK)):
         ap.error(f"--cuscope must name the cuscope CLI (an executable file), not {a.cuscope!r}")
+    if a.minimal_cupti and not os.path.isfile(a.minimal_cupti):
+        ap.error(f"--minimal-cupti must name the minimal CUPTI client's library (a file), not {a.minimal_cupti!r}")
     return a, configs
 
 
 def chosen_configs(ap, a):
     if a.configs is None:
-        return [c for c in CONFIGS if c != "python_api" or a.python_package]
+        return [c for c in CONFIGS
+                if (c != "python_api" or a.python_package) and (c != "minimal_cupti" or a.minimal_cupti)]
     configs = a.configs.split(",")
     for c in configs:
         if c not in CONFIGS:
@@ -380,6 +429,8 @@ def chosen_configs(ap, a):
         ap.error("--configs names each configuration once, bare among them (the ratios are over it)")
     if "python_api" in configs and not a.python_package:
         ap.error("python_api needs --python-package")
+    if "minimal_cupti" in configs and not a.minimal_cupti:
+        ap.error("minimal_cupti needs --minimal-cupti")
     return configs
 
 

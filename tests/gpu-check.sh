@@ -25,9 +25,10 @@ usage: tests/gpu-check.sh [--probes | --fetch-deps | --help]
   (no option)   Configure a Release build in build/gpu-check (Ninja, preset "gpu"), then run the
                 steps in the order of what a short lease must not miss (issue 24, "Leave it on"):
                   1. build what the cost check needs (GPU tests, GPU bench, CLI, demo, injection,
-                     Python module); the GPU tests with each attribution (launch notes, the
+                     the minimal CUPTI client's injection library, Python module); the GPU tests with each attribution (launch notes, the
                      default, then external correlation); the GPU bench (its JSON next to the log); the PyTorch step bare, under
-                     `cuscope run` and under torch.profiler (bench/torch_overhead.py);
+                     `cuscope run`, under torch.profiler and under the minimal CUPTI client
+                     (bench/torch_overhead.py);
                   2. the raw probes (below);
                   3. the PyTorch comparisons (tests/gpu/torch_compare.py);
                   4. build everything else; ctest (all tests but label devtools), the demo, the
@@ -243,7 +244,7 @@ probes_only() {
 cost_targets() {
   local all target
   all=$(cmake --build "$BUILD_DIR" --target help 2>/dev/null)
-  for target in cuscope_gpu_tests cuscope_gpu_bench cuscope_cli cuscope_demo cuscope_inject _cuscope; do
+  for target in cuscope_gpu_tests cuscope_gpu_bench cuscope_cli cuscope_demo cuscope_inject cuscope_minimal_cupti _cuscope; do
     grep -Eq "(^|[ /])$target(:| )" <<<"$all" && echo "$target"
   done
 }
@@ -292,7 +293,7 @@ check() {
       "${bench_args[@]}" --skip="$twins"
   fi
   section_timeout=$usual_timeout
-  local torch=0 python_api=()
+  local torch=0 python_api=() minimal_cupti=()
   if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
     torch=1
     # Issue 25: the Python API (cuscope.scope) too, when this build made the module for this python3
@@ -302,9 +303,16 @@ check() {
     else
       echo "torch: the cuscope Python package was not built for this python3: its runs wait" | tee -a "$log"
     fi
-    section "PyTorch step: bare, under cuscope run, under torch.profiler" python3 bench/torch_overhead.py \
+    # The floor of CUPTI tracing on the same step: the minimal client as an injection library.
+    if [[ -f $BUILD_DIR/bench/libcuscope_minimal_cupti.so ]]; then
+      minimal_cupti=(--minimal-cupti "$PWD/$BUILD_DIR/bench/libcuscope_minimal_cupti.so")
+    else
+      echo "torch: the minimal CUPTI client was not built: its run waits" | tee -a "$log"
+    fi
+    section "PyTorch step: bare, under the minimal CUPTI client, under cuscope run, under torch.profiler" \
+      python3 bench/torch_overhead.py \
       --cuscope "$BUILD_DIR/src/cli/cuscope" --out "$results/torch-overhead" --git-commit "$commit" \
-      --rounds "${TORCH_OVERHEAD_ROUNDS:-3}" "${python_api[@]}"
+      --rounds "${TORCH_OVERHEAD_ROUNDS:-3}" "${python_api[@]}" "${minimal_cupti[@]}"
   else
     skip "PyTorch step overhead" "no PyTorch with CUDA here"
   fi

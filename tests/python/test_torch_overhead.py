@@ -6,6 +6,7 @@ step makes, with shapes checked, its NVTX ranges through the nvtx package (real 
 `cuscope run` turns into cuscope ranges) and a log of synchronizations and profiler entries. Only
 torch and the GPU are stood in: the parent, the children, `cuscope run` and cuscope.scope are real.
 """
+import ctypes
 import importlib.util
 import json
 import os
@@ -19,6 +20,8 @@ from conftest import CLEAN_ENV
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "torch_overhead.py")
 CLI = os.environ.get("CUSCOPE_TEST_CLI", "")
+# The minimal CUPTI client's injection library this build made (bench/minimal_cupti_inject.cpp).
+MINIMAL_CUPTI = os.environ.get("CUSCOPE_TEST_MINIMAL_CUPTI", "")
 
 
 def load_bench():
@@ -66,12 +69,53 @@ def test_added_ratio_and_its_verdict():
 
 
 def test_added_ratios_need_torch_profiler_in_the_run():
-    step_ns = {"bare": [[100]], "cuscope": [[130]], "torch_profiler": [[160]], "python_api": [[110]]}
+    step_ns = {"bare": [[100]], "cuscope": [[130]], "torch_profiler": [[160]], "python_api": [[110]],
+               "minimal_cupti": [[106]]}
     added = bench.added_ratios(bench.summarize(step_ns))
     assert added["cuscope"]["value"] == pytest.approx(0.5) and added["cuscope"]["verdict"] == "missed"
     assert added["python_api"]["value"] == pytest.approx(1 / 6) and added["python_api"]["verdict"] == "met"
+    assert added["minimal_cupti"]["value"] == pytest.approx(0.1)  # the floor's share of torch.profiler's cost
     assert "cuscope_external" not in added
     assert bench.added_ratios(bench.summarize({"bare": [[100]], "cuscope": [[130]]})) == {}
+
+
+def test_over_minimal_cupti_divides_each_tool_by_the_floor_of_the_same_run():
+    step_ns = {"bare": [[100]], "minimal_cupti": [[104]], "cuscope": [[130]], "torch_profiler": [[156]]}
+    assert bench.over_minimal_cupti(bench.summarize(step_ns)) == pytest.approx({"cuscope": 1.25, "torch_profiler": 1.5})
+    assert bench.over_minimal_cupti(bench.summarize({"bare": [[100]], "cuscope": [[130]]})) == {}
+
+
+def test_the_minimal_client_must_say_it_traced():
+    log = "/out/stderr-minimal_cupti.log"
+    assert bench.minimal_cupti_problems("x\ncuscope_minimal_cupti: tracing kernels (...)\n", log) == []
+    assert bench.minimal_cupti_problems(
+        "cuscope_minimal_cupti: not tracing: cuptiActivityEnable(CONCURRENT_KERNEL) failed: CUPTI_ERROR_UNKNOWN\n", log) == [
+        "minimal_cupti: no line 'cuscope_minimal_cupti: tracing kernels' in its standard error: it said "
+        "'cuscope_minimal_cupti: not tracing: cuptiActivityEnable(CONCURRENT_KERNEL) failed: CUPTI_ERROR_UNKNOWN' "
+        "(/out/stderr-minimal_cupti.log)"]
+    assert bench.minimal_cupti_problems("", log) == [
+        "minimal_cupti: no line 'cuscope_minimal_cupti: tracing kernels' in its standard error: the library was "
+        "not loaded (no CUDA initialized, or not an injection library) (/out/stderr-minimal_cupti.log)"]
+
+
+def test_the_minimal_client_library_without_a_driver_says_why_and_lets_the_program_go_on():
+    """The injection entry point called as the CUDA driver would, on a machine without one: CUPTI
+    refuses, the library says so in one line and returns 0; the program is not stopped."""
+    if not MINIMAL_CUPTI:
+        pytest.skip("no minimal CUPTI client in this build (CUSCOPE_TEST_MINIMAL_CUPTI)")
+    try:
+        ctypes.CDLL("libcuda.so.1")
+        pytest.skip("a CUDA driver is here: CUPTI may start, and this case is about a machine without one")
+    except OSError:
+        pass
+    code = ("import ctypes, sys; lib = ctypes.CDLL(sys.argv[1]); r = lib.InitializeInjection(); "
+            "print('returned', r, 'and went on')")
+    p = subprocess.run([sys.executable, "-c", code, MINIMAL_CUPTI], env=CLEAN_ENV, capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "returned 0 and went on\n"
+    assert p.stderr == ("cuscope_minimal_cupti: not tracing: cuptiActivityEnable(CONCURRENT_KERNEL) failed: "
+                        "CUPTI_ERROR_UNKNOWN\n")
 
 
 def test_report_problems_name_what_the_report_misses():
@@ -111,10 +155,13 @@ def test_without_torch_it_exits_77_with_one_line(tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (["--steps", "10"], "--steps 10: the issue asks for at least 200 timed steps (--allow-few-steps for a test run)"),
-    (["--configs", "bare,bogus"], "unknown configuration 'bogus' (known: bare, cuscope, cuscope_external, "
-                                  "cuscope_records, torch_profiler, python_api)"),
+    (["--configs", "bare,bogus"], "unknown configuration 'bogus' (known: bare, minimal_cupti, cuscope, "
+                                  "cuscope_external, cuscope_records, torch_profiler, python_api)"),
     (["--configs", "cuscope,torch_profiler"], "--configs names each configuration once, bare among them"),
     (["--configs", "bare,python_api"], "python_api needs --python-package"),
+    (["--configs", "bare,minimal_cupti"], "minimal_cupti needs --minimal-cupti"),
+    (["--configs", "bare,minimal_cupti", "--minimal-cupti", "/nonexistent/libm.so"],
+     "--minimal-cupti must name the minimal CUPTI client's library (a file), not '/nonexistent/libm.so'"),
     (["--configs", "bare,cuscope", "--cuscope", "/nonexistent/cuscope"], "--cuscope must name the cuscope CLI"),
 ])
 def test_bad_arguments_exit_2_and_say_why(tmp_path, args, message):
@@ -253,7 +300,8 @@ cuda = types.SimpleNamespace(is_available=lambda: True, get_device_name=lambda i
 profiler = types.SimpleNamespace(profile=profile, ProfilerActivity=types.SimpleNamespace(CPU="CPU", CUDA="CUDA"))
 '''
 
-CONFIGS = ["bare", "cuscope", "cuscope_external", "cuscope_records", "torch_profiler", "python_api"]
+CONFIGS = ["bare", "minimal_cupti", "cuscope", "cuscope_external", "cuscope_records", "torch_profiler",
+           "python_api"]
 WARMUP, STEPS, ROUNDS = 2, 4, 3
 
 
@@ -271,18 +319,31 @@ def run_rounds(tmp_path, env, configs=CONFIGS):
     if not CLI:
         pytest.skip("no cuscope CLI in this build (CUSCOPE_TEST_CLI)")
     package = os.environ["PYTHONPATH"].split(os.pathsep)[0]
+    # The stand-in initializes no CUDA, so no driver loads the client: any file will do where the
+    # build made none.
+    minimal = MINIMAL_CUPTI or str(tmp_path / "libcuscope_minimal_cupti.so")
+    if not MINIMAL_CUPTI:
+        open(minimal, "w").close()
     return run_bench("--cuscope", CLI, "--out", str(tmp_path / "out"), "--python-package", package,
+                     "--minimal-cupti", minimal,
                      "--configs", ",".join(configs), "--git-commit", "abc1234", "--warmup", str(WARMUP),
                      "--steps", str(STEPS), "--rounds", str(ROUNDS), "--allow-few-steps", env=env)
 
 
 def test_rounds_end_to_end_with_a_stand_in_torch(tmp_path, stand_in):
     p = run_rounds(tmp_path, stand_in)
-    # Without a GPU no kernel is attributed: each cuscope report is flagged, and nothing else is.
+    # Without a GPU no kernel is attributed: each cuscope report is flagged; and no CUDA loads the
+    # minimal client, which is flagged too. Nothing else is.
     flagged = [line for line in p.stdout.splitlines() if line.startswith("NOT MEASURED AS MEANT")]
-    expected = [f"NOT MEASURED AS MEANT: round {r + 1}: {c}: no kernel attributed to 'step' "
-                f"(report {tmp_path / 'out' / f'report-{c}.json'})"
-                for r, order in enumerate(bench.rotation(CONFIGS, ROUNDS)) for c in order
+
+    def problem(r, c):
+        if c == "minimal_cupti":
+            return (f"NOT MEASURED AS MEANT: round {r + 1}: minimal_cupti: no line 'cuscope_minimal_cupti: "
+                    "tracing kernels' in its standard error: the library was not loaded (no CUDA initialized, "
+                    f"or not an injection library) ({tmp_path / 'out' / 'stderr-minimal_cupti.log'})")
+        return (f"NOT MEASURED AS MEANT: round {r + 1}: {c}: no kernel attributed to 'step' "
+                f"(report {tmp_path / 'out' / f'report-{c}.json'})")
+    expected = [problem(r, c) for r, order in enumerate(bench.rotation(CONFIGS, ROUNDS)) for c in order
                 if c not in ("bare", "torch_profiler")]
     assert flagged == expected, p.stdout + p.stderr
     assert p.returncode == 1
@@ -293,7 +354,9 @@ def test_rounds_end_to_end_with_a_stand_in_torch(tmp_path, stand_in):
     assert s["order"] == bench.rotation(CONFIGS, ROUNDS)
     assert list(s["figures"]) == CONFIGS
     assert all(len(f["round_medians_ns"]) == ROUNDS for f in s["figures"].values())
-    assert set(s["added_ratio"]) == {"cuscope", "cuscope_external", "cuscope_records", "python_api"}
+    assert set(s["added_ratio"]) == {"cuscope", "cuscope_external", "cuscope_records", "python_api", "minimal_cupti"}
+    assert set(s["over_minimal_cupti"]) == set(CONFIGS) - {"bare", "minimal_cupti"}
+    assert s["configurations"]["minimal_cupti"].startswith("CUDA_INJECTION64_PATH=")
     assert s["goal"]["verdict"] in ("met", "missed", "undefined")
     assert "CUSCOPE_ATTRIBUTION=external " in s["configurations"]["cuscope_external"]
     assert "CUSCOPE_SYNC_RECORDS=1 CUSCOPE_MEMORY_RECORDS=1 " in s["configurations"]["cuscope_records"]
