@@ -38,7 +38,9 @@ cuscope's own processing of CUPTI's records (diagnostics.activity_buffers and
 activity_processing_ns, off the steps' threads unless a flush lands there) per round, and its
 median per step: where cuscope's added time is not in that processing, it is on the launch path.
 With minimal_cupti, each configuration's step over that floor's (over_minimal_cupti): what a tool adds
-beyond CUPTI's own kernel tracing; the client's line on standard error must say it traced.
+beyond CUPTI's own kernel tracing; the client's line on standard error must say it traced. A
+probe child runs under it once before the first round: a client that does not trace there is left
+out of every round (a problem, not a failed run), so the other configurations still measure.
 
 Writes DIR/torch-overhead.json (the figures) and DIR/torch-overhead-steps.json (every step time);
 each configuration's standard error goes to DIR/stderr-CONFIG.log. Exit status: 2 on bad
@@ -342,17 +344,39 @@ def print_table(s):
         print(f"NOT MEASURED AS MEANT: {p}")
 
 
-def run_probe(a):
-    """The children's versions, or {'skipped': why} when this Python has no torch with CUDA."""
+def probe_child(extra):
+    """Runs the probe child (torch imported, CUDA initialized, no step) with `extra` in its
+    environment: (its CompletedProcess, its argv). Raises ChildFailed past the time limit."""
     argv = [sys.executable, os.path.abspath(__file__), "--child", "probe"]
     try:
-        p = subprocess.run(argv, env=child_env({}), capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
+        return subprocess.run(argv, env=child_env(extra), capture_output=True, text=True,
+                              timeout=CHILD_TIMEOUT_S), argv
     except subprocess.TimeoutExpired:
-        raise ChildFailed(f"the probe ({' '.join(argv)}) ran past {CHILD_TIMEOUT_S} s")
+        raise ChildFailed(f"the probe ({describe(argv, extra)}) ran past {CHILD_TIMEOUT_S} s")
+
+
+def run_probe(a):
+    """The children's versions, or {'skipped': why} when this Python has no torch with CUDA."""
+    p, argv = probe_child({})
     result = json_line(p.stdout)
     if p.returncode not in (0, torch_overhead_child.SKIPPED) or result is None:
         raise ChildFailed(f"the probe ({' '.join(argv)}) exited {p.returncode}: {p.stderr.strip()[-2000:]}")
     return result
+
+
+def preflight_minimal_cupti(a):
+    """Why the minimal CUPTI client cannot measure the floor here ('' when it can): the probe child
+    once under it, before any round, so that a client that fails to load, refuses or crashes the
+    child is left out instead of stopping the whole run."""
+    extra = {"CUDA_INJECTION64_PATH": a.minimal_cupti}
+    try:
+        p, argv = probe_child(extra)
+    except ChildFailed as e:
+        return str(e)
+    if p.returncode != 0:
+        return f"its probe ({describe(argv, extra)}) exited {p.returncode}: {p.stderr.strip()[-500:]}"
+    found = minimal_cupti_problems(p.stderr, "the probe's standard error")
+    return found[0].removeprefix("minimal_cupti: ") if found else ""
 
 
 def parent(a, configs):
@@ -365,6 +389,12 @@ def parent(a, configs):
         print(f"torch_overhead.py: skipped: {versions['skipped']}")
         return torch_overhead_child.SKIPPED
     os.makedirs(a.out, exist_ok=True)
+    left_out = []
+    if "minimal_cupti" in configs:
+        why = preflight_minimal_cupti(a)
+        if why:
+            left_out.append(f"minimal_cupti left out of every round: {why}")
+            configs = [c for c in configs if c != "minimal_cupti"]
     for config in configs:
         open(os.path.join(a.out, f"stderr-{config}.log"), "w").close()
     try:
@@ -372,6 +402,7 @@ def parent(a, configs):
     except ChildFailed as e:
         print(f"torch_overhead.py: a child failed: {e}", file=sys.stderr)
         return 1
+    problems = left_out + problems
     s = summary(a, configs, versions, step_ns, problems, own)
     with open(os.path.join(a.out, "torch-overhead.json"), "w") as f:
         json.dump(s, f, indent=2)

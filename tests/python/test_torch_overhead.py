@@ -22,6 +22,10 @@ SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "torch_ove
 CLI = os.environ.get("CUSCOPE_TEST_CLI", "")
 # The minimal CUPTI client's injection library this build made (bench/minimal_cupti_inject.cpp).
 MINIMAL_CUPTI = os.environ.get("CUSCOPE_TEST_MINIMAL_CUPTI", "")
+# Its line on standard error when it traces, and when CUPTI refuses (no driver, as here).
+TRACING = "cuscope_minimal_cupti: tracing kernels (CONCURRENT_KERNEL records only, handed back unread)"
+REFUSED = ("cuscope_minimal_cupti: not tracing: cuptiActivityEnable(CONCURRENT_KERNEL) failed: "
+           "CUPTI_ERROR_UNKNOWN")
 
 
 def load_bench():
@@ -98,24 +102,29 @@ def test_the_minimal_client_must_say_it_traced():
         "not loaded (no CUDA initialized, or not an injection library) (/out/stderr-minimal_cupti.log)"]
 
 
-def test_the_minimal_client_library_without_a_driver_says_why_and_lets_the_program_go_on():
-    """The injection entry point called as the CUDA driver would, on a machine without one: CUPTI
-    refuses, the library says so in one line and returns 0; the program is not stopped."""
+def require_driverless_minimal_client():
+    """Skips a case about the library this build made on a machine without a CUDA driver, where
+    there is no such library or there is a driver (CUPTI may start there)."""
     if not MINIMAL_CUPTI:
         pytest.skip("no minimal CUPTI client in this build (CUSCOPE_TEST_MINIMAL_CUPTI)")
     try:
         ctypes.CDLL("libcuda.so.1")
-        pytest.skip("a CUDA driver is here: CUPTI may start, and this case is about a machine without one")
     except OSError:
-        pass
+        return
+    pytest.skip("a CUDA driver is here: CUPTI may start, and this case is about a machine without one")
+
+
+def test_the_minimal_client_library_without_a_driver_says_why_and_lets_the_program_go_on():
+    """The injection entry point called as the CUDA driver would, on a machine without one: CUPTI
+    refuses, the library says so in one line and returns 0; the program is not stopped."""
+    require_driverless_minimal_client()
     code = ("import ctypes, sys; lib = ctypes.CDLL(sys.argv[1]); r = lib.InitializeInjection(); "
             "print('returned', r, 'and went on')")
     p = subprocess.run([sys.executable, "-c", code, MINIMAL_CUPTI], env=CLEAN_ENV, capture_output=True,
                        text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     assert p.stdout == "returned 0 and went on\n"
-    assert p.stderr == ("cuscope_minimal_cupti: not tracing: cuptiActivityEnable(CONCURRENT_KERNEL) failed: "
-                        "CUPTI_ERROR_UNKNOWN\n")
+    assert p.stderr == REFUSED + "\n"
 
 
 def test_report_problems_name_what_the_report_misses():
@@ -175,8 +184,10 @@ def test_bad_arguments_exit_2_and_say_why(tmp_path, args, message):
 STAND_IN_TORCH = '''
 """A stand-in for torch: the calls bench/torch_overhead.py makes, shapes checked, no GPU."""
 import contextlib
+import ctypes
 import math
 import os
+import sys
 import types
 
 import nvtx
@@ -286,6 +297,26 @@ def manual_seed(seed):
     pass
 
 
+_driver_started = False
+
+
+def is_available():
+    """CUDA's first use, as the driver does it: the library CUDA_INJECTION64_PATH names is loaded
+    once and its InitializeInjection called (a .so), or, for a scripted client (any other file),
+    its text written on standard error as a client's own line."""
+    global _driver_started
+    path = os.environ.get("CUDA_INJECTION64_PATH")
+    if path and not _driver_started:
+        if path.endswith(".so"):
+            ctypes.CDLL(path).InitializeInjection()
+        else:
+            with open(path) as f:
+                sys.stderr.write(f.read())
+            sys.stderr.flush()
+    _driver_started = True
+    return True
+
+
 def randn(*shape, device):
     assert device == "cuda"
     return Tensor(*shape)
@@ -295,7 +326,7 @@ nn = types.SimpleNamespace(Linear=Linear, LayerNorm=LayerNorm, ModuleDict=Module
                            functional=types.SimpleNamespace(scaled_dot_product_attention=scaled_dot_product_attention,
                                                             gelu=lambda x: Tensor(*x.shape), mse_loss=mse_loss))
 optim = types.SimpleNamespace(SGD=SGD)
-cuda = types.SimpleNamespace(is_available=lambda: True, get_device_name=lambda i: "stand-in GPU",
+cuda = types.SimpleNamespace(is_available=is_available, get_device_name=lambda i: "stand-in GPU",
                              synchronize=lambda: log("synchronize"), nvtx=types.SimpleNamespace(range=nvtx_range))
 profiler = types.SimpleNamespace(profile=profile, ProfilerActivity=types.SimpleNamespace(CPU="CPU", CUDA="CUDA"))
 '''
@@ -315,15 +346,19 @@ def stand_in(tmp_path):
     return {"PYTHONPATH": path, "STAND_IN_TORCH_LOG": str(tmp_path / "torch.log")}
 
 
-def run_rounds(tmp_path, env, configs=CONFIGS):
+def scripted_client(tmp_path, line):
+    """A minimal CUPTI client for the stand-in driver (STAND_IN_TORCH's is_available): a file whose
+    text it writes on standard error when CUDA starts, as the real library writes its line."""
+    path = tmp_path / "scripted_client.txt"
+    path.write_text(line + "\n")
+    return str(path)
+
+
+def run_rounds(tmp_path, env, configs=CONFIGS, minimal=None):
     if not CLI:
         pytest.skip("no cuscope CLI in this build (CUSCOPE_TEST_CLI)")
     package = os.environ["PYTHONPATH"].split(os.pathsep)[0]
-    # The stand-in initializes no CUDA, so no driver loads the client: any file will do where the
-    # build made none.
-    minimal = MINIMAL_CUPTI or str(tmp_path / "libcuscope_minimal_cupti.so")
-    if not MINIMAL_CUPTI:
-        open(minimal, "w").close()
+    minimal = minimal or scripted_client(tmp_path, TRACING)
     return run_bench("--cuscope", CLI, "--out", str(tmp_path / "out"), "--python-package", package,
                      "--minimal-cupti", minimal,
                      "--configs", ",".join(configs), "--git-commit", "abc1234", "--warmup", str(WARMUP),
@@ -332,19 +367,13 @@ def run_rounds(tmp_path, env, configs=CONFIGS):
 
 def test_rounds_end_to_end_with_a_stand_in_torch(tmp_path, stand_in):
     p = run_rounds(tmp_path, stand_in)
-    # Without a GPU no kernel is attributed: each cuscope report is flagged; and no CUDA loads the
-    # minimal client, which is flagged too. Nothing else is.
+    # Without a GPU no kernel is attributed: each cuscope report is flagged, and nothing else is (the
+    # scripted minimal client said it traced, every round).
     flagged = [line for line in p.stdout.splitlines() if line.startswith("NOT MEASURED AS MEANT")]
-
-    def problem(r, c):
-        if c == "minimal_cupti":
-            return (f"NOT MEASURED AS MEANT: round {r + 1}: minimal_cupti: no line 'cuscope_minimal_cupti: "
-                    "tracing kernels' in its standard error: the library was not loaded (no CUDA initialized, "
-                    f"or not an injection library) ({tmp_path / 'out' / 'stderr-minimal_cupti.log'})")
-        return (f"NOT MEASURED AS MEANT: round {r + 1}: {c}: no kernel attributed to 'step' "
-                f"(report {tmp_path / 'out' / f'report-{c}.json'})")
-    expected = [problem(r, c) for r, order in enumerate(bench.rotation(CONFIGS, ROUNDS)) for c in order
-                if c not in ("bare", "torch_profiler")]
+    expected = [f"NOT MEASURED AS MEANT: round {r + 1}: {c}: no kernel attributed to 'step' "
+                f"(report {tmp_path / 'out' / f'report-{c}.json'})"
+                for r, order in enumerate(bench.rotation(CONFIGS, ROUNDS)) for c in order
+                if c not in ("bare", "torch_profiler", "minimal_cupti")]
     assert flagged == expected, p.stdout + p.stderr
     assert p.returncode == 1
     with open(tmp_path / "out" / "torch-overhead.json") as f:
@@ -386,6 +415,36 @@ def test_rounds_end_to_end_with_a_stand_in_torch(tmp_path, stand_in):
         headers = [line for line in (tmp_path / "out" / f"stderr-{config}.log").read_text().splitlines()
                    if line.startswith("=== round ")]
         assert len(headers) == ROUNDS, config
+    assert (tmp_path / "out" / "stderr-minimal_cupti.log").read_text().count(TRACING) == ROUNDS
+
+
+def left_out_run(tmp_path, stand_in, client):
+    p = run_rounds(tmp_path, stand_in, configs=["bare", "minimal_cupti", "torch_profiler"], minimal=client)
+    with open(tmp_path / "out" / "torch-overhead.json") as f:
+        return p, json.load(f)
+
+
+def test_a_minimal_client_that_does_not_trace_is_left_out_and_the_run_goes_on(tmp_path, stand_in):
+    p, s = left_out_run(tmp_path, stand_in, scripted_client(tmp_path, REFUSED))
+    assert p.returncode == 1, p.stderr
+    flagged = [line for line in p.stdout.splitlines() if line.startswith("NOT MEASURED AS MEANT")]
+    assert flagged == ["NOT MEASURED AS MEANT: minimal_cupti left out of every round: no line "
+                       f"'cuscope_minimal_cupti: tracing kernels' in its standard error: it said '{REFUSED}' "
+                       "(the probe's standard error)"]
+    assert list(s["figures"]) == ["bare", "torch_profiler"]
+    assert s["order"] == bench.rotation(["bare", "torch_profiler"], ROUNDS)
+    assert s["over_minimal_cupti"] == {} and "minimal_cupti" not in s["configurations"]
+    assert not (tmp_path / "out" / "stderr-minimal_cupti.log").exists()
+
+
+def test_the_real_minimal_client_without_a_driver_is_left_out_saying_why(tmp_path, stand_in):
+    """The library this build made, loaded by the stand-in driver: CUPTI refuses here, so the run
+    leaves it out with the library's own line."""
+    require_driverless_minimal_client()
+    p, s = left_out_run(tmp_path, stand_in, MINIMAL_CUPTI)
+    assert p.returncode == 1, p.stderr
+    assert f"in its standard error: it said '{REFUSED}' (the probe's standard error)" in p.stdout
+    assert list(s["figures"]) == ["bare", "torch_profiler"]
 
 
 def test_a_failing_child_stops_the_run_and_names_its_log(tmp_path, stand_in):
