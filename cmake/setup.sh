@@ -39,14 +39,18 @@ if ! "$venv/bin/python" -c "import hta" 2>/dev/null; then
   fi
 fi
 # The Python package (python/, docs/python.md): nanobind and scikit-build-core build it, pytest and nvtx
-# test it, pandas is its optional DataFrame. The build (cmake --preset default) uses this interpreter.
+# test it, pandas is its optional DataFrame, and CMake 3.26+ from PyPI builds its wheel the way
+# `pip install .` does (tests/wheel/check.sh; Debian 12's CMake is 3.25). The build (cmake --preset
+# default) uses this interpreter.
 venv=$root/.cache/py-venv
-if ! "$venv/bin/python" -c "import nanobind, scikit_build_core, pytest, nvtx, pandas" 2>/dev/null; then
+if ! { "$venv/bin/python" -c "import nanobind, scikit_build_core, pytest, nvtx, pandas" &&
+       "$venv/bin/cmake" --version; } >/dev/null 2>&1; then
   echo "cuscope setup: installing the Python package's build and test tools into $venv"
   if ! { python3 -m venv "$venv" && "$venv/bin/pip" install -q --disable-pip-version-check \
-           "nanobind==3.1.0" "scikit-build-core==1.1.2" "pytest==9.2.0" "nvtx==0.2.17" "pandas==3.1.1"; }; then
-    echo "cuscope setup: could not install nanobind, scikit-build-core, pytest, nvtx and pandas from PyPI" \
-         "(offline?); the Python package is not built and its tests fail until they are installed" >&2
+           "nanobind==3.1.0" "scikit-build-core==1.1.2" "pytest==9.2.0" "nvtx==0.2.17" "pandas==3.1.1" \
+           "cmake==3.31.6"; }; then
+    echo "cuscope setup: could not install nanobind, scikit-build-core, pytest, nvtx, pandas and CMake from" \
+         "PyPI (offline?); the Python package is not built and its tests fail until they are installed" >&2
   fi
 fi
 echo "cuscope setup: ready"
