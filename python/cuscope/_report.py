@@ -140,8 +140,32 @@ class Range:
 
     @property
     def gpu(self) -> Duration:
-        """CUDA-event time between the scope's start and stop events (count 0 when not measured)."""
+        """CUDA-event time between the scope's start and stop events, for the calls timed by events
+        (count 0 when none was: with CUPTI tracing and CUSCOPE_EVENTS=auto, the default, no scope
+        records events; gpu_time is the range's GPU time either way)."""
         return Duration(self._d["gpu"])
+
+    @property
+    def gpu_projected(self) -> Duration:
+        """The projected span of each call that launched GPU work (its own or its subtree's), from
+        CUPTI: the start of its first kernel, copy or set to the end of its last one, whatever the
+        stream. Leaves out the idle lead-in before the first operation that an event pair counts.
+        count: the calls with GPU work."""
+        return Duration(self._d["gpu_projected"])
+
+    @property
+    def gpu_time(self) -> Duration:
+        """The range's GPU time per call: the projected span where CUPTI traced its work, else the
+        CUDA-event time (the table's "GPU total").
+
+        Example::
+
+            step = cuscope.snapshot().find("step")
+            if step is not None and step.gpu_time.count:
+                print(f"step: {step.gpu_time.mean_ns / 1e3:.1f} us of GPU time a call")
+        """
+        projected = self.gpu_projected
+        return projected if projected.count else self.gpu
 
     @property
     def self(self) -> Activity:
@@ -288,6 +312,7 @@ def _row(r: Dict[str, Any]) -> Dict[str, Any]:
         "threads": r["threads"], "host_total_ns": r["host"]["total_ns"], "host_mean_ns": r["host"]["mean_ns"],
         "host_min_ns": r["host"]["min_ns"], "host_max_ns": r["host"]["max_ns"], "host_self_ns": r["host_self_ns"],
         "gpu_count": r["gpu"]["count"], "gpu_total_ns": r["gpu"]["total_ns"],
+        "gpu_projected_count": r["gpu_projected"]["count"], "gpu_projected_total_ns": r["gpu_projected"]["total_ns"],
     }
     for part in ("self", "total"):
         a = r[part]

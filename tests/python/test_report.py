@@ -1,9 +1,15 @@
 """cuscope.Report: the library's JSON view as Python objects, the table, the DataFrame."""
+import os
+import subprocess
 import sys
 
 import pytest
 
 import cuscope
+from cuscope._report import Report
+
+CLI = os.environ.get("CUSCOPE_TEST_CLI", "")
+GPU_TRACES = os.path.join(os.path.dirname(__file__), "..", "data", "gpu")
 
 
 @pytest.fixture(scope="module")
@@ -42,6 +48,7 @@ def test_range_fields_read_the_json(report):
     assert step.host.mean_ns == d["host"]["mean_ns"]
     assert step.host_self_ns == d["host_self_ns"]
     assert step.gpu.count == 0  # no GPU here
+    assert step.gpu_projected.count == 0 and step.gpu_time.count == 0
     assert step.self.kernel_calls == 0 and step.total.kernel_ns == 0
     assert set(step.self.memcpy) == {"HtoD", "DtoH", "DtoD", "HtoH", "PtoP", "other"}
     assert step.copies == {} and step.kernels == [] and step.metrics == {}
@@ -88,6 +95,7 @@ def test_to_dataframe_one_row_a_range(report):
     assert len(df) == len(report.ranges) - 1
     row = df.set_index("path").loc["rep_step/rep_fwd"]
     assert (row["calls"], row["depth"], row["count:tokens"]) == (3, 2, 12.0)
+    assert (row["gpu_count"], row["gpu_projected_count"], row["gpu_projected_total_ns"]) == (0, 0, 0)
 
 
 def test_to_dataframe_without_pandas_says_to_install_it(report, monkeypatch):
@@ -102,3 +110,42 @@ def test_a_report_is_a_value(report):
         pass
     assert report.find("rep_step").calls == before
     assert cuscope.snapshot().find("rep_step").calls == before + 1
+
+
+class _Replayed:
+    """A native report's stand-in holding the JSON of a committed GPU trace (an H100 run, replayed by
+    `cuscope json`): the Python view over real GPU numbers, on a machine without a GPU."""
+
+    def __init__(self, trace):
+        if not CLI:
+            pytest.skip("no cuscope CLI in this build (CUSCOPE_TEST_CLI)")
+        self._json = subprocess.run([CLI, "json", os.path.join(GPU_TRACES, trace)], check=True,
+                                    capture_output=True, text=True).stdout
+
+    def json(self):
+        return self._json
+
+
+def test_gpu_time_is_the_projected_span_where_cupti_traced_else_the_event_time():
+    report = Report(_Replayed("h100-demo.cuscope"))  # every scope timed by events and traced by CUPTI
+    step = report.find("step")
+    d = step.to_dict()
+    assert (step.gpu.count, step.gpu_projected.count) == (20, 20)
+    assert step.gpu_projected.total_ns == d["gpu_projected"]["total_ns"] == step.total.gpu_span_ns
+    assert step.gpu.total_ns == d["gpu"]["total_ns"]
+    # The projected span leaves out the lead-in an event pair counts: shorter, and the one chosen.
+    assert 0 < step.gpu_projected.total_ns < step.gpu.total_ns
+    assert step.gpu_time.to_dict() == d["gpu_projected"]
+    # A range CUPTI did not trace (no GPU work attributed): its event time is its GPU time.
+    d["gpu_projected"] = {k: 0 for k in d["gpu_projected"]}
+    from cuscope._report import Range
+    untraced = Range(report, d)
+    assert untraced.gpu_time.to_dict() == d["gpu"] and untraced.gpu_time.count == 20
+
+
+def test_gpu_time_without_events_is_the_projected_span():
+    report = Report(_Replayed("h100-kernel-counts.cuscope"))  # no CUDA events: CUPTI only
+    counted = report.find("counted")
+    assert (counted.calls, counted.gpu.count, counted.gpu_projected.count) == (4, 0, 4)
+    assert counted.gpu_time.total_ns == counted.gpu_projected.total_ns == 131008
+    assert report.find("counted/three").gpu_time.total_ns == 42240
