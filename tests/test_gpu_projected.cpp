@@ -191,3 +191,20 @@ TEST_CASE(
   CHECK(call->total.gpu_span_ns == 30 * n - 20 * lost);
   CHECK(r.diagnostics.unresolved_records == 0);
 }
+
+// A counter's rate per GPU second is per second of the range's GPU time, the table's GPU total: its
+// projected span here (no CUDA events), not its GPU busy time (the union leaves the gap out).
+TEST_CASE("projected span: a counter's rate per GPU second is over the projected span", "[projected]") {
+  Fixture f;
+  auto s = f.begin("step");
+  f.tree->count(f.id("tokens"), 300);
+  f.kernel(f.launch(s.instance), 1'000, 1'200);
+  f.kernel(f.launch(s.instance), 1'500, 1'600);  // span 600 ns, busy 300 ns
+  f.end(s);
+  const Report r = f.report();
+  const auto* step = r.find("step");
+  REQUIRE(step != nullptr);
+  REQUIRE(step->counts.size() == 1);
+  CHECK(step->gpu_projected.total_ns == 600);
+  CHECK(step->counts[0].per_gpu_second == Approx(300 / 600e-9));  // 5e8 a GPU second; over busy it read 1e9
+}

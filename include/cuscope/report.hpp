@@ -105,7 +105,7 @@ struct CountStats {
   double self = 0;             ///< counted while this range was the innermost open scope
   double total = 0;            ///< self plus every descendant's
   double per_host_second = 0;  ///< total per second of the range's host time
-  double per_gpu_second = 0;   ///< total per second of its GPU time (CUDA events, else GPU busy); 0 if none
+  double per_gpu_second = 0;   ///< total per second of its GPU time (gpu_time(), else GPU busy); 0 if none
 };
 
 /// A hardware counter of a range (CUSCOPE_METRICS), over the kernels replayed inside it.

@@ -78,7 +78,10 @@ void roll_up_counts(RangeStats& r, const std::vector<RangeStats>& ranges) {
     for (const CountStats& c : ranges[child].counts) count_named(r.counts, c.name).total += c.total;
   }
   const double host_s = double(r.host.total_ns) / 1e9;
-  const std::uint64_t gpu_ns = r.gpu.count ? r.gpu.total_ns : r.total.gpu_busy_ns;
+  // Per second of the range's GPU time, as the table's GPU total: the projected span where CUPTI
+  // traced its work, else the CUDA-event time; a range with neither (the root), its GPU busy time.
+  const DurationStats& gpu = r.gpu_time();
+  const std::uint64_t gpu_ns = gpu.count ? gpu.total_ns : r.total.gpu_busy_ns;
   for (CountStats& c : r.counts) {
     c.per_host_second = host_s > 0 ? c.total / host_s : 0;
     c.per_gpu_second = gpu_ns > 0 ? c.total / (double(gpu_ns) / 1e9) : 0;
