@@ -1,11 +1,12 @@
-// cuscope/scope.hpp — RAII scopes: an NVTX range, a host timer and a CUDA-event timer at once.
+// cuscope/scope.hpp — RAII scopes: an NVTX range, a host timer and a GPU timer at once (the span of
+// the work launched inside, from CUPTI; CUDA events on the scope's stream where CUPTI does not trace).
 //
 // Hot path: entering and leaving a scope takes no lock, allocates nothing and hashes nothing
 // once its call site has been seen; the name is interned on the first visit of each call site.
 //
 // Example:
 //   void forward(cudaStream_t s) {
-//     CUSCOPE_FUNCTION(s);                  // named "forward", GPU-timed on stream s
+//     CUSCOPE_FUNCTION(s);                  // named "forward"; s: its CUDA events' stream, if any
 //     { CUSCOPE_SCOPE("attention", s); attention(s); }
 //     { CUSCOPE_SCOPE("mlp", s);       mlp(s); }
 //   }

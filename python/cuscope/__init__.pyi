@@ -17,8 +17,9 @@ Stream = Union[int, _HasCudaStream, _CudaStreamProtocol]
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 class scope:
-    """A named region: host time, CUDA-event time on ``stream`` (torch's current stream when torch
-    is imported and none is given), and every kernel, copy and allocation launched inside it.
+    """A named region: host time, GPU time, and every kernel, copy and set launched inside it. Where
+    CUPTI traces (the default) its GPU time is the span of that work; where it does not, CUDA events
+    on ``stream`` (torch's current stream when torch is imported and none is given).
 
     Example::
 

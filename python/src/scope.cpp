@@ -141,10 +141,11 @@ void Scope::exit() noexcept {
 }
 
 void bind_scope(nb::module_& m) {
-  nb::class_<Scope>(m, "scope", R"doc(A named region: a range of the report, with host time, and with
-CUDA-event time on ``stream`` (or on torch's current stream when torch is imported
-and no stream is given). Every kernel, copy and allocation launched inside it is
-attributed to it.
+  nb::class_<Scope>(m, "scope", R"doc(A named region: a range of the report, with host time and GPU time.
+Every kernel, copy and set launched inside it is attributed to it; where CUPTI traces
+(the default), its GPU time is the span of that work. Where it does not, the scope
+records CUDA events on ``stream`` (or on torch's current stream when torch is imported
+and no stream is given).
 
 A context manager or a decorator; the name is interned once.
 
