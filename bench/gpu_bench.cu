@@ -196,9 +196,10 @@ int main(int argc, char** argv) {
   }
   if (args.minimal_last) order[kLaunchConfigCount - 1] = kMinimalCupti;
   cuscope::Report demo;  // the last transformer run's report, taken at the end of each round
-  // The summary of the rounds done so far: written after each round (so that a run cut short by
-  // its time limit still leaves its figures), and printed at the end.
-  auto summarize = [&](int rounds_done) {
+  // The summary of the rounds done so far: written before each part and after each round (so that a
+  // run cut short by a stall or its time limit still leaves the figures of every part before), and
+  // printed at the end. `next`: the part about to begin, for the PARTIAL note.
+  auto summarize = [&](int rounds_done, const std::string& next = "") {
     cuscope_bench::Summary s;
     s.title = "cuscope GPU benchmarks (bench/README.md)";
     const std::string compiler = std::string("nvcc ") + CUSCOPE_BENCH_COMPILER;
@@ -345,15 +346,19 @@ int main(int argc, char** argv) {
     }
     if (rounds_done < args.rounds)
       s.notes.push_back("PARTIAL: " + std::to_string(rounds_done) + " of " + std::to_string(args.rounds) +
-                        " rounds done when this was written; the run went on.");
+                        " rounds done when this was written" +
+                        (next.empty() ? std::string() : ", and the parts of the next before '" + next + "'") +
+                        "; the run went on.");
     return s;
   };
   for (int round = 0; round < args.rounds; ++round) {
     const std::string in_round = "round " + std::to_string(round + 1) + "/" + std::to_string(args.rounds) + ": ";
-    // Names the part `key` on stderr (the watchdog's limit counts from here); false when --skip
-    // leaves it out.
+    // Writes what was measured so far (--json), then names the part `key` on stderr (the watchdog's
+    // limit counts from here); false when --skip leaves it out. A stall in round 1 thus still leaves
+    // the figures of the parts before it.
     auto part = [&](const char* key) {
       if (args.skipped(key)) return false;
+      if (!args.json.empty()) cuscope_bench::write_file(args.json, cuscope_bench::format_json(summarize(round, key)));
       dog.part(in_round + key);
       return true;
     };
@@ -382,26 +387,31 @@ int main(int argc, char** argv) {
           traced_after_forced_flush = attributed_kernels(cuscope::snapshot());
         }
       }
+      end_session();  // inside this part: a stalled teardown is named as this configuration's
     }
     if (part("events.bare_pair")) {
       restart_session(false, cuscope::EventTiming::off, false);
       event_pair.push_back(event_ns(stream, args.launches, false));
+      end_session();
     }
     if (part("events.scope")) {
       restart_session(true, cuscope::EventTiming::always, false);
       event_scope.push_back(event_ns(stream, args.launches, true));
+      end_session();
     }
 
     using cuscope::Attribution;
     using cuscope::EventTiming;
-    // One transformer configuration: its session, then its steps, then `after` (untimed); nothing at
-    // all when skipped.
+    // One transformer configuration: its session, then its steps, then `after` (untimed), then the
+    // end of its session unless `keep` (the last one: its report is taken below); nothing at all
+    // when skipped.
     auto transformer = [&](const char* key, std::vector<double>& into, auto&& start_session,
-                           void (*after)() = nullptr) {
+                           void (*after)() = nullptr, bool keep = false) {
       if (!part(key)) return;
       start_session();
       const std::vector<double> t = step_ns(3, args.steps);
       if (after != nullptr) after();
+      if (!keep) end_session();
       into.insert(into.end(), t.begin(), t.end());
     };
     transformer("transformer.without", step_without, [] { restart_session(false, EventTiming::off, false, 3); });
@@ -429,10 +439,13 @@ int main(int argc, char** argv) {
                       cuscope::EventTimestamps::cupti);
     });
     // Last: its report is the notes' "last transformer run".
-    transformer("transformer.with", step_with, [] { restart_session(true, EventTiming::always, true, 3); });
+    transformer(
+        "transformer.with", step_with, [] { restart_session(true, EventTiming::always, true, 3); }, nullptr,
+        true);
     dog.part(in_round + "the last transformer run's report");
     cuscope::flush();
     demo = cuscope::snapshot();
+    end_session();
     if (!args.json.empty() && round + 1 < args.rounds)
       cuscope_bench::write_file(args.json, cuscope_bench::format_json(summarize(round + 1)));
   }

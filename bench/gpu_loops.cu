@@ -29,6 +29,8 @@ std::uint64_t now_ns() {
 
 }  // namespace
 
+void end_session() { cuscope::detail::reset_for_testing(); }
+
 void restart_session(bool enabled, cuscope::EventTiming events, bool activities, std::uint32_t warmup_steps,
                      const std::string& trace_path, std::uint32_t sample_every,
                      cuscope::Attribution attribution, bool sync_and_memory_records,

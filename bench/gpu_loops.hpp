@@ -31,6 +31,11 @@ void restart_session(bool enabled, cuscope::EventTiming events, bool activities,
                      bool sync_and_memory_records = cuscope::Options{}.sync_records,
                      cuscope::EventTimestamps timestamps = cuscope::EventTimestamps::cuda);
 
+/// Ends the current session (reset_for_testing), leaving none started. A part of the bench ends its
+/// session before the next part begins, so that a teardown that stalls (CUPTI's flushes, disabling
+/// kinds, unsubscribing) is named as the part whose session it was, and --skip of that part avoids it.
+void end_session();
+
 enum class Wrap { None, ScopePerLaunch, ScopePerBatch };
 
 /// Host nanoseconds per launch of `launches` empty kernels (one untimed batch first);

@@ -287,6 +287,15 @@ check() {
   local stalled
   stalled=$(sed -n "s/^cuscope_gpu_bench: STALLED: 'round [0-9]*\/[0-9]*: \([a-z]*\.[a-z_]*\)'.*/\1/p" "$log" | tail -n 1)
   if [[ -n $stalled ]]; then
+    # What the stalled run measured before the stall (the bench writes its JSON before each part):
+    # into the log, since the rerun writes gpu-bench.json anew.
+    if [[ -f $results/gpu-bench.json ]]; then
+      {
+        echo
+        echo "=== gpu bench: the stalled run's partial JSON (gpu-bench.json before the rerun) ==="
+        cat "$results/gpu-bench.json"
+      } >>"$log"
+    fi
     local twins="$stalled,launch.${stalled#*.},transformer.${stalled#*.}"
     run_if_built "gpu bench, without $twins (stalled above)" \
       "$BUILD_DIR/bench/cuscope_gpu_bench" --json="$results/gpu-bench.json" --git-commit="$commit" \
