@@ -27,15 +27,24 @@ std::uint64_t now_ns() {
                                         .count());
 }
 
+// Whether the session was just ended (end_session) and none started since: restart_session then
+// starts one without another reset (each reset keeps its old session reachable, over 10 MB of the
+// model's tables, for threads that may still point into it).
+bool g_ended = false;
+
 }  // namespace
 
-void end_session() { cuscope::detail::reset_for_testing(); }
+void end_session() {
+  cuscope::detail::reset_for_testing();
+  g_ended = true;
+}
 
 void restart_session(bool enabled, cuscope::EventTiming events, bool activities, std::uint32_t warmup_steps,
                      const std::string& trace_path, std::uint32_t sample_every,
                      cuscope::Attribution attribution, bool sync_and_memory_records,
                      cuscope::EventTimestamps timestamps) {
-  cuscope::detail::reset_for_testing();
+  if (!g_ended) cuscope::detail::reset_for_testing();
+  g_ended = false;
   cuscope::Options o;
   o.event_timestamps = timestamps;
   o.sync_records = o.memory_records = sync_and_memory_records;
