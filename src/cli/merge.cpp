@@ -180,8 +180,7 @@ int merge(const Args& args) {
   Diagnostics diagnostics;
   for (const auto& [rank, in] : by_rank) {
     const Report& r = in->report;
-    for (const model::DiagnosticField& f : model::kDiagnosticFields)
-      diagnostics.*f.field += r.diagnostics.*f.field;
+    model::add_diagnostics(diagnostics, r.diagnostics);
     for (std::size_t i : tree_order(r)) {
       const RangeStats& range = r.ranges[i];
       auto [at, fresh] = index.emplace(range.path, ranges.size());

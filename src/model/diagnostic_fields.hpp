@@ -95,6 +95,11 @@ inline constexpr std::array<DiagnosticField, 37> kDiagnosticFields{{
     {&Diagnostics::activity_processing_ns, "activity_processing_ns", "", ""},
 }};
 
+/// Adds every counter of `in` to `out` (a report's sum of its sources, merge's sum of its ranks).
+inline void add_diagnostics(Diagnostics& out, const Diagnostics& in) {
+  for (const DiagnosticField& f : kDiagnosticFields) out.*f.field += in.*f.field;
+}
+
 /// Whether no counter stands twice in kDiagnosticFields.
 constexpr bool distinct_diagnostic_fields() {
   for (std::size_t i = 0; i < kDiagnosticFields.size(); ++i) {

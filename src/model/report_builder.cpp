@@ -353,9 +353,8 @@ class ReportBuilder {
   // are filled in by the session or the replay), then those kept by the forest, the names, the
   // graph node map and the kernel-name cache.
   void add_diagnostics() {
-    const Diagnostics& d = in_.diagnostics;
     Diagnostics& out = report_.diagnostics;
-    for (const DiagnosticField& f : kDiagnosticFields) out.*f.field += d.*f.field;
+    model::add_diagnostics(out, in_.diagnostics);
     out.adjusted_names += in_.forest.names.adjusted();
     out.name_table_full += in_.forest.names.overflowed();
     out.unrecorded_scopes += in_.forest.unrecorded_scopes.load(std::memory_order_relaxed);
