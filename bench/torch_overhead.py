@@ -197,6 +197,10 @@ def report_path(a, config):
     return os.path.join(a.out, f"report-{config}.json")
 
 
+def stderr_path(a, config):
+    return os.path.join(a.out, f"stderr-{config}.log")
+
+
 def command(a, config):
     """(argv, extra environment) of one configuration's child."""
     me = [sys.executable, os.path.abspath(__file__), "--child", config,
@@ -235,7 +239,7 @@ def run_one(a, config, label):
     """Runs one child; (its JSON line, what it wrote on standard error). Raises ChildFailed when it
     fails."""
     argv, extra = command(a, config)
-    log = os.path.join(a.out, f"stderr-{config}.log")
+    log = stderr_path(a, config)
     with open(log, "a") as err:
         err.write(f"=== {label}: {describe(argv, extra)}\n")
         err.flush()
@@ -286,8 +290,8 @@ def run_rounds(a, configs):
             result, stderr_text = run_one(a, config, f"round {r + 1}/{a.rounds}")
             step_ns[config].append(result["step_ns"])
             if config == "minimal_cupti":
-                log = os.path.join(a.out, f"stderr-{config}.log")
-                problems += [f"round {r + 1}: {p}" for p in minimal_cupti_problems(stderr_text, log)]
+                problems += [f"round {r + 1}: {p}"
+                             for p in minimal_cupti_problems(stderr_text, stderr_path(a, config))]
             if config in WITH_CUSCOPE:
                 found, work = check_report(a, config)
                 problems += [f"round {r + 1}: {p}" for p in found]
@@ -368,7 +372,7 @@ def preflight_minimal_cupti(a):
     """Why the minimal CUPTI client cannot measure the floor here ('' when it can): the probe child
     once under it, before any round, so that a client that fails to load, refuses or crashes the
     child is left out instead of stopping the whole run."""
-    extra = {"CUDA_INJECTION64_PATH": a.minimal_cupti}
+    extra = command(a, "minimal_cupti")[1]  # the client, as its rounds' children have it
     try:
         p, argv = probe_child(extra)
     except ChildFailed as e:
@@ -396,7 +400,7 @@ def parent(a, configs):
             left_out.append(f"minimal_cupti left out of every round: {why}")
             configs = [c for c in configs if c != "minimal_cupti"]
     for config in configs:
-        open(os.path.join(a.out, f"stderr-{config}.log"), "w").close()
+        open(stderr_path(a, config), "w").close()
     try:
         step_ns, problems, own = run_rounds(a, configs)
     except ChildFailed as e:
