@@ -6,7 +6,7 @@ import sys
 import pytest
 
 import cuscope
-from cuscope._report import Report
+from cuscope._report import Range, Report
 
 CLI = os.environ.get("CUSCOPE_TEST_CLI", "")
 GPU_TRACES = os.path.join(os.path.dirname(__file__), "..", "data", "gpu")
@@ -138,7 +138,6 @@ def test_gpu_time_is_the_projected_span_where_cupti_traced_else_the_event_time()
     assert step.gpu_time.to_dict() == d["gpu_projected"]
     # A range CUPTI did not trace (no GPU work attributed): its event time is its GPU time.
     d["gpu_projected"] = {k: 0 for k in d["gpu_projected"]}
-    from cuscope._report import Range
     untraced = Range(report, d)
     assert untraced.gpu_time.to_dict() == d["gpu"] and untraced.gpu_time.count == 20
 
