@@ -11,45 +11,16 @@
 #include <vector>
 
 #include "model/events.hpp"
+#include "noted_session.hpp"
 #include "producers/launch_notes.hpp"
 #include "session/session.hpp"
-#include "session_fixture.hpp"
 
 using cuscope::detail::LaunchNote;
 using cuscope::detail::LaunchRing;
 
 namespace {
 
-void no_push(std::uint64_t) noexcept {}
-void no_pop() noexcept {}
-
-// A started session as CUPTI tracing with launch callbacks leaves it (the hooks mark own calls).
-struct NotedSession {
-  cuscope_test::Session session;
-  NotedSession() {
-    cuscope::detail::trace_with_fake_cupti_for_testing(no_push, no_pop, true);
-    cuscope::detail::take_lost_launch_notes();  // from earlier cases
-  }
-  cuscope::detail::Session& sink() { return cuscope::detail::session(); }
-  void note(std::uint64_t correlation) { cuscope::detail::note_launch(sink(), correlation); }
-  // Drains the notes, then one kernel record per correlation id, as the buffer callback does.
-  void kernels(const std::vector<std::uint64_t>& correlations) {
-    auto& s = sink();
-    std::lock_guard lock(s.aggregator_mutex);
-    cuscope::detail::drain_launches(s);
-    std::uint64_t t = 1'000;
-    for (std::uint64_t c : correlations) {
-      cuscope::model::KernelActivity k;
-      k.correlation = c;
-      k.start_ns = t;
-      k.end_ns = t + 10;
-      k.name = "k";
-      s.aggregator.on(k);
-      t += 100;
-    }
-    s.aggregator.settle(1, true);  // what is still waiting now never resolves
-  }
-};
+using cuscope_test::NotedSession;
 
 std::uint64_t kernels_in(const cuscope::Report& r, const char* path) {
   const cuscope::RangeStats* range = r.find(path);

@@ -1,6 +1,7 @@
 // Live GPU memory per range when the model cannot follow every allocation: a full table of live
-// allocations, and an address allocated again before its free was seen. The books stay balanced,
-// what could not be followed is counted, and peaks never climb on memory that was freed.
+// allocations, an address allocated again before its free was seen, and a free that comes without
+// its size. The books stay balanced, what could not be followed is counted, and peaks never climb
+// on memory that was freed.
 #include <catch2/catch.hpp>
 #include <cstdint>
 
@@ -74,4 +75,31 @@ TEST_CASE("live memory: an address allocated again before its free was seen clos
   CHECK(r.find("x")->self.alloc_bytes == 130);
   CHECK(r.find("y")->self.peak_bytes == 50);
   CHECK(r.find("y")->self.free_bytes == 50);
+}
+
+// The driver callbacks that note frees without memory records (producers/cupti/call_callbacks.hpp)
+// see only the address: the free carries 0 bytes and frees what its allocation was booked with.
+TEST_CASE("live memory: a free without its size frees the booked size, and one never booked frees 0 bytes",
+          "[live_memory]") {
+  Fixture f;
+  auto loop = f.begin("loop");
+  f.mem(loop.instance, true, 0x1000, 4'096);
+  f.mem(loop.instance, true, 0x2000, 1'024);
+  f.mem(loop.instance, false, 0x1000, 0);    // the books say 4,096
+  f.mem(loop.instance, false, 0x9000, 0);    // never booked (allocated before tracing)
+  f.mem(loop.instance, true, 0x3000, 2'048);  // live: 1,024 + 2,048, under the peak of 5,120
+  f.end(loop);
+  auto later = f.begin("later");
+  f.mem(later.instance, false, 0x2000, 0);  // freed elsewhere: its books are loop's
+  f.end(later);
+  const Report r = f.report();
+  const auto& self = r.find("loop")->self;
+  CHECK(self.alloc_count == 3);
+  CHECK(self.alloc_bytes == 7'168);
+  CHECK(self.free_count == 2);
+  CHECK(self.free_bytes == 4'096);
+  CHECK(self.peak_bytes == 5'120);
+  CHECK(r.find("later")->self.free_count == 1);
+  CHECK(r.find("later")->self.free_bytes == 1'024);
+  CHECK(r.diagnostics.allocations_untracked == 0);
 }

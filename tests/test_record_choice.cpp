@@ -81,13 +81,23 @@ TEST_CASE("the activity kinds: synchronization and memory records as asked, corr
           CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_MEMORY2, CUPTI_ACTIVITY_KIND_OVERHEAD});
 }
 
-TEST_CASE("the activity status names the records left out and the variables that did it", "[cupti]") {
+TEST_CASE("the activity status names the records left out, the variables that did it, and what still sees those calls", "[cupti]") {
   CHECK(cuscope::detail::tracing_status({true, true}) == "on");
   CHECK(cuscope::detail::tracing_status({false, true}) ==
         "on, without synchronization records (CUSCOPE_SYNC_RECORDS=0)");
   CHECK(cuscope::detail::tracing_status({true, false}) == "on, without memory records (CUSCOPE_MEMORY_RECORDS=0)");
   CHECK(cuscope::detail::tracing_status({false, false}) ==
         "on, without synchronization or memory records (CUSCOPE_SYNC_RECORDS=0, CUSCOPE_MEMORY_RECORDS=0)");
+  // With the launch callbacks on, the synchronizes and allocations whose records are off are still
+  // seen (producers/cupti/call_callbacks.hpp): the status says by what.
+  CHECK(cuscope::detail::tracing_status({true, true}, true) == "on");
+  CHECK(cuscope::detail::tracing_status({false, false}, true) ==
+        "on, synchronizes and allocations seen by callbacks, without their records (CUSCOPE_SYNC_RECORDS=0, "
+        "CUSCOPE_MEMORY_RECORDS=0)");
+  CHECK(cuscope::detail::tracing_status({false, true}, true) ==
+        "on, synchronizes seen by callbacks, without synchronization records (CUSCOPE_SYNC_RECORDS=0)");
+  CHECK(cuscope::detail::tracing_status({true, false}, true) ==
+        "on, allocations seen by callbacks, without memory records (CUSCOPE_MEMORY_RECORDS=0)");
   cuscope::Options o;  // both off by default
   CHECK_FALSE(cuscope::detail::record_choice(o).syncs);
   CHECK_FALSE(cuscope::detail::record_choice(o).memory);

@@ -94,7 +94,7 @@ struct MemoryActivity {
   std::uint64_t correlation = 0;
   std::uint64_t timestamp_ns = 0;
   std::uint64_t address = 0;
-  std::uint64_t bytes = 0;
+  std::uint64_t bytes = 0;  ///< a free's may be 0: not known to its producer (live_memory.hpp)
   bool is_alloc = true;
   std::uint32_t device = 0;
 };

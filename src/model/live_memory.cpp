@@ -8,9 +8,11 @@ namespace cuscope::model {
 void LiveMemory::apply(const MemoryActivity& m, Node* node, RangeActivities& activities, Diagnostics& diag) {
   RangeActivity& a = activities.of(node);
   if (!m.is_alloc) {
-    a.self.free_count += 1;
-    a.self.free_bytes += m.bytes;
     auto it = live_.find(m.address);
+    a.self.free_count += 1;
+    // A free whose producer did not say its size (the callbacks: cuMemFree takes an address only)
+    // frees what its allocation was booked with.
+    a.self.free_bytes += m.bytes != 0 || it == live_.end() ? m.bytes : it->second.bytes;
     if (it == live_.end()) return;  // allocated before tracing, or not tracked: never on the books
     const Allocation alloc = it->second;
     live_.erase(it);

@@ -1,7 +1,8 @@
 // model/live_memory.hpp — GPU memory allocated and freed per range: counts and bytes, the bytes
 // still live, and their peak, for the range and (inclusive) its ancestors.
 //
-// A free is charged to the range that made the allocation, found by address. The table of live
+// A free is charged to the range that made the allocation, found by address; a free that comes
+// without its size (0 bytes: the driver callbacks see only the address) frees the booked size. The table of live
 // allocations is bounded: an allocation it cannot hold is counted (allocations_untracked) and kept
 // out of the live books, so its free, which cannot be found, leaves them balanced; an address
 // allocated again before its free was seen closes the old allocation first (counted too). Peaks

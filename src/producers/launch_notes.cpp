@@ -23,10 +23,18 @@ namespace {
 // past kMaxRings the last free ring, notes and all (its room is then shared; a note refused is
 // counted). So the rings are about as many as the threads that launched within one drain.
 constexpr std::size_t kMaxRings = 256;  // 256 x 96 KiB
+// A call note as queued: the note and the scope instance of its thread then.
+struct QueuedCall {
+  CallNote note;
+  std::uint64_t instance = 0;
+};
 struct Registry {
-  std::mutex mutex;
+  std::mutex mutex;                                // the rings' lists, and the one drainer
   std::vector<std::unique_ptr<LaunchRing>> rings;  // guarded by mutex
   std::vector<LaunchRing*> free;                   // guarded by mutex
+  std::mutex calls_mutex;                          // held only to push or swap, never across a call
+  std::vector<QueuedCall> calls;                   // guarded by calls_mutex; reserved once
+  std::vector<QueuedCall> draining;                // the drainer's (under mutex); swapped with calls
   std::atomic<std::uint64_t> lost{0};
 };
 
@@ -98,10 +106,65 @@ void note_launch(Sink& sink, std::uint64_t correlation) noexcept {
   if (ring == nullptr || !ring->push(note)) registry().lost.fetch_add(1, std::memory_order_relaxed);
 }
 
+void note_call(Sink& sink, const CallNote& note) noexcept {
+  const QueuedCall call{note, launching_instance(sink)};
+  Registry& r = registry();
+  try {
+    std::lock_guard lock(r.calls_mutex);
+    if (r.calls.capacity() == 0) r.calls.reserve(kMaxCallNotes);
+    if (r.calls.size() < kMaxCallNotes) {
+      r.calls.push_back(call);  // within the reserve: no allocation
+      return;
+    }
+  } catch (...) {  // out of memory for the queue: this note is lost, the next one tries again
+  }
+  r.lost.fetch_add(1, std::memory_order_relaxed);
+}
+
+namespace {
+
+// The model events CUPTI's records of `call` would have made: who made the call (the scope instance,
+// or for a call outside every scope the call's own times, which the step window judges), then what
+// it did under the same correlation id.
+template <class Emit>
+void call_events(const QueuedCall& call, Emit&& emit) {
+  const CallNote& n = call.note;
+  if (call.instance == model::kNoInstance) {
+    emit(model::ApiCall{n.correlation, n.start_ns, n.end_ns});
+  } else {
+    emit(model::ExternalCorrelation{n.correlation, call.instance});
+  }
+  if (n.kind == CallNote::Kind::wait) {
+    emit(model::SyncActivity{n.correlation, n.start_ns, n.end_ns});
+  } else {
+    emit(model::MemoryActivity{n.correlation, n.end_ns, n.address, n.bytes, n.kind == CallNote::Kind::alloc,
+                               n.device});
+  }
+}
+
+}  // namespace
+
 void drain_launches(Sink& sink) noexcept {
   Registry& r = registry();
   trace::Writer* w = trace::g_writer.load(std::memory_order_acquire);
   std::lock_guard lock(r.mutex);
+  {
+    std::lock_guard calls(r.calls_mutex);
+    r.draining.swap(r.calls);  // the writers go on into the emptied vector, its reserve kept
+  }
+  for (const QueuedCall& call : r.draining) {
+    call_events(call, [&](const auto& e) {
+      try {
+        if (w != nullptr) w->on(e);
+      } catch (...) {  // the trace out of memory: the model still gets the event
+      }
+      try {
+        sink.aggregator.on(e);
+      } catch (...) {  // the model out of memory: this call's event is lost
+      }
+    });
+  }
+  r.draining.clear();
   for (const auto& ring : r.rings) {
     ring->drain([&](const LaunchNote& n) {
       try {

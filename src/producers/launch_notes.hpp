@@ -3,6 +3,10 @@
 // scope instance) that the thread writes inside its CUDA call (a launch, copy, set, allocation or
 // wait), and that the decoder drains into the model before each buffer of activity records. It
 // takes the place of the scopes' external-correlation pushes and of CUPTI's API records.
+// Beside the rings, the calls timed by the callbacks themselves where their records are off
+// (call notes: the host's waits in synchronizes, allocations and frees): rare and slow calls, so
+// one bounded queue under its own lock, drained with the rings into the same model events as
+// CUPTI's records of them.
 //
 // CUDA-free: the CUPTI subscriber (cupti/subscriber.cpp) calls note_launch() with CUPTI's
 // correlation id; tests call it the same way. Never here: a lock or an allocation on the writing
@@ -11,6 +15,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 namespace cuscope::inline v0::detail {
@@ -58,13 +63,32 @@ class LaunchRing {
   LaunchNote notes_[kNotes];
 };
 
+/// A synchronize, an allocation or a free, as the callbacks saw it: the call's correlation id, when
+/// it began and returned (the session clock), and for memory the address and, for an allocation,
+/// the size (a free's size is the one its allocation was booked with).
+struct CallNote {
+  enum class Kind : std::uint8_t { wait, alloc, free };
+  Kind kind = Kind::wait;
+  std::uint32_t device = 0;
+  std::uint64_t correlation = 0;
+  std::uint64_t start_ns = 0;
+  std::uint64_t end_ns = 0;
+  std::uint64_t address = 0;
+  std::uint64_t bytes = 0;
+};
+/// Call notes waiting for the drain at most; past it a note is refused and counted as lost.
+inline constexpr std::size_t kMaxCallNotes = 16384;
+
 /// Called by the launch callback at the entry of a CUDA call that launches work into `sink`'s
 /// session: notes `correlation` with the calling thread's innermost open scope instance.
 void note_launch(Sink& sink, std::uint64_t correlation) noexcept;
+/// Called by the call callbacks at the exit of a successful synchronize, allocation or free: notes
+/// it with the calling thread's innermost open scope instance (the instance its entry saw).
+void note_call(Sink& sink, const CallNote& note) noexcept;
 /// Hands every note made so far to `sink`'s model (and to the trace, in trace mode), in each
 /// thread's order. The caller holds sink.aggregator_mutex.
 void drain_launches(Sink& sink) noexcept;
-/// Notes refused since the last call (a full ring, or no memory for a thread's ring).
+/// Notes refused since the last call (a full ring or call queue, or no memory for either).
 std::uint64_t take_lost_launch_notes() noexcept;
 /// Marks the calling thread's CUDA calls as cuscope's own (kCuscopeInternal) until the matching
 /// own_calls_end(): what the correlation hooks do for the collector's event queries.

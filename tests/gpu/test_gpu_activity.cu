@@ -325,7 +325,10 @@ TEST_CASE("stream waits and event queries are attributed, never left unresolved"
 
 // CUSCOPE_SYNC_RECORDS=0, CUSCOPE_MEMORY_RECORDS=0 (docs/cupti.md): neither kind is enabled nor are
 // the calls that wait, allocate or free traced; kernels, copies and sets stay exact, and the
-// activity status says what was left out.
+// activity status says what was left out. With launch callbacks (the default attribution) the
+// synchronizes, allocations and frees are still seen, by their own callbacks
+// (producers/cupti/call_callbacks.hpp): the two stream synchronizes (not the event queries or the
+// stream waits), the one allocation and its free, sized from the books.
 TEST_CASE("without synchronization and memory records, kernels stay exact and the rest is left out",
           "[gpu][cupti]") {
   cuscope::Options o = cuscope_test::quiet_options();
@@ -345,16 +348,61 @@ TEST_CASE("without synchronization and memory records, kernels stay exact and th
     CHECK_CUDA(cudaFree(p));
   }
   const cuscope::Report r = settled();
+  const bool noted = o.attribution == cuscope::Attribution::launch;
   CHECK(r.activity_status ==
-        "on, without synchronization or memory records (CUSCOPE_SYNC_RECORDS=0, CUSCOPE_MEMORY_RECORDS=0)");
+        (noted ? "on, synchronizes and allocations seen by callbacks, without their records (CUSCOPE_SYNC_RECORDS=0, "
+                 "CUSCOPE_MEMORY_RECORDS=0)"
+               : "on, without synchronization or memory records (CUSCOPE_SYNC_RECORDS=0, CUSCOPE_MEMORY_RECORDS=0)"));
   const auto& lean = range(r, "lean");
   CHECK(lean.self.kernel_calls == 200);
   CHECK(lean.self.memset_count == 1);
-  CHECK(lean.self.sync_count == 0);
-  CHECK(lean.self.alloc_count == 0);
-  CHECK(lean.self.free_count == 0);
+  CHECK(lean.self.sync_count == (noted ? 2 : 0));
+  CHECK(lean.self.alloc_count == (noted ? 1 : 0));
+  CHECK(lean.self.alloc_bytes == (noted ? 1u << 20 : 0));
+  CHECK(lean.self.free_count == (noted ? 1 : 0));
+  CHECK(lean.self.free_bytes == (noted ? 1u << 20 : 0));
+  CHECK(lean.self.peak_bytes == (noted ? 1u << 20 : 0));
+  if (noted) {
+    CHECK(lean.self.sync_ns > 0);
+    CHECK(lean.self.sync_ns < lean.host.total_ns);  // the waits inside the scope's host time
+  }
   CHECK(r.diagnostics.unresolved_records == 0);
   CHECK(r.diagnostics.dropped_records == 0);
+  CHECK(r.diagnostics.launch_notes_lost == 0);
+}
+
+// The defaults (no synchronization records): a loop that waits for each step's kernel, as
+// .item() does, still gets the synchronization finding, its waits seen by their callbacks. With
+// external correlation (gpu-check's second run) no callback sees them: no sync, no finding.
+TEST_CASE("under the defaults a loop that waits for the GPU every step gets the synchronization finding",
+          "[gpu][cupti]") {
+  cuscope::Options o = cuscope_test::default_events();
+  o.sync_records = false;
+  o.memory_records = false;
+  cuscope_test::Session session(o);
+  warm_up();
+  cudaStream_t s = nullptr;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const long long cycles = cycles_for_ms(0.2);
+  for (int i = 0; i < 10; ++i) {
+    CUSCOPE_SCOPE("waits_each_step", s);
+    spin_kernel<<<1, 1, 0, s>>>(cycles);
+    CHECK_CUDA(cudaStreamSynchronize(s));
+  }
+  const cuscope::Report r = settled();
+  const bool noted = o.attribution == cuscope::Attribution::launch;
+  const auto& step = range(r, "waits_each_step");
+  CHECK(step.self.kernel_calls == 10);
+  CHECK(step.self.sync_count == (noted ? 10 : 0));
+  bool finding = false;
+  for (const cuscope::Finding& f : step.findings) finding = finding || f.id == "synchronization";
+  CHECK(finding == noted);
+  if (noted) {
+    CHECK(step.self.sync_ns >= step.self.kernel_ns / 2);  // most of each wait was the kernel's 0.2 ms
+    CHECK(step.self.sync_ns < step.host.total_ns);
+  }
+  CHECK(r.diagnostics.unresolved_records == 0);
+  cudaStreamDestroy(s);
 }
 
 // CUPTI 13.0 keeps a buffer per CUDA-calling thread: a cap on the number of buffers would drop

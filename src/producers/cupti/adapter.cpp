@@ -323,7 +323,7 @@ std::string start_activity_tracing(Sink& sink) noexcept {
     g_pop_correlation.store(sub.launches ? &own_calls_end : &pop_correlation, std::memory_order_release);
     g_push_correlation.store(sub.launches ? &own_calls_begin : &push_correlation, std::memory_order_release);
     sink.tracing.store(true, std::memory_order_release);
-    return tracing_status(want);
+    return tracing_status(want, sub.launches);
   } catch (const std::exception& e) {
     return fmt::format("CUPTI tracing could not start: {}", e.what());
   }

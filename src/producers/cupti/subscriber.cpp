@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "producers/cupti/call_callbacks.hpp"
 #include "producers/cupti/errors.hpp"
 #include "producers/cupti/traced_calls.hpp"
 #include "producers/event_timestamps.hpp"
@@ -192,6 +193,10 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
     if (cb.callbackSite == CUPTI_API_ENTER) note_launch(*target, cb.correlationId);
     return;
   }
+  // The synchronizes, allocations and frees noted without their records (call_callbacks.hpp).
+  if (domain == CUPTI_CB_DOMAIN_DRIVER_API && g_launches.load(std::memory_order_relaxed) &&
+      on_timed_call(*target, cbid, *static_cast<const CUpti_CallbackData*>(data)))
+    return;
   // After the launches (the hot callback): no event record call is one of them.
   if ((domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) &&
       event_record_call(domain, cbid)) {
@@ -308,6 +313,8 @@ Subscribed subscribe(Sink& sink, bool launches) noexcept {
         out.graphs = graphs && out.why_not.empty();
         if (launches && out.why_not.empty())
           out.why_not = enable_launch_callbacks(handle, record_choice(sink.options));
+        if (launches && out.why_not.empty())
+          out.why_not = enable_call_callbacks(handle, record_choice(sink.options));
         out.launches = launches && out.why_not.empty();
         if (event_records && out.why_not.empty()) out.why_not = enable_event_record_callbacks(handle);
         out.event_records = event_records && out.why_not.empty();
@@ -339,6 +346,7 @@ void unsubscribe() noexcept {
   if (g_handle != nullptr) cuptiUnsubscribe(g_handle);  // no cuscope lock held
   g_handle = nullptr;
   g_launch_cbids.fill(false);
+  clear_call_callbacks();
   g_target.store(nullptr, std::memory_order_release);
 }
 

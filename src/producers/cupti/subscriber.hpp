@@ -1,7 +1,8 @@
 // producers/cupti/subscriber.hpp — CUPTI's one subscriber (cuptiSubscribe) for a session: the graph
 // node and exec callbacks of the graph breakdown (docs/cuda-graphs.md) and, with
 // CUSCOPE_ATTRIBUTION=launch, the launch callbacks that tie each launch, copy, set, allocation and
-// wait to the scope open on its thread (producers/launch_notes.hpp).
+// wait to the scope open on its thread (producers/launch_notes.hpp), and the callbacks that note the
+// synchronizes, allocations and frees whose records are off (call_callbacks.hpp).
 //
 // Never here: activity records and their buffers (adapter.cpp); a cuscope lock held while calling
 // into CUPTI; the aggregator's lock in a callback (graph nodes have their own).
@@ -24,7 +25,7 @@ struct Sink;
 /// What subscribe() turned on.
 struct Subscribed {
   bool graphs = false;         ///< the graph breakdown's callbacks
-  bool launches = false;       ///< the launch callbacks
+  bool launches = false;       ///< the launch callbacks, and the call callbacks records left off need
   bool event_records = false;  ///< the callbacks that note cuscope's own event records' ids
   std::string why_not;         ///< empty, or why something asked for is off (one line)
 };

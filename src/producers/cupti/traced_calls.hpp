@@ -38,9 +38,18 @@ inline bool traced_call(std::string_view name, bool driver, RecordChoice want = 
 }
 
 /// The activity status of a session that traces with `want`: "on" when nothing is left out, else
-/// "on, without ... records (the variables that left them out)".
-inline std::string tracing_status(RecordChoice want) {
+/// "on, " and what was left out and by which variables; `noted`: the launch callbacks are on, so the
+/// synchronizes and the allocations and frees whose records are off are noted by callbacks
+/// (producers/cupti/call_callbacks.hpp) and their columns still measure something.
+inline std::string tracing_status(RecordChoice want, bool noted = false) {
   if (want.syncs && want.memory) return "on";
+  if (noted) {
+    if (!want.syncs && !want.memory)
+      return "on, synchronizes and allocations seen by callbacks, without their records (CUSCOPE_SYNC_RECORDS=0, "
+             "CUSCOPE_MEMORY_RECORDS=0)";
+    return want.syncs ? "on, allocations seen by callbacks, without memory records (CUSCOPE_MEMORY_RECORDS=0)"
+                      : "on, synchronizes seen by callbacks, without synchronization records (CUSCOPE_SYNC_RECORDS=0)";
+  }
   if (!want.syncs && !want.memory)
     return "on, without synchronization or memory records (CUSCOPE_SYNC_RECORDS=0, CUSCOPE_MEMORY_RECORDS=0)";
   return want.syncs ? "on, without memory records (CUSCOPE_MEMORY_RECORDS=0)"

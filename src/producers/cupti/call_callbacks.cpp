@@ -1,0 +1,156 @@
+// producers/cupti/call_callbacks.cpp — see call_callbacks.hpp.
+#include "producers/cupti/call_callbacks.hpp"
+
+#include <cuda.h>
+
+#include <array>
+
+#include "producers/clock.hpp"
+#include "producers/cupti/errors.hpp"
+#include "producers/launch_notes.hpp"
+
+namespace cuscope::inline v0::detail {
+namespace {
+
+constexpr std::array<CUpti_CallbackId, 5> kWaits = {
+    CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize};
+constexpr std::array<CUpti_CallbackId, 7> kAllocs = {
+    CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2,           CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged,       CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync,
+    CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz,    CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync,
+    CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz};
+constexpr std::array<CUpti_CallbackId, 3> kFrees = {CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2,
+                                                    CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync,
+                                                    CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz};
+
+template <std::size_t N>
+bool one_of(const std::array<CUpti_CallbackId, N>& ids, CUpti_CallbackId cbid) {
+  for (CUpti_CallbackId id : ids) {
+    if (id == cbid) return true;
+  }
+  return false;
+}
+
+// The calls being noted, by callback id; written before their callbacks are enabled, cleared
+// after the unsubscription.
+std::array<CallKind, CUPTI_DRIVER_TRACE_CBID_SIZE> g_kinds{};
+
+void set_kinds(RecordChoice want) noexcept {
+  for (CUpti_CallbackId cbid = 0; cbid < g_kinds.size(); ++cbid) g_kinds[cbid] = timed_call_kind(cbid, want);
+}
+
+// An allocation's address (written by the call) and size, from its parameters; false when the
+// parameters say nothing (a null output pointer).
+bool allocation(CUpti_CallbackId cbid, const void* params, CallNote& note) {
+  const auto take = [&note](const auto* p) {
+    if (p == nullptr || p->dptr == nullptr) return false;
+    note.address = *p->dptr;
+    note.bytes = p->bytesize;
+    return true;
+  };
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2:
+      return take(static_cast<const cuMemAlloc_v2_params*>(params));
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged:
+      return take(static_cast<const cuMemAllocManaged_params*>(params));
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
+      return take(static_cast<const cuMemAllocAsync_params*>(params));
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz:
+      return take(static_cast<const cuMemAllocAsync_ptsz_params*>(params));
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
+      return take(static_cast<const cuMemAllocFromPoolAsync_params*>(params));
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz:
+      return take(static_cast<const cuMemAllocFromPoolAsync_ptsz_params*>(params));
+    case CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2: {
+      const auto* p = static_cast<const cuMemAllocPitch_v2_params*>(params);
+      if (p == nullptr || p->dptr == nullptr || p->pPitch == nullptr) return false;
+      note.address = *p->dptr;
+      note.bytes = static_cast<std::uint64_t>(*p->pPitch) * p->Height;
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+// A free's address, from its parameters; 0 (freeing nothing) when they say nothing.
+std::uint64_t freed(CUpti_CallbackId cbid, const void* params) {
+  if (params == nullptr) return 0;
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2:
+      return static_cast<const cuMemFree_v2_params*>(params)->dptr;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
+      return static_cast<const cuMemFreeAsync_params*>(params)->dptr;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz:
+      return static_cast<const cuMemFreeAsync_ptsz_params*>(params)->dptr;
+    default:
+      return 0;
+  }
+}
+
+}  // namespace
+
+CallKind timed_call_kind(CUpti_CallbackId cbid, RecordChoice want) noexcept {
+  if (!want.syncs && one_of(kWaits, cbid)) return CallKind::wait;
+  if (!want.memory && one_of(kAllocs, cbid)) return CallKind::alloc;
+  if (!want.memory && one_of(kFrees, cbid)) return CallKind::free;
+  return CallKind::none;
+}
+
+std::string enable_call_callbacks(CUpti_SubscriberHandle handle, RecordChoice want) {
+  set_kinds(want);
+  for (CUpti_CallbackId cbid = 0; cbid < g_kinds.size(); ++cbid) {
+    if (g_kinds[cbid] == CallKind::none) continue;
+    if (CUptiResult r = cuptiEnableCallback(1, handle, CUPTI_CB_DOMAIN_DRIVER_API, cbid); r != CUPTI_SUCCESS)
+      return cupti_refusal("cuptiEnableCallback(DRIVER_API, synchronizes and allocations)", r);
+  }
+  return {};
+}
+
+void clear_call_callbacks() noexcept { g_kinds.fill(CallKind::none); }
+
+void set_call_callbacks_for_testing(RecordChoice want) noexcept { set_kinds(want); }
+
+bool on_timed_call(Sink& sink, CUpti_CallbackId cbid, const CUpti_CallbackData& cb) noexcept {
+  if (cbid >= g_kinds.size() || g_kinds[cbid] == CallKind::none) return false;
+  if (cb.callbackSite == CUPTI_API_ENTER) {
+    if (cb.correlationData != nullptr) *cb.correlationData = now_ns();
+    return true;
+  }
+  if (cb.callbackSite != CUPTI_API_EXIT || cb.functionReturnValue == nullptr ||
+      *static_cast<const CUresult*>(cb.functionReturnValue) != CUDA_SUCCESS)
+    return true;
+  CallNote note;
+  note.correlation = cb.correlationId;
+  note.end_ns = now_ns();
+  // The entry's clock; none (the callbacks were enabled during the call), or one past the exit: a
+  // call of no length.
+  const std::uint64_t entry = cb.correlationData != nullptr ? *cb.correlationData : 0;
+  note.start_ns = entry != 0 && entry <= note.end_ns ? entry : note.end_ns;
+  switch (g_kinds[cbid]) {
+    case CallKind::wait:
+      note.kind = CallNote::Kind::wait;
+      break;
+    case CallKind::alloc:
+      note.kind = CallNote::Kind::alloc;
+      if (!allocation(cbid, cb.functionParams, note) || note.address == 0) return true;
+      break;
+    case CallKind::free:
+      note.kind = CallNote::Kind::free;
+      note.address = freed(cbid, cb.functionParams);
+      if (note.address == 0) return true;  // cudaFree(nullptr): frees nothing
+      break;
+    case CallKind::none:
+      return false;
+  }
+  if (note.kind != CallNote::Kind::wait && cb.context != nullptr) {
+    std::uint32_t device = 0;
+    if (cuptiGetDeviceId(cb.context, &device) == CUPTI_SUCCESS) note.device = device;
+  }
+  note_call(sink, note);
+  return true;
+}
+
+}  // namespace cuscope::inline v0::detail

@@ -1,0 +1,42 @@
+// producers/cupti/call_callbacks.hpp — the host's waits and the device allocations and frees, seen
+// by driver-API callbacks where their CUPTI records are off (the defaults: CUSCOPE_SYNC_RECORDS=0,
+// CUSCOPE_MEMORY_RECORDS=0) and the launch callbacks are on (CUSCOPE_ATTRIBUTION=launch). The
+// entry of a synchronize, an allocation or a free reads the clock; a successful exit notes the call
+// with its times, address and size (producers/launch_notes.hpp's call notes), which the model takes
+// as it takes CUPTI's SYNCHRONIZATION and MEMORY2 records. These calls are few and slow (a
+// synchronize waits for the GPU, an allocation maps memory), so what the callbacks add to each
+// (two clock reads and a short lock) is small beside the call itself.
+//
+// Never here: the SYNCHRONIZATION or MEMORY2 activity kinds the options left off; the event and
+// stream queries and stream waits that those records also cover (frequent, and they do not block
+// the host); host (pinned) allocations, which the memory records leave out too; a call that failed.
+#pragma once
+
+#include <cupti.h>
+
+#include <cstdint>
+#include <string>
+
+#include "producers/cupti/traced_calls.hpp"
+
+namespace cuscope::inline v0::detail {
+
+struct Sink;
+
+enum class CallKind : std::uint8_t { none, wait, alloc, free };
+
+/// What cuscope notes of the driver call `cbid` when `want` leaves records off: the synchronizes
+/// (context, stream, event) as waits when !want.syncs; the device and managed allocations and
+/// their frees when !want.memory; none otherwise.
+CallKind timed_call_kind(CUpti_CallbackId cbid, RecordChoice want) noexcept;
+/// Enables on `handle` the callbacks of every call timed_call_kind() notes for `want`; "" or why not.
+std::string enable_call_callbacks(CUpti_SubscriberHandle handle, RecordChoice want);
+/// Forgets what enable_call_callbacks() enabled (after the unsubscription).
+void clear_call_callbacks() noexcept;
+/// A driver callback for `sink`'s session: false when `cbid` is not a call being noted; else the
+/// call is handled (its entry keeps the clock in cb.correlationData, its successful exit is noted).
+bool on_timed_call(Sink& sink, CUpti_CallbackId cbid, const CUpti_CallbackData& cb) noexcept;
+/// Tests: as enable_call_callbacks(), without CUPTI.
+void set_call_callbacks_for_testing(RecordChoice want) noexcept;
+
+}  // namespace cuscope::inline v0::detail
