@@ -79,13 +79,17 @@ struct Options {
   /// in (a CUPTI subscriber of its own; false leaves the subscriber to another tool)
   bool graphs = true;
   /// CUSCOPE_SYNC_RECORDS: CUPTI's synchronization records (the host's waits on streams, events and
-  /// the device, per range) and the API records or callbacks of the calls that wait. Off by default
-  /// (issue 24: on an H200 the PyTorch step took 1.169x with these and the memory records, 1.044x
-  /// without; docs/cupti.md); the report's activity status says what is left out and how to turn it
-  /// on ("on, without synchronization records ...")
+  /// the device, per range: synchronizes, event and stream queries, stream waits) and the API records
+  /// or callbacks of the calls that wait. Off by default (issue 24: on an H200 the PyTorch step took
+  /// 1.169x with these and the memory records, 1.044x without; docs/cupti.md). While off, with
+  /// launch attribution, the context, stream and event synchronizes are still timed by their own
+  /// callbacks; the report's activity status says which ("on, synchronizes ... seen by callbacks,
+  /// without synchronization records ...")
   bool sync_records = false;
   /// CUSCOPE_MEMORY_RECORDS: CUPTI's memory records (allocations, frees, live memory per range) and
-  /// the API records or callbacks of the calls that allocate or free. Off by default, as above
+  /// the API records or callbacks of the calls that allocate or free. Off by default, as above;
+  /// while off, with launch attribution, the device and managed allocations and frees are still seen
+  /// by their own callbacks
   bool memory_records = false;
   std::uint32_t wait_steps = 0;    ///< CUSCOPE_WAIT: steps recorded nothing at all
   std::uint32_t warmup_steps = 0;  ///< CUSCOPE_WARMUP: then steps run traced but left out
