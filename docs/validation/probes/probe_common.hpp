@@ -1,9 +1,9 @@
 // docs/validation/probes/probe_common.hpp — what the issue-24 probes share (event_record_costs.cu,
-// event_device_timestamps.cu, launch_attribution.cu, launch_callbacks.cu): error checks, the no-GPU
-// exit (77), per-batch timing statistics printed as RESULT lines, a recycled pool of CUPTI activity
-// buffers handed to the probe's parser, cuscope's choice of traced API calls (copied from
-// src/producers/cupti/adapter.cpp), and a child process of the probe itself for costs measured
-// where CUPTI was never touched. Raw CUDA and CUPTI: never include cuscope here.
+// event_device_timestamps.cu, launch_attribution.cu, launch_callbacks.cu, sync_alloc_callbacks.cu):
+// error checks, the no-GPU exit (77), per-batch timing statistics printed as RESULT lines, a
+// recycled pool of CUPTI activity buffers handed to the probe's parser, cuscope's choice of traced
+// API calls (copied from src/producers/cupti/adapter.cpp), and a child process of the probe itself
+// for costs measured where CUPTI was never touched. Raw CUDA and CUPTI: never include cuscope here.
 #pragma once
 
 #include <cuda.h>
