@@ -74,8 +74,13 @@ struct ActivityStats {
   std::uint64_t memset_count = 0;
   std::uint64_t memset_bytes = 0;
   std::uint64_t memset_ns = 0;
+  /// Waits: with synchronization records, every one CUPTI records (synchronizes, queries of finished
+  /// work, stream waits); without them (the defaults), the context, stream and event synchronizes,
+  /// timed on the host from entry to exit. Report::activity_status says which.
   std::uint64_t sync_count = 0;
   std::uint64_t sync_ns = 0;
+  /// Device and managed allocations and frees; without memory records a free's bytes are those its
+  /// allocation was booked with.
   std::uint64_t alloc_count = 0;
   std::uint64_t alloc_bytes = 0;
   std::uint64_t free_count = 0;
