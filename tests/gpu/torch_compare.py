@@ -3,8 +3,8 @@
 
     torch_compare.py --cuscope BUILD/src/cli/cuscope --out DIR [--steps N] [--warmup W]
 
-The model: two linear layers around a self-attention block (scaled_dot_product_attention), a loss,
-backward and an SGD step. Every region is marked twice, once as torch.cuda.nvtx.range (what cuscope
+The model: two linear layers around a self-attention block (scaled_dot_product_attention), a loss
+logged each step with .item() (a synchronization, as training loops log), backward and an SGD step. Every region is marked twice, once as torch.cuda.nvtx.range (what cuscope
 sees under `cuscope run`) and once as torch.profiler.record_function (what torch.profiler sees);
 each is a no-op without its tool. Warm-up steps run unmarked (their first launches stay out of both).
 
@@ -17,8 +17,13 @@ With --python-package DIR (a folder holding the cuscope Python package), a fourt
 For each hand-placed range: kernels and kernel time (inclusive) from cuscope's report and from the
 Kineto trace (a kernel belongs to the innermost annotation of the launching thread that holds its
 launch). Prints one table; each difference above 5% is marked EXPLAIN. Writes compare.json.
-Exit status: 0 when every run worked (differences are for a person to explain), 1 otherwise, and 1
-when the Python API's kernel count of a region is not torch.profiler's.
+The .item() checked exactly, under cuscope's defaults (no synchronization records: the stream
+synchronize seen by its driver callback): one synchronization per step in step/loss and nowhere
+else in the step, and step/loss's `synchronization` finding, in the hand-placed ranges' run and the
+Python API's.
+Exit status: 0 when every run worked and the .item() checks hold (kernel differences are for a
+person to explain), 1 otherwise, and 1 when the Python API's kernel count of a region is not
+torch.profiler's.
 
     torch_compare.py --cuscope BUILD/src/cli/cuscope --out DIR --graph [--replays N]
 
@@ -69,6 +74,8 @@ def workload(steps, warmup, mode):
     x = torch.randn(batch, seq, dim, device=dev)
     target = torch.randn(batch, seq, dim, device=dev)
 
+    logged = []
+
     def step(on):
         with region("step", on):
             with region("forward", on):
@@ -82,6 +89,7 @@ def workload(steps, warmup, mode):
                     y = proj_out(a)
             with region("loss", on):
                 loss = F.mse_loss(y, target)
+                logged.append(loss.item())  # the host waits for the forward's kernels here
             with region("backward", on):
                 loss.backward()
             with region("optimizer", on):
@@ -228,6 +236,26 @@ def kineto_by_region(path):
     return totals
 
 
+def check_item_syncs(path, steps, label):
+    """The .item() in step/loss under cuscope's defaults: one synchronization per step there, none
+    elsewhere in the step, and step/loss's synchronization finding. Prints one line; True when so."""
+    with open(path) as f:
+        rep = json.load(f)
+    ranges = {r["path"]: r for r in rep["ranges"] if r["path"]}
+    loss = ranges.get("step/loss")
+    if loss is None:
+        print(f"FAIL {label}: no step/loss range")
+        return False
+    own = loss["self"]["sync_count"]
+    in_step = ranges["step"]["total"]["sync_count"] if "step" in ranges else -1
+    finding = any(f["id"] == "synchronization" for f in loss.get("findings", []))
+    ok = own == steps and in_step == steps and finding
+    print(f"{'ok' if ok else 'FAIL'} {label}: step/loss synchronizations {own} (expected {steps}, one .item() a step), "
+          f"in all of step {in_step}, synchronization finding {'present' if finding else 'absent'} "
+          f"(activity status: {rep.get('activity_status')})")
+    return ok
+
+
 def cuscope_by_region(path):
     with open(path) as f:
         rep = json.load(f)
@@ -292,6 +320,10 @@ def main():
         rows.append(row)
         extra = f" python-api {row['cuscope_python_api'][0]:>6}" if a.python_package else ""
         print(f"{r:28} {c[0]:>15} {t[0]:>7} {c[1] / 1000:>18.1f} {t[1] / 1000:>10.1f}{extra}  {row['note']}")
+    print()
+    ok = check_item_syncs(runs["ranges"], a.steps, "cuscope run") and ok
+    if a.python_package:
+        ok = check_item_syncs(runs["python"], a.steps, "Python API") and ok
     ops = sorted(((p, v) for p, v in ours_emit.items() if "aten::" in p.split("/")[-1]), key=lambda x: -x[1][1])
     print("\nemit_nvtx(): the operator ranges with the most kernel time (cuscope, inclusive)")
     for p, v in ops[:15]:
