@@ -7,9 +7,10 @@
 # with the committed bench/results/instructions.json and exits 1 when a count grew by more than 2%
 # (a regression to explain), 0 otherwise.
 #   --update   write the new count to bench/results/instructions.json (with the commit)
-#   --update-tracing   write the counts of a scope while CUPTI traces (`cupti`, `launch` modes) and
-#              of one launch noted by the launch callback (`note_launch`) to
-#              bench/results/instructions-tracing.json (with the commit)
+#   --update-tracing   write the counts of a scope while CUPTI traces (`cupti`, `launch` modes), of
+#              one launch noted by the launch callback (`note_launch`) and of one synchronize noted
+#              by the call callbacks (`call_note`) to bench/results/instructions-tracing.json (with
+#              the commit)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 baseline=bench/results/instructions.json
@@ -46,6 +47,7 @@ per_traced=$(per_call run_scopes traced 8000)
 per_cupti=$(per_call run_scopes cupti)
 per_launch=$(per_call run_scopes launch)
 per_note=$(per_call run_note_launch note_launch)
+per_call_note=$(per_call run_call_notes call_note)
 clock=$(sed -n 's/.*clock: //p' "$tmp/log.run_scopes.20000")
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
@@ -58,11 +60,12 @@ echo "instructions per enabled scope in trace mode (CUSCOPE_TRACE): $per_traced 
 echo "instructions per enabled scope while CUPTI traces (default events; correlation push and pop into empty functions): $per_cupti ($(ratio "$per_cupti" "$per_scope")x the scope)"
 echo "instructions per enabled scope while CUPTI traces with launch notes (CUSCOPE_ATTRIBUTION=launch): $per_launch ($(ratio "$per_launch" "$per_scope")x the scope)"
 echo "instructions per launch noted by the launch callback (CUSCOPE_ATTRIBUTION=launch; cuscope's part, not CUPTI's dispatch): $per_note"
+echo "instructions per synchronize noted by the call callbacks, entry and exit (no synchronization records; cuscope's part, not CUPTI's dispatch): $per_call_note"
 echo "clock: $clock"
 
 if [[ ${1:-} == --update-tracing ]]; then
-  printf '{\n  "instructions_per_scope": %s,\n  "instructions_per_scope_cupti_fake_hooks": %s,\n  "instructions_per_scope_launch_notes": %s,\n  "instructions_per_launch_note": %s,\n  "clock": "%s",\n  "commit": "%s",\n  "date": "%s"\n}\n' \
-    "$per_scope" "$per_cupti" "$per_launch" "$per_note" "$clock" "$commit" "$(date -u +%F)" >"$tracing_baseline"
+  printf '{\n  "instructions_per_scope": %s,\n  "instructions_per_scope_cupti_fake_hooks": %s,\n  "instructions_per_scope_launch_notes": %s,\n  "instructions_per_launch_note": %s,\n  "instructions_per_call_note": %s,\n  "clock": "%s",\n  "commit": "%s",\n  "date": "%s"\n}\n' \
+    "$per_scope" "$per_cupti" "$per_launch" "$per_note" "$per_call_note" "$clock" "$commit" "$(date -u +%F)" >"$tracing_baseline"
   echo "wrote $tracing_baseline"
   exit 0
 fi
@@ -98,4 +101,5 @@ check instructions_per_traced_scope "$per_traced" "scope in trace mode"
 check instructions_per_scope_cupti_fake_hooks "$per_cupti" "scope while CUPTI traces (fake hooks)" "$tracing_baseline"
 check instructions_per_scope_launch_notes "$per_launch" "scope while CUPTI traces with launch notes" "$tracing_baseline"
 check instructions_per_launch_note "$per_note" "launch noted by the launch callback" "$tracing_baseline"
+check instructions_per_call_note "$per_call_note" "synchronize noted by the call callbacks" "$tracing_baseline"
 exit $status

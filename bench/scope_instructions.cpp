@@ -23,6 +23,11 @@
 // run_note_launch(): what the launch callback does at the entry of each launch with launch notes
 // (note_launch(): the thread's ring, its innermost scope's instance, one push), inside an open scope,
 // the ring drained between batches outside the count. CUPTI's own callback dispatch is not in it.
+// `call_note` counts run_call_notes(): what the call callbacks do for one synchronize seen without
+// synchronization records (the defaults; producers/cupti/call_callbacks.hpp): its entry (the clock
+// into correlationData) and its successful exit (the clock, the thread's innermost scope, one push
+// into the call queue under its lock), inside an open scope, the queue drained between batches
+// outside the count. CUPTI's dispatch is not in it either.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -32,6 +37,7 @@
 
 #include "host_session.hpp"
 #include "injected.hpp"
+#include "producers/cupti/call_callbacks.hpp"
 #include "producers/launch_notes.hpp"
 #include "session/session.hpp"
 
@@ -47,6 +53,24 @@ extern "C" __attribute__((noinline)) void run_scopes(long n) {
 extern "C" __attribute__((noinline)) void run_note_launch(cuscope::detail::Sink* sink, std::uint64_t first, long n) {
   for (long i = 0; i < n; ++i) {
     cuscope::detail::note_launch(*sink, first + static_cast<std::uint64_t>(i));
+    __asm__ volatile("" ::: "memory");
+  }
+}
+
+// Synchronizes as the call callbacks see them (entry, then a successful exit), `n` at most
+// kMaxCallNotes (the queue is not drained here).
+extern "C" __attribute__((noinline)) void run_call_notes(cuscope::detail::Sink* sink, std::uint64_t first, long n) {
+  CUresult success = CUDA_SUCCESS;
+  for (long i = 0; i < n; ++i) {
+    std::uint64_t shared = 0;
+    CUpti_CallbackData cb{};
+    cb.correlationId = static_cast<std::uint32_t>(first + static_cast<std::uint64_t>(i));
+    cb.correlationData = &shared;
+    cb.callbackSite = CUPTI_API_ENTER;
+    cuscope::detail::on_timed_call(*sink, CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, cb);
+    cb.callbackSite = CUPTI_API_EXIT;
+    cb.functionReturnValue = &success;
+    cuscope::detail::on_timed_call(*sink, CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, cb);
     __asm__ volatile("" ::: "memory");
   }
 }
@@ -117,7 +141,8 @@ int main(int argc, char** argv) {
   const bool cupti = argc > 2 && std::strcmp(argv[2], "cupti") == 0;
   const bool launch = argc > 2 && std::strcmp(argv[2], "launch") == 0;
   const bool notes = argc > 2 && std::strcmp(argv[2], "note_launch") == 0;
-  if (argc > 2 && !traced && !cupti && !launch && !notes) {
+  const bool calls = argc > 2 && std::strcmp(argv[2], "call_note") == 0;
+  if (argc > 2 && !traced && !cupti && !launch && !notes && !calls) {
     const std::string mode = argv[2];
     cuscope_bench::Injected& in = cuscope_bench::injected(5000);
     if (!in.error.empty()) {
@@ -153,9 +178,35 @@ int main(int argc, char** argv) {
     return 0;
   }
   cuscope_bench::start_host_only_session(5000, traced ? "/dev/null" : "");
-  if (cupti || launch || notes)
+  if (cupti || launch || notes || calls)
     cuscope::detail::trace_with_fake_cupti_for_testing(empty_correlation_push, empty_correlation_pop,
-                                                       launch || notes);
+                                                       launch || notes || calls);
+  if (calls) {
+    cuscope::detail::set_call_callbacks_for_testing({false, false});  // the defaults: no records
+    cuscope::detail::Session& s = cuscope::detail::session();
+    const auto drain = [&s] {
+      std::lock_guard lock(s.aggregator_mutex);
+      cuscope::detail::drain_launches(s);
+    };
+    CUSCOPE_SCOPE("synchronizing");
+    constexpr long kBatch = static_cast<long>(cuscope::detail::kMaxCallNotes / 2);
+    std::uint64_t correlation = 1;
+    run_call_notes(&s, correlation, kBatch);  // the steady state: the queue reserved
+    correlation += kBatch;
+    drain();
+    for (long done = 0; done < n; done += kBatch) {
+      const long batch = n - done < kBatch ? n - done : kBatch;
+      run_call_notes(&s, correlation, batch);
+      correlation += static_cast<std::uint64_t>(batch);
+      drain();
+    }
+    const std::uint64_t lost = cuscope::detail::take_lost_launch_notes();
+    const cuscope::RangeStats* range = cuscope::snapshot().find("synchronizing");
+    const std::uint64_t seen = range != nullptr ? range->self.sync_count : 0;
+    std::printf("call notes %ld, seen %llu, lost %llu\n", n, static_cast<unsigned long long>(seen),
+                static_cast<unsigned long long>(lost));
+    return lost == 0 && seen == static_cast<std::uint64_t>(n + kBatch) ? 0 : 1;
+  }
   if (notes) {
     cuscope::detail::Session& s = cuscope::detail::session();
     const auto drain = [&s] {
