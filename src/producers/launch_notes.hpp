@@ -9,9 +9,11 @@
 // CUPTI's records of them.
 //
 // CUDA-free: the CUPTI subscriber (cupti/subscriber.cpp) calls note_launch() with CUPTI's
-// correlation id; tests call it the same way. Never here: a lock or an allocation on the writing
-// side after a thread's first note; waiting for the reader (a full ring refuses the note, and the
-// refusal is counted: its work is counted as unresolved).
+// correlation id, and cupti/call_callbacks.cpp calls note_call(); tests call them the same way.
+// Never here: a lock or an allocation on a launch's writing side after a thread's first note (a call
+// note takes the queue's short lock, and allocates once per process); waiting for the reader (a
+// full ring or queue refuses the note, and the refusal is counted: its work is counted as
+// unresolved, its call as lost).
 #pragma once
 
 #include <atomic>
