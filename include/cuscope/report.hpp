@@ -274,7 +274,8 @@ struct Diagnostics {
   std::uint64_t allocations_untracked = 0;
   /// Launches whose scope the launch callbacks could not note (CUSCOPE_ATTRIBUTION=launch: the
   /// launching thread's ring of notes was full, or no memory for it): their GPU work counts as
-  /// not matched to a scope (unresolved_records).
+  /// not matched to a scope (unresolved_records). Also the synchronizes, allocations and frees the
+  /// call callbacks could not note (their queue of 16,384 was full): those calls are missing.
   std::uint64_t launch_notes_lost = 0;
   /// Kernel name lookups past the name cache's bound (8,192 distinct names): each demangled the
   /// name anew. The names stay right; only their cost grows.
