@@ -4,6 +4,7 @@ Tests in this process share one cuscope session (one per process, by design): ea
 names of its own and compares counts before and after. What concerns a whole process (exit,
 fork, zero-code mode, start()) runs in a fresh interpreter through run_python().
 """
+import importlib.util
 import os
 import subprocess
 import sys
@@ -16,6 +17,14 @@ os.environ["CUSCOPE_PRINT"] = "0"
 
 CLEAN_ENV = {k: v for k, v in os.environ.items()
              if not k.startswith("CUSCOPE_") and k not in ("NVTX_INJECTION64_PATH", "CUDA_INJECTION64_PATH")}
+
+
+def load_script(path, name):
+    """The Python file at `path` (a script of bench/ or tests/gpu/, not a package) as module `name`."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def run_python(code, *args, env=None, timeout=120, python_args=()):

@@ -2,21 +2,12 @@
 here, in the shape of cuscope's JSON (docs/json-schema.md): it passes exactly when step/loss holds one
 synchronization per step, the step none elsewhere, and step/loss carries the synchronization finding.
 """
-import importlib.util
 import json
 import os
 
-SCRIPT = os.path.join(os.path.dirname(__file__), "..", "gpu", "torch_compare.py")
+from conftest import load_script
 
-
-def load_compare():
-    spec = importlib.util.spec_from_file_location("torch_compare", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-compare = load_compare()
+compare = load_script(os.path.join(os.path.dirname(__file__), "..", "gpu", "torch_compare.py"), "torch_compare")
 
 
 def report(tmp_path, loss_syncs, step_syncs, finding=True, with_loss=True):

@@ -16,7 +16,7 @@ import textwrap
 
 import pytest
 
-from conftest import CLEAN_ENV
+from conftest import CLEAN_ENV, load_script
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "torch_overhead.py")
 CLI = os.environ.get("CUSCOPE_TEST_CLI", "")
@@ -28,14 +28,7 @@ REFUSED = ("cuscope_minimal_cupti: not tracing: cuptiActivityEnable(CONCURRENT_K
            "CUPTI_ERROR_UNKNOWN")
 
 
-def load_bench():
-    spec = importlib.util.spec_from_file_location("torch_overhead", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = load_bench()
+bench = load_script(SCRIPT, "torch_overhead")
 
 
 def run_bench(*args, env=None):
