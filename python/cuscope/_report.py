@@ -272,7 +272,10 @@ class Report:
     notes = property(lambda self: list(self._d["notes"]), doc="Other things a reader must know.")
     device = property(lambda self: self._d["device"], doc="The GPU, or 'no GPU'.")
     gpu_timing = property(lambda self: self._d["gpu_timing"], doc="'on', or why CUDA-event timing is off.")
-    activity_status = property(lambda self: self._d["activity_status"], doc="'on'; 'on, without ...' when records were left out; or why CUPTI is off.")
+    activity_status = property(
+        lambda self: self._d["activity_status"],
+        doc="'on'; 'on, ...' when records were left out (the defaults: 'on, synchronizes and allocations seen by "
+            "callbacks, without their records (...)'); or why CUPTI is off.")
     counters_status = property(lambda self: self._d["counters_status"], doc="Hardware counters' state.")
     steps = property(lambda self: self._d["steps"], doc="Steps marked with cuscope.step().")
     recorded_steps = property(lambda self: self._d["recorded_steps"], doc="Steps inside the active window.")
