@@ -63,7 +63,8 @@ const cuscope::RangeStats& range(const cuscope::Report& r, const char* path) {
 // One driver call as CUPTI hands it to the callback: its entry, then (after `during`) its exit
 // returning `result`.
 template <class Params, class During>
-void call(CUpti_CallbackId cbid, std::uint32_t correlation, Params& params, CUresult result, During&& during) {
+void call(CUpti_CallbackId cbid, std::uint32_t correlation, Params& params, CUresult result,
+          During&& during) {
   auto& sink = cuscope::detail::session();
   std::uint64_t shared = 0;  // CUPTI's correlationData: one value from the entry to the exit
   CUpti_CallbackData cb{};
@@ -144,9 +145,10 @@ TEST_CASE("noted allocations and frees: counts, sizes, frees sized from the book
   CHECK(r.diagnostics.unresolved_records == 0);
 }
 
-TEST_CASE("the calls noted: synchronizes without synchronization records, device allocations and frees "
-          "without memory records, nothing else",
-          "[launch][calls]") {
+TEST_CASE(
+    "the calls noted: synchronizes without synchronization records, device allocations and frees "
+    "without memory records, nothing else",
+    "[launch][calls]") {
   using cuscope::detail::timed_call_kind;
   const RecordChoice none{false, false};
   CHECK(timed_call_kind(CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, none) == CallKind::wait);
@@ -271,7 +273,8 @@ TEST_CASE("call notes from many threads, drained while they wait, are exact", "[
   CHECK(cuscope::detail::take_lost_launch_notes() == 0);
 }
 
-TEST_CASE("trace mode: noted synchronizes and allocations replay to the exit report", "[launch][calls][trace]") {
+TEST_CASE("trace mode: noted synchronizes and allocations replay to the exit report",
+          "[launch][calls][trace]") {
   const std::string trace_path = cuscope_test::trace_kit::temp_path("calls.cuscope");
   const std::string json_path = cuscope_test::trace_kit::temp_path("calls.json");
   cuscope::Options o = cuscope_test::quiet_options();

@@ -35,11 +35,10 @@ constexpr std::size_t kBytes = 1 << 20;
 
 // cuscope's list (src/producers/cupti/call_callbacks.cpp), by callback name.
 constexpr const char* kCuscopeCalls[] = {
-    "cuCtxSynchronize",        "cuCtxSynchronize_v2",          "cuStreamSynchronize",
-    "cuStreamSynchronize_ptsz", "cuEventSynchronize",           "cuMemAlloc_v2",
-    "cuMemAllocPitch_v2",      "cuMemAllocManaged",            "cuMemAllocAsync",
-    "cuMemAllocAsync_ptsz",    "cuMemAllocFromPoolAsync",      "cuMemAllocFromPoolAsync_ptsz",
-    "cuMemFree_v2",            "cuMemFreeAsync",               "cuMemFreeAsync_ptsz"};
+    "cuCtxSynchronize",   "cuCtxSynchronize_v2",  "cuStreamSynchronize",     "cuStreamSynchronize_ptsz",
+    "cuEventSynchronize", "cuMemAlloc_v2",        "cuMemAllocPitch_v2",      "cuMemAllocManaged",
+    "cuMemAllocAsync",    "cuMemAllocAsync_ptsz", "cuMemAllocFromPoolAsync", "cuMemAllocFromPoolAsync_ptsz",
+    "cuMemFree_v2",       "cuMemFreeAsync",       "cuMemFreeAsync_ptsz"};
 
 bool cuscope_lists(const std::string& name) {
   for (const char* c : kCuscopeCalls) {
@@ -64,7 +63,8 @@ void CUPTIAPI on_call(void*, CUpti_CallbackDomain, CUpti_CallbackId cbid, const 
     if (cb->correlationData != nullptr) *cb->correlationData = probe::now_ns();
     return;
   }
-  if (cb->functionReturnValue == nullptr || *static_cast<const CUresult*>(cb->functionReturnValue) != CUDA_SUCCESS)
+  if (cb->functionReturnValue == nullptr ||
+      *static_cast<const CUresult*>(cb->functionReturnValue) != CUDA_SUCCESS)
     return;
   Seen s;
   const std::uint64_t end = probe::now_ns();
@@ -72,13 +72,15 @@ void CUPTIAPI on_call(void*, CUpti_CallbackDomain, CUpti_CallbackId cbid, const 
     const auto* p = static_cast<const cuMemAlloc_v2_params*>(cb->functionParams);
     s.bytes = p->bytesize;
     s.address = *p->dptr;
-  } else if (cbid == CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync || cbid == CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz) {
+  } else if (cbid == CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync ||
+             cbid == CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz) {
     const auto* p = static_cast<const cuMemAllocAsync_params*>(cb->functionParams);  // same layout as _ptsz
     s.bytes = p->bytesize;
     s.address = *p->dptr;
   } else if (cbid == CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2) {
     s.address = static_cast<const cuMemFree_v2_params*>(cb->functionParams)->dptr;
-  } else if (cbid == CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync || cbid == CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz) {
+  } else if (cbid == CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync ||
+             cbid == CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz) {
     s.address = static_cast<const cuMemFreeAsync_params*>(cb->functionParams)->dptr;  // same layout as _ptsz
   }
   std::lock_guard lock(g_seen_mutex);
@@ -98,7 +100,8 @@ void CUPTIAPI on_call(void*, CUpti_CallbackDomain, CUpti_CallbackId cbid, const 
 void set_callbacks(CUpti_SubscriberHandle sub, bool on, bool all) {
   for (CUpti_CallbackId cbid = 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
     const std::string name = probe::callback_name(CUPTI_CB_DOMAIN_DRIVER_API, cbid);
-    const bool wanted = all ? name.find("Synchronize") != std::string::npos || name.find("MemAlloc") != std::string::npos ||
+    const bool wanted = all ? name.find("Synchronize") != std::string::npos ||
+                                  name.find("MemAlloc") != std::string::npos ||
                                   name.find("MemFree") != std::string::npos
                             : cuscope_lists(name);
     if (wanted) PROBE_CUPTI(cuptiEnableCallback(on ? 1 : 0, sub, CUPTI_CB_DOMAIN_DRIVER_API, cbid));
@@ -111,8 +114,10 @@ void check(cudaStream_t s, cudaEvent_t e) {
     void (*run)(cudaStream_t, cudaEvent_t, void**);
   };
   const Call calls[] = {
-      {"cudaStreamSynchronize", [](cudaStream_t s, cudaEvent_t, void**) { PROBE_CUDA(cudaStreamSynchronize(s)); }},
-      {"cudaDeviceSynchronize", [](cudaStream_t, cudaEvent_t, void**) { PROBE_CUDA(cudaDeviceSynchronize()); }},
+      {"cudaStreamSynchronize",
+       [](cudaStream_t s, cudaEvent_t, void**) { PROBE_CUDA(cudaStreamSynchronize(s)); }},
+      {"cudaDeviceSynchronize",
+       [](cudaStream_t, cudaEvent_t, void**) { PROBE_CUDA(cudaDeviceSynchronize()); }},
       {"cudaEventSynchronize",
        [](cudaStream_t s, cudaEvent_t e, void**) {
          PROBE_CUDA(cudaEventRecord(e, s));
@@ -120,7 +125,8 @@ void check(cudaStream_t s, cudaEvent_t e) {
        }},
       {"cudaMalloc", [](cudaStream_t, cudaEvent_t, void** p) { PROBE_CUDA(cudaMalloc(p, kBytes)); }},
       {"cudaFree", [](cudaStream_t, cudaEvent_t, void** p) { PROBE_CUDA(cudaFree(*p)); }},
-      {"cudaMallocAsync", [](cudaStream_t s, cudaEvent_t, void** p) { PROBE_CUDA(cudaMallocAsync(p, kBytes, s)); }},
+      {"cudaMallocAsync",
+       [](cudaStream_t s, cudaEvent_t, void** p) { PROBE_CUDA(cudaMallocAsync(p, kBytes, s)); }},
       {"cudaFreeAsync", [](cudaStream_t s, cudaEvent_t, void** p) { PROBE_CUDA(cudaFreeAsync(*p, s)); }},
       {"cudaFree(nullptr)", [](cudaStream_t, cudaEvent_t, void**) { PROBE_CUDA(cudaFree(nullptr)); }},
   };
@@ -135,7 +141,7 @@ void check(cudaStream_t s, cudaEvent_t e) {
       if (frees) {
         g_checking = false;
         PROBE_CUDA(std::strcmp(c.name, "cudaFree") == 0 ? cudaMalloc(&pointers[i], kBytes)
-                                                         : cudaMallocAsync(&pointers[i], kBytes, s));
+                                                        : cudaMallocAsync(&pointers[i], kBytes, s));
         PROBE_CUDA(cudaStreamSynchronize(s));
         g_checking = true;
       }
@@ -152,13 +158,15 @@ void check(cudaStream_t s, cudaEvent_t e) {
         listed_nonzero += seen.address != 0;
         const bool alloc = seen.name.find("MemAlloc") != std::string::npos;
         const bool free = seen.name.find("MemFree") != std::string::npos;
-        if (alloc) sizes_right += seen.bytes == kBytes && seen.address == reinterpret_cast<std::uint64_t>(pointers[i]);
+        if (alloc)
+          sizes_right += seen.bytes == kBytes && seen.address == reinterpret_cast<std::uint64_t>(pointers[i]);
         if (free) sizes_right += seen.address == reinterpret_cast<std::uint64_t>(pointers[i]);
       }
     }
     if (std::strcmp(c.name, "cudaMallocAsync") == 0 || std::strcmp(c.name, "cudaMalloc") == 0) {
       g_checking = false;
-      for (void* p : pointers) PROBE_CUDA(std::strcmp(c.name, "cudaMalloc") == 0 ? cudaFree(p) : cudaFreeAsync(p, s));
+      for (void* p : pointers)
+        PROBE_CUDA(std::strcmp(c.name, "cudaMalloc") == 0 ? cudaFree(p) : cudaFreeAsync(p, s));
       PROBE_CUDA(cudaStreamSynchronize(s));
       g_checking = true;
     }
@@ -167,16 +175,20 @@ void check(cudaStream_t s, cudaEvent_t e) {
     const bool nothing = std::strcmp(c.name, "cudaFree(nullptr)") == 0;
     // cudaFree(nullptr) may reach cuMemFree_v2 with address 0, which cuscope drops: right when no
     // listed callback carried an address.
-    const bool ok = nothing ? listed_nonzero == 0 : listed == kCheckCalls && (!memory || sizes_right == kCheckCalls);
+    const bool ok =
+        nothing ? listed_nonzero == 0 : listed == kCheckCalls && (!memory || sizes_right == kCheckCalls);
     exact += ok;
-    std::printf("CHECK %-22s calls=%d listed_callbacks=%d with_address=%d sizes_and_addresses_right=%d reached:",
-                c.name, kCheckCalls, listed, listed_nonzero, sizes_right);
-    for (const auto& [name, n] : reached) std::printf(" %s%s=%d", name.c_str(), cuscope_lists(name) ? "" : "(unlisted)", n);
+    std::printf(
+        "CHECK %-22s calls=%d listed_callbacks=%d with_address=%d sizes_and_addresses_right=%d reached:",
+        c.name, kCheckCalls, listed, listed_nonzero, sizes_right);
+    for (const auto& [name, n] : reached)
+      std::printf(" %s%s=%d", name.c_str(), cuscope_lists(name) ? "" : "(unlisted)", n);
     std::printf("\n");
   }
-  std::printf("CONCLUSION: %d of %zu runtime calls reached exactly one callback of cuscope's list per call, with "
-              "the right size and address\n",
-              exact, std::size(calls));
+  std::printf(
+      "CONCLUSION: %d of %zu runtime calls reached exactly one callback of cuscope's list per call, with "
+      "the right size and address\n",
+      exact, std::size(calls));
 }
 
 // One configuration's batch: kOpsPerBatch operations, nanoseconds per operation.

@@ -16,11 +16,13 @@ constexpr std::array<CUpti_CallbackId, 5> kWaits = {
     CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2,
     CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz,
     CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize};
-constexpr std::array<CUpti_CallbackId, 7> kAllocs = {
-    CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2,           CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2,
-    CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged,       CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync,
-    CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz,    CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync,
-    CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz};
+constexpr std::array<CUpti_CallbackId, 7> kAllocs = {CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2,
+                                                     CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2,
+                                                     CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged,
+                                                     CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync,
+                                                     CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz,
+                                                     CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync,
+                                                     CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz};
 constexpr std::array<CUpti_CallbackId, 3> kFrees = {CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2,
                                                     CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync,
                                                     CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz};
