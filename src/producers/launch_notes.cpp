@@ -12,6 +12,7 @@
 #include "producers/hot_tls.hpp"
 #include "producers/scope_state.hpp"
 #include "producers/sink.hpp"
+#include "producers/to_model.hpp"
 #include "trace/writer.hpp"
 
 namespace cuscope::inline v0::detail {
@@ -123,17 +124,25 @@ void note_call(Sink& sink, const CallNote& note) noexcept {
 
 namespace {
 
-// The model events CUPTI's records of `call` would have made: who made the call (the scope instance,
-// or for a call outside every scope the call's own times, which the step window judges), then what
-// it did under the same correlation id.
+// Who made the CUDA call `correlation`: the scope instance, or for a call outside every scope the
+// call's own times, which the step window judges. What CUPTI's API and external-correlation records
+// would have said.
+template <class Emit>
+void caller_events(std::uint64_t correlation, std::uint64_t instance, std::uint64_t start_ns, std::uint64_t end_ns,
+                   Emit&& emit) {
+  if (instance == model::kNoInstance) {
+    emit(model::ApiCall{correlation, start_ns, end_ns});
+  } else {
+    emit(model::ExternalCorrelation{correlation, instance});
+  }
+}
+
+// The model events CUPTI's records of `call` would have made: who made the call, then what it did
+// under the same correlation id.
 template <class Emit>
 void call_events(const QueuedCall& call, Emit&& emit) {
   const CallNote& n = call.note;
-  if (call.instance == model::kNoInstance) {
-    emit(model::ApiCall{n.correlation, n.start_ns, n.end_ns});
-  } else {
-    emit(model::ExternalCorrelation{n.correlation, call.instance});
-  }
+  caller_events(n.correlation, call.instance, n.start_ns, n.end_ns, emit);
   if (n.kind == CallNote::Kind::wait) {
     emit(model::SyncActivity{n.correlation, n.start_ns, n.end_ns});
   } else {
@@ -152,33 +161,12 @@ void drain_launches(Sink& sink) noexcept {
     std::lock_guard calls(r.calls_mutex);
     r.draining.swap(r.calls);  // the writers go on into the emptied vector, its reserve kept
   }
-  for (const QueuedCall& call : r.draining) {
-    call_events(call, [&](const auto& e) {
-      try {
-        if (w != nullptr) w->on(e);
-      } catch (...) {  // the trace out of memory: the model still gets the event
-      }
-      try {
-        sink.aggregator.on(e);
-      } catch (...) {  // the model out of memory: this call's event is lost
-      }
-    });
-  }
+  const auto emit = [&](const auto& e) { to_model_and_trace(sink, w, e); };
+  for (const QueuedCall& call : r.draining) call_events(call, emit);
   r.draining.clear();
   for (const auto& ring : r.rings) {
     ring->drain([&](const LaunchNote& n) {
-      try {
-        if (n.instance == model::kNoInstance) {
-          const model::ApiCall call{n.correlation, n.api_start_ns, n.api_start_ns};
-          if (w != nullptr) w->on(call);
-          sink.aggregator.on(call);
-        } else {
-          const model::ExternalCorrelation link{n.correlation, n.instance};
-          if (w != nullptr) w->on(link);
-          sink.aggregator.on(link);
-        }
-      } catch (...) {  // the trace out of memory: the model has what it needs
-      }
+      caller_events(n.correlation, n.instance, n.api_start_ns, n.api_start_ns, emit);
     });
   }
 }

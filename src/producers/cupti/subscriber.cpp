@@ -20,6 +20,7 @@
 #include "producers/log.hpp"
 #include "producers/scope_state.hpp"
 #include "producers/sink.hpp"
+#include "producers/to_model.hpp"
 #include "trace/writer.hpp"
 
 namespace cuscope::inline v0::detail {
@@ -171,15 +172,11 @@ void on_api(Sink& target, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, co
   }
 }
 
-// A graph event to the session's model and, in trace mode, the same event to the trace. Out of memory:
-// the event is lost, and the kernels it concerned count as of an unknown node.
+// A graph event to the session's model and, in trace mode, to the trace (producers/to_model.hpp). Out
+// of memory in the model: the event is lost, and the kernels it concerned count as of an unknown node.
 template <class Event>
-void to_model_and_trace(Sink& sink, Event&& e) noexcept {
-  try {
-    if (trace::Writer* w = trace::g_writer.load(std::memory_order_acquire)) w->on(e);
-    sink.aggregator.on(std::forward<Event>(e));
-  } catch (...) {
-  }
+void graph_event(Sink& sink, const Event& e) noexcept {
+  to_model_and_trace(sink, trace::g_writer.load(std::memory_order_acquire), e);
 }
 
 void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
@@ -282,16 +279,16 @@ void graph_node_created(Sink& sink, std::uint64_t node_id, std::uint32_t graph_i
 
 void graph_node_cloned(Sink& sink, std::uint64_t node_id, std::uint64_t original_node_id,
                        std::uint32_t exec_id) noexcept {
-  to_model_and_trace(sink, model::GraphNodeCloned{node_id, original_node_id, exec_id});
+  graph_event(sink, model::GraphNodeCloned{node_id, original_node_id, exec_id});
 }
 
 void graph_exec_nodes(Sink& sink, std::uint32_t exec_id, std::vector<std::uint64_t> node_ids) noexcept {
-  to_model_and_trace(sink, model::GraphExecNodes{exec_id, std::move(node_ids)});
+  graph_event(sink, model::GraphExecNodes{exec_id, std::move(node_ids)});
 }
 
 void graph_exec_updated(Sink& sink, std::uint32_t exec_id, std::uint64_t correlation,
                         std::vector<std::uint64_t> graph_node_ids) noexcept {
-  to_model_and_trace(sink, model::GraphExecUpdated{exec_id, correlation, std::move(graph_node_ids)});
+  graph_event(sink, model::GraphExecUpdated{exec_id, correlation, std::move(graph_node_ids)});
 }
 
 Subscribed subscribe(Sink& sink, bool launches) noexcept {
