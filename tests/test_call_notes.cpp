@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <regex>
 #include <string>
 #include <thread>
@@ -27,7 +28,6 @@
 #include "trace/replay.hpp"
 #include "trace_kit.hpp"
 
-using cuscope::detail::CallKind;
 using cuscope::detail::CallNote;
 using cuscope::detail::RecordChoice;
 using cuscope_test::NotedSession;
@@ -151,27 +151,27 @@ TEST_CASE(
     "[launch][calls]") {
   using cuscope::detail::timed_call_kind;
   const RecordChoice none{false, false};
-  CHECK(timed_call_kind(CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, none) == CallKind::wait);
-  CHECK(timed_call_kind(CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz, none) == CallKind::wait);
-  CHECK(timed_call_kind(CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, none) == CallKind::wait);
-  CHECK(timed_call_kind(CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2, none) == CallKind::wait);
-  CHECK(timed_call_kind(CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize, none) == CallKind::wait);
-  CHECK(timed_call_kind(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, none) == CallKind::alloc);
-  CHECK(timed_call_kind(CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz, none) == CallKind::alloc);
-  CHECK(timed_call_kind(CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged, none) == CallKind::alloc);
-  CHECK(timed_call_kind(CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync, none) == CallKind::free);
-  CHECK(timed_call_kind(CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, none) == CallKind::free);
+  CHECK(timed_call_kind(CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, none) == CallNote::Kind::wait);
+  CHECK(timed_call_kind(CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz, none) == CallNote::Kind::wait);
+  CHECK(timed_call_kind(CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, none) == CallNote::Kind::wait);
+  CHECK(timed_call_kind(CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2, none) == CallNote::Kind::wait);
+  CHECK(timed_call_kind(CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize, none) == CallNote::Kind::wait);
+  CHECK(timed_call_kind(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, none) == CallNote::Kind::alloc);
+  CHECK(timed_call_kind(CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz, none) == CallNote::Kind::alloc);
+  CHECK(timed_call_kind(CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged, none) == CallNote::Kind::alloc);
+  CHECK(timed_call_kind(CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync, none) == CallNote::Kind::free);
+  CHECK(timed_call_kind(CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, none) == CallNote::Kind::free);
   // Not the frequent calls that do not block the host, nor host memory, nor launches.
   for (CUpti_CallbackId other :
        {CUPTI_DRIVER_TRACE_CBID_cuEventQuery, CUPTI_DRIVER_TRACE_CBID_cuStreamQuery,
         CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent, CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2,
         CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel})
-    CHECK(timed_call_kind(other, none) == CallKind::none);
+    CHECK(timed_call_kind(other, none) == std::nullopt);
   // Where their records are on, the records say it: no call is noted twice.
-  CHECK(timed_call_kind(CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, {true, false}) == CallKind::none);
-  CHECK(timed_call_kind(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, {true, false}) == CallKind::alloc);
-  CHECK(timed_call_kind(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, {false, true}) == CallKind::none);
-  CHECK(timed_call_kind(CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, {false, true}) == CallKind::wait);
+  CHECK(timed_call_kind(CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, {true, false}) == std::nullopt);
+  CHECK(timed_call_kind(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, {true, false}) == CallNote::Kind::alloc);
+  CHECK(timed_call_kind(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, {false, true}) == std::nullopt);
+  CHECK(timed_call_kind(CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, {false, true}) == CallNote::Kind::wait);
 }
 
 TEST_CASE("the callbacks read the driver's parameters and times, and note only successful calls",

@@ -22,6 +22,7 @@
 // Built and run by tests/gpu-check.sh (--probes, or the full check), which prints its nvcc line.
 #include <map>
 
+#include "../../../src/producers/cupti/noted_calls.hpp"  // CUPTI and the standard library only
 #include "probe_common.hpp"
 
 namespace {
@@ -33,18 +34,16 @@ constexpr int kBatches = 10;  // timed per round, after one untimed batch
 constexpr int kRounds = 5;
 constexpr std::size_t kBytes = 1 << 20;
 
-// cuscope's list (src/producers/cupti/call_callbacks.cpp), by callback name.
-constexpr const char* kCuscopeCalls[] = {
-    "cuCtxSynchronize",   "cuCtxSynchronize_v2",  "cuStreamSynchronize",     "cuStreamSynchronize_ptsz",
-    "cuEventSynchronize", "cuMemAlloc_v2",        "cuMemAllocPitch_v2",      "cuMemAllocManaged",
-    "cuMemAllocAsync",    "cuMemAllocAsync_ptsz", "cuMemAllocFromPoolAsync", "cuMemAllocFromPoolAsync_ptsz",
-    "cuMemFree_v2",       "cuMemFreeAsync",       "cuMemFreeAsync_ptsz"};
-
+// Whether cuscope notes the driver call named `name`: its own list (noted_calls.hpp), by name.
 bool cuscope_lists(const std::string& name) {
-  for (const char* c : kCuscopeCalls) {
-    if (name == c) return true;
-  }
-  return false;
+  const auto in = [&name](const auto& ids) {
+    for (CUpti_CallbackId id : ids) {
+      if (probe::callback_name(CUPTI_CB_DOMAIN_DRIVER_API, id) == name) return true;
+    }
+    return false;
+  };
+  using namespace cuscope::detail;
+  return in(kNotedWaits) || in(kNotedAllocs) || in(kNotedFrees);
 }
 
 // What the callbacks saw: every successful exit, by callback name, with an allocation's size and

@@ -4,40 +4,18 @@
 #include <cuda.h>
 
 #include <array>
+#include <optional>
 
 #include "producers/clock.hpp"
 #include "producers/cupti/errors.hpp"
-#include "producers/launch_notes.hpp"
+#include "producers/cupti/noted_calls.hpp"
 
 namespace cuscope::inline v0::detail {
 namespace {
 
-constexpr std::array<CUpti_CallbackId, 5> kWaits = {
-    CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2,
-    CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize};
-constexpr std::array<CUpti_CallbackId, 7> kAllocs = {CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2,
-                                                     CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2,
-                                                     CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged,
-                                                     CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync,
-                                                     CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz,
-                                                     CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync,
-                                                     CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz};
-constexpr std::array<CUpti_CallbackId, 3> kFrees = {CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2,
-                                                    CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync,
-                                                    CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz};
-
-template <std::size_t N>
-bool one_of(const std::array<CUpti_CallbackId, N>& ids, CUpti_CallbackId cbid) {
-  for (CUpti_CallbackId id : ids) {
-    if (id == cbid) return true;
-  }
-  return false;
-}
-
 // The calls being noted, by callback id; written before their callbacks are enabled, cleared
 // after the unsubscription.
-std::array<CallKind, CUPTI_DRIVER_TRACE_CBID_SIZE> g_kinds{};
+std::array<std::optional<CallNote::Kind>, CUPTI_DRIVER_TRACE_CBID_SIZE> g_kinds{};
 
 void set_kinds(RecordChoice want) noexcept {
   for (CUpti_CallbackId cbid = 0; cbid < g_kinds.size(); ++cbid) g_kinds[cbid] = timed_call_kind(cbid, want);
@@ -94,29 +72,30 @@ std::uint64_t freed(CUpti_CallbackId cbid, const void* params) {
 
 }  // namespace
 
-CallKind timed_call_kind(CUpti_CallbackId cbid, RecordChoice want) noexcept {
-  if (!want.syncs && one_of(kWaits, cbid)) return CallKind::wait;
-  if (!want.memory && one_of(kAllocs, cbid)) return CallKind::alloc;
-  if (!want.memory && one_of(kFrees, cbid)) return CallKind::free;
-  return CallKind::none;
+std::optional<CallNote::Kind> timed_call_kind(CUpti_CallbackId cbid, RecordChoice want) noexcept {
+  if (!want.syncs && noted_in(kNotedWaits, cbid)) return CallNote::Kind::wait;
+  if (!want.memory && noted_in(kNotedAllocs, cbid)) return CallNote::Kind::alloc;
+  if (!want.memory && noted_in(kNotedFrees, cbid)) return CallNote::Kind::free;
+  return std::nullopt;
 }
 
 std::string enable_call_callbacks(CUpti_SubscriberHandle handle, RecordChoice want) {
   set_kinds(want);
   for (CUpti_CallbackId cbid = 0; cbid < g_kinds.size(); ++cbid) {
-    if (g_kinds[cbid] == CallKind::none) continue;
+    if (!g_kinds[cbid]) continue;
     if (CUptiResult r = cuptiEnableCallback(1, handle, CUPTI_CB_DOMAIN_DRIVER_API, cbid); r != CUPTI_SUCCESS)
       return cupti_refusal("cuptiEnableCallback(DRIVER_API, synchronizes and allocations)", r);
   }
   return {};
 }
 
-void clear_call_callbacks() noexcept { g_kinds.fill(CallKind::none); }
+void clear_call_callbacks() noexcept { g_kinds.fill(std::nullopt); }
 
 void set_call_callbacks_for_testing(RecordChoice want) noexcept { set_kinds(want); }
 
 bool on_timed_call(Sink& sink, CUpti_CallbackId cbid, const CUpti_CallbackData& cb) noexcept {
-  if (cbid >= g_kinds.size() || g_kinds[cbid] == CallKind::none) return false;
+  const std::optional<CallNote::Kind> kind = cbid < g_kinds.size() ? g_kinds[cbid] : std::nullopt;
+  if (!kind) return false;
   if (cb.callbackSite == CUPTI_API_ENTER) {
     if (cb.correlationData != nullptr) *cb.correlationData = now_ns();
     return true;
@@ -125,27 +104,18 @@ bool on_timed_call(Sink& sink, CUpti_CallbackId cbid, const CUpti_CallbackData& 
       *static_cast<const CUresult*>(cb.functionReturnValue) != CUDA_SUCCESS)
     return true;
   CallNote note;
+  note.kind = *kind;
   note.correlation = cb.correlationId;
   note.end_ns = now_ns();
   // The entry's clock; none (the callbacks were enabled during the call), or one past the exit: a
   // call of no length.
   const std::uint64_t entry = cb.correlationData != nullptr ? *cb.correlationData : 0;
   note.start_ns = entry != 0 && entry <= note.end_ns ? entry : note.end_ns;
-  switch (g_kinds[cbid]) {
-    case CallKind::wait:
-      note.kind = CallNote::Kind::wait;
-      break;
-    case CallKind::alloc:
-      note.kind = CallNote::Kind::alloc;
-      if (!allocation(cbid, cb.functionParams, note) || note.address == 0) return true;
-      break;
-    case CallKind::free:
-      note.kind = CallNote::Kind::free;
-      note.address = freed(cbid, cb.functionParams);
-      if (note.address == 0) return true;  // cudaFree(nullptr): frees nothing
-      break;
-    case CallKind::none:
-      return false;
+  if (note.kind == CallNote::Kind::alloc && (!allocation(cbid, cb.functionParams, note) || note.address == 0))
+    return true;
+  if (note.kind == CallNote::Kind::free) {
+    note.address = freed(cbid, cb.functionParams);
+    if (note.address == 0) return true;  // cudaFree(nullptr): frees nothing
   }
   if (note.kind != CallNote::Kind::wait && cb.context != nullptr) {
     std::uint32_t device = 0;

@@ -14,21 +14,20 @@
 
 #include <cupti.h>
 
-#include <cstdint>
+#include <optional>
 #include <string>
 
 #include "producers/cupti/traced_calls.hpp"
+#include "producers/launch_notes.hpp"
 
 namespace cuscope::inline v0::detail {
 
 struct Sink;
 
-enum class CallKind : std::uint8_t { none, wait, alloc, free };
-
 /// What cuscope notes of the driver call `cbid` when `want` leaves records off: the synchronizes
 /// (context, stream, event) as waits when !want.syncs; the device and managed allocations and
-/// their frees when !want.memory; none otherwise.
-CallKind timed_call_kind(CUpti_CallbackId cbid, RecordChoice want) noexcept;
+/// their frees when !want.memory; nothing otherwise.
+std::optional<CallNote::Kind> timed_call_kind(CUpti_CallbackId cbid, RecordChoice want) noexcept;
 /// Enables on `handle` the callbacks of every call timed_call_kind() notes for `want`; "" or why not.
 std::string enable_call_callbacks(CUpti_SubscriberHandle handle, RecordChoice want);
 /// Forgets what enable_call_callbacks() enabled (after the unsubscription).
