@@ -47,7 +47,9 @@ usage: tests/gpu-check.sh [--probes | --fetch-deps | --help]
                 seconds each section may run (default 300; a probe 150); GPU_BENCH_ARGS the GPU
                 bench's run size (default "--rounds=5 --launches=20000 --stall-limit=45"), GPU_BENCH_TIMEOUT
                 its section's limit (default 180); TORCH_OVERHEAD_ROUNDS the
-                PyTorch step's rounds (default 3, each a fresh process per configuration). Uses
+                PyTorch step's rounds (default 3, each a fresh process per configuration) and
+                TORCH_OVERHEAD_CONFIGS its configurations (default: bare, cuscope, torch_profiler,
+                python_api and minimal_cupti where built; bench/torch_overhead.py lists all). Uses
                 .gpu-deps/ when it exists.
   --probes      Only the probes: build the docs/validation/probes/<name>.cu of PROBES side by side
                 with nvcc (no CMake; probes/build.sh), then run each, one section each, into the
@@ -303,25 +305,33 @@ check() {
   fi
   section_timeout=$usual_timeout
   local torch=0 python_api=() minimal_cupti=()
+  # The PyTorch step's configurations: those the goals are read from (bare, cuscope's defaults,
+  # torch.profiler, the minimal client's floor, the Python API) unless TORCH_OVERHEAD_CONFIGS names
+  # others. Each costs about 9 s a round on an H200 (a fresh process, torch's import, warm-up);
+  # cuscope_external and cuscope_records, measured there on 2026-11-26, are left to that variable.
+  local torch_configs=bare,cuscope,torch_profiler
   if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
     torch=1
     # Issue 25: the Python API (cuscope.scope) too, when this build made the module for this python3
     # (it needs nanobind at configure time).
     if PYTHONPATH="$BUILD_DIR/python" python3 -c 'import cuscope' 2>/dev/null; then
       python_api=(--python-package "$PWD/$BUILD_DIR/python")
+      torch_configs+=,python_api
     else
       echo "torch: the cuscope Python package was not built for this python3: its runs wait" | tee -a "$log"
     fi
     # The floor of CUPTI tracing on the same step: the minimal client as an injection library.
     if [[ -f $BUILD_DIR/bench/libcuscope_minimal_cupti.so ]]; then
       minimal_cupti=(--minimal-cupti "$PWD/$BUILD_DIR/bench/libcuscope_minimal_cupti.so")
+      torch_configs+=,minimal_cupti
     else
       echo "torch: the minimal CUPTI client was not built: its run waits" | tee -a "$log"
     fi
     section "PyTorch step: bare, under the minimal CUPTI client, under cuscope run, under torch.profiler" \
       python3 bench/torch_overhead.py \
       --cuscope "$BUILD_DIR/src/cli/cuscope" --out "$results/torch-overhead" --git-commit "$commit" \
-      --rounds "${TORCH_OVERHEAD_ROUNDS:-3}" "${python_api[@]}" "${minimal_cupti[@]}"
+      --rounds "${TORCH_OVERHEAD_ROUNDS:-3}" "${python_api[@]}" "${minimal_cupti[@]}" \
+      --configs "${TORCH_OVERHEAD_CONFIGS:-$torch_configs}"
   else
     skip "PyTorch step overhead" "no PyTorch with CUDA here"
   fi
