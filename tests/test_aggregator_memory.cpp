@@ -1,6 +1,6 @@
 // The aggregator's copies, sets, synchronizations and allocations, on synthetic activity streams:
 // summed per range and direction, bytes and the peak of live bytes, copies with a pageable host
-// side; each inclusively, up the tree.
+// side, blocking copies; each inclusively, up the tree.
 //
 // Never: a session, a clock or a GPU; the model is fed by hand (tests/model_fixture.hpp).
 #include <catch2/catch.hpp>
@@ -145,4 +145,43 @@ TEST_CASE("copies with a pageable host side are counted per range, with their by
   CHECK(out->total.pageable_copies == 4);
   CHECK(out->total.pageable_bytes == 1347);
   CHECK(r.root().total.pageable_copies == 4);
+}
+
+TEST_CASE("blocking copies are counted per range, with their bytes, apart from waits, and roll up",
+          "[aggregator][blocking]") {
+  Fixture f;
+  auto outer = f.begin("outer");
+  auto inner = f.begin("inner");
+  auto copy = [&](std::uint64_t correlation, std::uint64_t bytes, bool blocking) {
+    MemcpyActivity m;
+    m.correlation = correlation;
+    m.start_ns = 1000;
+    m.end_ns = 1100;
+    m.bytes = bytes;
+    m.kind = CopyKind::DtoH;
+    m.blocking = blocking;
+    f.agg.on(m);
+  };
+  copy(f.launch(inner.instance), 4, true);
+  copy(f.launch(inner.instance), 8, true);
+  copy(f.launch(inner.instance), 100, false);
+  copy(f.launch(outer.instance), 16, true);
+  // Its correlation comes later: the waiting copy stays blocking.
+  copy(999, 32, true);
+  f.agg.on(ExternalCorrelation{999, inner.instance});
+  f.agg.settle();
+  f.end(inner);
+  f.end(outer);
+  const Report r = f.report();
+  const auto& in = r.find("outer/inner")->self;
+  CHECK(in.blocking_copies == 3);
+  CHECK(in.blocking_bytes == 44);
+  CHECK(in.memcpy[static_cast<std::size_t>(CopyKind::DtoH)].count == 4);
+  CHECK(in.sync_count == 0);
+  const auto& out = r.find("outer");
+  CHECK(out->self.blocking_copies == 1);
+  CHECK(out->self.blocking_bytes == 16);
+  CHECK(out->total.blocking_copies == 4);
+  CHECK(out->total.blocking_bytes == 60);
+  CHECK(r.root().total.blocking_copies == 4);
 }

@@ -487,3 +487,28 @@ TEST_CASE("serialized streams: several streams, work off the busiest, and almost
   // Streams recorded without their time (a report from before streams were recorded): silent.
   CHECK_FALSE(model::serialized_streams_rule(on_streams(2, 40, 1'000'000, 0, 1'000'000)));
 }
+
+TEST_CASE("blocking copies: a synchronous host copy per call, over at least 2 calls, own copies only",
+          "[findings][blocking]") {
+  RangeStats r = range_at();  // 10 calls
+  r.self.blocking_copies = 10;
+  r.self.blocking_bytes = 40;
+  const auto f = model::blocking_copies_rule(r);
+  REQUIRE(f);
+  CHECK(f->id == "blocking-copies");
+  CHECK(f->severity == Severity::info);
+  CHECK(f->observation == "10 synchronous host copies in 10 calls (40 B): cudaMemcpy, not cudaMemcpyAsync");
+  CHECK(f->cause.find("wait for the GPU's earlier work") != std::string::npos);
+  CHECK(f->fix.find("cudaMemcpyAsync") != std::string::npos);
+  r.self.blocking_copies = 9;
+  CHECK_FALSE(model::blocking_copies_rule(r));
+  r.calls = 1;
+  r.self.blocking_copies = 5;
+  CHECK_FALSE(model::blocking_copies_rule(r));
+  r.calls = model::kBlockingMinCalls;
+  CHECK(model::blocking_copies_rule(r));
+  // Only the range's own copies: its subtree's are its children's to report.
+  r.self.blocking_copies = 0;
+  r.total.blocking_copies = 100;
+  CHECK_FALSE(model::blocking_copies_rule(r));
+}

@@ -98,18 +98,22 @@ TEST_CASE("json carries each range's findings, and cuscope show reads them back"
   CHECK(cuscope::format_json(back) == cuscope::format_json(r));
 }
 
-TEST_CASE("json carries pageable copies and streams, and cuscope show reads them back",
-          "[json][pageable][streams]") {
+TEST_CASE("json carries pageable and blocking copies and streams, and cuscope show reads them back",
+          "[json][pageable][blocking][streams]") {
   Report r = make_report();
   auto& self = r.ranges[2].self;
   self.pageable_copies = 11;
   self.pageable_bytes = 12'345;
+  self.blocking_copies = 21;
+  self.blocking_bytes = 22'222;
   self.kernel_streams = 3;
   self.busiest_stream_ns = 678;
   r.ranges[2].total.pageable_copies = kMax;
   const json j = parsed(r).at("ranges").at(2);
   CHECK(j.at("self").at("pageable_copies") == 11);
   CHECK(j.at("self").at("pageable_bytes") == 12'345);
+  CHECK(j.at("self").at("blocking_copies") == 21);
+  CHECK(j.at("self").at("blocking_bytes") == 22'222);
   CHECK(j.at("self").at("kernel_streams") == 3);
   CHECK(j.at("self").at("busiest_stream_ns") == 678);
   CHECK(j.at("total").at("pageable_copies") == kMax);
@@ -118,15 +122,20 @@ TEST_CASE("json carries pageable copies and streams, and cuscope show reads them
   REQUIRE(cuscope::cli::report_from_json(format_json(r), &back, &error));
   CHECK(back.ranges[2].self.pageable_copies == 11);
   CHECK(back.ranges[2].self.pageable_bytes == 12'345);
+  CHECK(back.ranges[2].self.blocking_copies == 21);
+  CHECK(back.ranges[2].self.blocking_bytes == 22'222);
   CHECK(back.ranges[2].self.kernel_streams == 3);
   CHECK(back.ranges[2].self.busiest_stream_ns == 678);
   CHECK(back.ranges[2].total.pageable_copies == kMax);
   CHECK(format_json(back) == format_json(r));
   // A report from before these fields reads them as 0.
   json old = parsed(r);
-  for (const char* key : {"pageable_copies", "pageable_bytes", "kernel_streams", "busiest_stream_ns"})
+  for (const char* key :
+       {"pageable_copies", "pageable_bytes", "blocking_copies", "blocking_bytes", "kernel_streams", "busiest_stream_ns"})
     old["ranges"][2]["self"].erase(key);
   REQUIRE(cuscope::cli::report_from_json(old.dump(), &back, &error));
   CHECK(back.ranges[2].self.pageable_copies == 0);
+  CHECK(back.ranges[2].self.blocking_copies == 0);
+  CHECK(back.ranges[2].self.blocking_bytes == 0);
   CHECK(back.ranges[2].self.kernel_streams == 0);
 }

@@ -257,3 +257,43 @@ TEST_CASE("a Memcpy record without memory kinds (older traces) reads as unknown 
   }
   std::remove(path.c_str());
 }
+
+TEST_CASE("a Memcpy record's flags: absent (traces before them) not blocking, bit 0 blocking, other bits refused",
+          "[trace][blocking]") {
+  const std::string path = temp_path("memcpy_flags.cuscope");
+  const std::string kinds{1, 3};  // pageable to device
+  trace::Reader reader;
+  std::string error;
+  Copies copies;
+  auto read_one = [&](const std::string& tail) {
+    write_file(path, trace_with_memcpy(memcpy_payload_without_kinds() + tail));
+    REQUIRE(reader.open(path, &error));
+    return reader.read(copies, &error);
+  };
+  SECTION("kinds, no flags") {
+    REQUIRE(read_one(kinds));
+    REQUIRE(copies.copies.size() == 1);
+    CHECK(copies.copies[0].src_kind == model::MemoryKind::pageable);
+    CHECK_FALSE(copies.copies[0].blocking);
+  }
+  SECTION("flags 0") {
+    REQUIRE(read_one(kinds + std::string(1, '\0')));
+    REQUIRE(copies.copies.size() == 1);
+    CHECK_FALSE(copies.copies[0].blocking);
+  }
+  SECTION("blocking") {
+    REQUIRE(read_one(kinds + std::string(1, '\1')));
+    REQUIRE(copies.copies.size() == 1);
+    CHECK(copies.copies[0].blocking);
+    CHECK(copies.copies[0].dst_kind == model::MemoryKind::device);
+  }
+  SECTION("a flag this cuscope does not know") {
+    CHECK_FALSE(read_one(kinds + std::string(1, '\2')));
+    CHECK(error == "malformed: a memcpy record at byte 24");
+  }
+  SECTION("a byte past the flags") {
+    CHECK_FALSE(read_one(kinds + std::string{1, 0}));
+    CHECK(error == "malformed: a memcpy record at byte 24");
+  }
+  std::remove(path.c_str());
+}

@@ -106,7 +106,8 @@ TEST_CASE("NVTX start/end ranges go through the trace's summary to the replayed 
   CHECK(replayed.diagnostics.trace_records_dropped == 0);
 }
 
-TEST_CASE("a copy's memory kinds go through the trace to the replayed report", "[trace][pageable]") {
+TEST_CASE("a copy's memory kinds and blocking go through the trace to the replayed report",
+          "[trace][pageable][blocking]") {
   Recorded rec("kinds.cuscope");
   const std::uint64_t io = rec.begin("io", 1'000);
   for (std::uint64_t c = 1; c <= 3; ++c) {
@@ -116,7 +117,8 @@ TEST_CASE("a copy's memory kinds go through the trace to the replayed report", "
   using MK = model::MemoryKind;
   rec.on(
       model::MemcpyActivity{1, 2'000, 2'100, 4096, cuscope::CopyKind::HtoD, 0, 7, MK::pageable, MK::device});
-  rec.on(model::MemcpyActivity{2, 2'200, 2'300, 512, cuscope::CopyKind::DtoH, 0, 7, MK::device, MK::pinned});
+  rec.on(model::MemcpyActivity{2, 2'200, 2'300, 512, cuscope::CopyKind::DtoH, 0, 7, MK::device, MK::pinned,
+                               true});
   rec.on(model::MemcpyActivity{3, 2'400, 2'500, 64, cuscope::CopyKind::DtoD, 1, 9, MK::managed_static,
                                MK::device_static});
   rec.end(1, 3'000);
@@ -137,11 +139,16 @@ TEST_CASE("a copy's memory kinds go through the trace to the replayed report", "
   CHECK(copies.copies[2].src_kind == MK::managed_static);
   CHECK(copies.copies[2].dst_kind == MK::device_static);
   CHECK(copies.copies[2].stream == 9);
+  CHECK_FALSE(copies.copies[0].blocking);
+  CHECK(copies.copies[1].blocking);
+  CHECK_FALSE(copies.copies[2].blocking);
 
   Report replayed;
   REQUIRE(trace::replay_file(rec.path, &replayed, &error));
   CHECK(replayed.find("io")->self.pageable_copies == 1);
   CHECK(replayed.find("io")->self.pageable_bytes == 4096);
+  CHECK(replayed.find("io")->self.blocking_copies == 1);
+  CHECK(replayed.find("io")->self.blocking_bytes == 512);
   CHECK(cuscope::format_json(replayed) == cuscope::format_json(live));
 }
 

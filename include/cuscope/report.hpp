@@ -92,6 +92,11 @@ struct ActivityStats {
   /// buffer, and synchronous with the host. Also counted in `memcpy`.
   std::uint64_t pageable_copies = 0;
   std::uint64_t pageable_bytes = 0;
+  /// Copies between host and device made by synchronous calls (cudaMemcpy, not cudaMemcpyAsync),
+  /// and their bytes: the calling thread waited in each for the GPU's earlier work on the stream
+  /// and for the copy. Not in `sync_count`; also counted in `memcpy`.
+  std::uint64_t blocking_copies = 0;
+  std::uint64_t blocking_bytes = 0;
   /// Streams the range's kernels ran on (in `total`: the most of any range of the subtree). Each
   /// thread's range tracks 4 streams; kernels on more count as one more stream.
   std::uint32_t kernel_streams = 0;

@@ -167,6 +167,8 @@ class Activity:
     peak_bytes: int
     pageable_copies: int
     pageable_bytes: int
+    blocking_copies: int
+    blocking_bytes: int
     kernel_streams: int
     busiest_stream_ns: int
     @property

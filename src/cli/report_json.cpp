@@ -53,6 +53,8 @@ ActivityStats activity(const Json& j) {
   get(j, "peak_bytes", a.peak_bytes);
   get(j, "pageable_copies", a.pageable_copies);
   get(j, "pageable_bytes", a.pageable_bytes);
+  get(j, "blocking_copies", a.blocking_copies);
+  get(j, "blocking_bytes", a.blocking_bytes);
   get(j, "kernel_streams", a.kernel_streams);
   get(j, "busiest_stream_ns", a.busiest_stream_ns);
   return a;

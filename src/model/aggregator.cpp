@@ -80,6 +80,10 @@ void Aggregator::apply_at(const R& r, const Target& t) {
         s.pageable_copies += 1;
         s.pageable_bytes += r.bytes;
       }
+      if (r.blocking) {
+        s.blocking_copies += 1;
+        s.blocking_bytes += r.bytes;
+      }
     } else if constexpr (std::is_same_v<R, MemsetActivity>) {
       s.memset_count += 1;
       s.memset_bytes += r.bytes;

@@ -69,6 +69,11 @@ struct MemcpyActivity {
   std::uint32_t stream = 0;
   MemoryKind src_kind = MemoryKind::unknown;
   MemoryKind dst_kind = MemoryKind::unknown;
+  /// A copy between host and device (or a CUDA array) made by a synchronous call (cudaMemcpy, not
+  /// cudaMemcpyAsync: CUPTI's record lacks its async flag). The calling thread waited in the call
+  /// for the GPU's earlier work on the stream and for the copy itself (CUDA's "API synchronization
+  /// behavior"); a synchronous device-to-device copy does not make the host wait and is not one.
+  bool blocking = false;
   [[nodiscard]] bool pageable() const {
     return src_kind == MemoryKind::pageable || dst_kind == MemoryKind::pageable;
   }

@@ -266,6 +266,19 @@ std::optional<Finding> pageable_copies_rule(const RangeStats& r) {
               "tensor.pin_memory()) with asynchronous copies (non_blocking=True)");
 }
 
+std::optional<Finding> blocking_copies_rule(const RangeStats& r) {
+  const ActivityStats& a = r.self;
+  if (r.calls < kBlockingMinCalls || a.blocking_copies < r.calls) return std::nullopt;
+  return make("blocking-copies", Severity::info,
+              fmt::format("{} synchronous host copies in {} calls ({}): cudaMemcpy, not cudaMemcpyAsync",
+                          a.blocking_copies, r.calls, bytes(double(a.blocking_bytes))),
+              "a synchronous copy between host and device makes the host wait for the GPU's earlier work "
+              "on the stream and for the copy: the CPU stops launching, then the GPU idles until it "
+              "catches up",
+              "cudaMemcpyAsync on the work's stream (into pinned memory for copies to the host), and wait "
+              "(an event, cudaStreamSynchronize) only where the host needs the value, e.g. every N steps");
+}
+
 std::optional<Finding> serialized_streams_rule(const RangeStats& r) {
   const ActivityStats& a = r.self;
   if (a.kernel_streams < 2 || a.kernel_calls < kSerialMinKernels || a.gpu_busy_ns == 0 ||
@@ -289,11 +302,11 @@ std::optional<Finding> serialized_streams_rule(const RangeStats& r) {
 
 void apply_findings(Report& report) {
   using Rule = std::optional<Finding> (*)(const RangeStats&);
-  static constexpr std::array<Rule, 13> kRules{
+  static constexpr std::array<Rule, 14> kRules{
       &launch_bound_rule,      &idle_gaps_rule,       &sync_rule,          &alloc_churn_rule,
       &small_kernels_rule,     &small_copies_rule,    &step_variance_rule, &nccl_share_rule,
       &memory_bound_rule,      &low_tensor_pipe_rule, &occupancy_rule,     &pageable_copies_rule,
-      &serialized_streams_rule};
+      &blocking_copies_rule,   &serialized_streams_rule};
   // Per range, the inclusive findings that hold there, said or left to an ancestor: a grandchild
   // of the range that says one must not say it again because its parent kept quiet.
   std::vector<std::vector<std::string>> holds(report.ranges.size());

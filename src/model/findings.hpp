@@ -48,6 +48,9 @@ inline constexpr double kLowTensorPipePct = 60.0;
 // at least this many bytes of them.
 inline constexpr std::uint64_t kPageableMinCopies = 10;
 inline constexpr std::uint64_t kPageableMinBytes = 64ull << 20;
+// Blocking copies: at least one synchronous copy between host and device per call (cudaMemcpy, not
+// cudaMemcpyAsync), over at least kBlockingMinCalls calls.
+inline constexpr std::uint64_t kBlockingMinCalls = 2;
 // Serialized streams: own kernels on at least 2 streams, at least kSerialMinKernels of them, with at
 // least kSerialMinOffBusiest of their time off the busiest stream (work that could overlap it), of
 // which under kSerialMaxOverlap did overlap (kernel time minus GPU busy time).
@@ -68,6 +71,7 @@ std::optional<Finding> memory_bound_rule(const RangeStats& r);
 std::optional<Finding> low_tensor_pipe_rule(const RangeStats& r);
 std::optional<Finding> occupancy_rule(const RangeStats& r);
 std::optional<Finding> pageable_copies_rule(const RangeStats& r);
+std::optional<Finding> blocking_copies_rule(const RangeStats& r);
 std::optional<Finding> serialized_streams_rule(const RangeStats& r);
 
 /// Every rule on every range but the root: RangeStats::findings, warnings first, then by rule order.

@@ -52,6 +52,8 @@ void add_activity(ActivityStats& into, const ActivityStats& a) {
   into.free_bytes += a.free_bytes;
   into.pageable_copies += a.pageable_copies;
   into.pageable_bytes += a.pageable_bytes;
+  into.blocking_copies += a.blocking_copies;
+  into.blocking_bytes += a.blocking_bytes;
   into.kernel_streams = std::max(into.kernel_streams, a.kernel_streams);
   into.busiest_stream_ns += a.busiest_stream_ns;
 }

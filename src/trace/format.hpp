@@ -28,6 +28,8 @@ inline constexpr std::uint32_t kHeaderBytes = 24;
 inline constexpr std::uint32_t kRecordHeaderBytes = 8;
 inline constexpr std::uint32_t kMaxRecordBytes = 1u << 20;
 inline constexpr std::uint32_t kMaxPathDepth = 256;  ///< range paths are at most this deep (GpuTime)
+/// A Memcpy record's flags: the copy made the host wait (model::MemcpyActivity::blocking).
+inline constexpr std::uint8_t kCopyBlocking = 1;
 
 enum class RecordType : std::uint32_t {
   Meta = 1,         ///< string key, string value: version, clock, options, device, max_depth
@@ -40,7 +42,8 @@ enum class RecordType : std::uint32_t {
   /// no such tail: ids 0; host-launched graph kernels stop after the graph id)
   Kernel = 5,
   Memcpy = 6,       ///< u64 correlation, start, end, bytes; u8 kind; u32 device, stream; then,
-                    ///< optionally (older files lack it), u8 source and destination memory kinds
+                    ///< optionally (older files lack it), u8 source and destination memory kinds;
+                    ///< then, optionally (files before 2026-11-27 lack it: 0), u8 flags, bit 0 blocking
   Memset = 7,       ///< u64 correlation, start, end, bytes; u32 device, stream
   Sync = 8,         ///< u64 correlation, start, end
   Memory = 9,       ///< u64 correlation, timestamp, address, bytes; u8 is_alloc; u32 device

@@ -292,6 +292,11 @@ bool Reader::dispatch(RecordType type, Decoder& d, Visitor& v, std::string* erro
         m.src_kind = static_cast<model::MemoryKind>(src);
         m.dst_kind = static_cast<model::MemoryKind>(dst);
       }
+      if (!d.failed() && d.left() > 0) {  // the flags' tail (absent before 2026-11-27: not blocking)
+        const auto flags = d.get<std::uint8_t>();
+        if ((flags & ~kCopyBlocking) != 0) return false;
+        m.blocking = (flags & kCopyBlocking) != 0;
+      }
       if (!d.done() || kind >= kCopyKinds) return false;
       m.kind = static_cast<CopyKind>(kind);
       v.on(m);

@@ -202,6 +202,8 @@ void write_activity(JsonWriter& w, const ActivityStats& a) {
   w.field("peak_bytes", a.peak_bytes);
   w.field("pageable_copies", a.pageable_copies);
   w.field("pageable_bytes", a.pageable_bytes);
+  w.field("blocking_copies", a.blocking_copies);
+  w.field("blocking_bytes", a.blocking_bytes);
   w.field("kernel_streams", std::uint64_t{a.kernel_streams});
   w.field("busiest_stream_ns", a.busiest_stream_ns);
   w.end_object();

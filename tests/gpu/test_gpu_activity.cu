@@ -43,7 +43,7 @@ TEST_CASE("kernel counts per range are exact", "[gpu][cupti]") {
   CHECK(r.diagnostics.unresolved_records == 0);
 }
 
-TEST_CASE("copy and set bytes are exact per direction", "[gpu][cupti]") {
+TEST_CASE("copy and set bytes are exact per direction; synchronous host copies are the blocking ones", "[gpu][cupti]") {
   cuscope_test::Session session;
   constexpr std::size_t kBytes = 1 << 20;
   std::vector<char> host(kBytes, 1);
@@ -61,6 +61,7 @@ TEST_CASE("copy and set bytes are exact per direction", "[gpu][cupti]") {
     CHECK_CUDA(cudaMemcpy(a, host.data(), kBytes, cudaMemcpyHostToDevice));
     CHECK_CUDA(cudaMemcpy(pinned, a, kBytes / 4, cudaMemcpyDeviceToHost));
     CHECK_CUDA(cudaMemcpy(b, a, kBytes / 16, cudaMemcpyDeviceToDevice));
+    CHECK_CUDA(cudaMemcpyAsync(pinned, a, kBytes / 8, cudaMemcpyDeviceToHost, nullptr));
     CHECK_CUDA(cudaMemset(b, 0, 4096));
     CHECK_CUDA(cudaDeviceSynchronize());
   }
@@ -72,10 +73,14 @@ TEST_CASE("copy and set bytes are exact per direction", "[gpu][cupti]") {
   const cuscope::Report r = settled();
   const auto& c = range(r, "copies").self;
   CHECK(c.memcpy[size_t(cuscope::CopyKind::HtoD)].bytes == kBytes);
-  CHECK(c.memcpy[size_t(cuscope::CopyKind::DtoH)].bytes == kBytes / 4);
+  CHECK(c.memcpy[size_t(cuscope::CopyKind::DtoH)].bytes == kBytes / 4 + kBytes / 8);
   CHECK(c.memcpy[size_t(cuscope::CopyKind::DtoD)].bytes == kBytes / 16);
   CHECK(c.pageable_copies == 1);  // the std::vector's copy; the cudaMallocHost one is pinned
   CHECK(c.pageable_bytes == kBytes);
+  // The two cudaMemcpy calls with a host side made the host wait; the device-to-device one and
+  // cudaMemcpyAsync did not (CUPTI's async flag).
+  CHECK(c.blocking_copies == 2);
+  CHECK(c.blocking_bytes == kBytes + kBytes / 4);
   CHECK(c.memset_bytes == 4096);
   CHECK(c.sync_count >= 1);
   CHECK(range(r, "alloc").self.alloc_bytes == 2 * kBytes);

@@ -30,6 +30,14 @@ CopyKind copy_kind(std::uint8_t k) {
   }
 }
 
+// Whether a copy made the host wait (model::MemcpyActivity::blocking): made by a synchronous call,
+// between the host and the device or a CUDA array.
+bool blocking_copy(std::uint8_t copy_kind, std::uint8_t flags) {
+  if ((flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) != 0) return false;
+  return copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_HTOD || copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH ||
+         copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_HTOA || copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_ATOH;
+}
+
 model::MemoryKind memory_kind(std::uint8_t k) {
   // CUPTI_ACTIVITY_MEMORY_KIND_* are 0 (unknown) to 7 (managed static), the model's order.
   return k < model::kMemoryKinds ? static_cast<model::MemoryKind>(k) : model::MemoryKind::unknown;
@@ -96,8 +104,8 @@ template <class Sink>
       if (room < kSize<CUpti_ActivityMemcpy6>) return kCutOff;
       const auto* r = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
       sink.on(model::MemcpyActivity{r->correlationId, r->start, r->end, r->bytes, copy_kind(r->copyKind),
-                                    r->deviceId, r->streamId, memory_kind(r->srcKind),
-                                    memory_kind(r->dstKind)});
+                                    r->deviceId, r->streamId, memory_kind(r->srcKind), memory_kind(r->dstKind),
+                                    blocking_copy(r->copyKind, r->flags)});
       return kSize<CUpti_ActivityMemcpy6>;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY2: {  // peer to peer, between two devices
