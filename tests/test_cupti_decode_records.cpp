@@ -1,7 +1,7 @@
 // The CUPTI decoding path without a GPU, what each record adds: copies per direction and memory
-// kind (pageable host sides, peer-to-peer), blocking copies (the async flag), sets, syncs and device allocations; and what is
-// counted rather than used: zero timestamps, work still running at shutdown, CUPTI's dropped and
-// overhead records. Buffers of real CUPTI 13.0 record layouts, built in memory, go through the
+// kind (pageable host sides, peer-to-peer), blocking copies (the async flag), sets, syncs and device
+// allocations; and what is counted rather than used: zero timestamps, work still running at shutdown, CUPTI's
+// dropped and overhead records. Buffers of real CUPTI 13.0 record layouts, built in memory, go through the
 // same code that handles CUPTI's completed buffers.
 //
 // Never: a session, a GPU or a CUPTI subscription (the model is fed by consume_buffer alone).
@@ -139,8 +139,9 @@ TEST_CASE("copies' memory kinds are decoded: a pageable host side is counted wit
   CHECK(r.find("io")->total.pageable_bytes == 1300);
 }
 
-TEST_CASE("a copy is blocking when its record lacks the async flag and it is between host and device or array",
-          "[cupti][blocking]") {
+TEST_CASE(
+    "a copy is blocking when its record lacks the async flag and it is between host and device or array",
+    "[cupti][blocking]") {
   // CUPTI 13.0's copy kinds 0 (unknown) to 10 (peer to peer), and 11, past the last.
   for (std::uint8_t k = 0; k < 12; ++k) {
     for (bool async : {false, true}) {
@@ -153,8 +154,9 @@ TEST_CASE("a copy is blocking when its record lacks the async flag and it is bet
                   CUPTI_ACTIVITY_MEMORY_KIND_UNKNOWN, async ? CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC : 0);
       f.consume();
       INFO("CUPTI copy kind " << int(k) << (async ? ", async" : ", synchronous"));
-      const bool host_and_device = k == CUPTI_ACTIVITY_MEMCPY_KIND_HTOD || k == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH ||
-                                   k == CUPTI_ACTIVITY_MEMCPY_KIND_HTOA || k == CUPTI_ACTIVITY_MEMCPY_KIND_ATOH;
+      const bool host_and_device =
+          k == CUPTI_ACTIVITY_MEMCPY_KIND_HTOD || k == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH ||
+          k == CUPTI_ACTIVITY_MEMCPY_KIND_HTOA || k == CUPTI_ACTIVITY_MEMCPY_KIND_ATOH;
       const bool blocking = !async && host_and_device;
       const Report r = f.report();
       const auto& s = r.find("io")->self;

@@ -130,8 +130,8 @@ TEST_CASE("json carries pageable and blocking copies and streams, and cuscope sh
   CHECK(format_json(back) == format_json(r));
   // A report from before these fields reads them as 0.
   json old = parsed(r);
-  for (const char* key :
-       {"pageable_copies", "pageable_bytes", "blocking_copies", "blocking_bytes", "kernel_streams", "busiest_stream_ns"})
+  for (const char* key : {"pageable_copies", "pageable_bytes", "blocking_copies", "blocking_bytes",
+                          "kernel_streams", "busiest_stream_ns"})
     old["ranges"][2]["self"].erase(key);
   REQUIRE(cuscope::cli::report_from_json(old.dump(), &back, &error));
   CHECK(back.ranges[2].self.pageable_copies == 0);

@@ -181,10 +181,10 @@ TEST_CASE("json writes every ActivityStats field and busy_share", "[json]") {
   std::set<std::string> keys;
   for (const auto& item : self.items()) keys.insert(item.key());
   const std::set<std::string> expected{
-      "kernel_calls", "kernel_ns",       "gpu_busy_ns",    "gpu_span_ns",    "busy_share",
-      "memcpy",       "memset_count",    "memset_bytes",   "memset_ns",      "sync_count",
-      "sync_ns",      "alloc_count",     "alloc_bytes",    "free_count",     "free_bytes",
-      "peak_bytes",   "pageable_copies", "pageable_bytes", "blocking_copies", "blocking_bytes",
+      "kernel_calls",   "kernel_ns",        "gpu_busy_ns",    "gpu_span_ns",     "busy_share",
+      "memcpy",         "memset_count",     "memset_bytes",   "memset_ns",       "sync_count",
+      "sync_ns",        "alloc_count",      "alloc_bytes",    "free_count",      "free_bytes",
+      "peak_bytes",     "pageable_copies",  "pageable_bytes", "blocking_copies", "blocking_bytes",
       "kernel_streams", "busiest_stream_ns"};
   REQUIRE(keys == expected);
   REQUIRE(self.at("busy_share").get<double>() == 0.75);

@@ -258,8 +258,9 @@ TEST_CASE("a Memcpy record without memory kinds (older traces) reads as unknown 
   std::remove(path.c_str());
 }
 
-TEST_CASE("a Memcpy record's flags: absent (traces before them) not blocking, bit 0 blocking, other bits refused",
-          "[trace][blocking]") {
+TEST_CASE(
+    "a Memcpy record's flags: absent (traces before them) not blocking, bit 0 blocking, other bits refused",
+    "[trace][blocking]") {
   const std::string path = temp_path("memcpy_flags.cuscope");
   const std::string kinds{1, 3};  // pageable to device
   trace::Reader reader;

@@ -303,10 +303,10 @@ std::optional<Finding> serialized_streams_rule(const RangeStats& r) {
 void apply_findings(Report& report) {
   using Rule = std::optional<Finding> (*)(const RangeStats&);
   static constexpr std::array<Rule, 14> kRules{
-      &launch_bound_rule,      &idle_gaps_rule,       &sync_rule,          &alloc_churn_rule,
-      &small_kernels_rule,     &small_copies_rule,    &step_variance_rule, &nccl_share_rule,
-      &memory_bound_rule,      &low_tensor_pipe_rule, &occupancy_rule,     &pageable_copies_rule,
-      &blocking_copies_rule,   &serialized_streams_rule};
+      &launch_bound_rule,    &idle_gaps_rule,         &sync_rule,          &alloc_churn_rule,
+      &small_kernels_rule,   &small_copies_rule,      &step_variance_rule, &nccl_share_rule,
+      &memory_bound_rule,    &low_tensor_pipe_rule,   &occupancy_rule,     &pageable_copies_rule,
+      &blocking_copies_rule, &serialized_streams_rule};
   // Per range, the inclusive findings that hold there, said or left to an ancestor: a grandchild
   // of the range that says one must not say it again because its parent kept quiet.
   std::vector<std::vector<std::string>> holds(report.ranges.size());

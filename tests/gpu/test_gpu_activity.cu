@@ -43,7 +43,8 @@ TEST_CASE("kernel counts per range are exact", "[gpu][cupti]") {
   CHECK(r.diagnostics.unresolved_records == 0);
 }
 
-TEST_CASE("copy and set bytes are exact per direction; synchronous host copies are the blocking ones", "[gpu][cupti]") {
+TEST_CASE("copy and set bytes are exact per direction; synchronous host copies are the blocking ones",
+          "[gpu][cupti]") {
   cuscope_test::Session session;
   constexpr std::size_t kBytes = 1 << 20;
   std::vector<char> host(kBytes, 1);

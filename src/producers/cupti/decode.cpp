@@ -104,8 +104,8 @@ template <class Sink>
       if (room < kSize<CUpti_ActivityMemcpy6>) return kCutOff;
       const auto* r = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
       sink.on(model::MemcpyActivity{r->correlationId, r->start, r->end, r->bytes, copy_kind(r->copyKind),
-                                    r->deviceId, r->streamId, memory_kind(r->srcKind), memory_kind(r->dstKind),
-                                    blocking_copy(r->copyKind, r->flags)});
+                                    r->deviceId, r->streamId, memory_kind(r->srcKind),
+                                    memory_kind(r->dstKind), blocking_copy(r->copyKind, r->flags)});
       return kSize<CUpti_ActivityMemcpy6>;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY2: {  // peer to peer, between two devices
