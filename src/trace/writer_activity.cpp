@@ -121,7 +121,7 @@ void Writer::on(const model::GraphExecUpdated& u) {
 void Writer::on(const model::MemcpyActivity& m) {
   put_activity(RecordType::Memcpy, m.correlation, m.start_ns, m.end_ns, m.bytes,
                static_cast<std::uint8_t>(m.kind), m.device, m.stream, static_cast<std::uint8_t>(m.src_kind),
-               static_cast<std::uint8_t>(m.dst_kind), std::uint8_t{m.blocking ? kCopyBlocking : 0u});
+               static_cast<std::uint8_t>(m.dst_kind), m.blocking ? kCopyBlocking : std::uint8_t{0});
 }
 
 void Writer::on(const model::MemsetActivity& m) {
