@@ -91,7 +91,10 @@ int main(int argc, char** argv) {
       }
       ++correlation;
       buffer.api(correlation, t).external(correlation, step > 0 ? instance : cuscope::model::kOutsideWindow);
-      buffer.memcpy(correlation, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 1 << 20, t + 100'000, t + 120'000);
+      // Every other step's copy is a cudaMemcpyAsync: the trace and its readers tell the two apart.
+      buffer.memcpy(correlation, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 1 << 20, t + 100'000, t + 120'000,
+                    CUPTI_ACTIVITY_MEMORY_KIND_UNKNOWN, CUPTI_ACTIVITY_MEMORY_KIND_UNKNOWN,
+                    step % 2 == 0 ? 0 : CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC);
       launch("Memcpy HtoD", "memcpy", t + 100'000, t + 120'000);
       // The synthetic API calls must lie inside the scope that made them, as real ones do.
       while (cuscope::detail::now_ns() <= t + 1) {

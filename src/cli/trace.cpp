@@ -154,10 +154,11 @@ class Kineto final : public trace::Visitor {
     const std::uint64_t d = m.end_ns > m.start_ns ? m.end_ns - m.start_ns : 0;
     event(fmt::format(
         R"({{"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy {}", "pid": {}, "tid": {}, "ts": {}, "dur": {}, "args": {{)"
-        R"J("device": {}, "stream": {}, "correlation": {}, "bytes": {}, "memory bandwidth (GB/s)": {:.3f}}}}})J",
+        R"J("device": {}, "stream": {}, "correlation": {}, "bytes": {}, "memory bandwidth (GB/s)": {:.3f}, )J"
+        R"("blocking": {}}}}})",
         to_string(m.kind), m.device, tid, ts(m.start_ns), dur(m.start_ns, m.end_ns), m.device, m.stream,
-        m.correlation, m.bytes, d ? double(m.bytes) / double(d) : 0.0));
-    launched(m.correlation, Work::Memcpy, m.device, tid, m.start_ns);
+        m.correlation, m.bytes, d ? double(m.bytes) / double(d) : 0.0, m.blocking));
+    launched(m.correlation, m.blocking ? Work::BlockingMemcpy : Work::Memcpy, m.device, tid, m.start_ns);
   }
   void on(const model::MemsetActivity& m) override {
     const std::uint64_t tid =
@@ -220,7 +221,7 @@ class Kineto final : public trace::Visitor {
   void end(std::uint64_t dropped) override { dropped_ = dropped; }
 
  private:
-  enum class Work : std::uint8_t { None, Kernel, Memcpy, Memset };
+  enum class Work : std::uint8_t { None, Kernel, Memcpy, BlockingMemcpy, Memset };
   struct Open {
     std::uint32_t name;
     std::uint64_t begin_ns;
@@ -407,10 +408,11 @@ class Kineto final : public trace::Visitor {
                                   ? p.tid
                                   : lane(host_pid(), base, p.api_start, p.api_end,
                                          internal ? "cuscope's own CUDA calls" : "CUDA calls outside scopes");
-    const char* name = p.work == Work::Kernel   ? "cudaLaunchKernel"
-                       : p.work == Work::Memcpy ? "cudaMemcpyAsync"
-                       : p.work == Work::Memset ? "cudaMemsetAsync"
-                                                : "CUDA API call";
+    const char* name = p.work == Work::Kernel           ? "cudaLaunchKernel"
+                       : p.work == Work::Memcpy         ? "cudaMemcpyAsync"
+                       : p.work == Work::BlockingMemcpy ? "cudaMemcpy"
+                       : p.work == Work::Memset         ? "cudaMemsetAsync"
+                                                        : "CUDA API call";
     event(fmt::format(
         R"({{"ph": "X", "cat": "cuda_runtime", "name": "{}", "pid": {}, "tid": {}, "ts": {}, "dur": {}, )"
         R"("args": {{"correlation": {}, "External id": {}}}}})",

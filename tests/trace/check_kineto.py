@@ -3,7 +3,8 @@
 usage: check_kineto.py TRACE.json REPORT.json
 Every scope instance is one complete event on its thread, properly nested; no two complete events
 partially overlap on one track (Perfetto would drop one); every flow arrow starts on a launch and
-ends on a piece of GPU work with the same correlation.
+ends on a piece of GPU work with the same correlation; a copy's launch is named cudaMemcpy exactly
+when the copy blocked the host (its "blocking" argument), cudaMemcpyAsync otherwise.
 """
 import json
 import sys
@@ -52,10 +53,25 @@ def main():
             failures.append(f"flow {i} is not Kineto's ac2g shape")
             break
 
+    copies = {e["args"]["correlation"]: e for e in events if e.get("cat") == "gpu_memcpy"}
+    copy_calls = 0
+    for e in events:
+        copy = copies.get(e["args"].get("correlation")) if e.get("cat") == "cuda_runtime" else None
+        if copy is None:
+            continue
+        copy_calls += 1
+        want = "cudaMemcpy" if copy["args"]["blocking"] else "cudaMemcpyAsync"
+        if e["name"] != want:
+            failures.append(f"the launch of copy {e['args']['correlation']} is {e['name']}, expected {want}")
+            break
+    if copies and not copy_calls:
+        failures.append(f"{len(copies)} copies, none with its launch")
+
     for f in failures:
         print("FAIL:", f)
     if not failures:
-        print(f"kineto: {len(ranges)} range events over {len(want)} paths, {len(tracks)} tracks, {len(starts)} flows")
+        print(f"kineto: {len(ranges)} range events over {len(want)} paths, {len(tracks)} tracks, {len(starts)} flows, "
+              f"{copy_calls} copy launches")
     return 1 if failures else 0
 
 
