@@ -161,11 +161,16 @@ TEST_CASE(
   CHECK(timed_call_kind(CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged, none) == CallNote::Kind::alloc);
   CHECK(timed_call_kind(CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync, none) == CallNote::Kind::free);
   CHECK(timed_call_kind(CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, none) == CallNote::Kind::free);
-  // Not the frequent calls that do not block the host, nor host memory, nor launches.
+  CHECK(timed_call_kind(CUPTI_DRIVER_TRACE_CBID_cuMemMap, none) == CallNote::Kind::alloc);
+  CHECK(timed_call_kind(CUPTI_DRIVER_TRACE_CBID_cuMemUnmap, none) == CallNote::Kind::free);
+  // Not the frequent calls that do not block the host, nor host memory, nor launches, nor the
+  // physical handles that a mapping maps (their memory counts where it is mapped).
   for (CUpti_CallbackId other :
        {CUPTI_DRIVER_TRACE_CBID_cuEventQuery, CUPTI_DRIVER_TRACE_CBID_cuStreamQuery,
         CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent, CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2,
-        CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel})
+        CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+        CUPTI_DRIVER_TRACE_CBID_cuMemCreate, CUPTI_DRIVER_TRACE_CBID_cuMemRelease,
+        CUPTI_DRIVER_TRACE_CBID_cuMemAddressReserve, CUPTI_DRIVER_TRACE_CBID_cuMemSetAccess})
     CHECK(timed_call_kind(other, none) == std::nullopt);
   // Where their records are on, the records say it: no call is noted twice.
   CHECK(timed_call_kind(CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, {true, false}) == std::nullopt);
@@ -227,6 +232,52 @@ TEST_CASE("the callbacks read the driver's parameters and times, and note only s
   CUpti_CallbackData cb{};
   cb.callbackSite = CUPTI_API_ENTER;
   CHECK_FALSE(cuscope::detail::on_timed_call(s.sink(), CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, cb));
+  cuscope::detail::clear_call_callbacks();
+}
+
+TEST_CASE(
+    "mapped memory (cuMemMap, as PyTorch's expandable segments map it): a mapping is an allocation "
+    "at its address, its unmap the free, each sized by the call",
+    "[launch][calls][vmm]") {
+  NotedSession s;
+  cuscope::detail::set_call_callbacks_for_testing({false, false});
+  constexpr std::size_t kPage = std::size_t{2} << 20;  // PyTorch maps 2 MiB pages in small pools
+  {
+    CUSCOPE_SCOPE("grow");
+    cuMemMap_params first{0xA00000, kPage, 0, 1, 0};
+    call(CUPTI_DRIVER_TRACE_CBID_cuMemMap, 601, first);
+    cuMemMap_params second{0xA00000 + kPage, kPage, 0, 2, 0};
+    call(CUPTI_DRIVER_TRACE_CBID_cuMemMap, 602, second);
+    cuMemMap_params refused{0xF00000, kPage, 0, 3, 0};
+    call(CUPTI_DRIVER_TRACE_CBID_cuMemMap, 603, refused, CUDA_ERROR_INVALID_VALUE);  // not noted
+  }
+  {
+    CUSCOPE_SCOPE("shrink");
+    cuMemUnmap_params second{0xA00000 + kPage, kPage};
+    call(CUPTI_DRIVER_TRACE_CBID_cuMemUnmap, 604, second);
+    cuMemUnmap_params before{0x100000000, 4 * kPage};  // mapped before tracing: off the books
+    call(CUPTI_DRIVER_TRACE_CBID_cuMemUnmap, 605, before);
+  }
+  {
+    CUSCOPE_SCOPE("regrow");  // the unmapped page's address mapped again: a new allocation
+    cuMemMap_params again{0xA00000 + kPage, kPage, 0, 4, 0};
+    call(CUPTI_DRIVER_TRACE_CBID_cuMemMap, 606, again);
+  }
+  s.kernels({});
+  const cuscope::Report r = cuscope::snapshot();
+  const auto& grow = range(r, "grow");
+  CHECK(grow.self.alloc_count == 2);
+  CHECK(grow.self.alloc_bytes == 2 * kPage);
+  CHECK(grow.self.peak_bytes == 2 * kPage);
+  CHECK(grow.self.free_count == 0);
+  const auto& shrink = range(r, "shrink");
+  CHECK(shrink.self.free_count == 2);
+  CHECK(shrink.self.free_bytes == kPage + 4 * kPage);  // each unmap's size, as the call gave it
+  CHECK(shrink.self.alloc_count == 0);
+  CHECK(range(r, "regrow").self.alloc_count == 1);
+  CHECK(range(r, "regrow").self.peak_bytes == kPage);
+  // Each address was unmapped before it was mapped again: nothing booked twice.
+  CHECK(r.diagnostics.allocations_untracked == 0);
   cuscope::detail::clear_call_callbacks();
 }
 

@@ -1,7 +1,7 @@
 // tests/gpu/gpu_kit.cuh — what the CUPTI subscriber's GPU tests share (test_gpu_activity.cu,
-// test_gpu_event_timing.cu): a kernel that does nothing, one that spins a given time, the report
-// once the device and cuscope have settled, and a range that must be there. Each test file gets its
-// own copies (an anonymous namespace). Never a test case here.
+// test_gpu_memory.cu, test_gpu_event_timing.cu): a kernel that does nothing, one that spins a given
+// time, the report once the device and cuscope have settled, and a range that must be there. Each
+// test file gets its own copies (an anonymous namespace). Never a test case here.
 #pragma once
 
 #include <cuda_runtime.h>

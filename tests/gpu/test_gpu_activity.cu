@@ -1,5 +1,6 @@
-// GPU tests of the CUPTI subscriber: exact kernel counts and bytes per range, attribution across
-// streams, threads, graphs and driver-API launches, roll-ups, the step window, and no drops.
+// GPU tests of the CUPTI subscriber: exact kernel counts per range, attribution across streams,
+// threads, graphs and driver-API launches, roll-ups, the step window, and no drops. Copies,
+// allocations, mappings and waits are test_gpu_memory.cu's.
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
@@ -41,53 +42,6 @@ TEST_CASE("kernel counts per range are exact", "[gpu][cupti]") {
   CHECK(range(r, "counted/five").kernels[0].block[0] == 64);
   CHECK(r.diagnostics.dropped_records == 0);
   CHECK(r.diagnostics.unresolved_records == 0);
-}
-
-TEST_CASE("copy and set bytes are exact per direction; synchronous host copies are the blocking ones",
-          "[gpu][cupti]") {
-  cuscope_test::Session session;
-  constexpr std::size_t kBytes = 1 << 20;
-  std::vector<char> host(kBytes, 1);
-  char* pinned = nullptr;
-  char* a = nullptr;
-  char* b = nullptr;
-  CHECK_CUDA(cudaMallocHost(&pinned, kBytes));
-  {
-    CUSCOPE_SCOPE("alloc");
-    CHECK_CUDA(cudaMalloc(&a, kBytes));
-    CHECK_CUDA(cudaMalloc(&b, kBytes));
-  }
-  {
-    CUSCOPE_SCOPE("copies");
-    CHECK_CUDA(cudaMemcpy(a, host.data(), kBytes, cudaMemcpyHostToDevice));
-    CHECK_CUDA(cudaMemcpy(pinned, a, kBytes / 4, cudaMemcpyDeviceToHost));
-    CHECK_CUDA(cudaMemcpy(b, a, kBytes / 16, cudaMemcpyDeviceToDevice));
-    CHECK_CUDA(cudaMemcpyAsync(pinned, a, kBytes / 8, cudaMemcpyDeviceToHost, nullptr));
-    CHECK_CUDA(cudaMemset(b, 0, 4096));
-    CHECK_CUDA(cudaDeviceSynchronize());
-  }
-  {
-    CUSCOPE_SCOPE("release");
-    CHECK_CUDA(cudaFree(a));
-    CHECK_CUDA(cudaFree(b));
-  }
-  const cuscope::Report r = settled();
-  const auto& c = range(r, "copies").self;
-  CHECK(c.memcpy[size_t(cuscope::CopyKind::HtoD)].bytes == kBytes);
-  CHECK(c.memcpy[size_t(cuscope::CopyKind::DtoH)].bytes == kBytes / 4 + kBytes / 8);
-  CHECK(c.memcpy[size_t(cuscope::CopyKind::DtoD)].bytes == kBytes / 16);
-  CHECK(c.pageable_copies == 1);  // the std::vector's copy; the cudaMallocHost one is pinned
-  CHECK(c.pageable_bytes == kBytes);
-  // The two cudaMemcpy calls with a host side made the host wait; the device-to-device one and
-  // cudaMemcpyAsync did not (CUPTI's async flag).
-  CHECK(c.blocking_copies == 2);
-  CHECK(c.blocking_bytes == kBytes + kBytes / 4);
-  CHECK(c.memset_bytes == 4096);
-  CHECK(c.sync_count >= 1);
-  CHECK(range(r, "alloc").self.alloc_bytes == 2 * kBytes);
-  CHECK(range(r, "alloc").self.peak_bytes == 2 * kBytes);
-  CHECK(range(r, "release").self.free_count == 2);
-  cudaFreeHost(pinned);
 }
 
 TEST_CASE("kernels on two streams from two threads go to their own scopes", "[gpu][cupti]") {
@@ -275,140 +229,6 @@ TEST_CASE("flush while a kernel runs loses nothing: its record arrives complete 
   CHECK(r.diagnostics.zero_timestamp_records == 0);
   CHECK(r.diagnostics.unresolved_records == 0);
   cudaStreamDestroy(stream);
-}
-
-namespace {
-
-// Two streams and an event made without timing, for a scope whose work waits across them.
-struct TwoStreams {
-  cudaStream_t s1 = nullptr;
-  cudaStream_t s2 = nullptr;
-  cudaEvent_t e = nullptr;
-  TwoStreams() {
-    CHECK_CUDA(cudaStreamCreate(&s1));
-    CHECK_CUDA(cudaStreamCreate(&s2));
-    CHECK_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-  }
-  ~TwoStreams() {
-    cudaEventDestroy(e);
-    cudaStreamDestroy(s1);
-    cudaStreamDestroy(s2);
-  }
-  TwoStreams(const TwoStreams&) = delete;
-  TwoStreams& operator=(const TwoStreams&) = delete;
-  // 100 times: a kernel on s1, the event recorded after it, s2 waiting for it, a kernel on s2, and
-  // a query of the event (200 kernels, 100 stream waits, 100 queries).
-  void wait_100_times() {
-    for (int i = 0; i < 100; ++i) {
-      empty_kernel<<<1, 1, 0, s1>>>();
-      CHECK_CUDA(cudaEventRecord(e, s1));
-      CHECK_CUDA(cudaStreamWaitEvent(s2, e, 0));
-      empty_kernel<<<1, 1, 0, s2>>>();
-      (void)cudaEventQuery(e);
-    }
-  }
-};
-
-}  // namespace
-
-// cudaStreamWaitEvent and event queries make SYNCHRONIZATION records; their API calls are traced
-// so that they resolve, and cuscope's own queries stay out of the report.
-TEST_CASE("stream waits and event queries are attributed, never left unresolved", "[gpu][cupti]") {
-  cuscope_test::Session session;
-  warm_up();
-  TwoStreams two;
-  {
-    CUSCOPE_SCOPE("waits", two.s1);
-    two.wait_100_times();
-  }
-  const cuscope::Report r = settled();
-  const auto& waits = range(r, "waits");
-  CHECK(waits.self.kernel_calls == 200);
-  CHECK(waits.self.sync_count >= 100);
-  CHECK(r.diagnostics.unresolved_records == 0);
-  CHECK(r.diagnostics.dropped_records == 0);
-}
-
-// CUSCOPE_SYNC_RECORDS=0, CUSCOPE_MEMORY_RECORDS=0 (docs/cupti.md): neither kind is enabled nor are
-// the calls that wait, allocate or free traced; kernels, copies and sets stay exact, and the
-// activity status says what was left out. With launch callbacks (the default attribution) the
-// synchronizes, allocations and frees are still seen, by their own callbacks
-// (producers/cupti/call_callbacks.hpp): the two stream synchronizes (not the event queries or the
-// stream waits), the one allocation and its free, sized from the books.
-TEST_CASE("without synchronization and memory records, kernels stay exact and the rest is left out",
-          "[gpu][cupti]") {
-  cuscope::Options o = cuscope_test::quiet_options();
-  o.sync_records = false;
-  o.memory_records = false;
-  cuscope_test::Session session(o);
-  warm_up();
-  TwoStreams two;
-  {
-    CUSCOPE_SCOPE("lean", two.s1);
-    void* p = nullptr;
-    CHECK_CUDA(cudaMalloc(&p, 1 << 20));
-    two.wait_100_times();
-    CHECK_CUDA(cudaMemsetAsync(p, 0, 1 << 20, two.s1));
-    CHECK_CUDA(cudaStreamSynchronize(two.s1));
-    CHECK_CUDA(cudaStreamSynchronize(two.s2));
-    CHECK_CUDA(cudaFree(p));
-  }
-  const cuscope::Report r = settled();
-  const bool noted = o.attribution == cuscope::Attribution::launch;
-  CHECK(r.activity_status ==
-        (noted ? "on, synchronizes and allocations seen by callbacks, without their records (CUSCOPE_SYNC_RECORDS=0, "
-                 "CUSCOPE_MEMORY_RECORDS=0)"
-               : "on, without synchronization or memory records (CUSCOPE_SYNC_RECORDS=0, CUSCOPE_MEMORY_RECORDS=0)"));
-  const auto& lean = range(r, "lean");
-  CHECK(lean.self.kernel_calls == 200);
-  CHECK(lean.self.memset_count == 1);
-  CHECK(lean.self.sync_count == (noted ? 2 : 0));
-  CHECK(lean.self.alloc_count == (noted ? 1 : 0));
-  CHECK(lean.self.alloc_bytes == (noted ? 1u << 20 : 0));
-  CHECK(lean.self.free_count == (noted ? 1 : 0));
-  CHECK(lean.self.free_bytes == (noted ? 1u << 20 : 0));
-  CHECK(lean.self.peak_bytes == (noted ? 1u << 20 : 0));
-  if (noted) {
-    CHECK(lean.self.sync_ns > 0);
-    CHECK(lean.self.sync_ns < lean.host.total_ns);  // the waits inside the scope's host time
-  }
-  CHECK(r.diagnostics.unresolved_records == 0);
-  CHECK(r.diagnostics.dropped_records == 0);
-  CHECK(r.diagnostics.launch_notes_lost == 0);
-}
-
-// The defaults (no synchronization records): a loop that waits for each step's kernel, as
-// .item() does, still gets the synchronization finding, its waits seen by their callbacks. With
-// external correlation (gpu-check's second run) no callback sees them: no sync, no finding.
-TEST_CASE("under the defaults a loop that waits for the GPU every step gets the synchronization finding",
-          "[gpu][cupti]") {
-  cuscope::Options o = cuscope_test::default_events();
-  o.sync_records = false;
-  o.memory_records = false;
-  cuscope_test::Session session(o);
-  warm_up();
-  cudaStream_t s = nullptr;
-  CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  const long long cycles = cycles_for_ms(0.2);
-  for (int i = 0; i < 10; ++i) {
-    CUSCOPE_SCOPE("waits_each_step", s);
-    spin_kernel<<<1, 1, 0, s>>>(cycles);
-    CHECK_CUDA(cudaStreamSynchronize(s));
-  }
-  const cuscope::Report r = settled();
-  const bool noted = o.attribution == cuscope::Attribution::launch;
-  const auto& step = range(r, "waits_each_step");
-  CHECK(step.self.kernel_calls == 10);
-  CHECK(step.self.sync_count == (noted ? 10 : 0));
-  bool finding = false;
-  for (const cuscope::Finding& f : step.findings) finding = finding || f.id == "synchronization";
-  CHECK(finding == noted);
-  if (noted) {
-    CHECK(step.self.sync_ns >= step.self.kernel_ns / 2);  // most of each wait was the kernel's 0.2 ms
-    CHECK(step.self.sync_ns < step.host.total_ns);
-  }
-  CHECK(r.diagnostics.unresolved_records == 0);
-  cudaStreamDestroy(s);
 }
 
 // CUPTI 13.0 keeps a buffer per CUDA-calling thread: a cap on the number of buffers would drop

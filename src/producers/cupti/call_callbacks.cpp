@@ -43,6 +43,13 @@ bool allocation(CUpti_CallbackId cbid, const void* params, CallNote& note) {
       return take(static_cast<const cuMemAllocFromPoolAsync_params*>(params));
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz:
       return take(static_cast<const cuMemAllocFromPoolAsync_ptsz_params*>(params));
+    case CUPTI_DRIVER_TRACE_CBID_cuMemMap: {  // physical memory mapped at an address the caller gave
+      const auto* p = static_cast<const cuMemMap_params*>(params);
+      if (p == nullptr) return false;
+      note.address = p->ptr;
+      note.bytes = p->size;
+      return true;
+    }
     case CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2: {
       const auto* p = static_cast<const cuMemAllocPitch_v2_params*>(params);
       if (p == nullptr || p->dptr == nullptr || p->pPitch == nullptr) return false;
@@ -55,18 +62,28 @@ bool allocation(CUpti_CallbackId cbid, const void* params, CallNote& note) {
   }
 }
 
-// A free's address, from its parameters; 0 (freeing nothing) when they say nothing.
-std::uint64_t freed(CUpti_CallbackId cbid, const void* params) {
-  if (params == nullptr) return 0;
+// A free's address, from its parameters, and its size where they give it (an unmap's; a free's is
+// its allocation's, LiveMemory's to find); address 0 (freeing nothing) when they say nothing.
+void freed(CUpti_CallbackId cbid, const void* params, CallNote& note) {
+  if (params == nullptr) return;
   switch (cbid) {
     case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2:
-      return static_cast<const cuMemFree_v2_params*>(params)->dptr;
+      note.address = static_cast<const cuMemFree_v2_params*>(params)->dptr;
+      return;
     case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
-      return static_cast<const cuMemFreeAsync_params*>(params)->dptr;
+      note.address = static_cast<const cuMemFreeAsync_params*>(params)->dptr;
+      return;
     case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz:
-      return static_cast<const cuMemFreeAsync_ptsz_params*>(params)->dptr;
+      note.address = static_cast<const cuMemFreeAsync_ptsz_params*>(params)->dptr;
+      return;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemUnmap: {
+      const auto* p = static_cast<const cuMemUnmap_params*>(params);
+      note.address = p->ptr;
+      note.bytes = p->size;
+      return;
+    }
     default:
-      return 0;
+      return;
   }
 }
 
@@ -114,7 +131,7 @@ bool on_timed_call(Sink& sink, CUpti_CallbackId cbid, const CUpti_CallbackData& 
   if (note.kind == CallNote::Kind::alloc && (!allocation(cbid, cb.functionParams, note) || note.address == 0))
     return true;
   if (note.kind == CallNote::Kind::free) {
-    note.address = freed(cbid, cb.functionParams);
+    freed(cbid, cb.functionParams, note);
     if (note.address == 0) return true;  // cudaFree(nullptr): frees nothing
   }
   if (note.kind != CallNote::Kind::wait && cb.context != nullptr) {

@@ -3,7 +3,9 @@
 // CUSCOPE_MEMORY_RECORDS=0) and the launch callbacks are on (CUSCOPE_ATTRIBUTION=launch). The
 // entry of a synchronize, an allocation or a free reads the clock; a successful exit notes the call
 // with its times, address and size (producers/launch_notes.hpp's call notes), which the model takes
-// as it takes CUPTI's SYNCHRONIZATION and MEMORY2 records. These calls are few and slow (a
+// as it takes CUPTI's SYNCHRONIZATION and MEMORY2 records. A mapping of physical memory (cuMemMap)
+// is an allocation at its address, its unmap (cuMemUnmap) the free: what PyTorch's expandable
+// segments make in place of cudaMalloc. These calls are few and slow (a
 // synchronize waits for the GPU, an allocation maps memory), so what the callbacks add to each
 // (two clock reads and a short lock) is small beside the call itself.
 //
@@ -26,7 +28,7 @@ struct Sink;
 
 /// What cuscope notes of the driver call `cbid` when `want` leaves records off: the synchronizes
 /// (context, stream, event) as waits when !want.syncs; the device and managed allocations and
-/// their frees when !want.memory; nothing otherwise.
+/// mappings, and their frees and unmaps, when !want.memory; nothing otherwise.
 std::optional<CallNote::Kind> timed_call_kind(CUpti_CallbackId cbid, RecordChoice want) noexcept;
 /// Enables on `handle` the callbacks of every call timed_call_kind() notes for `want`; "" or why not.
 std::string enable_call_callbacks(CUpti_SubscriberHandle handle, RecordChoice want);
