@@ -100,13 +100,14 @@ TEST_CASE("allocations give bytes and the peak of live bytes, inclusively", "[ag
   CHECK(ro->total.alloc_bytes == 680);
 }
 
-TEST_CASE("copies with a pageable host side are counted per range, with their bytes, and roll up",
-          "[aggregator][pageable]") {
+TEST_CASE(
+    "pageable and blocking copies are counted per range, with their bytes, apart from waits, and roll up",
+    "[aggregator][pageable][blocking]") {
   Fixture f;
   auto outer = f.begin("outer");
   auto inner = f.begin("inner");
-  auto copy = [&](std::uint64_t instance, CopyKind kind, MemoryKind src, MemoryKind dst,
-                  std::uint64_t bytes) {
+  auto copy = [&](std::uint64_t instance, CopyKind kind, MemoryKind src, MemoryKind dst, std::uint64_t bytes,
+                  bool blocking) {
     MemcpyActivity m;
     m.correlation = f.launch(instance);
     m.start_ns = 1000;
@@ -115,14 +116,15 @@ TEST_CASE("copies with a pageable host side are counted per range, with their by
     m.kind = kind;
     m.src_kind = src;
     m.dst_kind = dst;
+    m.blocking = blocking;
     f.agg.on(m);
   };
-  copy(inner.instance, CopyKind::HtoD, MemoryKind::pageable, MemoryKind::device, 1000);
-  copy(inner.instance, CopyKind::HtoD, MemoryKind::pinned, MemoryKind::device, 20);
-  copy(inner.instance, CopyKind::DtoH, MemoryKind::device, MemoryKind::pageable, 300);
-  copy(outer.instance, CopyKind::HtoH, MemoryKind::pageable, MemoryKind::pinned, 7);
-  copy(outer.instance, CopyKind::DtoD, MemoryKind::device, MemoryKind::device, 5000);
-  // Its correlation comes later: the waiting copy keeps its kinds.
+  copy(inner.instance, CopyKind::HtoD, MemoryKind::pageable, MemoryKind::device, 1000, false);
+  copy(inner.instance, CopyKind::HtoD, MemoryKind::pinned, MemoryKind::device, 20, true);
+  copy(inner.instance, CopyKind::DtoH, MemoryKind::device, MemoryKind::pageable, 300, true);
+  copy(outer.instance, CopyKind::HtoH, MemoryKind::pageable, MemoryKind::pinned, 7, true);
+  copy(outer.instance, CopyKind::DtoD, MemoryKind::device, MemoryKind::device, 5000, false);
+  // Its correlation comes later: the waiting copy keeps its kinds and stays blocking.
   MemcpyActivity late;
   late.correlation = 999;
   late.start_ns = 10;
@@ -130,6 +132,7 @@ TEST_CASE("copies with a pageable host side are counted per range, with their by
   late.bytes = 40;
   late.kind = CopyKind::HtoD;
   late.src_kind = MemoryKind::pageable;
+  late.blocking = true;
   f.agg.on(late);
   f.agg.on(ExternalCorrelation{999, inner.instance});
   f.agg.settle();
@@ -145,43 +148,12 @@ TEST_CASE("copies with a pageable host side are counted per range, with their by
   CHECK(out->total.pageable_copies == 4);
   CHECK(out->total.pageable_bytes == 1347);
   CHECK(r.root().total.pageable_copies == 4);
-}
-
-TEST_CASE("blocking copies are counted per range, with their bytes, apart from waits, and roll up",
-          "[aggregator][blocking]") {
-  Fixture f;
-  auto outer = f.begin("outer");
-  auto inner = f.begin("inner");
-  auto copy = [&](std::uint64_t correlation, std::uint64_t bytes, bool blocking) {
-    MemcpyActivity m;
-    m.correlation = correlation;
-    m.start_ns = 1000;
-    m.end_ns = 1100;
-    m.bytes = bytes;
-    m.kind = CopyKind::DtoH;
-    m.blocking = blocking;
-    f.agg.on(m);
-  };
-  copy(f.launch(inner.instance), 4, true);
-  copy(f.launch(inner.instance), 8, true);
-  copy(f.launch(inner.instance), 100, false);
-  copy(f.launch(outer.instance), 16, true);
-  // Its correlation comes later: the waiting copy stays blocking.
-  copy(999, 32, true);
-  f.agg.on(ExternalCorrelation{999, inner.instance});
-  f.agg.settle();
-  f.end(inner);
-  f.end(outer);
-  const Report r = f.report();
-  const auto& in = r.find("outer/inner")->self;
   CHECK(in.blocking_copies == 3);
-  CHECK(in.blocking_bytes == 44);
-  CHECK(in.memcpy[static_cast<std::size_t>(CopyKind::DtoH)].count == 4);
-  CHECK(in.sync_count == 0);
-  const auto& out = r.find("outer");
+  CHECK(in.blocking_bytes == 360);
+  CHECK(in.sync_count == 0);  // a blocking copy is a copy, not a wait
   CHECK(out->self.blocking_copies == 1);
-  CHECK(out->self.blocking_bytes == 16);
+  CHECK(out->self.blocking_bytes == 7);
   CHECK(out->total.blocking_copies == 4);
-  CHECK(out->total.blocking_bytes == 60);
+  CHECK(out->total.blocking_bytes == 367);
   CHECK(r.root().total.blocking_copies == 4);
 }
