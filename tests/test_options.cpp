@@ -38,6 +38,7 @@ TEST_CASE("no variables keep every default", "[options]") {
   CHECK(o.table.max_rows == 50);
   CHECK(o.max_depth == 64);
   CHECK(o.output_path.empty());
+  CHECK(o.report_every_s == 0);  // the report's files at exit only
 }
 
 TEST_CASE("every variable sets its option", "[options]") {
@@ -54,6 +55,7 @@ TEST_CASE("every variable sets its option", "[options]") {
                                     {"CUSCOPE_PRINT", "0"},
                                     {"CUSCOPE_OUTPUT", "/tmp/table.txt"},
                                     {"CUSCOPE_JSON", "/tmp/report.json"},
+                                    {"CUSCOPE_REPORT_EVERY", "60"},
                                     {"CUSCOPE_SORT", "GPU_BUSY"},
                                     {"CUSCOPE_ROWS", "0"},
                                     {"CUSCOPE_TOP_KERNELS", "7"},
@@ -75,6 +77,7 @@ TEST_CASE("every variable sets its option", "[options]") {
   CHECK_FALSE(o.print_at_exit);
   CHECK(o.output_path == "/tmp/table.txt");
   CHECK(o.json_path == "/tmp/report.json");
+  CHECK(o.report_every_s == 60);
   CHECK(o.table.sort == cuscope::SortKey::gpu_busy);
   CHECK(o.table.max_rows == 0);
   CHECK(o.table.top_kernels == 7);
@@ -321,4 +324,19 @@ TEST_CASE("CUSCOPE_ATTRIBUTION and CUSCOPE_EVENT_TIMESTAMPS take their two value
   CHECK(errors[0].message ==
         "CUSCOPE_EVENT_TIMESTAMPS='gpu' is not an event timestamp source (cuda or cupti); keeping cuda");
   CHECK(errors[1].message == "CUSCOPE_ATTRIBUTION='proton' is not an attribution (external or launch); keeping launch");
+}
+
+TEST_CASE("CUSCOPE_REPORT_EVERY: whole seconds up to a day, anything else keeps the report at exit only",
+          "[options][report_every]") {
+  std::vector<cuscope::OptionError> errors;
+  CHECK(parse({{"CUSCOPE_REPORT_EVERY", "86400"}}, errors).report_every_s == 86'400);
+  CHECK(parse({{"CUSCOPE_REPORT_EVERY", "0"}}, errors).report_every_s == 0);
+  CHECK(errors.empty());
+  CHECK(parse({{"CUSCOPE_REPORT_EVERY", "86401"}}, errors).report_every_s == 0);
+  CHECK(parse({{"CUSCOPE_REPORT_EVERY", "1.5"}}, errors).report_every_s == 0);
+  CHECK(parse({{"CUSCOPE_REPORT_EVERY", "1m"}}, errors).report_every_s == 0);
+  REQUIRE(errors.size() == 3);
+  CHECK(errors[0].message == "CUSCOPE_REPORT_EVERY='86401' is out of range [0, 86400]; keeping 0");
+  CHECK(errors[1].message == "CUSCOPE_REPORT_EVERY='1.5' is not a whole number; keeping 0");
+  CHECK(errors[2].message == "CUSCOPE_REPORT_EVERY='1m' is not a whole number; keeping 0");
 }

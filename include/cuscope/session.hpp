@@ -100,6 +100,11 @@ struct Options {
   /// none), %p by its pid, %h by its host name and %% by %: one file per rank of a job.
   std::string output_path;
   std::string json_path;         ///< CUSCOPE_JSON: also write the exit report as JSON here
+  /// CUSCOPE_REPORT_EVERY: while the session runs, rewrite the report's files every this many
+  /// seconds (1-86400; 0, the default: at exit only): the JSON (json_path) and the table when
+  /// output_path names a file, each replaced whole. For programs stopped rather than exited
+  /// (servers, jobs killed at their time limit) and for reading the report while they run.
+  std::uint32_t report_every_s = 0;
   TableOptions table;            ///< CUSCOPE_SORT, CUSCOPE_ROWS, CUSCOPE_TOP_KERNELS
   std::uint32_t max_depth = 64;  ///< CUSCOPE_MAX_DEPTH: deeper scopes time into their parent; 1-256
                                  ///< (start() uses 64 instead of a value outside, with a note)

@@ -86,6 +86,7 @@ def start(
     print_at_exit: Union[bool, str] = ...,
     output_path: Union[str, PathLike[str]] = ...,
     json_path: Union[str, PathLike[str]] = ...,
+    report_every_s: Union[int, str] = ...,
     sort: str = ...,
     max_rows: Union[int, str] = ...,
     top_kernels: Union[int, str] = ...,

@@ -26,6 +26,7 @@ OPTIONS: Dict[str, Tuple[str, str]] = {
     "print_at_exit": ("CUSCOPE_PRINT", "bool"),
     "output_path": ("CUSCOPE_OUTPUT", "path"),
     "json_path": ("CUSCOPE_JSON", "path"),
+    "report_every_s": ("CUSCOPE_REPORT_EVERY", "int"),
     "sort": ("CUSCOPE_SORT", "text"),
     "max_rows": ("CUSCOPE_ROWS", "int"),
     "top_kernels": ("CUSCOPE_TOP_KERNELS", "int"),

@@ -1,7 +1,8 @@
 // session/collector.cpp — the session's collector thread and the CUDA-event resolver: every 10 ms
 // it resolves the CUDA events scopes recorded, keeps the clock calibrated and (with launch notes)
 // drains the threads' launch rings, and every 100 ms asks CUPTI for its completed buffers, so a
-// snapshot sees recent work without a flush and CUPTI's buffers stay few.
+// snapshot sees recent work without a flush and CUPTI's buffers stay few. Every
+// CUSCOPE_REPORT_EVERY seconds it rewrites the report's files (report_files.cpp).
 //
 // Never: let cuscope's own CUDA calls disturb the program's (they run in relaxed capture mode, and
 // under an external correlation id that keeps them out of the report), or wait on the GPU.
@@ -26,11 +27,19 @@ void collector_loop(Session* s) {
   // that another thread runs in global mode (the default of cudaStreamBeginCapture).
   cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
   if (g_cuda.exchange_capture_mode(&mode) != cudaSuccess) g_cuda.get_last_error();
+  // CUSCOPE_REPORT_EVERY: the report's files rewritten on this thread, off the program's.
+  const std::uint64_t every_ns =
+      has_report_file(s->options) ? std::uint64_t{s->options.report_every_s} * 1'000'000'000 : 0;
+  std::uint64_t next_report_ns = every_ns != 0 ? now_ns() + every_ns : 0;
   s->collector_ready.store(true, std::memory_order_release);
   std::unique_lock lock(s->collector_mutex);
   for (unsigned tick = 1; !s->collector_stop; ++tick) {
     s->collector_cv.wait_for(lock, std::chrono::milliseconds(10));
     lock.unlock();
+    if (every_ns != 0 && now_ns() >= next_report_ns) {
+      write_report_files(s->options, report_of(*s), ReportMoment::periodic);
+      next_report_ns = now_ns() + every_ns;
+    }
     resolve_gpu_events();
     recalibrate_clock();  // does something about once a second
     if (s->tracing.load(std::memory_order_acquire)) {

@@ -11,7 +11,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
-#include <fstream>
 #include <mutex>
 #include <thread>
 
@@ -31,21 +30,6 @@ namespace {
 std::once_flag g_atexit_once;
 
 void at_exit() { cuscope::shutdown(); }
-
-void write_text(const std::string& path, const std::string& text, const char* what) {
-  if (path.empty()) {
-    std::fputs(text.c_str(), stderr);
-    std::fflush(stderr);
-    return;
-  }
-  std::ofstream out(path, std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) {
-    warn_once(fmt::format("could not write the {} to '{}'; printing it to stderr instead", what, path));
-    std::fputs(text.c_str(), stderr);
-  }
-}
 
 }  // namespace
 
@@ -98,8 +82,7 @@ void shutdown() {
     if (!s.options.print_at_exit && s.options.json_path.empty() && s.options.trace_path.empty()) return;
     const Report r = report_of(s);
     close_trace(s, r);
-    if (s.options.print_at_exit) write_text(s.options.output_path, format_table(r, s.options.table), "table");
-    if (!s.options.json_path.empty()) write_text(s.options.json_path, format_json(r), "JSON report");
+    write_report_files(s.options, r, ReportMoment::exit);
   } catch (const std::exception& e) {
     warn_once(fmt::format("shutdown failed: {}", e.what()));
   }

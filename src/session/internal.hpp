@@ -1,10 +1,11 @@
 // session/internal.hpp — the calls between the session's own files, one block per file: its
 // lifecycle (session.cpp), threads (threads.cpp), the collector (collector.cpp), exit (exit.cpp),
-// fork (fork.cpp) and warnings (warnings.cpp).
+// the report's files (report_files.cpp), fork (fork.cpp) and warnings (warnings.cpp).
 //
 // Never included outside src/session/: what other layers may call is in session.hpp.
 #pragma once
 
+#include <cstdint>
 #include <cuscope/report.hpp>
 #include <string>
 #include <vector>
@@ -35,6 +36,22 @@ void stop_collector(Session& s);
 
 /// Makes shutdown() run at exit() and at quick_exit(), once per process.
 void register_exit_handlers();
+
+// report_files.cpp
+
+enum class ReportMoment { exit, periodic };
+/// The longest CUSCOPE_REPORT_EVERY, in seconds (a day).
+inline constexpr std::uint32_t kMaxReportEvery = 86'400;
+/// Writes `r` where `o` says: at exit the table (to CUSCOPE_OUTPUT, else stderr, when
+/// print_at_exit) and the JSON (CUSCOPE_JSON), a file that cannot be written going to stderr with
+/// a note; while running (CUSCOPE_REPORT_EVERY) the same files, the table only to a file, and a
+/// failure noted once and tried again the next time.
+void write_report_files(const Options& o, const Report& r, ReportMoment when);
+/// Whether `o` names a file the report is written to (what CUSCOPE_REPORT_EVERY rewrites).
+bool has_report_file(const Options& o);
+/// Replaces the file at `path` by `text`, whole: written beside it and renamed over it (in place
+/// when it is not a regular file, or when no file can be made beside it); false when it could not.
+bool replace_file(const std::string& path, const std::string& text);
 
 // fork.cpp
 

@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "producers/log.hpp"
+#include "session/internal.hpp"
 
 extern char** environ;  // NOLINT: POSIX
 
@@ -214,14 +215,20 @@ struct Reader {
   }
 };
 
-constexpr const char* kKnown[] = {
-    "CUSCOPE_ENABLE",    "CUSCOPE_GPU_EVENTS",  "CUSCOPE_ACTIVITIES",    "CUSCOPE_WAIT",
-    "CUSCOPE_WARMUP",    "CUSCOPE_ACTIVE",      "CUSCOPE_PRINT",         "CUSCOPE_OUTPUT",
-    "CUSCOPE_JSON",      "CUSCOPE_SORT",        "CUSCOPE_ROWS",          "CUSCOPE_TOP_KERNELS",
-    "CUSCOPE_MAX_DEPTH", "CUSCOPE_METRICS",     "CUSCOPE_METRIC_RANGES", "CUSCOPE_METRIC_STEPS",
-    "CUSCOPE_TRACE",     "CUSCOPE_TRACE_LIMIT", "CUSCOPE_NVTX_DOMAINS",  "CUSCOPE_FINDINGS",
-    "CUSCOPE_GRAPHS",    "CUSCOPE_EVENTS",      "CUSCOPE_ATTRIBUTION",   "CUSCOPE_SYNC_RECORDS",
-    "CUSCOPE_MEMORY_RECORDS", "CUSCOPE_EVENT_TIMESTAMPS"};
+constexpr const char* kKnown[] = {"CUSCOPE_ENABLE",         "CUSCOPE_GPU_EVENTS",
+                                  "CUSCOPE_ACTIVITIES",     "CUSCOPE_WAIT",
+                                  "CUSCOPE_WARMUP",         "CUSCOPE_ACTIVE",
+                                  "CUSCOPE_PRINT",          "CUSCOPE_OUTPUT",
+                                  "CUSCOPE_JSON",           "CUSCOPE_SORT",
+                                  "CUSCOPE_ROWS",           "CUSCOPE_TOP_KERNELS",
+                                  "CUSCOPE_MAX_DEPTH",      "CUSCOPE_METRICS",
+                                  "CUSCOPE_METRIC_RANGES",  "CUSCOPE_METRIC_STEPS",
+                                  "CUSCOPE_TRACE",          "CUSCOPE_TRACE_LIMIT",
+                                  "CUSCOPE_NVTX_DOMAINS",   "CUSCOPE_FINDINGS",
+                                  "CUSCOPE_GRAPHS",         "CUSCOPE_EVENTS",
+                                  "CUSCOPE_ATTRIBUTION",    "CUSCOPE_SYNC_RECORDS",
+                                  "CUSCOPE_MEMORY_RECORDS", "CUSCOPE_EVENT_TIMESTAMPS",
+                                  "CUSCOPE_REPORT_EVERY"};
 
 }  // namespace
 
@@ -263,6 +270,7 @@ Options options_from(EnvLookup lookup, Options base, std::vector<OptionError>* e
   r.boolean("CUSCOPE_PRINT", base.print_at_exit);
   r.path("CUSCOPE_OUTPUT", base.output_path);
   r.path("CUSCOPE_JSON", base.json_path);
+  r.number("CUSCOPE_REPORT_EVERY", base.report_every_s, 0, detail::kMaxReportEvery);
   r.sort_key("CUSCOPE_SORT", base.table.sort);
   r.number("CUSCOPE_ROWS", base.table.max_rows, 0, 1'000'000);
   r.number("CUSCOPE_TOP_KERNELS", base.table.top_kernels, 0, 1000);

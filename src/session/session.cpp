@@ -252,6 +252,17 @@ bool start(const Options& given) {
                             model::kHardMaxDepth, fallback));
       options.max_depth = fallback;
     }
+    if (options.report_every_s > kMaxReportEvery) {
+      warn_once(
+          fmt::format("Options::report_every_s={} is out of range [0, {}]; writing the report at exit only",
+                      options.report_every_s, kMaxReportEvery));
+      options.report_every_s = 0;
+    } else if (options.report_every_s != 0 && !has_report_file(options)) {
+      warn_once(
+          fmt::format("CUSCOPE_REPORT_EVERY={}: no file to rewrite (set CUSCOPE_JSON, or CUSCOPE_OUTPUT to "
+                      "a file); the report is written at exit only",
+                      options.report_every_s));
+    }
     const ProcessIdentity id = this_process();  // each rank of a job writes its own files
     for (const std::string& problem : id.problems) warn_once(problem);
     expand_output_paths(options, id);

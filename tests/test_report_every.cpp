@@ -1,0 +1,147 @@
+// CUSCOPE_REPORT_EVERY: the report's files rewritten while the session runs (session/report_files.cpp),
+// each replaced whole; the warnings when there is no file to rewrite or the period is out of range.
+// The periodic case waits for the collector's writes (a second apart), polling, with a bound.
+//
+// Never: a GPU, or a check of how long a write took.
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "session/internal.hpp"
+#include "session_fixture.hpp"
+
+namespace {
+
+std::string temp_path(const char* name) { return std::string(P_tmpdir) + "/cuscope_every_" + name; }
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The calls of `path` in the JSON report at `file`; -1 while the file is missing, cut or unparsable.
+long long calls_in(const std::string& file, const char* path) {
+  const nlohmann::json j = nlohmann::json::parse(read_file(file), nullptr, false);
+  if (j.is_discarded() || !j.contains("ranges")) return -1;
+  for (const auto& range : j["ranges"]) {
+    if (range["path"] == path) return range["calls"].get<long long>();
+  }
+  return 0;
+}
+
+// Waits (10 s at most) until the report at `file` gives `path` `calls` calls; whether it did.
+bool wait_for_calls(const std::string& file, const char* path, long long calls) {
+  for (int i = 0; i < 1000; ++i) {
+    if (calls_in(file, path) == calls) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+// Files in P_tmpdir whose name starts with `prefix` (the temporaries replace_file leaves, if any).
+int files_starting(const std::string& prefix) {
+  int n = 0;
+  if (DIR* d = ::opendir(P_tmpdir)) {
+    while (const dirent* e = ::readdir(d)) n += std::string(e->d_name).rfind(prefix, 0) == 0;
+    ::closedir(d);
+  }
+  return n;
+}
+
+bool has_note(const cuscope::Report& r, const std::string& text) {
+  for (const std::string& note : r.notes) {
+    if (note.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("CUSCOPE_REPORT_EVERY rewrites the JSON report and the table file while the session runs",
+          "[session][report_every][threads]") {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.print_at_exit = true;
+  o.output_path = temp_path("table.txt");
+  o.json_path = temp_path("report.json");
+  o.report_every_s = 1;
+  std::remove(o.output_path.c_str());
+  std::remove(o.json_path.c_str());
+  cuscope_test::Session session(o);
+  for (int i = 0; i < 3; ++i) {
+    CUSCOPE_SCOPE("served");
+  }
+  REQUIRE(wait_for_calls(o.json_path, "served", 3));
+  CHECK(read_file(o.output_path).find("served") != std::string::npos);
+  for (int i = 0; i < 2; ++i) {
+    CUSCOPE_SCOPE("served");
+  }
+  CHECK(wait_for_calls(o.json_path, "served", 5));  // the next write has them
+  // Each file was replaced whole: no temporary is left beside it.
+  CHECK(files_starting("cuscope_every_report.json.cuscope-tmp.") == 0);
+  CHECK(files_starting("cuscope_every_table.txt.cuscope-tmp.") == 0);
+  { CUSCOPE_SCOPE("last"); }
+  cuscope::shutdown();  // and at exit, as without the option
+  CHECK(calls_in(o.json_path, "served") == 5);
+  CHECK(calls_in(o.json_path, "last") == 1);
+  CHECK(read_file(o.output_path).find("last") != std::string::npos);
+  std::remove(o.output_path.c_str());
+  std::remove(o.json_path.c_str());
+}
+
+TEST_CASE("CUSCOPE_REPORT_EVERY without a file to rewrite, or out of range, says so and writes at exit only",
+          "[session][report_every]") {
+  cuscope::Options o = cuscope_test::quiet_options();
+  SECTION("the table goes to stderr and there is no JSON") {
+    o.print_at_exit = true;
+    o.report_every_s = 5;
+    cuscope_test::Session session(o);
+    CHECK(has_note(cuscope::snapshot(),
+                   "CUSCOPE_REPORT_EVERY=5: no file to rewrite (set CUSCOPE_JSON, or "
+                   "CUSCOPE_OUTPUT to a file); the report is written at exit only"));
+  }
+  SECTION("out of range") {
+    o.json_path = temp_path("never.json");
+    o.report_every_s = 86'401;
+    cuscope_test::Session session(o);
+    CHECK(has_note(
+        cuscope::snapshot(),
+        "Options::report_every_s=86401 is out of range [0, 86400]; writing the report at exit only"));
+    CHECK(cuscope::current_options().report_every_s == 0);
+  }
+  SECTION("a file named") {
+    o.json_path = temp_path("named.json");
+    o.report_every_s = 5;
+    cuscope_test::Session session(o);
+    CHECK_FALSE(has_note(cuscope::snapshot(), "CUSCOPE_REPORT_EVERY"));
+  }
+}
+
+TEST_CASE("replace_file replaces a regular file whole, writes in place what is not one, says when it cannot",
+          "[session][report_every]") {
+  using cuscope::detail::replace_file;
+  const std::string path = temp_path("replaced.txt");
+  std::remove(path.c_str());
+  REQUIRE(replace_file(path, "first version, longer\n"));
+  REQUIRE(replace_file(path, "second\n"));
+  CHECK(read_file(path) == "second\n");  // nothing of the longer first version left
+  CHECK(files_starting("cuscope_every_replaced.txt.cuscope-tmp.") == 0);
+  std::remove(path.c_str());
+  // Not a regular file: written in place, and still what it was.
+  CHECK(replace_file("/dev/null", "gone\n"));
+  struct stat st {};
+  REQUIRE(::stat("/dev/null", &st) == 0);
+  CHECK(S_ISCHR(st.st_mode));
+  // A folder that does not exist: false, and nothing made.
+  CHECK_FALSE(replace_file(temp_path("no_such_folder/report.json"), "x"));
+}
