@@ -84,3 +84,42 @@ def test_an_unknown_option_raises_type_error():
             raise SystemExit("no TypeError")
     """)
     assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_a_server_killed_by_sigterm_leaves_its_last_report(tmp_path):
+    """A process stopped by a signal runs no exit handler: with report_every_s the JSON written while
+    it ran is there, whole, after SIGTERM."""
+    import signal
+    import subprocess
+    import sys
+    import textwrap
+    import time
+
+    from conftest import CLEAN_ENV
+
+    out = tmp_path / "served.json"
+    code = textwrap.dedent(f"""
+        import time, cuscope
+        cuscope.start(json_path={str(out)!r}, report_every_s=1, print_at_exit=False)
+        while True:
+            with cuscope.scope("st_request"):
+                time.sleep(0.01)
+    """)
+    server = subprocess.Popen([sys.executable, "-c", code], env=dict(CLEAN_ENV), stderr=subprocess.PIPE, text=True)
+    try:
+        calls = 0
+        for _ in range(1000):  # 10 s at most for the first write
+            if out.exists():
+                ranges = json.loads(out.read_text())["ranges"]  # whole whenever read: replaced, not rewritten
+                calls = sum(r["calls"] for r in ranges if r["path"] == "st_request")
+                if calls > 0:
+                    break
+            time.sleep(0.01)
+        assert calls > 0
+    finally:
+        server.send_signal(signal.SIGTERM)
+        _, err = server.communicate(timeout=30)
+    assert server.returncode == -signal.SIGTERM
+    assert err == ""
+    report = json.loads(out.read_text())
+    assert sum(r["calls"] for r in report["ranges"] if r["path"] == "st_request") >= calls
