@@ -127,8 +127,10 @@ TEST_CASE("CUSCOPE_REPORT_EVERY without a file to rewrite, or out of range, says
   }
 }
 
-TEST_CASE("replace_file replaces a regular file whole, writes in place what is not one, says when it cannot",
-          "[session][report_every]") {
+TEST_CASE(
+    "replace_file replaces a regular file whole, writes in place what is not one (a device, a link), "
+    "says when it cannot",
+    "[session][report_every]") {
   using cuscope::detail::replace_file;
   const std::string path = temp_path("replaced.txt");
   std::remove(path.c_str());
@@ -142,6 +144,18 @@ TEST_CASE("replace_file replaces a regular file whole, writes in place what is n
   struct stat st {};
   REQUIRE(::stat("/dev/null", &st) == 0);
   CHECK(S_ISCHR(st.st_mode));
+  // A symbolic link: its target rewritten, the link kept.
+  const std::string target = temp_path("link_target.txt");
+  const std::string link = temp_path("link.txt");
+  std::remove(link.c_str());
+  REQUIRE(replace_file(target, "old\n"));
+  REQUIRE(::symlink(target.c_str(), link.c_str()) == 0);
+  CHECK(replace_file(link, "through the link\n"));
+  CHECK(read_file(target) == "through the link\n");
+  REQUIRE(::lstat(link.c_str(), &st) == 0);
+  CHECK(S_ISLNK(st.st_mode));
+  std::remove(link.c_str());
+  std::remove(target.c_str());
   // A folder that does not exist: false, and nothing made.
   CHECK_FALSE(replace_file(temp_path("no_such_folder/report.json"), "x"));
 }

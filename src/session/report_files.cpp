@@ -30,8 +30,9 @@ bool write_to(const std::string& path, const std::string& text) {
 
 bool replace_file(const std::string& path, const std::string& text) {
   struct stat st {};
-  // Not a regular file (/dev/stdout, a pipe): written in place, as nothing can be renamed over it.
-  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return write_to(path, text);
+  // Not a regular file (/dev/stdout, a pipe), or a symbolic link (which a rename would replace by
+  // a file): written in place.
+  if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return write_to(path, text);
   const std::string temp = fmt::format("{}.cuscope-tmp.{}", path, ::getpid());
   if (write_to(temp, text) && std::rename(temp.c_str(), path.c_str()) == 0) return true;
   std::remove(temp.c_str());
