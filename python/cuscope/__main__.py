@@ -12,8 +12,8 @@ import os
 import sys
 from typing import List, Optional
 
-USAGE = """usage: python -m cuscope run [--json FILE] [--trace FILE] [--output FILE] [--domains LIST] [--] \
-SCRIPT.py [ARGS...]
+USAGE = """usage: python -m cuscope run [--json FILE] [--trace FILE] [--output FILE] [--domains LIST] \
+[--report-every S] [--] SCRIPT.py [ARGS...]
        python -m cuscope run [options] [--] -m MODULE [ARGS...]
 
 Runs the script with this Python under cuscope's zero-code mode, in a new process: its NVTX ranges
@@ -24,13 +24,15 @@ and cuscope.scope ranges become one tree, GPU work is attributed to them, the ta
   --output FILE    write the table to FILE instead of standard error (CUSCOPE_OUTPUT)
   --domains LIST   NVTX domains to keep ("default,Megatron"), or to leave out ("-NCCL")
                    (CUSCOPE_NVTX_DOMAINS)
+  --report-every S rewrite the JSON (and a table FILE) every S seconds while the script runs, so a
+                   script stopped by a signal leaves its report (CUSCOPE_REPORT_EVERY)
 
 The exit status is the script's; 125 when this command fails (bad command line, no injection
 library). CUSCOPE_INJECT_LIBRARY overrides where libcuscope_inject.so is looked for.
 """
 
 FLAGS = {"--json": "CUSCOPE_JSON", "--trace": "CUSCOPE_TRACE", "--output": "CUSCOPE_OUTPUT",
-         "--domains": "CUSCOPE_NVTX_DOMAINS"}
+         "--domains": "CUSCOPE_NVTX_DOMAINS", "--report-every": "CUSCOPE_REPORT_EVERY"}
 RUN_ERROR = 125
 
 

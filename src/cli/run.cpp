@@ -18,8 +18,8 @@ namespace cuscope::cli {
 namespace {
 
 constexpr const char* kHelp =
-    "usage: cuscope run [--json FILE] [--trace FILE] [--output FILE] [--domains LIST] [--] COMMAND "
-    "[ARGS...]\n"
+    "usage: cuscope run [--json FILE] [--trace FILE] [--output FILE] [--domains LIST] [--report-every S]\n"
+    "                   [--] COMMAND [ARGS...]\n"
     "\n"
     "Runs COMMAND (any program: a C++ or CUDA binary, `python train.py`, ...) with cuscope injected:\n"
     "its NVTX push/pop ranges (torch.cuda.nvtx.range, emit_nvtx(), NCCL, hand-written nvtxRangePush)\n"
@@ -31,6 +31,8 @@ constexpr const char* kHelp =
     "  --output FILE    write the table to FILE instead of standard error (CUSCOPE_OUTPUT)\n"
     "  --domains LIST   NVTX domains to keep (\"default,Megatron\"), or to leave out (\"-NCCL\")\n"
     "                   (CUSCOPE_NVTX_DOMAINS)\n"
+    "  --report-every S rewrite the JSON (and a table FILE) every S seconds while COMMAND runs, so a\n"
+    "                   program stopped by a signal leaves its report (CUSCOPE_REPORT_EVERY)\n"
     "\n"
     "The exit status is COMMAND's. cuscope run's own failures exit with 125 (bad command line, no\n"
     "injection library), 126 (COMMAND cannot be run) or 127 (COMMAND not found).\n"
@@ -82,7 +84,8 @@ int run(const Args& args) {
   static constexpr Setting kSettings[] = {{"--json", "CUSCOPE_JSON"},
                                           {"--trace", "CUSCOPE_TRACE"},
                                           {"--output", "CUSCOPE_OUTPUT"},
-                                          {"--domains", "CUSCOPE_NVTX_DOMAINS"}};
+                                          {"--domains", "CUSCOPE_NVTX_DOMAINS"},
+                                          {"--report-every", "CUSCOPE_REPORT_EVERY"}};
   std::vector<std::pair<const char*, std::string>> settings;
   CommandLine cl("run", kHelp, args, kRunError);
   std::size_t command = args.size();
