@@ -35,6 +35,26 @@ def run_python(code, *args, env=None, timeout=120, python_args=()):
                           capture_output=True, text=True, timeout=timeout)
 
 
+def report_calls(path, name):
+    """The calls of range `name` in the JSON report at `path` (a pathlib.Path); 0 while there is none.
+    Parses whatever is there: a report rewritten while its program runs must always be whole."""
+    if not path.exists():
+        return 0
+    import json
+    return sum(r["calls"] for r in json.loads(path.read_text())["ranges"] if r["path"] == name)
+
+
+def wait_for_calls(path, name, timeout=10.0):
+    """Polls the report at `path` until range `name` has calls (or `timeout` s pass); those calls."""
+    import time
+    deadline = time.monotonic() + timeout
+    calls = report_calls(path, name)
+    while calls == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+        calls = report_calls(path, name)
+    return calls
+
+
 def count_tables(text):
     """How many tables `text` holds: each opens with 'cuscope VERSION — device: ...'."""
     return sum(1 for line in text.splitlines() if line.startswith("cuscope ") and " — device: " in line)

@@ -93,9 +93,8 @@ def test_a_server_killed_by_sigterm_leaves_its_last_report(tmp_path):
     import subprocess
     import sys
     import textwrap
-    import time
 
-    from conftest import CLEAN_ENV
+    from conftest import CLEAN_ENV, report_calls, wait_for_calls
 
     out = tmp_path / "served.json"
     code = textwrap.dedent(f"""
@@ -107,19 +106,11 @@ def test_a_server_killed_by_sigterm_leaves_its_last_report(tmp_path):
     """)
     server = subprocess.Popen([sys.executable, "-c", code], env=dict(CLEAN_ENV), stderr=subprocess.PIPE, text=True)
     try:
-        calls = 0
-        for _ in range(1000):  # 10 s at most for the first write
-            if out.exists():
-                ranges = json.loads(out.read_text())["ranges"]  # whole whenever read: replaced, not rewritten
-                calls = sum(r["calls"] for r in ranges if r["path"] == "st_request")
-                if calls > 0:
-                    break
-            time.sleep(0.01)
+        calls = wait_for_calls(out, "st_request")
         assert calls > 0
     finally:
         server.send_signal(signal.SIGTERM)
         _, err = server.communicate(timeout=30)
     assert server.returncode == -signal.SIGTERM
     assert err == ""
-    report = json.loads(out.read_text())
-    assert sum(r["calls"] for r in report["ranges"] if r["path"] == "st_request") >= calls
+    assert report_calls(out, "st_request") >= calls

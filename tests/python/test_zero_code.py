@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import CLEAN_ENV, count_tables, run_python
+from conftest import CLEAN_ENV, count_tables, report_calls, run_python, wait_for_calls
 
 CLI = os.environ.get("CUSCOPE_TEST_CLI", "")
 
@@ -113,19 +113,11 @@ while True:
 """
 
 
-def served_requests(path):
-    """The calls of zc_request in the JSON report at `path`; 0 while there is none."""
-    if not path.exists():
-        return 0
-    return sum(r["calls"] for r in json.loads(path.read_text())["ranges"] if r["path"] == "zc_request")
-
-
 @pytest.mark.parametrize("how", ["cuscope run", "python -m cuscope run"])
 def test_an_unmodified_server_killed_by_sigterm_leaves_its_last_report(how, script, tmp_path):
     """Zero-code mode on a program that never exits: --report-every rewrites the JSON while it runs,
     whole each time, and what it held is there after SIGTERM (which runs no exit handler)."""
     import subprocess
-    import time
     pytest.importorskip("nvtx")
     if how == "cuscope run" and not CLI:
         pytest.skip("CUSCOPE_TEST_CLI (the cuscope command) is not set")
@@ -136,19 +128,14 @@ def test_an_unmodified_server_killed_by_sigterm_leaves_its_last_report(how, scri
         [sys.executable] if how == "cuscope run" else []), server], env=dict(CLEAN_ENV), cwd=tmp_path,
         stderr=subprocess.PIPE, text=True)
     try:
-        seen = 0
-        for _ in range(1000):  # 10 s at most for the first write
-            seen = served_requests(out)  # parses whenever read: each write replaces the file whole
-            if seen > 0:
-                break
-            time.sleep(0.01)
+        seen = wait_for_calls(out, "zc_request")
         assert seen > 0
     finally:
         p.send_signal(signal.SIGTERM)
         _, err = p.communicate(timeout=30)
     assert p.returncode == -signal.SIGTERM
     assert count_tables(err) == 0  # killed: no exit table, only the files written while it ran
-    assert served_requests(out) >= seen
+    assert report_calls(out, "zc_request") >= seen
 
 
 def test_python_m_cuscope_run_runs_a_module(tmp_path):
