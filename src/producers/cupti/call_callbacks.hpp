@@ -5,9 +5,9 @@
 // with its times, address and size (producers/launch_notes.hpp's call notes), which the model takes
 // as it takes CUPTI's SYNCHRONIZATION and MEMORY2 records. A mapping of physical memory (cuMemMap)
 // is an allocation at its address, its unmap (cuMemUnmap) the free: what PyTorch's expandable
-// segments make in place of cudaMalloc. These calls are few and slow (a
-// synchronize waits for the GPU, an allocation maps memory), so what the callbacks add to each
-// (two clock reads and a short lock) is small beside the call itself.
+// segments make in place of cudaMalloc. These calls are few and slow (a synchronize waits for the
+// GPU, an allocation maps memory), so what the callbacks add to each (two clock reads and a short
+// lock) is small beside the call itself.
 //
 // Never here: the SYNCHRONIZATION or MEMORY2 activity kinds the options left off; the event and
 // stream queries and stream waits that those records also cover (frequent, and they do not block

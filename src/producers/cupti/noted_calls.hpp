@@ -1,9 +1,9 @@
 // producers/cupti/noted_calls.hpp — the driver calls whose own callbacks cuscope notes where their
 // records are off (call_callbacks.hpp): the synchronizes that block the host on the GPU, the device
 // and managed allocations and the mappings of physical memory (cuMemMap, as PyTorch's expandable
-// segments map theirs), and their frees and unmaps, by CUPTI callback id. CUPTI's header and the standard
-// library only: the raw probe of these calls (docs/validation/probes/sync_alloc_callbacks.cu)
-// includes it too, so that it checks this list and not a copy.
+// segments map theirs), and their frees and unmaps, by CUPTI callback id. CUPTI's header and the
+// standard library only: the raw probe of these calls (docs/validation/probes/
+// sync_alloc_callbacks.cu) includes it too, so that it checks this list and not a copy.
 #pragma once
 
 #include <cupti.h>
