@@ -157,6 +157,103 @@ TEST_CASE("every prefix of a trace is rejected as truncated, and nothing else", 
   }
 }
 
+namespace {
+
+// Where the first record of `type` starts in the trace `file` (its size when there is none).
+std::size_t offset_of(const std::string& file, trace::RecordType type) {
+  std::size_t at = trace::kHeaderBytes;
+  while (at + trace::kRecordHeaderBytes <= file.size()) {
+    std::uint32_t t = 0, size = 0;
+    std::memcpy(&t, file.data() + at, 4);
+    std::memcpy(&size, file.data() + at + 4, 4);
+    if (t == static_cast<std::uint32_t>(type)) return at;
+    at += trace::kRecordHeaderBytes + size;
+  }
+  return file.size();
+}
+
+}  // namespace
+
+TEST_CASE(
+    "accept_cut: a trace cut anywhere is read up to its last whole record, saying where; a malformed "
+    "one is still refused",
+    "[trace][partial]") {
+  Recorded rec("partial.cuscope");
+  record_run(rec);
+  rec.close();
+  const std::string good = read_file(rec.path);
+  struct Counting : trace::Visitor {
+    std::size_t scopes = 0, kernels = 0;
+    void scope(const trace::ScopeEvent&) override { ++scopes; }
+    void on(const model::KernelActivity&) override { ++kernels; }
+  };
+  Counting before;
+  for (std::size_t n = trace::kHeaderBytes; n <= good.size(); ++n) {
+    trace::Reader reader;
+    reader.accept_cut(true);
+    std::string error;
+    REQUIRE(reader.open_memory(reinterpret_cast<const std::uint8_t*>(good.data()), n, &error));
+    Counting c;
+    INFO("prefix of " << n << " bytes: " << reader.cut());
+    REQUIRE(reader.read(c, &error));
+    REQUIRE(error.empty());
+    REQUIRE(reader.cut().rfind(n == good.size() ? "" : "truncated: ", 0) == 0);
+    REQUIRE(reader.cut().empty() == (n == good.size()));
+    // A longer prefix never holds less.
+    REQUIRE(c.scopes >= before.scopes);
+    REQUIRE(c.kernels >= before.kernels);
+    before = c;
+  }
+  CHECK(before.kernels == 3);
+  std::string bad = good;
+  bad[trace::kHeaderBytes] = 99;
+  trace::Reader reader;
+  reader.accept_cut(true);
+  std::string error;
+  REQUIRE(reader.open_memory(reinterpret_cast<const std::uint8_t*>(bad.data()), bad.size(), &error));
+  trace::Visitor ignore;
+  CHECK_FALSE(reader.read(ignore, &error));
+  CHECK(error == "malformed: unknown record type 99 at byte 24");
+}
+
+TEST_CASE("a trace cut before its end or its summary replays what it held, partial only, with a note",
+          "[trace][partial]") {
+  Recorded rec("cut_replay.cuscope");
+  record_run(rec);
+  Report live = rec.live();
+  live.device = "a device";
+  rec.close(live);
+  const std::string good = read_file(rec.path);
+  const std::string path = temp_path("cut_replay_prefix.cuscope");
+  Report r;
+  std::string error;
+  SECTION("no end record") {
+    write_file(path, good.substr(0, good.size() - 16));
+    CHECK_FALSE(trace::replay_file(path, &r, &error));  // without partial: an error, as ever
+    REQUIRE(trace::replay_file(path, &r, &error, true));
+    CHECK(r.find("step")->calls == 3);
+    CHECK(r.find("step/forward")->self.kernel_calls == 3);
+    CHECK(r.device == "a device");  // the summary came before the cut
+    REQUIRE_FALSE(r.notes.empty());
+    CHECK(r.notes.back() ==
+          fmt::format("this trace was cut short (truncated: no end record after byte {} (the program did not "
+                      "finish the trace)): the program was killed, crashed or still runs; the report holds "
+                      "what the file held before the cut",
+                      good.size() - 16));
+    CHECK(cuscope::format_table(r).find("this trace was cut short") != std::string::npos);
+  }
+  SECTION("cut before its summary") {
+    write_file(path, good.substr(0, offset_of(good, trace::RecordType::Summary)));
+    REQUIRE(trace::replay_file(path, &r, &error, true));
+    CHECK(r.find("step")->calls == 3);
+    CHECK(r.gpu_timing == "not known: the trace was cut before its summary");
+    CHECK(r.activity_status == "not known: the trace was cut before its summary");
+    REQUIRE(r.notes.size() == 1);
+    CHECK(r.notes[0].rfind("this trace was cut short (truncated: no end record after byte ", 0) == 0);
+  }
+  std::remove(path.c_str());
+}
+
 TEST_CASE("records past the trace's bound are dropped, counted, and the file says so", "[trace]") {
   constexpr std::uint64_t kLimit = 4096;  // the End record keeps half of it
   Recorded rec("bounded.cuscope", kLimit);

@@ -27,7 +27,16 @@ int flame(const Args& args);
 int merge(const Args& args);
 
 /// A report from a trace file or from a JSON report (cuscope.report/1), told apart by content.
-bool load_report(const std::string& path, Report* out, std::string* error);
+/// `partial`: a trace cut short is read up to its last whole record (--partial), and `cut`, when
+/// given, says where it was cut ("" when whole).
+bool load_report(const std::string& path, Report* out, std::string* error, bool partial = false,
+                 std::string* cut = nullptr);
+/// The line --partial prints on stderr when it read a cut trace: "cuscope COMMAND: PATH: why".
+void say_cut(std::string_view command, const std::string& path, const std::string& cut);
+/// The help line of --partial, the same in every command that takes it.
+inline constexpr const char* kPartialHelp =
+    "  --partial   read a trace cut short (no end record: a program killed, crashed or still\n"
+    "              running) up to its last whole record; a line on stderr says where it was cut\n";
 /// A JSON report's text back into a Report (the fields format_json writes).
 bool report_from_json(const std::string& text, Report* out, std::string* error);
 

@@ -9,24 +9,32 @@ namespace cuscope::cli {
 
 namespace {
 
-constexpr const char* kHelp =
-    "usage: cuscope json TRACE [-o OUT]\n"
+const std::string kHelp =
+    "usage: cuscope json [--partial] TRACE [-o OUT]\n"
     "\n"
     "Replays the trace file TRACE (written by a program run with CUSCOPE_TRACE=TRACE) through\n"
     "cuscope's model and prints its report as JSON: the same report, built by the same code, as the\n"
     "session's own CUSCOPE_JSON of that run. Schema: docs/json-schema.md.\n"
     "\n"
-    "  -o OUT   write to OUT instead of standard output\n";
+    "  -o OUT      write to OUT instead of standard output\n" +
+    std::string(kPartialHelp);
 
 }  // namespace
 
 int json(const Args& args) {
   std::string path, out;
-  if (const int status = parse_file_and_output("json", kHelp, args, false, &path, &out); status >= 0)
+  bool partial = false;
+  const auto extra = [&partial](CommandLine& cl) { return cl.flag("--partial") && (partial = true); };
+  if (const int status = parse_file_and_output("json", kHelp.c_str(), args, false, &path, &out, extra);
+      status >= 0)
     return status;
   Report r;
   std::string error;
-  if (!trace::replay_file(path, &r, &error)) return fail("json", path + ": " + error);
+  trace::Reader reader;
+  reader.accept_cut(partial);
+  if (!reader.open(path, &error) || !trace::replay(reader, &r, &error))
+    return fail("json", path + ": " + error);
+  say_cut("json", path, reader.cut());
   const std::string text = format_json(r);
   std::FILE* f = out.empty() ? stdout : std::fopen(out.c_str(), "w");
   if (f == nullptr) return fail("json", "cannot write '" + out + "'");

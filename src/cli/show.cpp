@@ -20,7 +20,7 @@ namespace cuscope::cli {
 namespace {
 
 constexpr const char* kHelp =
-    "usage: cuscope show [--sort KEY] [--rows N] [--top-kernels N] FILE\n"
+    "usage: cuscope show [--sort KEY] [--rows N] [--top-kernels N] [--partial] FILE\n"
     "\n"
     "Prints the table of FILE, a trace file (CUSCOPE_TRACE) or a JSON report (CUSCOPE_JSON): the\n"
     "table the program printed at exit.\n"
@@ -28,7 +28,9 @@ constexpr const char* kHelp =
     "  --sort KEY         order siblings by host_total (default), host_self, gpu_total,\n"
     "                     kernel_total, gpu_busy, calls or name (as CUSCOPE_SORT)\n"
     "  --rows N           ranges shown, the rest counted in a last line; 0 = all (CUSCOPE_ROWS)\n"
-    "  --top-kernels N    kernels listed under each range; 0 = none (CUSCOPE_TOP_KERNELS)\n";
+    "  --top-kernels N    kernels listed under each range; 0 = none (CUSCOPE_TOP_KERNELS)\n"
+    "  --partial          read a trace cut short (no end record: a program killed, crashed or\n"
+    "                     still running) up to its last whole record; stderr says where it was cut\n";
 
 // options_from() reads settings through a lookup; the command line is that lookup here.
 std::string g_sort, g_rows, g_top;
@@ -48,7 +50,13 @@ int fail(std::string_view command, std::string_view message) {
   return kInputError;
 }
 
-bool load_report(const std::string& path, Report* out, std::string* error) {
+void say_cut(std::string_view command, const std::string& path, const std::string& cut) {
+  if (cut.empty()) return;
+  std::fprintf(stderr, "cuscope %.*s: %s: %s; read up to there (--partial)\n",
+               static_cast<int>(command.size()), command.data(), path.c_str(), cut.c_str());
+}
+
+bool load_report(const std::string& path, Report* out, std::string* error, bool partial, std::string* cut) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     *error = "cannot open '" + path + "': " + std::strerror(errno);
@@ -56,8 +64,13 @@ bool load_report(const std::string& path, Report* out, std::string* error) {
   }
   char head[sizeof(trace::kMagic)] = {};
   in.read(head, sizeof(head));
-  if (in.gcount() == sizeof(head) && std::memcmp(head, trace::kMagic, sizeof(head)) == 0)
-    return trace::replay_file(path, out, error);
+  if (in.gcount() == sizeof(head) && std::memcmp(head, trace::kMagic, sizeof(head)) == 0) {
+    trace::Reader reader;
+    reader.accept_cut(partial);
+    if (!reader.open(path, error) || !trace::replay(reader, out, error)) return false;
+    if (cut != nullptr) *cut = reader.cut();
+    return true;
+  }
   in.clear();
   in.seekg(0);
   std::ostringstream text;
@@ -67,10 +80,13 @@ bool load_report(const std::string& path, Report* out, std::string* error) {
 
 int show(const Args& args) {
   std::string path;
+  bool partial = false;
   CommandLine cl("show", kHelp, args);
   while (cl.next()) {
     std::string_view v;
-    if (cl.value("--sort", &v)) {
+    if (cl.flag("--partial")) {
+      partial = true;
+    } else if (cl.value("--sort", &v)) {
       g_sort = std::string(v);
     } else if (cl.value("--rows", &v)) {
       g_rows = std::string(v);
@@ -100,7 +116,9 @@ int show(const Args& args) {
   }
   Report r;
   std::string error;
-  if (!load_report(path, &r, &error)) return fail("show", path + ": " + error);
+  std::string cut;
+  if (!load_report(path, &r, &error, partial, &cut)) return fail("show", path + ": " + error);
+  say_cut("show", path, cut);
   std::fputs(format_table(r, o.table).c_str(), stdout);
   return 0;
 }

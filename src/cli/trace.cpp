@@ -31,8 +31,8 @@ namespace cuscope::cli {
 
 namespace {
 
-constexpr const char* kHelp =
-    "usage: cuscope trace TRACE -o OUT.json\n"
+const std::string kHelp =
+    "usage: cuscope trace [--partial] TRACE -o OUT.json\n"
     "\n"
     "Converts the trace file TRACE (CUSCOPE_TRACE) to a Chrome/Perfetto JSON trace in the shape\n"
     "torch.profiler (Kineto) writes: open it in https://ui.perfetto.dev, chrome://tracing, or\n"
@@ -40,7 +40,8 @@ constexpr const char* kHelp =
     "copies and sets are on per-device, per-stream tracks, joined to their launches by flow\n"
     "arrows. Memory stays bounded whatever the trace's size.\n"
     "\n"
-    "  -o OUT   the JSON file to write (required)\n";
+    "  -o OUT      the JSON file to write (required)\n" +
+    std::string(kPartialHelp);
 
 constexpr std::size_t kApiWindow = 1u << 16;  // API calls waiting for their thread and work
 constexpr std::size_t kMaxLanes = 32;
@@ -451,9 +452,13 @@ class Kineto final : public trace::Visitor {
 
 int trace(const Args& args) {
   std::string path, out;
-  if (const int status = parse_file_and_output("trace", kHelp, args, true, &path, &out); status >= 0)
+  bool partial = false;
+  const auto extra = [&partial](CommandLine& cl) { return cl.flag("--partial") && (partial = true); };
+  if (const int status = parse_file_and_output("trace", kHelp.c_str(), args, true, &path, &out, extra);
+      status >= 0)
     return status;
   trace::Reader reader;
+  reader.accept_cut(partial);
   std::string error;
   if (!reader.open(path, &error)) return fail("trace", path + ": " + error);
   std::FILE* f = std::fopen(out.c_str(), "w");
@@ -468,6 +473,7 @@ int trace(const Args& args) {
     std::remove(out.c_str());  // never leave half a JSON file behind
     return fail("trace", read ? "cannot write '" + out + "'" : path + ": " + error);
   }
+  say_cut("trace", path, reader.cut());
   if (dropped > 0)
     std::fprintf(stderr, "cuscope trace: %s is truncated: %llu records did not fit (CUSCOPE_TRACE_LIMIT)\n",
                  path.c_str(), static_cast<unsigned long long>(dropped));

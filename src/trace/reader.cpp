@@ -140,21 +140,31 @@ bool Reader::check_header(std::string* error) {
   return true;
 }
 
+bool Reader::stop_at_cut(std::string message, std::string* error) {
+  if (!accept_cut_) {
+    *error = std::move(message);
+    return false;
+  }
+  cut_ = std::move(message);
+  error->clear();
+  return true;
+}
+
 bool Reader::read(Visitor& v, std::string* error) {
+  cut_.clear();
   for (;;) {
     error->clear();
     const std::uint64_t at = offset_;
     char h[kRecordHeaderBytes];
     const std::size_t got = fill(h, kRecordHeaderBytes);
     if (got == 0) {
-      *error =
-          fmt::format("truncated: no end record after byte {} (the program did not finish the trace)", at);
-      return false;
+      return stop_at_cut(
+          fmt::format("truncated: no end record after byte {} (the program did not finish the trace)", at),
+          error);
     }
-    if (got < kRecordHeaderBytes) {
-      *error = fmt::format("truncated: the file ends inside a record header at byte {}", at);
-      return false;
-    }
+    if (got < kRecordHeaderBytes)
+      return stop_at_cut(fmt::format("truncated: the file ends inside a record header at byte {}", at),
+                         error);
     Decoder hd(h, kRecordHeaderBytes);
     const auto raw_type = hd.get<std::uint32_t>();
     const auto size = hd.get<std::uint32_t>();
@@ -170,10 +180,9 @@ bool Reader::read(Visitor& v, std::string* error) {
       return false;
     }
     payload_.resize(size);
-    if (fill(payload_.data(), size) != size) {
-      *error = fmt::format("truncated: the file ends inside {} record at byte {}", a(type), at);
-      return false;
-    }
+    if (fill(payload_.data(), size) != size)
+      return stop_at_cut(fmt::format("truncated: the file ends inside {} record at byte {}", a(type), at),
+                         error);
     Decoder d(payload_.data(), size);
     if (!dispatch(type, d, v, error)) {
       const std::string detail = *error;

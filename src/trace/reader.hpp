@@ -1,7 +1,9 @@
 // trace/reader.hpp — reads a trace file (format.hpp) record by record, in bounded memory, and
 // hands each decoded record to a visitor. Any defect (missing file, not a trace, another version,
 // a record cut off or malformed, no End record) stops the read with one line saying what and
-// where; nothing in a file can make it crash, allocate without bound or loop forever.
+// where; nothing in a file can make it crash, allocate without bound or loop forever. A file cut
+// short (no End record) can be read up to its last whole record when asked (accept_cut: the trace
+// of a program that was killed or crashed).
 #pragma once
 
 #include <cstdint>
@@ -59,6 +61,15 @@ class Reader {
   /// Visits every record up to End; false with `error` set (one line) at the first defect.
   bool read(Visitor& v, std::string* error);
 
+  /// Whether read() accepts a file cut short (no End record, or the file ends inside a record: a
+  /// program killed, crashed or still running): it then visits every whole record, returns true,
+  /// and cut() says where. Off by default, when a cut file is an error. A malformed record is an
+  /// error either way.
+  void accept_cut(bool on) { accept_cut_ = on; }
+  /// What read() found cut ("truncated: ...", the error it gives without accept_cut); "" when the
+  /// file was whole.
+  [[nodiscard]] const std::string& cut() const { return cut_; }
+
   /// Kernel names seen so far (distinct), by the id kernel records use.
   [[nodiscard]] const std::deque<std::string>& kernel_names() const { return kernel_names_; }
 
@@ -67,6 +78,11 @@ class Reader {
   std::size_t fill(char* out, std::size_t n);
   bool dispatch(RecordType type, Decoder& d, Visitor& v, std::string* error);
 
+  // A cut file: with accept_cut, noted in cut_ and read() ends well; else its error.
+  bool stop_at_cut(std::string message, std::string* error);
+
+  bool accept_cut_ = false;
+  std::string cut_;
   std::FILE* file_ = nullptr;
   const std::uint8_t* mem_ = nullptr;
   std::size_t mem_size_ = 0, mem_at_ = 0;

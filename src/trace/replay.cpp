@@ -6,6 +6,7 @@
 #include "trace/replay.hpp"
 
 #include <absl/container/flat_hash_map.h>
+#include <fmt/format.h>
 
 #include <bit>
 #include <cstring>
@@ -34,6 +35,7 @@ class Replay final : public Visitor {
       (key == "rank" ? rank_ : world_size_) = n;
       return;
     }
+    if (key == "device") device_ = std::string(value);
     if (key != "max_depth") return;
     std::uint32_t depth = 0;
     for (char c : value) {
@@ -119,12 +121,26 @@ class Replay final : public Visitor {
     recording_ = recording;
     agg_.set_recording(recording, now_ns);
   }
-  void summary(const Summary& s) override { summary_ = s; }
+  void summary(const Summary& s) override {
+    summary_ = s;
+    has_summary_ = true;
+  }
   void end(std::uint64_t dropped) override { dropped_ = dropped; }
 
-  void build(Report& r) {
+  void build(Report& r, const std::string& cut) {
     agg_.settle(1);  // as at shutdown: what still waits never resolves
     agg_.build(r);
+    if (!has_summary_) {  // cut before the session wrote its summary: what it would have said is unknown
+      summary_.device = device_;
+      summary_.gpu_timing = summary_.activity_status = "not known: the trace was cut before its summary";
+    }
+    if (!cut.empty()) {
+      summary_.notes.push_back(
+          fmt::format("this trace was cut short ({}): the program was killed, crashed or still runs; the "
+                      "report holds what "
+                      "the file held before the cut",
+                      cut));
+    }
     const Summary& s = summary_;
     r.device = s.device;
     r.gpu_timing = s.gpu_timing;
@@ -185,6 +201,8 @@ class Replay final : public Visitor {
   absl::flat_hash_map<std::uint32_t, model::ThreadTree*> trees_;
   bool recording_ = true;
   Summary summary_;
+  bool has_summary_ = false;
+  std::string device_;  // from the trace's metadata, for a trace cut before its summary
   std::uint64_t dropped_ = 0;
   std::int64_t rank_ = -1, world_size_ = 0;  // from the trace's metadata; unknown in older files
 };
@@ -195,12 +213,13 @@ bool replay(Reader& reader, Report* out, std::string* error) {
   // The model holds what is distinct (paths, kernels); on the heap, it is large (direct-mapped tables).
   auto r = std::make_unique<Replay>();
   if (!reader.read(*r, error)) return false;
-  r->build(*out);
+  r->build(*out, reader.cut());
   return true;
 }
 
-bool replay_file(const std::string& path, Report* out, std::string* error) {
+bool replay_file(const std::string& path, Report* out, std::string* error, bool partial) {
   Reader reader;
+  reader.accept_cut(partial);
   return reader.open(path, error) && replay(reader, out, error);
 }
 

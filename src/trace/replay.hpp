@@ -13,8 +13,10 @@
 namespace cuscope::trace {
 
 /// Replays every record of `reader` into a fresh model; false with `error` (one line) on a bad file.
+/// A file cut short, where the reader accepts one (Reader::accept_cut), gives the report of what it
+/// held, with a note saying where it was cut, and what its summary would have said as unknown.
 bool replay(Reader& reader, Report* out, std::string* error);
-/// Same, from a file.
-bool replay_file(const std::string& path, Report* out, std::string* error);
+/// Same, from a file; `partial`: accept a file cut short.
+bool replay_file(const std::string& path, Report* out, std::string* error, bool partial = false);
 
 }  // namespace cuscope::trace

@@ -82,6 +82,19 @@ bad_input "a truncated trace" "$cli" json cut.cuscope
 bad_input "another format version" "$cli" json v2.cuscope
 bad_input "a truncated trace (trace)" "$cli" trace cut.cuscope -o bad.json
 bad_input "neither trace nor JSON report (show)" "$cli" show launched.json
+# --partial: the same cut trace read up to its last whole record, one line on stderr saying where.
+"$cli" show --partial cut.cuscope >partial.txt 2>err.txt || fail "show --partial of a cut trace: $(cat err.txt)"
+[[ $(wc -l <err.txt) -eq 1 ]] && grep -q "^cuscope show: cut.cuscope: truncated: .*; read up to there (--partial)$" err.txt ||
+  fail "show --partial: stderr $(cat err.txt)"
+grep -q "this trace was cut short" partial.txt || fail "show --partial: no note in the table: $(head partial.txt)"
+grep -q "forward" partial.txt || fail "show --partial: the ranges are missing: $(cat partial.txt)"
+"$cli" json --partial cut.cuscope >partial.json 2>err.txt || fail "json --partial of a cut trace: $(cat err.txt)"
+python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); sys.exit(0 if any("cut short" in n for n in r["notes"]) else 1)' \
+  partial.json || fail "json --partial: no note saying the trace was cut"
+"$cli" trace --partial cut.cuscope -o partial_trace.json 2>err.txt || fail "trace --partial of a cut trace: $(cat err.txt)"
+python3 -c 'import json, sys; json.load(open(sys.argv[1]))' partial_trace.json || fail "trace --partial: not JSON"
+grep -q "^cuscope trace: cut.cuscope: truncated: " err.txt || fail "trace --partial: stderr $(cat err.txt)"
+echo "ok: --partial reads a cut trace (show, json, trace), saying where it was cut"
 for seed in "$here"/corpus/*; do
   "$cli" json "$seed" >/dev/null 2>err.txt
   rc=$?
