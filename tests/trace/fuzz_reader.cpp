@@ -42,10 +42,19 @@ struct Touch final : cuscope::trace::Visitor {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  cuscope::trace::Reader reader;
-  std::string error;
-  if (!reader.open_memory(data, size, &error)) return 0;
-  Touch touch;
-  if (!reader.read(touch, &error) && error.empty()) __builtin_trap();  // a failure must say why
+  // Strict (the default), then accepting a cut file (--partial), which must end well exactly
+  // where strict reading stopped at a cut.
+  for (const bool partial : {false, true}) {
+    cuscope::trace::Reader reader;
+    reader.accept_cut(partial);
+    std::string error;
+    if (!reader.open_memory(data, size, &error)) return 0;
+    Touch touch;
+    const bool read = reader.read(touch, &error);
+    if (!read && error.empty()) __builtin_trap();  // a failure must say why
+    if (read && !reader.cut().empty() && (!partial || reader.cut().rfind("truncated: ", 0) != 0))
+      __builtin_trap();  // only a cut file is read short, and only when asked
+    if (partial && !read && error.rfind("truncated: ", 0) == 0) __builtin_trap();  // a cut is not an error
+  }
   return 0;
 }
