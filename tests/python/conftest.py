@@ -55,6 +55,20 @@ def wait_for_calls(path, name, timeout=10.0):
     return calls
 
 
+def killed_after_its_first_report(args, report, name, **popen):
+    """Starts `args`, a program that never exits, waits until its report at `report` holds calls of
+    range `name`, and stops it with SIGTERM; returns (calls seen before, exit status, its stderr,
+    calls in the report after)."""
+    import signal
+    p = subprocess.Popen(args, env=dict(CLEAN_ENV), stderr=subprocess.PIPE, text=True, **popen)
+    try:
+        seen = wait_for_calls(report, name)
+    finally:
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=30)
+    return seen, p.returncode, err, report_calls(report, name)
+
+
 def count_tables(text):
     """How many tables `text` holds: each opens with 'cuscope VERSION — device: ...'."""
     return sum(1 for line in text.splitlines() if line.startswith("cuscope ") and " — device: " in line)

@@ -90,11 +90,10 @@ def test_a_server_killed_by_sigterm_leaves_its_last_report(tmp_path):
     """A process stopped by a signal runs no exit handler: with report_every_s the JSON written while
     it ran is there, whole, after SIGTERM."""
     import signal
-    import subprocess
     import sys
     import textwrap
 
-    from conftest import CLEAN_ENV, report_calls, wait_for_calls
+    from conftest import killed_after_its_first_report
 
     out = tmp_path / "served.json"
     code = textwrap.dedent(f"""
@@ -104,13 +103,8 @@ def test_a_server_killed_by_sigterm_leaves_its_last_report(tmp_path):
             with cuscope.scope("st_request"):
                 time.sleep(0.01)
     """)
-    server = subprocess.Popen([sys.executable, "-c", code], env=dict(CLEAN_ENV), stderr=subprocess.PIPE, text=True)
-    try:
-        calls = wait_for_calls(out, "st_request")
-        assert calls > 0
-    finally:
-        server.send_signal(signal.SIGTERM)
-        _, err = server.communicate(timeout=30)
-    assert server.returncode == -signal.SIGTERM
+    seen, status, err, after = killed_after_its_first_report([sys.executable, "-c", code], out, "st_request")
+    assert seen > 0
+    assert status == -signal.SIGTERM
     assert err == ""
-    assert report_calls(out, "st_request") >= calls
+    assert after >= seen

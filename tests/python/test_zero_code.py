@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import CLEAN_ENV, count_tables, report_calls, run_python, wait_for_calls
+from conftest import CLEAN_ENV, count_tables, killed_after_its_first_report, run_python
 
 CLI = os.environ.get("CUSCOPE_TEST_CLI", "")
 
@@ -117,25 +117,19 @@ while True:
 def test_an_unmodified_server_killed_by_sigterm_leaves_its_last_report(how, script, tmp_path):
     """Zero-code mode on a program that never exits: --report-every rewrites the JSON while it runs,
     whole each time, and what it held is there after SIGTERM (which runs no exit handler)."""
-    import subprocess
     pytest.importorskip("nvtx")
     if how == "cuscope run" and not CLI:
         pytest.skip("CUSCOPE_TEST_CLI (the cuscope command) is not set")
     server = script(SERVER, "server.py")
     out = tmp_path / "served.json"
     runner = [CLI, "run"] if how == "cuscope run" else [sys.executable, "-m", "cuscope", "run"]
-    p = subprocess.Popen([*runner, "--json", str(out), "--report-every", "1", "--", *(
-        [sys.executable] if how == "cuscope run" else []), server], env=dict(CLEAN_ENV), cwd=tmp_path,
-        stderr=subprocess.PIPE, text=True)
-    try:
-        seen = wait_for_calls(out, "zc_request")
-        assert seen > 0
-    finally:
-        p.send_signal(signal.SIGTERM)
-        _, err = p.communicate(timeout=30)
-    assert p.returncode == -signal.SIGTERM
+    python = [sys.executable] if how == "cuscope run" else []
+    seen, status, err, after = killed_after_its_first_report(
+        [*runner, "--json", str(out), "--report-every", "1", "--", *python, server], out, "zc_request", cwd=tmp_path)
+    assert seen > 0
+    assert status == -signal.SIGTERM
     assert count_tables(err) == 0  # killed: no exit table, only the files written while it ran
-    assert report_calls(out, "zc_request") >= seen
+    assert after >= seen
 
 
 def test_python_m_cuscope_run_runs_a_module(tmp_path):
