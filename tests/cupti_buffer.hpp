@@ -77,10 +77,12 @@ class CuptiBuffer {
                       std::uint64_t start, std::uint64_t end,
                       CUpti_ActivityMemoryKind src = CUPTI_ACTIVITY_MEMORY_KIND_UNKNOWN,
                       CUpti_ActivityMemoryKind dst = CUPTI_ACTIVITY_MEMORY_KIND_UNKNOWN,
-                      std::uint8_t flags = 0) {  // CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC for cudaMemcpyAsync's
+                      std::uint8_t flags = 0,        // CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC for cudaMemcpyAsync's
+                      std::uint32_t graph_id = 0) {  // a graph's copy node's
     CUpti_ActivityMemcpy6 m{};
     m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
     m.flags = flags;
+    m.graphId = graph_id;
     m.copyKind = static_cast<std::uint8_t>(kind);
     m.srcKind = static_cast<std::uint8_t>(src);
     m.dstKind = static_cast<std::uint8_t>(dst);

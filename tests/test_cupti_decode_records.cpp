@@ -140,24 +140,27 @@ TEST_CASE("copies' memory kinds are decoded: a pageable host side is counted wit
 }
 
 TEST_CASE(
-    "a copy is blocking when its record lacks the async flag and it is between host and device or array",
+    "a copy is blocking when its record lacks the async flag, it is between host and device or array, "
+    "and no graph replayed it",
     "[cupti][blocking]") {
   // CUPTI 13.0's copy kinds 0 (unknown) to 10 (peer to peer), and 11, past the last.
   for (std::uint8_t k = 0; k < 12; ++k) {
-    for (bool async : {false, true}) {
+    for (int how = 0; how < 3; ++how) {  // synchronous, async, a graph's copy node without the flag
+      const bool async = how == 1, in_graph = how == 2;
       Fixture f;
       auto io = f.begin("io");
       f.end(io);
       f.buffer.external(1, io.instance)
           .api(1, 5)
           .memcpy(1, static_cast<CUpti_ActivityMemcpyKind>(k), 64, 10, 20, CUPTI_ACTIVITY_MEMORY_KIND_UNKNOWN,
-                  CUPTI_ACTIVITY_MEMORY_KIND_UNKNOWN, async ? CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC : 0);
+                  CUPTI_ACTIVITY_MEMORY_KIND_UNKNOWN, async ? CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC : 0,
+                  in_graph ? 7 : 0);
       f.consume();
-      INFO("CUPTI copy kind " << int(k) << (async ? ", async" : ", synchronous"));
+      INFO("CUPTI copy kind " << int(k) << (async ? ", async" : in_graph ? ", a graph's" : ", synchronous"));
       const bool host_and_device =
           k == CUPTI_ACTIVITY_MEMCPY_KIND_HTOD || k == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH ||
           k == CUPTI_ACTIVITY_MEMCPY_KIND_HTOA || k == CUPTI_ACTIVITY_MEMCPY_KIND_ATOH;
-      const bool blocking = !async && host_and_device;
+      const bool blocking = how == 0 && host_and_device;
       const Report r = f.report();
       const auto& s = r.find("io")->self;
       CHECK(s.blocking_copies == (blocking ? 1u : 0u));

@@ -72,7 +72,8 @@ struct MemcpyActivity {
   /// A copy between host and device (or a CUDA array) made by a synchronous call (cudaMemcpy, not
   /// cudaMemcpyAsync: CUPTI's record lacks its async flag). The calling thread waited in the call
   /// for the GPU's earlier work on the stream and for the copy itself (CUDA's "API synchronization
-  /// behavior"); a synchronous device-to-device copy does not make the host wait and is not one.
+  /// behavior"); a synchronous device-to-device copy does not make the host wait and is not one,
+  /// nor is a CUDA graph's copy node.
   bool blocking = false;
   [[nodiscard]] bool pageable() const {
     return src_kind == MemoryKind::pageable || dst_kind == MemoryKind::pageable;

@@ -31,9 +31,10 @@ CopyKind copy_kind(std::uint8_t k) {
 }
 
 // Whether a copy made the host wait (model::MemcpyActivity::blocking): made by a synchronous call,
-// between the host and the device or a CUDA array.
-bool blocking_copy(std::uint8_t copy_kind, std::uint8_t flags) {
-  if ((flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) != 0) return false;
+// between the host and the device or a CUDA array. A graph's copy node never is: the graph's launch
+// returns at once, whatever flag its replayed copy's record carries.
+bool blocking_copy(std::uint8_t copy_kind, std::uint8_t flags, std::uint32_t graph_id) {
+  if ((flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) != 0 || graph_id != 0) return false;
   return copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_HTOD || copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH ||
          copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_HTOA || copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_ATOH;
 }
@@ -105,7 +106,8 @@ template <class Sink>
       const auto* r = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
       sink.on(model::MemcpyActivity{r->correlationId, r->start, r->end, r->bytes, copy_kind(r->copyKind),
                                     r->deviceId, r->streamId, memory_kind(r->srcKind),
-                                    memory_kind(r->dstKind), blocking_copy(r->copyKind, r->flags)});
+                                    memory_kind(r->dstKind),
+                                    blocking_copy(r->copyKind, r->flags, r->graphId)});
       return kSize<CUpti_ActivityMemcpy6>;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY2: {  // peer to peer, between two devices
