@@ -175,7 +175,7 @@ std::size_t offset_of(const std::string& file, trace::RecordType type) {
 }  // namespace
 
 TEST_CASE(
-    "accept_cut: a trace cut anywhere is read up to its last whole record, saying where; a malformed "
+    "accept_cut: a trace cut anywhere is read up to its last whole record, saying where, and a malformed "
     "one is still refused",
     "[trace][partial]") {
   Recorded rec("partial.cuscope");

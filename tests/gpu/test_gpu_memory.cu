@@ -11,7 +11,7 @@
 #include "gpu_kit.cuh"
 #include "session_fixture.hpp"
 
-TEST_CASE("copy and set bytes are exact per direction; synchronous host copies are the blocking ones",
+TEST_CASE("copy and set bytes are exact per direction, and synchronous host copies are the blocking ones",
           "[gpu][cupti]") {
   cuscope_test::Session session;
   constexpr std::size_t kBytes = 1 << 20;
