@@ -30,11 +30,9 @@ int json(const Args& args) {
     return status;
   Report r;
   std::string error;
-  trace::Reader reader;
-  reader.accept_cut(partial);
-  if (!reader.open(path, &error) || !trace::replay(reader, &r, &error))
-    return fail("json", path + ": " + error);
-  say_cut("json", path, reader.cut());
+  std::string cut;
+  if (!trace::replay_file(path, &r, &error, partial, &cut)) return fail("json", path + ": " + error);
+  say_cut("json", path, cut);
   const std::string text = format_json(r);
   std::FILE* f = out.empty() ? stdout : std::fopen(out.c_str(), "w");
   if (f == nullptr) return fail("json", "cannot write '" + out + "'");

@@ -64,13 +64,8 @@ bool load_report(const std::string& path, Report* out, std::string* error, bool 
   }
   char head[sizeof(trace::kMagic)] = {};
   in.read(head, sizeof(head));
-  if (in.gcount() == sizeof(head) && std::memcmp(head, trace::kMagic, sizeof(head)) == 0) {
-    trace::Reader reader;
-    reader.accept_cut(partial);
-    if (!reader.open(path, error) || !trace::replay(reader, out, error)) return false;
-    if (cut != nullptr) *cut = reader.cut();
-    return true;
-  }
+  if (in.gcount() == sizeof(head) && std::memcmp(head, trace::kMagic, sizeof(head)) == 0)
+    return trace::replay_file(path, out, error, partial, cut);
   in.clear();
   in.seekg(0);
   std::ostringstream text;

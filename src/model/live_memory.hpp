@@ -2,12 +2,12 @@
 // still live, and their peak, for the range and (inclusive) its ancestors.
 //
 // A free is charged to the range that made the allocation, found by address; a free that comes
-// without its size (0 bytes: the driver callbacks see only the address) frees the booked size. The table of live
-// allocations is bounded: an allocation it cannot hold is counted (allocations_untracked) and kept
-// out of the live books, so its free, which cannot be found, leaves them balanced; an address
-// allocated again before its free was seen closes the old allocation first (counted too). Peaks
-// are then lower bounds, and the report says so. It never decides attribution (attribution.hpp).
-// Not thread-safe: the aggregator's one consumer at a time.
+// without its size (0 bytes: cuMemFree's callback sees only the address) frees the booked size.
+// The table of live allocations is bounded: an allocation it cannot hold is counted
+// (allocations_untracked) and kept out of the live books, so its free, which cannot be found,
+// leaves them balanced; an address allocated again before its free was seen closes the old
+// allocation first (counted too). Peaks are then lower bounds, and the report says so. It never decides
+// attribution (attribution.hpp). Not thread-safe: the aggregator's one consumer at a time.
 #pragma once
 
 #include <absl/container/flat_hash_map.h>

@@ -66,8 +66,8 @@ class LaunchRing {
 };
 
 /// A synchronize, an allocation or a free, as the callbacks saw it: the call's correlation id, when
-/// it began and returned (the session clock), and for memory the address and, for an allocation,
-/// the size (a free's size is the one its allocation was booked with).
+/// it began and returned (the session clock), and for memory the address and the size (0 for a
+/// free whose call names none: the size its allocation was booked with).
 struct CallNote {
   enum class Kind : std::uint8_t { wait, alloc, free };
   Kind kind = Kind::wait;

@@ -217,10 +217,12 @@ bool replay(Reader& reader, Report* out, std::string* error) {
   return true;
 }
 
-bool replay_file(const std::string& path, Report* out, std::string* error, bool partial) {
+bool replay_file(const std::string& path, Report* out, std::string* error, bool partial, std::string* cut) {
   Reader reader;
   reader.accept_cut(partial);
-  return reader.open(path, error) && replay(reader, out, error);
+  if (!reader.open(path, error) || !replay(reader, out, error)) return false;
+  if (cut != nullptr) *cut = reader.cut();
+  return true;
 }
 
 }  // namespace cuscope::trace

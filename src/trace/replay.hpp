@@ -16,7 +16,9 @@ namespace cuscope::trace {
 /// A file cut short, where the reader accepts one (Reader::accept_cut), gives the report of what it
 /// held, with a note saying where it was cut, and what its summary would have said as unknown.
 bool replay(Reader& reader, Report* out, std::string* error);
-/// Same, from a file; `partial`: accept a file cut short.
-bool replay_file(const std::string& path, Report* out, std::string* error, bool partial = false);
+/// Same, from a file; `partial`: accept a file cut short, and say in `cut` (when given) where it
+/// was cut ("" when whole).
+bool replay_file(const std::string& path, Report* out, std::string* error, bool partial = false,
+                 std::string* cut = nullptr);
 
 }  // namespace cuscope::trace
