@@ -3,32 +3,25 @@
 // The periodic case waits for the collector's writes (a second apart), polling, with a bound.
 //
 // Never: a GPU, or a check of how long a write took.
-#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
+#include <filesystem>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <thread>
 
 #include "session/internal.hpp"
 #include "session_fixture.hpp"
+#include "trace_kit.hpp"
 
 namespace {
 
-std::string temp_path(const char* name) { return std::string(P_tmpdir) + "/cuscope_every_" + name; }
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using cuscope_test::trace_kit::read_file;
+using cuscope_test::trace_kit::temp_path;
 
 // The calls of `path` in the JSON report at `file`; -1 while the file is missing, cut or unparsable.
 long long calls_in(const std::string& file, const char* path) {
@@ -49,13 +42,12 @@ bool wait_for_calls(const std::string& file, const char* path, long long calls) 
   return false;
 }
 
-// Files in P_tmpdir whose name starts with `prefix` (the temporaries replace_file leaves, if any).
+// Files in the temporary folder whose name starts with `prefix` (the temporaries replace_file
+// leaves, if any).
 int files_starting(const std::string& prefix) {
   int n = 0;
-  if (DIR* d = ::opendir(P_tmpdir)) {
-    while (const dirent* e = ::readdir(d)) n += std::string(e->d_name).rfind(prefix, 0) == 0;
-    ::closedir(d);
-  }
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::temp_directory_path()))
+    n += entry.path().filename().string().rfind(prefix, 0) == 0;
   return n;
 }
 
@@ -72,8 +64,8 @@ TEST_CASE("CUSCOPE_REPORT_EVERY rewrites the JSON report and the table file whil
           "[session][report_every][threads]") {
   cuscope::Options o = cuscope_test::quiet_options();
   o.print_at_exit = true;
-  o.output_path = temp_path("table.txt");
-  o.json_path = temp_path("report.json");
+  o.output_path = temp_path("every_table.txt");
+  o.json_path = temp_path("every_report.json");
   o.report_every_s = 1;
   std::remove(o.output_path.c_str());
   std::remove(o.json_path.c_str());
@@ -88,8 +80,8 @@ TEST_CASE("CUSCOPE_REPORT_EVERY rewrites the JSON report and the table file whil
   }
   CHECK(wait_for_calls(o.json_path, "served", 5));  // the next write has them
   // Each file was replaced whole: no temporary is left beside it.
-  CHECK(files_starting("cuscope_every_report.json.cuscope-tmp.") == 0);
-  CHECK(files_starting("cuscope_every_table.txt.cuscope-tmp.") == 0);
+  CHECK(files_starting("cuscope_test_every_report.json.cuscope-tmp.") == 0);
+  CHECK(files_starting("cuscope_test_every_table.txt.cuscope-tmp.") == 0);
   { CUSCOPE_SCOPE("last"); }
   cuscope::shutdown();  // and at exit, as without the option
   CHECK(calls_in(o.json_path, "served") == 5);
@@ -111,7 +103,7 @@ TEST_CASE("CUSCOPE_REPORT_EVERY without a file to rewrite, or out of range, says
                    "CUSCOPE_OUTPUT to a file); the report is written at exit only"));
   }
   SECTION("out of range") {
-    o.json_path = temp_path("never.json");
+    o.json_path = temp_path("every_never.json");
     o.report_every_s = 86'401;
     cuscope_test::Session session(o);
     CHECK(has_note(
@@ -120,7 +112,7 @@ TEST_CASE("CUSCOPE_REPORT_EVERY without a file to rewrite, or out of range, says
     CHECK(cuscope::current_options().report_every_s == 0);
   }
   SECTION("a file named") {
-    o.json_path = temp_path("named.json");
+    o.json_path = temp_path("every_named.json");
     o.report_every_s = 5;
     cuscope_test::Session session(o);
     CHECK_FALSE(has_note(cuscope::snapshot(), "CUSCOPE_REPORT_EVERY"));
@@ -132,12 +124,12 @@ TEST_CASE(
     "says when it cannot",
     "[session][report_every]") {
   using cuscope::detail::replace_file;
-  const std::string path = temp_path("replaced.txt");
+  const std::string path = temp_path("every_replaced.txt");
   std::remove(path.c_str());
   REQUIRE(replace_file(path, "first version, longer\n"));
   REQUIRE(replace_file(path, "second\n"));
   CHECK(read_file(path) == "second\n");  // nothing of the longer first version left
-  CHECK(files_starting("cuscope_every_replaced.txt.cuscope-tmp.") == 0);
+  CHECK(files_starting("cuscope_test_every_replaced.txt.cuscope-tmp.") == 0);
   std::remove(path.c_str());
   // Not a regular file: written in place, and still what it was.
   CHECK(replace_file("/dev/null", "gone\n"));
@@ -145,8 +137,8 @@ TEST_CASE(
   REQUIRE(::stat("/dev/null", &st) == 0);
   CHECK(S_ISCHR(st.st_mode));
   // A symbolic link: its target rewritten, the link kept.
-  const std::string target = temp_path("link_target.txt");
-  const std::string link = temp_path("link.txt");
+  const std::string target = temp_path("every_link_target.txt");
+  const std::string link = temp_path("every_link.txt");
   std::remove(link.c_str());
   REQUIRE(replace_file(target, "old\n"));
   REQUIRE(::symlink(target.c_str(), link.c_str()) == 0);
@@ -157,5 +149,5 @@ TEST_CASE(
   std::remove(link.c_str());
   std::remove(target.c_str());
   // A folder that does not exist: false, and nothing made.
-  CHECK_FALSE(replace_file(temp_path("no_such_folder/report.json"), "x"));
+  CHECK_FALSE(replace_file(temp_path("every_no_such_folder/report.json"), "x"));
 }
