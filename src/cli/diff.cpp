@@ -24,8 +24,9 @@ namespace {
 constexpr int kRegressed = 1;
 constexpr int kBadInput = 2;
 
-constexpr const char* kHelp =
-    "usage: cuscope diff [--threshold R] [--min-time T] [--metric M[,M...]] [--json] BASE NEW\n"
+const std::string kHelp =
+    "usage: cuscope diff [--threshold R] [--min-time T] [--metric M[,M...]] [--json] [--partial]\n"
+    "                    BASE NEW\n"
     "\n"
     "Compares two reports (JSON reports or trace files) range by range, matched by path, and exits\n"
     "1 when a gated metric of a range regressed by more than the threshold, 0 when none did and\n"
@@ -37,11 +38,13 @@ constexpr const char* kHelp =
     "  --metric M,...  the metrics that gate (default host; 'all' for every one):\n"
     "                    calls   completed entries (more is worse)\n"
     "                    host    mean host time per call\n"
-    "                    gpu     mean CUDA-event GPU time per call\n"
+    "                    gpu     mean GPU time per call (the projected span of its GPU work\n"
+    "                            where CUPTI traced, else CUDA-event time)\n"
     "                    kernel  kernel time of the range and its subtree\n"
     "                    busy    GPU busy share of the GPU span (less is worse)\n"
     "                    bytes   bytes copied and set by the range and its subtree\n"
-    "  --json          the comparison as JSON (schema cuscope.diff/1) instead of a table\n";
+    "  --json          the comparison as JSON (schema cuscope.diff/1) instead of a table\n" +
+    std::string(kPartialHelp);
 
 enum class Unit { count, time, share, bytes };
 
@@ -73,17 +76,20 @@ struct Settings {
   std::uint64_t min_time_ns = 0;
   std::array<bool, kMetricCount> gated{false, true, false, false, false, false};
   bool json = false;
+  bool partial = false;  ///< --partial: a trace cut short is read up to its last whole record
   std::string base, next;
 };
 
 // -1: go on; else the exit status.
 int parse(const Args& args, Settings* s) {
-  CommandLine cl("diff", kHelp, args, kBadInput);
+  CommandLine cl("diff", kHelp.c_str(), args, kBadInput);
   std::vector<std::string> files;
   while (cl.next()) {
     std::string_view v;
     if (cl.flag("--json")) {
       s->json = true;
+    } else if (cl.flag("--partial")) {
+      s->partial = true;
     } else if (cl.value("--threshold", &v)) {
       if (!parse_share(v, &s->threshold))
         return cl.error(fmt::format("--threshold '{}' is not a share (0.1 or 10%)", v));
@@ -179,8 +185,11 @@ int diff(const Args& args) {
   if (const int status = parse(args, &s); status >= 0) return status;
   Report base, next;
   std::string error;
-  if (!load_report(s.base, &base, &error)) return bad_input(s.base + ": " + error);
-  if (!load_report(s.next, &next, &error)) return bad_input(s.next + ": " + error);
+  for (auto [path, report] : {std::pair{&s.base, &base}, std::pair{&s.next, &next}}) {
+    std::string cut;
+    if (!load_report(*path, report, &error, s.partial, &cut)) return bad_input(*path + ": " + error);
+    say_cut("diff", *path, cut);
+  }
 
   std::vector<RangeDiff> ranges;
   std::vector<std::string> added, removed;

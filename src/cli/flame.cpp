@@ -22,17 +22,19 @@ namespace cuscope::cli {
 
 namespace {
 
-constexpr const char* kHelp =
-    "usage: cuscope flame [--metric host|gpu|kernel] [--width PX] REPORT -o OUT.svg\n"
+const std::string kHelp =
+    "usage: cuscope flame [--metric host|gpu|kernel] [--width PX] [--partial] REPORT -o OUT.svg\n"
     "\n"
     "Draws the range tree of REPORT (a JSON report or a trace file) as an icicle graph in a\n"
     "self-contained SVG: one box per range, below its parent, as wide as its time. Hover a box for\n"
     "its numbers. Open it in a browser.\n"
     "\n"
-    "  --metric M   host (inclusive host time, default), gpu (CUDA-event time) or kernel (kernel\n"
-    "               time of the range and its subtree)\n"
+    "  --metric M   host (inclusive host time, default), gpu (the projected span of the GPU work\n"
+    "               where CUPTI traced, else CUDA-event time) or kernel (kernel time of the range\n"
+    "               and its subtree)\n"
     "  --width PX   width of the graph in pixels (default 1200)\n"
-    "  -o OUT.svg   the file to write (required)\n";
+    "  -o OUT.svg   the file to write (required)\n" +
+    std::string(kPartialHelp);
 
 constexpr double kRowHeight = 20;
 constexpr double kBoxHeight = 19;
@@ -183,9 +185,12 @@ int flame(const Args& args) {
   std::string path, out;
   const Metric* metric = &kMetrics[0];
   double width = 1200;
+  bool partial = false;
   const auto options = [&](CommandLine& cl) {
     std::string_view v;
-    if (cl.value("--metric", &v)) {
+    if (cl.flag("--partial")) {
+      partial = true;
+    } else if (cl.value("--metric", &v)) {
       metric = nullptr;
       for (const Metric& k : kMetrics)
         if (v == k.name) metric = &k;
@@ -201,11 +206,13 @@ int flame(const Args& args) {
     }
     return true;
   };
-  if (const int status = parse_file_and_output("flame", kHelp, args, true, &path, &out, options); status >= 0)
+  if (const int status = parse_file_and_output("flame", kHelp.c_str(), args, true, &path, &out, options); status >= 0)
     return status;
   Report r;
   std::string error;
-  if (!load_report(path, &r, &error)) return fail("flame", path + ": " + error);
+  std::string cut;
+  if (!load_report(path, &r, &error, partial, &cut)) return fail("flame", path + ": " + error);
+  say_cut("flame", path, cut);
 
   Drawing d{r, *metric, width, 0, {}, 0, 0};
   for (std::size_t c : r.root().children) d.total += metric->value(r.ranges[c]);

@@ -24,8 +24,8 @@ namespace cuscope::cli {
 
 namespace {
 
-constexpr const char* kHelp =
-    "usage: cuscope merge [-o MERGED.json] [--straggler R] [--min-time T] REPORT...\n"
+const std::string kHelp =
+    "usage: cuscope merge [-o MERGED.json] [--straggler R] [--min-time T] [--partial] REPORT...\n"
     "\n"
     "Merges the JSON reports (or trace files) of the ranks of one job, as written with\n"
     "CUSCOPE_JSON=report-%r.json, into one table: per range, over the ranks that entered it, the\n"
@@ -36,7 +36,8 @@ constexpr const char* kHelp =
     "  -o MERGED.json  also write the merged report as JSON (schema cuscope.merged/1)\n"
     "  --straggler R   how much slower than the median a rank must be: 0.25 or 25% (default 25%)\n"
     "  --min-time T    no straggler finding for ranges whose median host time is below T\n"
-    "                  (default 1ms): 500us, 2ms, 1s\n";
+    "                  (default 1ms): 500us, 2ms, 1s\n" +
+    std::string(kPartialHelp);
 
 struct Input {
   std::string file;
@@ -120,10 +121,13 @@ int merge(const Args& args) {
   double straggler = 0.25;
   std::uint64_t min_time_ns = 1'000'000;
   std::vector<Input> inputs;
-  CommandLine cl("merge", kHelp, args);
+  bool partial = false;
+  CommandLine cl("merge", kHelp.c_str(), args);
   while (cl.next()) {
     std::string_view v;
-    if (cl.value("-o", &v)) {
+    if (cl.flag("--partial")) {
+      partial = true;
+    } else if (cl.value("-o", &v)) {
       out = std::string(v);
     } else if (cl.value("--straggler", &v)) {
       if (!parse_share(v, &straggler))
@@ -146,7 +150,9 @@ int merge(const Args& args) {
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     Input& in = inputs[i];
     std::string error;
-    if (!load_report(in.file, &in.report, &error)) return fail("merge", in.file + ": " + error);
+    std::string cut;
+    if (!load_report(in.file, &in.report, &error, partial, &cut)) return fail("merge", in.file + ": " + error);
+    say_cut("merge", in.file, cut);
     in.rank = in.report.rank;
     if (in.rank < 0) {
       in.rank = static_cast<std::int64_t>(i);

@@ -82,19 +82,41 @@ bad_input "a truncated trace" "$cli" json cut.cuscope
 bad_input "another format version" "$cli" json v2.cuscope
 bad_input "a truncated trace (trace)" "$cli" trace cut.cuscope -o bad.json
 bad_input "neither trace nor JSON report (show)" "$cli" show launched.json
+bad_input "a truncated trace (flame)" "$cli" flame cut.cuscope -o bad.svg
+[[ ! -e bad.svg ]] || fail "flame of a truncated trace left bad.svg behind"
+bad_input "a truncated trace (merge)" "$cli" merge cut.cuscope
+"$cli" diff run.cuscope cut.cuscope >out.txt 2>err.txt
+rc=$?
+[[ $rc -eq 2 && $(wc -l <err.txt) -eq 1 ]] && grep -q "^cuscope diff: cut.cuscope: truncated: " err.txt ||
+  fail "diff of a truncated trace: exit status $rc (expected 2), stderr $(cat err.txt)"
 # --partial: the same cut trace read up to its last whole record, one line on stderr saying where.
+said_cut() {
+  [[ $(wc -l <err.txt) -eq 1 ]] && grep -q "^cuscope $1: cut.cuscope: truncated: .*; read up to there (--partial)$" err.txt ||
+    fail "$1 --partial: stderr $(cat err.txt)"
+}
 "$cli" show --partial cut.cuscope >partial.txt 2>err.txt || fail "show --partial of a cut trace: $(cat err.txt)"
-[[ $(wc -l <err.txt) -eq 1 ]] && grep -q "^cuscope show: cut.cuscope: truncated: .*; read up to there (--partial)$" err.txt ||
-  fail "show --partial: stderr $(cat err.txt)"
+said_cut show
 grep -q "this trace was cut short" partial.txt || fail "show --partial: no note in the table: $(head partial.txt)"
 grep -q "forward" partial.txt || fail "show --partial: the ranges are missing: $(cat partial.txt)"
 "$cli" json --partial cut.cuscope >partial.json 2>err.txt || fail "json --partial of a cut trace: $(cat err.txt)"
+said_cut json
 python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); sys.exit(0 if any("cut short" in n for n in r["notes"]) else 1)' \
   partial.json || fail "json --partial: no note saying the trace was cut"
 "$cli" trace --partial cut.cuscope -o partial_trace.json 2>err.txt || fail "trace --partial of a cut trace: $(cat err.txt)"
+said_cut trace
 python3 -c 'import json, sys; json.load(open(sys.argv[1]))' partial_trace.json || fail "trace --partial: not JSON"
-grep -q "^cuscope trace: cut.cuscope: truncated: " err.txt || fail "trace --partial: stderr $(cat err.txt)"
-echo "ok: --partial reads a cut trace (show, json, trace), saying where it was cut"
+# The cut took only the end record: the ranges are the whole trace's.
+"$cli" diff --partial --metric all run.cuscope cut.cuscope >partial_diff.txt 2>err.txt ||
+  fail "diff --partial of a cut trace: $(cat err.txt) $(cat partial_diff.txt)"
+said_cut diff
+grep -q "^result: no regression$" partial_diff.txt || fail "diff --partial: $(cat partial_diff.txt)"
+"$cli" flame --partial cut.cuscope -o partial.svg 2>err.txt || fail "flame --partial of a cut trace: $(cat err.txt)"
+said_cut flame
+grep -q "forward" partial.svg || fail "flame --partial: no forward box: $(head -c 300 partial.svg)"
+"$cli" merge --partial cut.cuscope >partial_merge.txt 2>err.txt || fail "merge --partial of a cut trace: $(cat err.txt)"
+said_cut merge
+grep -q "forward" partial_merge.txt || fail "merge --partial: the ranges are missing: $(cat partial_merge.txt)"
+echo "ok: --partial reads a cut trace (show, json, trace, diff, flame, merge), saying where it was cut"
 for seed in "$here"/corpus/*; do
   "$cli" json "$seed" >/dev/null 2>err.txt
   rc=$?
