@@ -1,17 +1,28 @@
-// Tests of a process's rank in its job (launcher variables), of %r/%p/%h in output paths, and of
-// the rank and world size in the report's JSON and table.
+// Tests of a process's rank in its job (launcher variables), of %r/%p/%h in output paths, of the
+// rank or pid a path gets where several processes would write it (ranks, `cuscope run`'s claim),
+// and of the rank and world size in the report's JSON and table.
+#include <fmt/format.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 
 #include "cli/cli.hpp"
 #include "cuscope/report.hpp"
 #include "session/ranks.hpp"
+#include "session/run_claim.hpp"
 
 using cuscope::detail::expand_output_path;
 using cuscope::detail::process_identity;
 using cuscope::detail::ProcessIdentity;
+using cuscope::detail::RunClaim;
 
 namespace {
 
@@ -103,4 +114,126 @@ TEST_CASE("the report's rank and world size are in its JSON and table, and read 
   REQUIRE(cuscope::cli::report_from_json(j.dump(), &back, &error));
   CHECK(back.rank == -1);
   CHECK(back.world_size == 0);
+}
+
+namespace {
+
+using cuscope::detail::own_output_path;
+
+// own_output_path's file for `pattern`, and its note.
+std::pair<std::string, std::string> own(std::string_view pattern, const ProcessIdentity& id) {
+  std::string note;
+  std::string path = own_output_path("CUSCOPE_JSON", pattern, id, &note);
+  return {path, note};
+}
+
+std::string own_path(std::string_view pattern, const ProcessIdentity& id) { return own(pattern, id).first; }
+
+std::uint64_t epoch_ns() {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
+}
+
+}  // namespace
+
+TEST_CASE("several ranks: a path naming neither %r nor %p gets the rank before its extension", "[ranks]") {
+  const ProcessIdentity id = identity({{"RANK", "3"}, {"WORLD_SIZE", "4"}});
+  const auto [path, note] = own("out/report.json", id);
+  CHECK(path == "out/report-3.json");
+  CHECK(note ==
+        "CUSCOPE_JSON=out/report.json names neither the rank (%r) nor the process (%p), and this is rank 3 of "
+        "4: it writes out/report-3.json, as each rank writes its own");
+  CHECK(own_path("run.cuscope", id) == "run-3.cuscope");
+  CHECK(own_path("report", id) == "report-3");
+  CHECK(own_path("dir.d/report", id) == "dir.d/report-3");
+  CHECK(own_path(".hidden", id) == ".hidden-3");
+  CHECK(own_path("%h.json", id) == "node7-3.json");
+  CHECK(own_path("100%%.json", id) == "100%-3.json");
+  // A path that names the process already, or is not a regular file, stays as it is, unremarked.
+  for (const auto& [pattern, expanded] : {std::pair{"r%r.json", "r3.json"}, std::pair{"t-%p.json", "t-4242.json"},
+                                          std::pair{"%%r.json", "%r-3.json"}, std::pair{"/dev/null", "/dev/null"},
+                                          std::pair{"", ""}}) {
+    const auto [kept, none] = own(pattern, id);
+    CHECK(kept == expanded);
+    CHECK(none == (std::string_view(pattern) == "%%r.json" ? "CUSCOPE_JSON=%%r.json names neither the rank (%r) "
+                                                             "nor the process (%p), and this is rank 3 of 4: it "
+                                                             "writes %r-3.json, as each rank writes its own"
+                                                           : ""));
+  }
+  CHECK(own_path("report.json", identity({{"RANK", "0"}, {"WORLD_SIZE", "4"}})) == "report-0.json");
+  // Rank 2 of an unknown number: there are others; rank 0 of one, or of an unknown number: alone.
+  CHECK(own("report.json", identity({{"RANK", "2"}})).second ==
+        "CUSCOPE_JSON=report.json names neither the rank (%r) nor the process (%p), and this is rank 2: it "
+        "writes report-2.json, as each rank writes its own");
+  CHECK(own("report.json", identity({{"RANK", "0"}, {"WORLD_SIZE", "1"}})) ==
+        std::pair<std::string, std::string>{"report.json", ""});
+  CHECK(own("report.json", identity({{"RANK", "0"}})) == std::pair<std::string, std::string>{"report.json", ""});
+  CHECK(own("report.json", identity({})) == std::pair<std::string, std::string>{"report.json", ""});
+}
+
+TEST_CASE("under cuscope run, a later process, or one whose file the run wrote already, adds its pid", "[ranks]") {
+  // A second before now: a file's time comes from a coarse clock, a few milliseconds behind.
+  const std::uint64_t start = epoch_ns() - 1'000'000'000u;
+  ProcessIdentity id = identity({{"CUSCOPE_RUN_ID", fmt::format("100-{}", start)}});
+  CHECK(id.run_start_ns == start);
+  CHECK(id.run_id == fmt::format("100-{}", start));
+  CHECK(id.problems.empty());
+  const std::string dir = std::filesystem::temp_directory_path() / fmt::format("cuscope-own-{}", epoch_ns());
+  std::filesystem::create_directories(dir);
+  const std::string file = dir + "/report.json";
+  CHECK(own(file, id) == std::pair<std::string, std::string>{file, ""});  // the first process, a new file
+
+  id.run_later = true;  // another process of the run came first
+  CHECK(own(file, id) ==
+        std::pair<std::string, std::string>{
+            dir + "/report-4242.json",
+            fmt::format("CUSCOPE_JSON={0}/report.json: another process of this `cuscope run` started first and "
+                        "writes {0}/report.json; this process (4242) writes {0}/report-4242.json",
+                        dir)});
+  CHECK(own_path(dir + "/t-%p.json", id) == dir + "/t-4242.json");  // names the process already
+  CHECK(own_path("/dev/null", id) == "/dev/null");
+
+  id.run_later = false;
+  std::ofstream(file) << "{}";  // written since the run began: by a process of the run that ended
+  CHECK(own(file, id) ==
+        std::pair<std::string, std::string>{
+            dir + "/report-4242.json",
+            fmt::format("CUSCOPE_JSON={0}/report.json: another process of this `cuscope run` wrote "
+                        "{0}/report.json already; this process (4242) writes {0}/report-4242.json",
+                        dir)});
+  // A file from before the run (the run began an hour after it) is replaced, as without a run.
+  id = identity({{"CUSCOPE_RUN_ID", fmt::format("100-{}", epoch_ns() + 3'600'000'000'000u)}});
+  CHECK(own(file, id) == std::pair<std::string, std::string>{file, ""});
+  // Ranks keep the processes apart already: the rank, not the pid.
+  id = identity({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"CUSCOPE_RUN_ID", fmt::format("100-{}", start)}});
+  id.run_later = true;
+  CHECK(own_path(file, id) == dir + "/report-1.json");
+  std::filesystem::remove_all(dir);
+
+  for (const char* bad : {"abc", "100", "-5", "100-", "0-5", "100-0", "100-5x", "1-99999999999999999999999"}) {
+    id = identity({{"CUSCOPE_RUN_ID", bad}});
+    CHECK(id.run_start_ns == 0);
+    CHECK(id.run_id.empty());
+    REQUIRE(id.problems.size() == 1);
+    CHECK(id.problems[0] ==
+          fmt::format("CUSCOPE_RUN_ID='{}' is not what `cuscope run` sets (PID-NANOSECONDS); ignored", bad));
+  }
+}
+
+TEST_CASE("the first claim on a run holds it while it lives, and a second, here or in a child, does not", "[ranks]") {
+  const std::string run = fmt::format("{}-{}", getpid(), epoch_ns());
+  {
+    const RunClaim first(run);
+    CHECK(first.held());
+    const RunClaim second(run);
+    CHECK_FALSE(second.held());
+    CHECK(RunClaim(run + "0").held());  // another run
+    const pid_t child = fork();
+    if (child == 0) _exit(RunClaim(run).held() ? 1 : 0);  // another process of the run
+    int status = -1;
+    REQUIRE(waitpid(child, &status, 0) == child);
+    CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  }
+  CHECK(RunClaim(run).held());  // the first ended: nothing was left behind
 }

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cuscope/cuscope.hpp>
+#include <filesystem>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -157,13 +158,16 @@ TEST_CASE("CUSCOPE_TRACE and CUSCOPE_TRACE_LIMIT set trace mode's options", "[tr
 
 TEST_CASE("a session's trace records its rank and world size, and its replay reports them",
           "[trace][session][ranks]") {
-  const std::string trace_path = temp_path("rank.cuscope");
-  const std::string json_path = temp_path("rank.json");
+  // Paths without %r: as every rank would write them, this rank writes its own, and says so.
+  const std::string trace_path = temp_path("rank-3.cuscope");
+  const std::string json_path = temp_path("rank-3.json");
+  std::remove(trace_path.c_str());
+  std::remove(json_path.c_str());
   ::setenv("RANK", "3", 1);
   ::setenv("WORLD_SIZE", "4", 1);
   cuscope::Options o = cuscope_test::quiet_options();
-  o.trace_path = trace_path;
-  o.json_path = json_path;
+  o.trace_path = temp_path("rank.cuscope");
+  o.json_path = temp_path("rank.json");
   o.gpu_events = false;
   o.activities = false;  // the test hands a CUPTI buffer to the decoder itself
   {
@@ -196,6 +200,12 @@ TEST_CASE("a session's trace records its rank and world size, and its replay rep
   CHECK(replayed.find("load")->self.pageable_bytes == 1u << 20);
   CHECK(cuscope::format_json(replayed) == exit_json);
   CHECK(cuscope::format_table(replayed).find(" — rank 3 of 4") != std::string::npos);
+  const std::string note = "CUSCOPE_JSON=" + o.json_path +
+                           " names neither the rank (%r) nor the process (%p), and this is rank 3 of 4: it writes " +
+                           json_path + ", as each rank writes its own";
+  CHECK(std::count(replayed.notes.begin(), replayed.notes.end(), note) == 1);
+  CHECK_FALSE(std::filesystem::exists(o.json_path));
+  CHECK_FALSE(std::filesystem::exists(o.trace_path));
   std::remove(trace_path.c_str());
   std::remove(json_path.c_str());
 }

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from typing import List, Optional
 
 USAGE = """usage: python -m cuscope run [--json FILE] [--trace FILE] [--output FILE] [--domains LIST] \
@@ -26,6 +27,9 @@ and cuscope.scope ranges become one tree, GPU work is attributed to them, the ta
                    (CUSCOPE_NVTX_DOMAINS)
   --report-every S rewrite the JSON (and a table FILE) every S seconds while the script runs, so a
                    script stopped by a signal leaves its report (CUSCOPE_REPORT_EVERY)
+
+Processes the script starts inherit the injection: the first to start a session writes FILE, any
+other one FILE with its pid before the extension, and says so (docs/zero-code.md).
 
 The exit status is the script's; 125 when this command fails (bad command line, no injection
 library). CUSCOPE_INJECT_LIBRARY overrides where libcuscope_inject.so is looked for.
@@ -100,6 +104,9 @@ def run(args: List[str]) -> int:
                   file=sys.stderr)
         env[variable] = library
     env.update(settings)
+    # The run's id, for every process below it: the first to start a session writes the report files
+    # that name no process; the others write theirs with their pid (docs/zero-code.md).
+    env["CUSCOPE_RUN_ID"] = f"{os.getpid()}-{time.time_ns()}"
     argv = [sys.executable, *command]
     sys.stdout.flush()
     sys.stderr.flush()

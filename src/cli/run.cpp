@@ -5,9 +5,11 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -33,6 +35,9 @@ constexpr const char* kHelp =
     "                   (CUSCOPE_NVTX_DOMAINS)\n"
     "  --report-every S rewrite the JSON (and a table FILE) every S seconds while COMMAND runs, so a\n"
     "                   program stopped by a signal leaves its report (CUSCOPE_REPORT_EVERY)\n"
+    "\n"
+    "Processes COMMAND starts inherit the injection: the first to start a session writes FILE, any\n"
+    "other one FILE with its pid before the extension, and says so (docs/zero-code.md).\n"
     "\n"
     "The exit status is COMMAND's. cuscope run's own failures exit with 125 (bad command line, no\n"
     "injection library), 126 (COMMAND cannot be run) or 127 (COMMAND not found).\n"
@@ -125,6 +130,12 @@ int run(const Args& args) {
   inject("NVTX_INJECTION64_PATH", library);
   inject("CUDA_INJECTION64_PATH", library);
   for (const auto& [variable, value] : settings) set(variable, value);
+  // The run's id, for every process below it: the first to start a session writes the report files
+  // that name no process; the others write theirs with their pid (docs/zero-code.md).
+  timespec now{};
+  clock_gettime(CLOCK_REALTIME, &now);
+  set("CUSCOPE_RUN_ID", std::to_string(getpid()) + "-" +
+                            std::to_string(std::uint64_t(now.tv_sec) * 1'000'000'000u + std::uint64_t(now.tv_nsec)));
 
   std::vector<std::string> owned(args.begin() + static_cast<std::ptrdiff_t>(command), args.end());
   std::vector<char*> argv;

@@ -2,11 +2,17 @@
 #include "session/ranks.hpp"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <charconv>
 #include <cstdlib>
 #include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "session/run_claim.hpp"
 
 namespace cuscope::inline v0::detail {
 namespace {
@@ -34,6 +40,45 @@ bool whole(const char* text, std::int64_t min, std::int64_t& out) {
   return true;
 }
 
+// CUSCOPE_RUN_ID, "PID-NANOSECONDS" as `cuscope run` sets it: the run's start; false otherwise.
+bool run_start(std::string_view id, std::uint64_t& start_ns) {
+  const std::size_t dash = id.find('-');
+  if (dash == std::string_view::npos || dash == 0) return false;
+  std::uint64_t pid = 0;
+  std::uint64_t ns = 0;
+  const auto [pid_end, pid_ec] = std::from_chars(id.data(), id.data() + dash, pid);
+  const char* end = id.data() + id.size();
+  const auto [ns_end, ns_ec] = std::from_chars(id.data() + dash + 1, end, ns);
+  if (pid_ec != std::errc{} || pid_end != id.data() + dash || pid == 0 || ns_ec != std::errc{} ||
+      ns_end != end || ns == 0)
+    return false;
+  start_ns = ns;
+  return true;
+}
+
+// Whether `pattern` holds %`field` (not as part of "%%").
+bool names(std::string_view pattern, char field) {
+  for (std::size_t i = 0; i + 1 < pattern.size(); ++i) {
+    if (pattern[i] != '%') continue;
+    if (pattern[i + 1] == field) return true;
+    if (pattern[i + 1] == '%') ++i;
+  }
+  return false;
+}
+
+// `pattern` with `tag` before the extension of its file name ("out/report.json" -> "out/report-%r.json";
+// a name without one, or only a leading dot, gets it at the end).
+std::string tagged(std::string_view pattern, std::string_view tag) {
+  const std::size_t slash = pattern.rfind('/');
+  const std::size_t name = slash == std::string_view::npos ? 0 : slash + 1;
+  const std::size_t dot = pattern.rfind('.');
+  const std::size_t at = dot != std::string_view::npos && dot > name ? dot : pattern.size();
+  std::string out(pattern.substr(0, at));
+  out += tag;
+  out += pattern.substr(at);
+  return out;
+}
+
 }  // namespace
 
 ProcessIdentity process_identity(EnvLookup lookup, long pid, std::string host) {
@@ -58,6 +103,14 @@ ProcessIdentity process_identity(EnvLookup lookup, long pid, std::string host) {
     }
     break;
   }
+  if (const char* run = lookup("CUSCOPE_RUN_ID"); run != nullptr && *run != '\0') {
+    if (run_start(run, id.run_start_ns)) {
+      id.run_id = run;
+    } else {
+      id.problems.push_back(fmt::format(
+          "CUSCOPE_RUN_ID='{}' is not what `cuscope run` sets (PID-NANOSECONDS); ignored", run));
+    }
+  }
   return id;
 }
 
@@ -80,16 +133,55 @@ std::string expand_output_path(std::string_view pattern, const ProcessIdentity& 
   return out;
 }
 
+std::string own_output_path(std::string_view variable, std::string_view pattern, const ProcessIdentity& id,
+                            std::string* note) {
+  const std::string plain = expand_output_path(pattern, id);
+  struct stat st {};
+  const bool exists = !plain.empty() && stat(plain.c_str(), &st) == 0;
+  if (plain.empty() || (exists && !S_ISREG(st.st_mode)) || names(pattern, 'p')) return plain;
+  const bool several_ranks = id.rank > 0 || (id.rank == 0 && id.world_size > 1);
+  if (several_ranks) {
+    if (names(pattern, 'r')) return plain;
+    std::string own = expand_output_path(tagged(pattern, "-%r"), id);
+    const std::string of = id.world_size > 0 ? fmt::format(" of {}", id.world_size) : "";
+    *note = fmt::format("{}={} names neither the rank (%r) nor the process (%p), and this is rank {}{}: it "
+                        "writes {}, as each rank writes its own",
+                        variable, pattern, id.rank, of, own);
+    return own;
+  }
+  if (id.run_start_ns == 0) return plain;
+  std::string why;
+  if (id.run_later) {
+    why = fmt::format("another process of this `cuscope run` started first and writes {}", plain);
+  } else if (exists && std::uint64_t(st.st_mtim.tv_sec) * 1'000'000'000u + std::uint64_t(st.st_mtim.tv_nsec) >=
+                           id.run_start_ns) {
+    why = fmt::format("another process of this `cuscope run` wrote {} already", plain);
+  } else {
+    return plain;
+  }
+  std::string own = expand_output_path(tagged(pattern, "-%p"), id);
+  *note = fmt::format("{}={}: {}; this process ({}) writes {}", variable, pattern, why, id.pid, own);
+  return own;
+}
+
 ProcessIdentity this_process() {
   char host[256] = {};
   if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
-  return process_identity([](const char* name) -> const char* { return std::getenv(name); },
-                          static_cast<long>(getpid()), host[0] != '\0' ? host : "unknown-host");
+  ProcessIdentity id =
+      process_identity([](const char* name) -> const char* { return std::getenv(name); },
+                       static_cast<long>(getpid()), host[0] != '\0' ? host : "unknown-host");
+  if (!id.run_id.empty()) id.run_later = !claim_run(id.run_id);
+  return id;
 }
 
-void expand_output_paths(Options& o, const ProcessIdentity& id) {
-  for (std::string* path : {&o.output_path, &o.json_path, &o.trace_path})
-    *path = expand_output_path(*path, id);
+void expand_output_paths(Options& o, const ProcessIdentity& id, std::vector<std::string>* notes) {
+  const std::pair<const char*, std::string*> paths[] = {
+      {"CUSCOPE_OUTPUT", &o.output_path}, {"CUSCOPE_JSON", &o.json_path}, {"CUSCOPE_TRACE", &o.trace_path}};
+  for (auto [variable, path] : paths) {
+    std::string note;
+    *path = own_output_path(variable, *path, id, &note);
+    if (!note.empty()) notes->push_back(std::move(note));
+  }
 }
 
 }  // namespace cuscope::inline v0::detail

@@ -265,7 +265,9 @@ bool start(const Options& given) {
     }
     const ProcessIdentity id = this_process();  // each rank of a job writes its own files
     for (const std::string& problem : id.problems) warn_once(problem);
-    expand_output_paths(options, id);
+    std::vector<std::string> path_notes;
+    expand_output_paths(options, id, &path_notes);
+    for (const std::string& note : path_notes) warn_once(note);
     s.rank = id.rank;
     s.world_size = id.world_size;
     s.options = options;

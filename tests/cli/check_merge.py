@@ -149,3 +149,25 @@ bad = subprocess.run([cli, "merge", "--straggler", "lots", "report-1.json"], cap
 check(bad.returncode == 2 and bad.stderr.startswith("cuscope merge: --straggler 'lots' is not a share (0.25 or 25%)\n"),
       f"a bad --straggler: exit {bad.returncode}, {bad.stderr!r}")
 print("ok: a rank given twice is refused, a missing rank is noted, a bad option named")
+
+# Paths without %r: each rank still writes its own file (the rank before the extension) and says
+# so; none is replaced by another rank's, and the trace files are not written by four processes.
+env = dict(env, CUSCOPE_JSON="shared.json", CUSCOPE_TRACE="shared.cuscope")
+env.pop("CUSCOPE_OUTPUT")
+run = subprocess.run([mpirun, "--oversubscribe", "-np", "4", program], env=env, capture_output=True, text=True,
+                     timeout=120)
+check(run.returncode == 0, f"mpirun (shared paths) exited {run.returncode}: {run.stdout}{run.stderr}")
+check(sorted(glob.glob("shared*")) == sorted([f"shared-{r}.{e}" for r in range(4) for e in ("json", "cuscope")]),
+      f"one report and one trace per rank expected, found {sorted(glob.glob('shared*'))}")
+for r in range(4):
+    with open(f"shared-{r}.json") as f:
+        j = json.load(f)
+    check(j["rank"] == r, f"shared-{r}.json records rank {j['rank']}")
+    for variable, name in (("CUSCOPE_JSON", "shared.json"), ("CUSCOPE_TRACE", "shared.cuscope")):
+        stem, ext = name.split(".")
+        note = (f"{variable}={name} names neither the rank (%r) nor the process (%p), and this is rank {r} of 4: "
+                f"it writes {stem}-{r}.{ext}, as each rank writes its own")
+        check(note in j["notes"] and f"cuscope: {note}" in run.stderr.splitlines(), f"rank {r}: no note '{note}'")
+    replay = subprocess.run([cli, "json", f"shared-{r}.cuscope"], capture_output=True, text=True)
+    check(replay.returncode == 0 and json.loads(replay.stdout)["rank"] == r, f"shared-{r}.cuscope: {replay.stderr}")
+print("ok: 4 ranks given one path each wrote shared-0..3.json and .cuscope, each saying so")

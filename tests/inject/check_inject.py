@@ -10,6 +10,7 @@ Each check runs a command, then compares its exit status, its standard error and
 with exact expectations (the counts nvtx_program.cpp and linked_program.cpp document). Exits 1
 on the first mismatch, naming it.
 """
+import glob
 import json
 import os
 import re
@@ -210,6 +211,43 @@ expect("linked + injected: every scope once, NVTX ranges inside", ranges(rep),
        {"scoped": (2, 1), "scoped/raw": (2, 1)})
 expect("linked + injected: one table",
        sum(1 for line in err.splitlines() if line.startswith("cuscope ") and " — device: " in line), 1)
+
+# Processes below one `cuscope run`: the first to start a session writes the files the options name;
+# any other one writes its own, with its pid, and says so. Here the program runs itself as a child.
+out, trace = os.path.join(WORK, "family.json"), os.path.join(WORK, "family.cuscope")
+for stale in glob.glob(os.path.join(WORK, "family*")):
+    os.remove(stale)
+rc, stdout, err = run([CUSCOPE, "run", "--json", out, "--trace", trace, "--", NVTX, "family"])
+expect("two processes of a run: exit status", rc, 0)
+child = int(re.fullmatch(r"child (\d+)\n", stdout).group(1))
+child_out, child_trace = os.path.join(WORK, f"family-{child}.json"), os.path.join(WORK, f"family-{child}.cuscope")
+expect("two processes of a run: the files", sorted(glob.glob(os.path.join(WORK, "family*"))),
+       sorted([out, trace, child_out, child_trace]))
+expect("two processes of a run: the first's report", ranges(report(out)), {"parent": (3, 1)})
+expect("two processes of a run: the child's report", ranges(report(child_out)), {"child": (2, 1)})
+for variable, first, own in (("CUSCOPE_JSON", out, child_out), ("CUSCOPE_TRACE", trace, child_trace)):
+    note = (f"{variable}={first}: another process of this `cuscope run` started first and writes {first}; "
+            f"this process ({child}) writes {own}")
+    expect(f"two processes of a run: the child's {variable} note, in its report and on stderr",
+           (note in report(child_out)["notes"], f"cuscope: {note}" in err.splitlines()), (True, True))
+for path, want in ((trace, {"parent": (3, 1)}), (child_trace, {"child": (2, 1)})):
+    p = subprocess.run([CUSCOPE, "json", path], capture_output=True, text=True, timeout=120)
+    expect(f"two processes of a run: {os.path.basename(path)} replays", ranges(json.loads(p.stdout)), want)
+# One after the other, below a shell that starts no session: the first writes the file, the second
+# finds it written during the run and writes its own.
+out = os.path.join(WORK, "turns.json")
+for stale in glob.glob(os.path.join(WORK, "turns*")):
+    os.remove(stale)
+rc, _, err = run([CUSCOPE, "run", "--json", out, "--", "sh", "-c", '"$0" child && "$0" child', NVTX])
+expect("two processes in turn: exit status", rc, 0)
+second = [f for f in glob.glob(os.path.join(WORK, "turns*")) if f != out]
+expect("two processes in turn: one more file", len(second), 1)
+expect("two processes in turn: both reports", (ranges(report(out)), ranges(report(second[0]))),
+       ({"child": (2, 1)}, {"child": (2, 1)}))
+pid = re.fullmatch(r"turns-(\d+)\.json", os.path.basename(second[0])).group(1)
+expect("two processes in turn: the second says why",
+       f"CUSCOPE_JSON={out}: another process of this `cuscope run` wrote {out} already; this process ({pid}) "
+       f"writes {second[0]}" in report(second[0])["notes"], True)
 
 # Python: the interpreter inherits the injection, and the library it loads reports its ranges.
 if PYTHON_LIB:

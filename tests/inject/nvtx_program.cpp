@@ -5,13 +5,18 @@
 //   nvtx_program [EXIT_STATUS]
 //   nvtx_program domains    600 domains: the ranges of the last two nest and pop in pairs
 //   nvtx_program reuse      one buffer holds different messages in turn (the counts below)
+//   nvtx_program family     3 "parent" ranges, then this program again as `child` (2 "child"
+//                           ranges), waited for; prints "child PID"
+//   nvtx_program child      2 "child" ranges
 //
 // Main thread and 2 workers, each: 3 x outer{ 2 x inner }, a wide-string range, and an
 // emit_nvtx()-style operator range; a "MyLib" domain with an ASCII and a registered message; a
 // "cuscope" domain (what a linked cuscope pushes: never counted twice); start/end ranges, one
 // ended on another thread and one never ended; a start/end range in "MyLib" and one in "cuscope".
 #include <nvtx3/nvToolsExt.h>
+#include <spawn.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -143,9 +148,32 @@ int reuse() {
   return 0;
 }
 
+// Two processes of one `cuscope run`: this one starts its session first (its first range), then
+// runs this program again as a child and waits for it.
+int family(char* self) {
+  for (int i = 0; i < 3; ++i) range("parent");
+  char child_arg[] = "child";
+  char* child_argv[] = {self, child_arg, nullptr};
+  pid_t child = 0;
+  if (posix_spawn(&child, self, nullptr, nullptr, child_argv, environ) != 0) {
+    std::perror("nvtx_program: posix_spawn");
+    return 1;
+  }
+  int status = 0;
+  if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return 1;
+  std::printf("child %d\n", static_cast<int>(child));
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "domains") == 0) return many_domains();
   if (argc > 1 && std::strcmp(argv[1], "reuse") == 0) return reuse();
+  if (argc > 1 && std::strcmp(argv[1], "family") == 0) return family(argv[0]);
+  if (argc > 1 && std::strcmp(argv[1], "child") == 0) {
+    range("child");
+    range("child");
+    return 0;
+  }
   g_mylib = nvtxDomainCreateA("MyLib");
   g_registered = nvtxDomainRegisterStringA(g_mylib, "registered_step");
   const nvtxDomainHandle_t own = nvtxDomainCreateA("cuscope");

@@ -132,6 +132,36 @@ def test_an_unmodified_server_killed_by_sigterm_leaves_its_last_report(how, scri
     assert after >= seen
 
 
+FAMILY = """
+import subprocess
+import sys
+import nvtx
+with nvtx.annotate("zc_parent"):
+    pass
+child = "import os\\nimport nvtx\\nwith nvtx.annotate('zc_child'):\\n    pass\\nprint(os.getpid())"
+print(subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, check=True).stdout.strip())
+"""
+
+
+@pytest.mark.parametrize("how", ["cuscope run", "python -m cuscope run"])
+def test_a_child_process_writes_its_own_report_beside_the_first(how, script, tmp_path):
+    """A script that runs another Python process (a worker, a tool): the child inherits the injection,
+    and writes its report with its pid instead of replacing the script's."""
+    pytest.importorskip("nvtx")
+    if how == "cuscope run" and not CLI:
+        pytest.skip("CUSCOPE_TEST_CLI (the cuscope command) is not set")
+    family = script(FAMILY, "family.py")
+    out = tmp_path / "family.json"
+    runner = [CLI, "run"] if how == "cuscope run" else [sys.executable, "-m", "cuscope", "run"]
+    python = [sys.executable] if how == "cuscope run" else []
+    p = run_script([*runner, "--json", str(out), "--", *python, family], tmp_path)
+    assert p.returncode == 0, p.stderr
+    child = int(p.stdout.strip())
+    assert sorted(f.name for f in tmp_path.glob("family*.json")) == sorted(["family.json", f"family-{child}.json"])
+    assert ranges_of(out) == {"zc_parent": 1}
+    assert ranges_of(tmp_path / f"family-{child}.json") == {"zc_child": 1}
+
+
 def test_python_m_cuscope_run_runs_a_module(tmp_path):
     (tmp_path / "zc_mod.py").write_text("import cuscope\nwith cuscope.scope('zc_mod'):\n    pass\n")
     out = tmp_path / "mod.json"

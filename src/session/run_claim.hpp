@@ -1,0 +1,35 @@
+// session/run_claim.hpp — which process of a `cuscope run` came first: `cuscope run` gives its
+// command CUSCOPE_RUN_ID, which every process started below it inherits; the first of them to
+// start a session claims the run, and so the report paths that name no process (ranks.hpp). The
+// claim is an abstract Unix socket named after the run, bound for the claiming process's life: the
+// kernel drops it when that process ends, so nothing is left behind, and a crash frees it too.
+//
+// Never: leave a file or a socket behind, or let the claim's descriptor reach an exec'd program
+// (it is close-on-exec).
+#pragma once
+
+#include <string_view>
+
+namespace cuscope::inline v0::detail {
+
+/// One claim on the run `run_id`: held() when no other claim on it was held at construction.
+/// A claim that cannot be tried (sockets refused: a sandbox) counts as held, as before claims.
+class RunClaim {
+ public:
+  explicit RunClaim(std::string_view run_id) noexcept;
+  ~RunClaim();
+  RunClaim(const RunClaim&) = delete;
+  RunClaim& operator=(const RunClaim&) = delete;
+
+  [[nodiscard]] bool held() const { return held_; }
+
+ private:
+  int fd_ = -1;
+  bool held_ = true;
+};
+
+/// This process's claim on `run_id`, tried once and kept for the process's life: true when this
+/// process holds the run's claim (it came first), false when another process of the run does.
+bool claim_run(std::string_view run_id) noexcept;
+
+}  // namespace cuscope::inline v0::detail
