@@ -113,19 +113,24 @@ while True:
 """
 
 
+def zero_code(how, options, script):
+    """The command line that runs `script` under `how` ("cuscope run" or "python -m cuscope run") with
+    `options`; skips without the nvtx package, or without the cuscope command."""
+    pytest.importorskip("nvtx")
+    if how == "python -m cuscope run":
+        return [sys.executable, "-m", "cuscope", "run", *options, "--", script]
+    if not CLI:
+        pytest.skip("CUSCOPE_TEST_CLI (the cuscope command) is not set")
+    return [CLI, "run", *options, "--", sys.executable, script]
+
+
 @pytest.mark.parametrize("how", ["cuscope run", "python -m cuscope run"])
 def test_an_unmodified_server_killed_by_sigterm_leaves_its_last_report(how, script, tmp_path):
     """Zero-code mode on a program that never exits: --report-every rewrites the JSON while it runs,
     whole each time, and what it held is there after SIGTERM (which runs no exit handler)."""
-    pytest.importorskip("nvtx")
-    if how == "cuscope run" and not CLI:
-        pytest.skip("CUSCOPE_TEST_CLI (the cuscope command) is not set")
-    server = script(SERVER, "server.py")
     out = tmp_path / "served.json"
-    runner = [CLI, "run"] if how == "cuscope run" else [sys.executable, "-m", "cuscope", "run"]
-    python = [sys.executable] if how == "cuscope run" else []
-    seen, status, err, after = killed_after_its_first_report(
-        [*runner, "--json", str(out), "--report-every", "1", "--", *python, server], out, "zc_request", cwd=tmp_path)
+    command = zero_code(how, ["--json", str(out), "--report-every", "1"], script(SERVER, "server.py"))
+    seen, status, err, after = killed_after_its_first_report(command, out, "zc_request", cwd=tmp_path)
     assert seen > 0
     assert status == -signal.SIGTERM
     assert count_tables(err) == 0  # killed: no exit table, only the files written while it ran
@@ -147,14 +152,8 @@ print(subprocess.run([sys.executable, "-c", child], capture_output=True, text=Tr
 def test_a_child_process_writes_its_own_report_beside_the_first(how, script, tmp_path):
     """A script that runs another Python process (a worker, a tool): the child inherits the injection,
     and writes its report with its pid instead of replacing the script's."""
-    pytest.importorskip("nvtx")
-    if how == "cuscope run" and not CLI:
-        pytest.skip("CUSCOPE_TEST_CLI (the cuscope command) is not set")
-    family = script(FAMILY, "family.py")
     out = tmp_path / "family.json"
-    runner = [CLI, "run"] if how == "cuscope run" else [sys.executable, "-m", "cuscope", "run"]
-    python = [sys.executable] if how == "cuscope run" else []
-    p = run_script([*runner, "--json", str(out), "--", *python, family], tmp_path)
+    p = run_script(zero_code(how, ["--json", str(out)], script(FAMILY, "family.py")), tmp_path)
     assert p.returncode == 0, p.stderr
     child = int(p.stdout.strip())
     assert sorted(f.name for f in tmp_path.glob("family*.json")) == sorted(["family.json", f"family-{child}.json"])
