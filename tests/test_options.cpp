@@ -135,11 +135,14 @@ TEST_CASE("environment problems are warned once and shown in the report's notes"
   cuscope_test::Session session(cuscope_test::quiet_options(), false);
   ::setenv("CUSCOPE_ROWS", "ten", 1);
   ::setenv("CUSCOPE_WARMPU", "2", 1);
+  // What `cuscope run` sets for the processes below it: theirs, not options, and no problem.
+  ::setenv("CUSCOPE_INJECT_LIBRARY", "/opt/cuscope/lib/libcuscope_inject.so", 1);
+  ::setenv("CUSCOPE_RUN_ID", "4242-1795753334871843606", 1);
   std::vector<cuscope::OptionError> errors;
   cuscope::Options o = cuscope::options_from_env(cuscope_test::quiet_options(), &errors);
   (void)cuscope::options_from_env(cuscope_test::quiet_options());  // the same problems again
-  ::unsetenv("CUSCOPE_ROWS");
-  ::unsetenv("CUSCOPE_WARMPU");
+  for (const char* set : {"CUSCOPE_ROWS", "CUSCOPE_WARMPU", "CUSCOPE_INJECT_LIBRARY", "CUSCOPE_RUN_ID"})
+    ::unsetenv(set);
   REQUIRE(errors.size() == 2);
   CHECK(errors[0].variable == "CUSCOPE_ROWS");
   CHECK(errors[1].variable == "CUSCOPE_WARMPU");

@@ -228,7 +228,9 @@ constexpr const char* kKnown[] = {"CUSCOPE_ENABLE",         "CUSCOPE_GPU_EVENTS"
                                   "CUSCOPE_GRAPHS",         "CUSCOPE_EVENTS",
                                   "CUSCOPE_ATTRIBUTION",    "CUSCOPE_SYNC_RECORDS",
                                   "CUSCOPE_MEMORY_RECORDS", "CUSCOPE_EVENT_TIMESTAMPS",
-                                  "CUSCOPE_REPORT_EVERY"};
+                                  "CUSCOPE_REPORT_EVERY",
+                                  // Not options: set by `cuscope run` for the processes below it.
+                                  "CUSCOPE_INJECT_LIBRARY", "CUSCOPE_RUN_ID"};
 
 }  // namespace
 

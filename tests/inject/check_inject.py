@@ -230,6 +230,9 @@ for variable, first, own in (("CUSCOPE_JSON", out, child_out), ("CUSCOPE_TRACE",
             f"this process ({child}) writes {own}")
     expect(f"two processes of a run: the child's {variable} note, in its report and on stderr",
            (note in report(child_out)["notes"], f"cuscope: {note}" in err.splitlines()), (True, True))
+expect("two processes of a run: no variable of the run is taken for an unknown option",
+       [n for n in report(out)["notes"] + report(child_out)["notes"] + err.splitlines()
+        if "is not a cuscope option" in n], [])
 for path, want in ((trace, {"parent": (3, 1)}), (child_trace, {"child": (2, 1)})):
     p = subprocess.run([CUSCOPE, "json", path], capture_output=True, text=True, timeout=120)
     expect(f"two processes of a run: {os.path.basename(path)} replays", ranges(json.loads(p.stdout)), want)
