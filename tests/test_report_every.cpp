@@ -3,11 +3,14 @@
 // The periodic case waits for the collector's writes (a second apart), polling, with a bound.
 //
 // Never: a GPU, or a check of how long a write took.
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -50,6 +53,48 @@ int files_starting(const std::string& prefix) {
     n += entry.path().filename().string().rfind(prefix, 0) == 0;
   return n;
 }
+
+// Occurrences of `text` in `s`.
+int count_of(const std::string& s, const std::string& text) {
+  int n = 0;
+  for (std::size_t at = s.find(text); at != std::string::npos; at = s.find(text, at + 1)) ++n;
+  return n;
+}
+
+// The process's stderr sent to the file `path` while it lives, as a shell's `2> path` would.
+class StderrToFile {
+ public:
+  explicit StderrToFile(const std::string& path) : saved_(::dup(STDERR_FILENO)) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    REQUIRE(fd >= 0);
+    ::dup2(fd, STDERR_FILENO);
+    ::close(fd);
+  }
+  ~StderrToFile() {
+    ::dup2(saved_, STDERR_FILENO);
+    ::close(saved_);
+  }
+  StderrToFile(const StderrToFile&) = delete;
+  StderrToFile& operator=(const StderrToFile&) = delete;
+
+ private:
+  int saved_;
+};
+
+// The working folder changed to `path` while it lives.
+class InFolder {
+ public:
+  explicit InFolder(const std::string& path) : saved_(std::filesystem::current_path()) {
+    std::filesystem::create_directories(path);
+    std::filesystem::current_path(path);
+  }
+  ~InFolder() { std::filesystem::current_path(saved_); }
+  InFolder(const InFolder&) = delete;
+  InFolder& operator=(const InFolder&) = delete;
+
+ private:
+  std::filesystem::path saved_;
+};
 
 bool has_note(const cuscope::Report& r, const std::string& text) {
   for (const std::string& note : r.notes) {
@@ -96,6 +141,15 @@ TEST_CASE("CUSCOPE_REPORT_EVERY without a file to rewrite, or out of range, says
   cuscope::Options o = cuscope_test::quiet_options();
   SECTION("the table goes to stderr and there is no JSON") {
     o.print_at_exit = true;
+    o.report_every_s = 5;
+    cuscope_test::Session session(o);
+    CHECK(has_note(cuscope::snapshot(),
+                   "CUSCOPE_REPORT_EVERY=5: no file to rewrite (set CUSCOPE_JSON, or "
+                   "CUSCOPE_OUTPUT to a file); the report is written at exit only"));
+  }
+  SECTION("the table goes to the program's own stderr by name (CUSCOPE_OUTPUT=/dev/stderr)") {
+    o.print_at_exit = true;
+    o.output_path = "/dev/stderr";
     o.report_every_s = 5;
     cuscope_test::Session session(o);
     CHECK(has_note(cuscope::snapshot(),
@@ -150,4 +204,119 @@ TEST_CASE(
   std::remove(target.c_str());
   // A folder that does not exist: false, and nothing made.
   CHECK_FALSE(replace_file(temp_path("every_no_such_folder/report.json"), "x"));
+}
+
+TEST_CASE("replace_file keeps the permissions of the file it replaces", "[session][report_every]") {
+  using cuscope::detail::replace_file;
+  const std::string path = temp_path("every_private.json");
+  std::remove(path.c_str());
+  const mode_t umask_before = ::umask(022);
+  REQUIRE(replace_file(path, "first\n"));
+  REQUIRE(::chmod(path.c_str(), 0600) == 0);  // the user's: a report only they may read
+  REQUIRE(replace_file(path, "second\n"));
+  ::umask(umask_before);
+  struct stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+  CHECK(read_file(path) == "second\n");
+  std::remove(path.c_str());
+}
+
+TEST_CASE("replace_file: a write that fails (no room: here the file-size limit) leaves the old file whole",
+          "[session][report_every]") {
+  using cuscope::detail::replace_file;
+  const std::string path = temp_path("every_no_room.json");
+  std::remove(path.c_str());
+  REQUIRE(replace_file(path, "the last whole report\n"));
+  rlimit before{};
+  REQUIRE(::getrlimit(RLIMIT_FSIZE, &before) == 0);
+  rlimit small = before;
+  small.rlim_cur = 4096;
+  auto* const handler = std::signal(SIGXFSZ, SIG_IGN);  // a write past the limit fails (EFBIG) instead
+  REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+  const bool replaced = replace_file(path, std::string(10'000, 'x'));
+  ::setrlimit(RLIMIT_FSIZE, &before);
+  std::signal(SIGXFSZ, handler);
+  CHECK_FALSE(replaced);
+  CHECK(read_file(path) == "the last whole report\n");
+  CHECK(files_starting("cuscope_test_every_no_room.json.cuscope-tmp.") == 0);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("replace_file never writes through a link found at its temporary's name",
+          "[session][report_every]") {
+  using cuscope::detail::replace_file;
+  const std::string path = temp_path("every_planted.json");
+  const std::string victim = temp_path("every_victim.txt");
+  const std::string temp = path + ".cuscope-tmp." + std::to_string(::getpid());
+  std::remove(path.c_str());
+  std::remove(temp.c_str());
+  REQUIRE(replace_file(victim, "not cuscope's\n"));
+  REQUIRE(::symlink(victim.c_str(), temp.c_str()) == 0);  // left there, or planted in a shared folder
+  CHECK(replace_file(path, "the report\n"));
+  CHECK(read_file(victim) == "not cuscope's\n");
+  struct stat st {};
+  REQUIRE(::lstat(path.c_str(), &st) == 0);
+  CHECK(S_ISREG(st.st_mode));
+  CHECK(read_file(path) == "the report\n");
+  std::remove(temp.c_str());
+  std::remove(path.c_str());
+  std::remove(victim.c_str());
+}
+
+TEST_CASE(
+    "CUSCOPE_REPORT_EVERY never rewrites the program's own stderr (CUSCOPE_OUTPUT=/dev/stderr sent to a "
+    "log): the table goes there at exit only, after what the program wrote",
+    "[session][report_every][threads]") {
+  const std::string log = temp_path("every_stderr.log");
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.print_at_exit = true;
+  o.output_path = "/dev/stderr";
+  o.json_path = temp_path("every_stderr.json");
+  o.report_every_s = 1;
+  std::remove(o.json_path.c_str());
+  std::string before_exit;
+  {
+    const StderrToFile redirected(log);
+    const char line[] = "the program's own line\n";
+    REQUIRE(::write(STDERR_FILENO, line, sizeof(line) - 1) == static_cast<ssize_t>(sizeof(line) - 1));
+    cuscope_test::Session session(o);
+    { CUSCOPE_SCOPE("served"); }
+    REQUIRE(wait_for_calls(o.json_path, "served", 1));  // a periodic write came (the table's is first)
+    before_exit = read_file(log);
+    cuscope::shutdown();
+  }
+  CHECK(before_exit.find("the program's own line\n") != std::string::npos);
+  CHECK(before_exit.find("served") == std::string::npos);
+  const std::string after_exit = read_file(log);
+  CHECK(after_exit.find("the program's own line\n") != std::string::npos);
+  CHECK(count_of(after_exit, "served") == 1);
+  CHECK(after_exit.find("served") > after_exit.find("the program's own line\n"));
+  std::remove(log.c_str());
+  std::remove(o.json_path.c_str());
+}
+
+TEST_CASE("a relative report path is the folder's the session started in, wherever the program goes after",
+          "[session][report_every][threads]") {
+  const std::string started_in = temp_path("every_started_in");
+  const std::string moved_to = temp_path("every_moved_to");
+  const std::string name = "every_relative.json";
+  std::filesystem::remove_all(started_in);
+  std::filesystem::remove_all(moved_to);
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.json_path = name;
+  o.report_every_s = 1;
+  {
+    const InFolder start_folder(started_in);
+    cuscope_test::Session session(o);
+    { CUSCOPE_SCOPE("served"); }
+    REQUIRE(wait_for_calls(started_in + "/" + name, "served", 1));
+    const InFolder later_folder(moved_to);  // the program's chdir()
+    { CUSCOPE_SCOPE("served"); }
+    cuscope::shutdown();
+  }
+  CHECK(calls_in(started_in + "/" + name, "served") == 2);
+  CHECK_FALSE(std::filesystem::exists(moved_to + "/" + name));
+  std::filesystem::remove_all(started_in);
+  std::filesystem::remove_all(moved_to);
 }

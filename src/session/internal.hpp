@@ -44,13 +44,20 @@ enum class ReportMoment { exit, periodic };
 inline constexpr std::uint32_t kMaxReportEvery = 86'400;
 /// Writes `r` where `o` says: at exit the table (to CUSCOPE_OUTPUT, else stderr, when
 /// print_at_exit) and the JSON (CUSCOPE_JSON), a file that cannot be written going to stderr with
-/// a note; while running (CUSCOPE_REPORT_EVERY) the same files, the table only to a file, and a
-/// failure noted once and tried again the next time.
+/// a note; while running (CUSCOPE_REPORT_EVERY) the same files, but never the program's own
+/// stdout or stderr (at exit those are written through their streams, never cut), and a failure
+/// noted once and tried again the next time.
 void write_report_files(const Options& o, const Report& r, ReportMoment when);
-/// Whether `o` names a file the report is written to (what CUSCOPE_REPORT_EVERY rewrites).
+/// Makes the table's and the JSON's paths absolute, from the working folder now (the session's
+/// start), so that every write, periodic or at exit, goes to the same file however the program
+/// changes its working folder (as the trace, opened at the start).
+void anchor_report_paths(Options& o);
+/// Whether `o` names a file the report is written to, other than the program's stdout or stderr
+/// (what CUSCOPE_REPORT_EVERY rewrites).
 bool has_report_file(const Options& o);
-/// Replaces the file at `path` by `text`, whole: written beside it and renamed over it (in place
-/// when it is not a regular file, or when no file can be made beside it); false when it could not.
+/// Replaces the file at `path` by `text`, whole, with its permissions: written beside it and
+/// renamed over it (in place when it is not a regular file, or when no file can be made beside it
+/// or renamed over it); false when it could not, the old file then whole unless written in place.
 bool replace_file(const std::string& path, const std::string& text);
 
 // fork.cpp

@@ -2,16 +2,22 @@
 // JSON (CUSCOPE_JSON), written at exit, and rewritten while the session runs every
 // CUSCOPE_REPORT_EVERY seconds (by the collector) for programs that are stopped rather than exit,
 // or read while they run. A regular file is replaced whole (written beside it, then renamed over
-// it), so a reader never sees half a report.
+// it, with its permissions), so a reader never sees half a report, and a write that fails leaves
+// the last one whole.
 //
-// Never: write the table to stderr while the session runs (only at exit), print the same failure
-// twice, or throw.
+// Never: write the table to stderr while the session runs (only at exit), rewrite or cut the
+// program's own stdout or stderr (CUSCOPE_OUTPUT=/dev/stderr), print the same failure twice, or
+// throw.
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <system_error>
 
 #include "producers/log.hpp"
 #include "session/internal.hpp"
@@ -26,17 +32,54 @@ bool write_to(const std::string& path, const std::string& text) {
   return static_cast<bool>(out);
 }
 
+// Writes all of `text` to `fd`, then closes it; whether every byte was written and kept.
+bool write_and_close(int fd, const std::string& text) {
+  const char* at = text.data();
+  std::size_t left = text.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd, at, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    at += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  return ::close(fd) == 0 && left == 0;
+}
+
+// The standard stream whose file `path` is (/dev/stderr, the terminal, the log a shell sent it
+// to), else nullptr.
+std::FILE* standard_stream(const std::string& path) {
+  struct stat file {};
+  if (::stat(path.c_str(), &file) != 0) return nullptr;
+  for (std::FILE* stream : {stdout, stderr}) {
+    struct stat st {};
+    if (::fstat(::fileno(stream), &st) == 0 && st.st_dev == file.st_dev && st.st_ino == file.st_ino)
+      return stream;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 bool replace_file(const std::string& path, const std::string& text) {
   struct stat st {};
+  const bool exists = ::lstat(path.c_str(), &st) == 0;
   // Not a regular file (/dev/stdout, a pipe), or a symbolic link (which a rename would replace by
   // a file): written in place.
-  if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return write_to(path, text);
+  if (exists && !S_ISREG(st.st_mode)) return write_to(path, text);
   const std::string temp = fmt::format("{}.cuscope-tmp.{}", path, ::getpid());
-  if (write_to(temp, text) && std::rename(temp.c_str(), path.c_str()) == 0) return true;
+  std::remove(temp.c_str());  // one left by a process of the same id; never written through
+  const mode_t mode = exists ? st.st_mode & 0777 : 0666;
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+  // No file made beside it (a folder cuscope may not create files in): the file may be writable.
+  if (fd < 0) return write_to(path, text);
+  if (exists) ::fchmod(fd, mode);  // the file's permissions, whatever the umask took off
+  const bool written = write_and_close(fd, text);
+  if (written && std::rename(temp.c_str(), path.c_str()) == 0) return true;
   std::remove(temp.c_str());
-  return write_to(path, text);  // a folder cuscope may not create files in, but the file is writable
+  // Not written (no room): the old file stays whole. Written but not renamed over the file (a
+  // sticky folder lets cuscope make files but not replace another user's): in place.
+  return written && write_to(path, text);
 }
 
 void write_report_files(const Options& o, const Report& r, ReportMoment when) {
@@ -50,24 +93,37 @@ void write_report_files(const Options& o, const Report& r, ReportMoment when) {
     }
     return at_exit;
   };
-  if (o.print_at_exit && (at_exit || !o.output_path.empty())) {
-    const std::string table = format_table(r, o.table);
-    if (o.output_path.empty()) {
-      std::fputs(table.c_str(), stderr);
-      std::fflush(stderr);
-    } else if (!replace_file(o.output_path, table) && failed(o.output_path, "table")) {
-      std::fputs(table.c_str(), stderr);
+  // The program's own stdout or stderr (no path: stderr) is written through its stream, and at
+  // exit only: a file opened anew there would cut what the program wrote.
+  const auto write = [&](const std::string& path, const char* what, const auto& make_text) {
+    std::FILE* const stream = path.empty() ? stderr : standard_stream(path);
+    if (stream != nullptr && !at_exit) return;
+    const std::string text = make_text();
+    if (stream != nullptr) {
+      std::fputs(text.c_str(), stream);
+      std::fflush(stream);
+    } else if (!replace_file(path, text) && failed(path, what)) {
+      std::fputs(text.c_str(), stderr);
     }
-  }
-  if (!o.json_path.empty()) {
-    const std::string json = format_json(r);
-    if (!replace_file(o.json_path, json) && failed(o.json_path, "JSON report"))
-      std::fputs(json.c_str(), stderr);
+  };
+  if (o.print_at_exit) write(o.output_path, "table", [&] { return format_table(r, o.table); });
+  if (!o.json_path.empty()) write(o.json_path, "JSON report", [&] { return format_json(r); });
+}
+
+void anchor_report_paths(Options& o) {
+  for (std::string* path : {&o.output_path, &o.json_path}) {
+    if (path->empty() || path->front() == '/') continue;
+    std::error_code error;
+    std::filesystem::path absolute = std::filesystem::absolute(*path, error);
+    if (!error) *path = absolute.string();  // else (no working folder) as given
   }
 }
 
 bool has_report_file(const Options& o) {
-  return !o.json_path.empty() || (o.print_at_exit && !o.output_path.empty());
+  const auto rewritten = [](const std::string& path) {
+    return !path.empty() && standard_stream(path) == nullptr;
+  };
+  return rewritten(o.json_path) || (o.print_at_exit && rewritten(o.output_path));
 }
 
 }  // namespace cuscope::inline v0::detail

@@ -268,6 +268,7 @@ bool start(const Options& given) {
     std::vector<std::string> path_notes;
     expand_output_paths(options, id, &path_notes);
     for (const std::string& note : path_notes) warn_once(note);
+    anchor_report_paths(options);
     s.rank = id.rank;
     s.world_size = id.world_size;
     s.options = options;
