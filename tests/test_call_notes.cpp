@@ -281,6 +281,51 @@ TEST_CASE(
   cuscope::detail::clear_call_callbacks();
 }
 
+TEST_CASE(
+    "mapped memory: one cuMemUnmap of a range mapped in pieces (as CUDA's multi-device sample stripes "
+    "it) frees every piece",
+    "[launch][calls][vmm]") {
+  NotedSession s;
+  cuscope::detail::set_call_callbacks_for_testing({false, false});
+  constexpr std::size_t kPage = std::size_t{2} << 20;
+  constexpr std::uint64_t kFirst = 0x40000000, kSecond = 0x80000000;
+  const auto map_pieces = [](std::uint64_t base, std::uint32_t correlation) {
+    for (std::uint64_t i = 0; i < 4; ++i) {
+      cuMemMap_params piece{base + i * kPage, kPage, 0, i + 1, 0};
+      call(CUPTI_DRIVER_TRACE_CBID_cuMemMap, correlation + static_cast<std::uint32_t>(i), piece);
+    }
+  };
+  {
+    CUSCOPE_SCOPE("serve");
+    {
+      CUSCOPE_SCOPE("grow");
+      map_pieces(kFirst, 700);
+    }
+    {
+      CUSCOPE_SCOPE("shrink");
+      cuMemUnmap_params whole{kFirst, 4 * kPage};
+      call(CUPTI_DRIVER_TRACE_CBID_cuMemUnmap, 710, whole);
+    }
+    {
+      CUSCOPE_SCOPE("regrow");  // elsewhere, then where the first range was
+      map_pieces(kSecond, 720);
+      cuMemUnmap_params whole{kSecond, 4 * kPage};
+      call(CUPTI_DRIVER_TRACE_CBID_cuMemUnmap, 730, whole);
+      map_pieces(kFirst, 740);
+    }
+  }
+  s.kernels({});
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(range(r, "serve/shrink").self.free_count == 1);
+  CHECK(range(r, "serve/shrink").self.free_bytes == 4 * kPage);
+  // Never more than one range's four pages live at once.
+  CHECK(range(r, "serve").total.peak_bytes == 4 * kPage);
+  CHECK(range(r, "serve/regrow").self.peak_bytes == 4 * kPage);
+  // Each piece was unmapped before its address was mapped again: nothing booked twice.
+  CHECK(r.diagnostics.allocations_untracked == 0);
+  cuscope::detail::clear_call_callbacks();
+}
+
 TEST_CASE("a full call queue refuses notes and counts them, and what it held lands", "[launch][calls]") {
   NotedSession s;
   {

@@ -13,11 +13,18 @@ void LiveMemory::apply(const MemoryActivity& m, Node* node, RangeActivities& act
     // A free whose producer did not say its size (the callbacks: cuMemFree takes an address only)
     // frees what its allocation was booked with.
     a.self.free_bytes += m.bytes != 0 || it == live_.end() ? m.bytes : it->second.bytes;
-    if (it == live_.end()) return;  // allocated before tracing, or not tracked: never on the books
-    const Allocation alloc = it->second;
-    live_.erase(it);
-    release(alloc, activities);
-    return;
+    // A free larger than the allocation at its address frees those that follow it within its
+    // bytes too (one cuMemUnmap of a range mapped in pieces).
+    const std::uint64_t end = m.address + m.bytes;
+    for (std::uint64_t at = m.address; it != live_.end();) {
+      const Allocation alloc = it->second;
+      live_.erase(it);
+      release(alloc, activities);
+      at += alloc.bytes;
+      if (alloc.bytes == 0 || at >= end) break;
+      it = live_.find(at);
+    }
+    return;  // not on the books (allocated before tracing, or not tracked): nothing live to take off
   }
   a.self.alloc_count += 1;
   a.self.alloc_bytes += m.bytes;

@@ -2,7 +2,9 @@
 // still live, and their peak, for the range and (inclusive) its ancestors.
 //
 // A free is charged to the range that made the allocation, found by address; a free that comes
-// without its size (0 bytes: cuMemFree's callback sees only the address) frees the booked size.
+// without its size (0 bytes: cuMemFree's callback sees only the address) frees the booked size,
+// and one larger than the allocation at its address also frees the allocations that follow it,
+// end to start, within its size (one cuMemUnmap of a range mapped in pieces).
 // The table of live allocations is bounded: an allocation it cannot hold is counted
 // (allocations_untracked) and kept out of the live books, so its free, which cannot be found,
 // leaves them balanced; an address allocated again before its free was seen closes the old
