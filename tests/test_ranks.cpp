@@ -1,6 +1,7 @@
 // Tests of a process's rank in its job (launcher variables), of %r/%p/%h in output paths, of the
 // rank or pid a path gets where several processes would write it (ranks, `cuscope run`'s claim),
 // and of the rank and world size in the report's JSON and table.
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -160,6 +161,19 @@ TEST_CASE("several ranks: a path naming neither %r nor %p gets the rank before i
                                                              "nor the process (%p), and this is rank 3 of 4: it "
                                                              "writes %r-3.json, as each rank writes its own"
                                                            : ""));
+  }
+  {
+    // stderr sent to a log (a regular file): /dev/stderr is still the program's stream, not a file to name.
+    const std::string log = std::filesystem::temp_directory_path() / fmt::format("cuscope-log-{}", epoch_ns());
+    const int saved = dup(2);
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    REQUIRE((saved >= 0 && fd >= 0 && dup2(fd, 2) == 2));
+    const auto kept = own("/dev/stderr", id);
+    dup2(saved, 2);
+    ::close(saved);
+    ::close(fd);
+    std::remove(log.c_str());
+    CHECK(kept == std::pair<std::string, std::string>{"/dev/stderr", ""});
   }
   CHECK(own_path("report.json", identity({{"RANK", "0"}, {"WORLD_SIZE", "4"}})) == "report-0.json");
   // Rank 2 of an unknown number: there are others; rank 0 of one, or of an unknown number: alone.

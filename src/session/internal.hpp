@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <cuscope/report.hpp>
 #include <string>
 #include <vector>
@@ -52,6 +53,9 @@ void write_report_files(const Options& o, const Report& r, ReportMoment when);
 /// start), so that every write, periodic or at exit, goes to the same file however the program
 /// changes its working folder (as the trace, opened at the start).
 void anchor_report_paths(Options& o);
+/// The program's stdout or stderr when `path` is its file (/dev/stderr, the terminal, the log a
+/// shell sent it to), else nullptr.
+std::FILE* standard_stream(const std::string& path);
 /// Whether `o` names a file the report is written to, other than the program's stdout or stderr
 /// (what CUSCOPE_REPORT_EVERY rewrites).
 bool has_report_file(const Options& o);

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "session/internal.hpp"
 #include "session/run_claim.hpp"
 
 namespace cuscope::inline v0::detail {
@@ -138,7 +139,11 @@ std::string own_output_path(std::string_view variable, std::string_view pattern,
   const std::string plain = expand_output_path(pattern, id);
   struct stat st {};
   const bool exists = !plain.empty() && stat(plain.c_str(), &st) == 0;
-  if (plain.empty() || (exists && !S_ISREG(st.st_mode)) || names(pattern, 'p')) return plain;
+  // Not a regular file (a device, a pipe), or the program's own stdout or stderr (/dev/stderr sent
+  // to a log): not a file of cuscope's to name.
+  if (plain.empty() || (exists && (!S_ISREG(st.st_mode) || standard_stream(plain) != nullptr)) ||
+      names(pattern, 'p'))
+    return plain;
   const bool several_ranks = id.rank > 0 || (id.rank == 0 && id.world_size > 1);
   if (several_ranks) {
     if (names(pattern, 'r')) return plain;

@@ -5,8 +5,8 @@
 // `cuscope run`) gets the rank or the pid before its extension, with a note saying so: one process
 // never replaces, or writes into, another's file. Read once, when the session starts.
 //
-// Never: change a path to anything but a regular file (a device, a pipe), or a path that names the
-// process already.
+// Never: change a path to anything but a regular file (a device, a pipe) or to the program's own
+// stdout or stderr, or a path that names the process already.
 #pragma once
 
 #include <cstdint>
@@ -51,7 +51,8 @@ std::string expand_output_path(std::string_view pattern, const ProcessIdentity& 
 ///   - no ranks, under `cuscope run`, no %p, and another process of the run started first
 ///     (run_later), or the file was written since the run began (by a process of the run that
 ///     ended): "-%p".
-/// A path to something that exists and is not a regular file (a device, a pipe) stays as it is.
+/// A path to something that exists and is not a regular file (a device, a pipe), or that is the
+/// program's own stdout or stderr (/dev/stderr sent to a log), stays as it is.
 std::string own_output_path(std::string_view variable, std::string_view pattern, const ProcessIdentity& id,
                             std::string* note);
 

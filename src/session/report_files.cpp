@@ -46,8 +46,9 @@ bool write_and_close(int fd, const std::string& text) {
   return ::close(fd) == 0 && left == 0;
 }
 
-// The standard stream whose file `path` is (/dev/stderr, the terminal, the log a shell sent it
-// to), else nullptr.
+
+}  // namespace
+
 std::FILE* standard_stream(const std::string& path) {
   struct stat file {};
   if (::stat(path.c_str(), &file) != 0) return nullptr;
@@ -58,8 +59,6 @@ std::FILE* standard_stream(const std::string& path) {
   }
   return nullptr;
 }
-
-}  // namespace
 
 bool replace_file(const std::string& path, const std::string& text) {
   struct stat st {};
