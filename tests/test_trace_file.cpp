@@ -238,7 +238,8 @@ TEST_CASE("a trace cut before its end or its summary replays what it held, parti
     CHECK(r.notes.back() ==
           fmt::format("this trace was cut short (truncated: no end record after byte {} (the program did not "
                       "finish the trace)): the program was killed, crashed or still runs; the report holds "
-                      "what the file held before the cut",
+                      "what the file held before the cut, and how many records the session dropped at the "
+                      "trace's size limit is not known (the end record counts them)",
                       good.size() - 16));
     CHECK(cuscope::format_table(r).find("this trace was cut short") != std::string::npos);
   }

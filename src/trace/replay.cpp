@@ -137,8 +137,8 @@ class Replay final : public Visitor {
     if (!cut.empty()) {
       summary_.notes.push_back(
           fmt::format("this trace was cut short ({}): the program was killed, crashed or still runs; the "
-                      "report holds what "
-                      "the file held before the cut",
+                      "report holds what the file held before the cut, and how many records the session "
+                      "dropped at the trace's size limit is not known (the end record counts them)",
                       cut));
     }
     const Summary& s = summary_;
