@@ -266,7 +266,7 @@ TEST_CASE("replace_file never writes through a link found at its temporary's nam
 
 TEST_CASE(
     "CUSCOPE_REPORT_EVERY never rewrites the program's own stderr (CUSCOPE_OUTPUT=/dev/stderr sent to a "
-    "log): the table goes there at exit only, after what the program wrote",
+    "log), the table going there at exit only, after what the program wrote",
     "[session][report_every][threads]") {
   const std::string log = temp_path("every_stderr.log");
   cuscope::Options o = cuscope_test::quiet_options();

@@ -1,8 +1,8 @@
 // session/collector.cpp — the session's collector thread and the CUDA-event resolver: every 10 ms
 // it resolves the CUDA events scopes recorded, keeps the clock calibrated and (with launch notes)
 // drains the threads' launch rings, and every 100 ms asks CUPTI for its completed buffers, so a
-// snapshot sees recent work without a flush and CUPTI's buffers stay few. Every
-// CUSCOPE_REPORT_EVERY seconds it rewrites the report's files (report_files.cpp).
+// snapshot sees recent work without a flush and CUPTI's buffers stay few. A second thread, the
+// reporter, rewrites the report's files every CUSCOPE_REPORT_EVERY seconds (report_files.cpp).
 //
 // Never: let cuscope's own CUDA calls disturb the program's (they run in relaxed capture mode, and
 // under an external correlation id that keeps them out of the report), or wait on the GPU.
@@ -27,19 +27,11 @@ void collector_loop(Session* s) {
   // that another thread runs in global mode (the default of cudaStreamBeginCapture).
   cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
   if (g_cuda.exchange_capture_mode(&mode) != cudaSuccess) g_cuda.get_last_error();
-  // CUSCOPE_REPORT_EVERY: the report's files rewritten on this thread, off the program's.
-  const std::uint64_t every_ns =
-      has_report_file(s->options) ? std::uint64_t{s->options.report_every_s} * 1'000'000'000 : 0;
-  std::uint64_t next_report_ns = every_ns != 0 ? now_ns() + every_ns : 0;
   s->collector_ready.store(true, std::memory_order_release);
   std::unique_lock lock(s->collector_mutex);
   for (unsigned tick = 1; !s->collector_stop; ++tick) {
     s->collector_cv.wait_for(lock, std::chrono::milliseconds(10));
     lock.unlock();
-    if (every_ns != 0 && now_ns() >= next_report_ns) {
-      write_report_files(s->options, report_of(*s), ReportMoment::periodic);
-      next_report_ns = now_ns() + every_ns;
-    }
     resolve_gpu_events();
     recalibrate_clock();  // does something about once a second
     if (s->tracing.load(std::memory_order_acquire)) {
@@ -49,6 +41,23 @@ void collector_loop(Session* s) {
         drain_launch_notes(*s);  // launch rings between polls: a fast launcher fills one in ~16 ms
       }
     }
+    lock.lock();
+  }
+}
+
+// CUSCOPE_REPORT_EVERY: the report's files rewritten every `every`, on a thread of their own, so
+// that building and writing a large report never holds up the collector's ticks (a fast launcher
+// fills its launch ring in about 16 ms).
+void reporter_loop(Session* s, std::chrono::seconds every) {
+  // As the collector's: building the report resolves CUDA events, which must not invalidate
+  // another thread's stream capture.
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  if (g_cuda.exchange_capture_mode(&mode) != cudaSuccess) g_cuda.get_last_error();
+  s->reporter_ready.store(true, std::memory_order_release);
+  std::unique_lock lock(s->collector_mutex);
+  while (!s->collector_cv.wait_for(lock, every, [s] { return s->collector_stop; })) {
+    lock.unlock();
+    write_periodic_report(*s);
     lock.lock();
   }
 }
@@ -100,20 +109,26 @@ std::vector<GpuEvents*> event_pools(Session& s) {
 
 void start_collector(Session& s) {
   s.collector = std::thread(collector_loop, &s);  // also keeps the clock calibrated
+  if (s.options.report_every_s != 0 && has_report_file(s.options))
+    s.reporter = std::thread(reporter_loop, &s, std::chrono::seconds(s.options.report_every_s));
   // A thread's start-up allocates (its stack and TLS, the CUDA runtime's per-thread state): a
   // fork() right after start() must not find an allocator lock held by a thread being born.
-  for (int i = 0; i < 2000 && !s.collector_ready.load(std::memory_order_acquire); ++i)
-    std::this_thread::sleep_for(std::chrono::microseconds(500));
+  const auto born = [&s] {
+    return s.collector_ready.load(std::memory_order_acquire) &&
+           (!s.reporter.joinable() || s.reporter_ready.load(std::memory_order_acquire));
+  };
+  for (int i = 0; i < 2000 && !born(); ++i) std::this_thread::sleep_for(std::chrono::microseconds(500));
 }
 
 void stop_collector(Session& s) {
-  if (!s.collector.joinable()) return;
+  if (!s.collector.joinable() && !s.reporter.joinable()) return;
   {
     std::lock_guard lock(s.collector_mutex);
     s.collector_stop = true;
   }
   s.collector_cv.notify_all();
-  s.collector.join();
+  if (s.collector.joinable()) s.collector.join();
+  if (s.reporter.joinable()) s.reporter.join();
 }
 
 bool resolve_gpu_events() noexcept {

@@ -1,11 +1,13 @@
 // session/exit.cpp — the end of a session: shutdown(), run by exit() and quick_exit() (or called
 // by the program), collects what is still on its way, and writes the table, the JSON report and
-// the trace's summary.
+// the trace's summary (a process below a `cuscope run` that recorded nothing: none of them, and
+// its trace file removed).
 //
 // Exit: start() probes CUDA first (which initializes the runtime), then registers the handler
 // here, so the handler runs before CUDA's own teardown. Never: throw into the program, wait for
 // the GPU without a bound, or touch CUDA or CUPTI once the session is closed.
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <cstdio>
@@ -78,10 +80,20 @@ void shutdown() {
     }
     finish_trace();  // all recorded is written: the report knows what the trace dropped
     s.closed.store(true, std::memory_order_release);
+    // Below a `cuscope run`, a process that recorded nothing leaves nothing: no table, no files,
+    // no note of where they would have gone, and its trace removed.
+    const bool nothing = s.below_run && leaves_nothing(s, report_of(s));
+    if (!nothing) say_path_notes(s);
     freeze_report(s);  // a scope still open now stays open in it
     if (!s.options.print_at_exit && s.options.json_path.empty() && s.options.trace_path.empty()) return;
     const Report r = report_of(s);
     close_trace(s, r);
+    if (nothing) {
+      struct stat st {};  // a trace written to a device or a pipe is not a file to remove
+      const std::string& trace = s.options.trace_path;
+      if (!trace.empty() && ::lstat(trace.c_str(), &st) == 0 && S_ISREG(st.st_mode)) std::remove(trace.c_str());
+      return;
+    }
     write_report_files(s.options, r, ReportMoment::exit);
   } catch (const std::exception& e) {
     warn_once(fmt::format("shutdown failed: {}", e.what()));

@@ -49,6 +49,14 @@ inline constexpr std::uint32_t kMaxReportEvery = 86'400;
 /// stdout or stderr (at exit those are written through their streams, never cut), and a failure
 /// noted once and tried again the next time.
 void write_report_files(const Options& o, const Report& r, ReportMoment when);
+/// Below a `cuscope run`, a process that recorded nothing in `r` (no range, no span: an environment
+/// check, a tool the program runs) writes no report, prints no table and leaves no trace.
+bool leaves_nothing(const Session& s, const Report& r);
+/// Says the session's path notes (the rank or pid its files got), once; true when it said any
+/// (a report built before lacks them).
+bool say_path_notes(Session& s);
+/// CUSCOPE_REPORT_EVERY: the report as it is now, to its files (when the process leaves something).
+void write_periodic_report(Session& s);
 /// Makes the table's and the JSON's paths absolute, from the working folder now (the session's
 /// start), so that every write, periodic or at exit, goes to the same file however the program
 /// changes its working folder (as the trace, opened at the start).

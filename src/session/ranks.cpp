@@ -41,8 +41,9 @@ bool whole(const char* text, std::int64_t min, std::int64_t& out) {
   return true;
 }
 
-// CUSCOPE_RUN_ID, "PID-NANOSECONDS" as `cuscope run` sets it: the run's start; false otherwise.
-bool run_start(std::string_view id, std::uint64_t& start_ns) {
+// CUSCOPE_RUN_ID, "PID-NANOSECONDS" as `cuscope run` sets it: the process it started, and the
+// run's start; false otherwise.
+bool run_start(std::string_view id, std::uint64_t& run_pid, std::uint64_t& start_ns) {
   const std::size_t dash = id.find('-');
   if (dash == std::string_view::npos || dash == 0) return false;
   std::uint64_t pid = 0;
@@ -53,6 +54,7 @@ bool run_start(std::string_view id, std::uint64_t& start_ns) {
   if (pid_ec != std::errc{} || pid_end != id.data() + dash || pid == 0 || ns_ec != std::errc{} ||
       ns_end != end || ns == 0)
     return false;
+  run_pid = pid;
   start_ns = ns;
   return true;
 }
@@ -105,8 +107,10 @@ ProcessIdentity process_identity(EnvLookup lookup, long pid, std::string host) {
     break;
   }
   if (const char* run = lookup("CUSCOPE_RUN_ID"); run != nullptr && *run != '\0') {
-    if (run_start(run, id.run_start_ns)) {
+    std::uint64_t run_pid = 0;
+    if (run_start(run, run_pid, id.run_start_ns)) {
       id.run_id = run;
+      id.run_below = run_pid != static_cast<std::uint64_t>(pid);
     } else {
       id.problems.push_back(fmt::format(
           "CUSCOPE_RUN_ID='{}' is not what `cuscope run` sets (PID-NANOSECONDS); ignored", run));

@@ -28,6 +28,8 @@ struct ProcessIdentity {
   /// since the epoch (0: not under one), and its id.
   std::uint64_t run_start_ns = 0;
   std::string run_id;
+  /// Under `cuscope run`, and not the process it started: one the program started in turn.
+  bool run_below = false;
   /// Another process of the run started its session first: it writes the paths that name no
   /// process, and this one writes its own (this_process() finds out; run_claim.hpp).
   bool run_later = false;

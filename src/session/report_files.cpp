@@ -1,9 +1,10 @@
 // session/report_files.cpp — the report's files: the table (CUSCOPE_OUTPUT, else stderr) and the
 // JSON (CUSCOPE_JSON), written at exit, and rewritten while the session runs every
-// CUSCOPE_REPORT_EVERY seconds (by the collector) for programs that are stopped rather than exit,
-// or read while they run. A regular file is replaced whole (written beside it, then renamed over
-// it, with its permissions), so a reader never sees half a report, and a write that fails leaves
-// the last one whole.
+// CUSCOPE_REPORT_EVERY seconds (by the reporter thread, collector.cpp) for programs that are
+// stopped rather than exit, or read while they run. A regular file is replaced whole (written
+// beside it, then renamed over it, with its permissions), so a reader never sees half a report,
+// and a write that fails leaves the last one whole. A process below a `cuscope run` that recorded
+// nothing (an environment check the program runs) writes nothing: no file, no table, no note.
 //
 // Never: write the table to stderr while the session runs (only at exit), rewrite or cut the
 // program's own stdout or stderr (CUSCOPE_OUTPUT=/dev/stderr), print the same failure twice, or
@@ -107,6 +108,23 @@ void write_report_files(const Options& o, const Report& r, ReportMoment when) {
   };
   if (o.print_at_exit) write(o.output_path, "table", [&] { return format_table(r, o.table); });
   if (!o.json_path.empty()) write(o.json_path, "JSON report", [&] { return format_json(r); });
+}
+
+bool leaves_nothing(const Session& s, const Report& r) {
+  return s.below_run && r.ranges.size() <= 1 && r.spans.empty();  // the root alone
+}
+
+bool say_path_notes(Session& s) {
+  if (s.path_notes.empty() || s.path_notes_said.exchange(true, std::memory_order_acq_rel)) return false;
+  for (const std::string& note : s.path_notes) warn_once(note);
+  return true;
+}
+
+void write_periodic_report(Session& s) {
+  Report r = report_of(s);
+  if (leaves_nothing(s, r)) return;
+  if (say_path_notes(s)) r = report_of(s);  // with them
+  write_report_files(s.options, r, ReportMoment::periodic);
 }
 
 void anchor_report_paths(Options& o) {

@@ -52,6 +52,12 @@ class Session : public Sink {
   std::uint64_t start_ns = 0;
   std::int64_t rank = -1;       // in its job (RANK, OMPI_COMM_WORLD_RANK, ...); -1: none
   std::int64_t world_size = 0;  // 0: not known
+  // Below a `cuscope run`, not the process it started (ranks.hpp): if it records nothing, it
+  // leaves nothing (report_files.cpp). Its path notes (the rank or pid its files got) wait until
+  // its report is first written, said once (path_notes_said).
+  bool below_run = false;
+  std::vector<std::string> path_notes;
+  std::atomic<bool> path_notes_said{false};
 
   std::atomic<std::uint64_t> steps{0};
   std::atomic<std::uint64_t> recorded_steps{0};
@@ -66,10 +72,12 @@ class Session : public Sink {
   std::optional<Report> final_report;
 
   std::thread collector;
+  std::thread reporter;  // CUSCOPE_REPORT_EVERY's periodic writes, off the collector's ticks
   std::mutex collector_mutex;
   std::condition_variable collector_cv;
-  bool collector_stop = false;               // guarded by collector_mutex
+  bool collector_stop = false;               // guarded by collector_mutex; stops the reporter too
   std::atomic<bool> collector_ready{false};  // its start-up (thread and CUDA runtime set-up) is done
+  std::atomic<bool> reporter_ready{false};   // the same, for the reporter
 };
 
 Session& session();

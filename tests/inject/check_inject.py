@@ -56,6 +56,11 @@ def spans(rep):
     return {(s["domain"], s["name"]): (s["host"]["count"], s["open"], s["cross_thread"]) for s in rep["spans"]}
 
 
+def count_tables(err):
+    """How many tables `err` holds: each opens with 'cuscope VERSION — device: ...'."""
+    return sum(1 for line in err.splitlines() if line.startswith("cuscope ") and " — device: " in line)
+
+
 def expect(what, got, want):
     if got != want:
         fail(what, f"  got:  {got!r}\n  want: {want!r}")
@@ -209,8 +214,7 @@ expect("linked + injected: its snapshot comes from the one session",
 rep = report(out)
 expect("linked + injected: every scope once, NVTX ranges inside", ranges(rep),
        {"scoped": (2, 1), "scoped/raw": (2, 1)})
-expect("linked + injected: one table",
-       sum(1 for line in err.splitlines() if line.startswith("cuscope ") and " — device: " in line), 1)
+expect("linked + injected: one table", count_tables(err), 1)
 
 # Processes below one `cuscope run`: the first to start a session writes the files the options name;
 # any other one writes its own, with its pid, and says so. Here the program runs itself as a child.
@@ -251,6 +255,24 @@ pid = re.fullmatch(r"turns-(\d+)\.json", os.path.basename(second[0])).group(1)
 expect("two processes in turn: the second says why",
        f"CUSCOPE_JSON={out}: another process of this `cuscope run` wrote {out} already; this process ({pid}) "
        f"writes {second[0]}" in report(second[0])["notes"], True)
+
+# A process below the run that records nothing (an environment check run before the work) leaves
+# nothing: no table, no file, no note, no trace; the work after it writes the files the options name.
+for stale in glob.glob(os.path.join(WORK, "checked*")):
+    os.remove(stale)
+out, trace = os.path.join(WORK, "checked.json"), os.path.join(WORK, "checked.cuscope")
+rc, _, err = run([CUSCOPE, "run", "--json", out, "--trace", trace, "--", "sh", "-c", '"$0" idle', NVTX])
+expect("a check alone below the run: exit status, files, tables, lines from cuscope",
+       (rc, glob.glob(os.path.join(WORK, "checked*")), count_tables(err),
+        [line for line in err.splitlines() if line.startswith("cuscope")]), (0, [], 0, []))
+rc, _, err = run([CUSCOPE, "run", "--json", out, "--trace", trace, "--", "sh", "-c", '"$0" idle && "$0" child', NVTX])
+expect("a check, then the work: exit status and files", (rc, sorted(glob.glob(os.path.join(WORK, "checked*")))),
+       (0, sorted([out, trace])))
+expect("a check, then the work: the work's report, without a note of paths",
+       (ranges(report(out)), [n for n in report(out)["notes"] if "cuscope run" in n]), ({"child": (2, 1)}, []))
+p = subprocess.run([CUSCOPE, "json", trace], capture_output=True, text=True, timeout=120)
+expect("a check, then the work: the trace is the work's", ranges(json.loads(p.stdout)), {"child": (2, 1)})
+expect("a check, then the work: one table", count_tables(err), 1)
 
 # Python: the interpreter inherits the injection, and the library it loads reports its ranges.
 if PYTHON_LIB:

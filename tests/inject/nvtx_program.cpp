@@ -8,6 +8,7 @@
 //   nvtx_program family     3 "parent" ranges, then this program again as `child` (2 "child"
 //                           ranges), waited for; prints "child PID"
 //   nvtx_program child      2 "child" ranges
+//   nvtx_program idle       NVTX loaded (a domain made), no range: an environment check
 //
 // Main thread and 2 workers, each: 3 x outer{ 2 x inner }, a wide-string range, and an
 // emit_nvtx()-style operator range; a "MyLib" domain with an ASCII and a registered message; a
@@ -169,6 +170,7 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "domains") == 0) return many_domains();
   if (argc > 1 && std::strcmp(argv[1], "reuse") == 0) return reuse();
   if (argc > 1 && std::strcmp(argv[1], "family") == 0) return family(argv[0]);
+  if (argc > 1 && std::strcmp(argv[1], "idle") == 0) return nvtxDomainCreateA("idle") != nullptr ? 0 : 1;
   if (argc > 1 && std::strcmp(argv[1], "child") == 0) {
     range("child");
     range("child");
