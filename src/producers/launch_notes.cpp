@@ -34,8 +34,9 @@ struct Registry {
   std::vector<std::unique_ptr<LaunchRing>> rings;  // guarded by mutex
   std::vector<LaunchRing*> free;                   // guarded by mutex
   std::mutex calls_mutex;                          // held only to push or swap, never across a call
-  std::vector<QueuedCall> calls;                   // guarded by calls_mutex; reserved once
-  std::vector<QueuedCall> draining;                // the drainer's (under mutex); swapped with calls
+  std::vector<QueuedCall> calls;                   // guarded by calls_mutex; reserved at its first note
+  std::vector<QueuedCall> draining;                // the drainer's (under mutex); swapped with calls,
+                                                   // so reserved too at the note after the first drain
   std::atomic<std::uint64_t> lost{0};
 };
 

@@ -11,9 +11,9 @@
 // CUDA-free: the CUPTI subscriber (cupti/subscriber.cpp) calls note_launch() with CUPTI's
 // correlation id, and cupti/call_callbacks.cpp calls note_call(); tests call them the same way.
 // Never here: a lock or an allocation on a launch's writing side after a thread's first note (a call
-// note takes the queue's short lock, and allocates once per process); waiting for the reader (a
-// full ring or queue refuses the note, and the refusal is counted: its work is counted as
-// unresolved, its call as lost).
+// note takes the queue's short lock, and allocates twice per process: the queue and the drain's
+// vector it swaps with); waiting for the reader (a full ring or queue refuses the note, and the
+// refusal is counted: its work is counted as unresolved, its call as lost).
 #pragma once
 
 #include <atomic>
