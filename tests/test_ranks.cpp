@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -250,4 +251,27 @@ TEST_CASE("the first claim on a run holds it while it lives, and a second, here 
     CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
   }
   CHECK(RunClaim(run).held());  // the first ended: nothing was left behind
+}
+
+TEST_CASE(
+    "a run's claim is its process's own: a child made by fork() does not keep it after the claimer ends",
+    "[ranks]") {
+  const std::string run = fmt::format("{}-{}", getpid(), epoch_ns());
+  auto first = std::make_unique<RunClaim>(run);
+  REQUIRE(first->held());
+  int go[2] = {-1, -1};
+  REQUIRE(::pipe(go) == 0);
+  const pid_t child = fork();
+  if (child == 0) {  // a worker forked without exec (a multiprocessing pool, a daemon): lives on
+    ::close(go[1]);
+    char c = 0;
+    const bool ended = ::read(go[0], &c, 1) == 0;  // the claimer's claim is gone
+    _exit(ended && RunClaim(run).held() ? 0 : 1);
+  }
+  ::close(go[0]);
+  first.reset();  // the claimer ends
+  ::close(go[1]);
+  int status = -1;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
 }

@@ -1,11 +1,13 @@
 // session/run_claim.cpp — see run_claim.hpp.
 #include "session/run_claim.hpp"
 
+#include <pthread.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
@@ -14,6 +16,33 @@
 #include <string>
 
 namespace cuscope::inline v0::detail {
+namespace {
+
+// The descriptors of the claims held in this process (-1: a free slot). A child made by fork()
+// inherits them, and a bound socket lives while any process holds it: the child closes its copies,
+// so that a claim ends with the process that made it, not with a worker it forked.
+constexpr int kClaimSlots = 8;  // one per process in use (claim_run); more only in tests
+std::atomic<int> g_claim_fds[kClaimSlots] = {-1, -1, -1, -1, -1, -1, -1, -1};
+
+void close_claims_in_child() noexcept {
+  for (std::atomic<int>& fd : g_claim_fds) {
+    const int held = fd.exchange(-1, std::memory_order_relaxed);
+    if (held >= 0) close(held);
+  }
+}
+
+// A free slot for `fd`, or nullptr when every slot is taken.
+std::atomic<int>* remember(int fd) noexcept {
+  static const bool registered = pthread_atfork(nullptr, nullptr, close_claims_in_child) == 0;
+  if (!registered) return nullptr;
+  for (std::atomic<int>& slot : g_claim_fds) {
+    int free = -1;
+    if (slot.compare_exchange_strong(free, fd, std::memory_order_relaxed)) return &slot;
+  }
+  return nullptr;
+}
+
+}  // namespace
 
 RunClaim::RunClaim(std::string_view run_id) noexcept {
   sockaddr_un address{};
@@ -29,14 +58,19 @@ RunClaim::RunClaim(std::string_view run_id) noexcept {
   fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd_ < 0) return;  // refused: held, as before claims
   const auto size = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + length);
-  if (bind(fd_, reinterpret_cast<const sockaddr*>(&address), size) == 0) return;
+  if (bind(fd_, reinterpret_cast<const sockaddr*>(&address), size) == 0) {
+    slot_ = remember(fd_);
+    return;
+  }
   held_ = errno != EADDRINUSE;  // another process holds it; any other refusal: as before claims
   close(fd_);
   fd_ = -1;
 }
 
 RunClaim::~RunClaim() {
-  if (fd_ >= 0) close(fd_);
+  // In a fork() child the slot is free already: the child closed the descriptor it inherited.
+  const int fd = slot_ != nullptr ? slot_->exchange(-1, std::memory_order_relaxed) : fd_;
+  if (fd >= 0) close(fd);
 }
 
 bool claim_run(std::string_view run_id) noexcept {

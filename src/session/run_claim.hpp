@@ -5,9 +5,10 @@
 // kernel drops it when that process ends, so nothing is left behind, and a crash frees it too.
 //
 // Never: leave a file or a socket behind, or let the claim's descriptor reach an exec'd program
-// (it is close-on-exec).
+// (it is close-on-exec) or outlive its process in a child made by fork() (the child closes it).
 #pragma once
 
+#include <atomic>
 #include <string_view>
 
 namespace cuscope::inline v0::detail {
@@ -26,6 +27,7 @@ class RunClaim {
  private:
   int fd_ = -1;
   bool held_ = true;
+  std::atomic<int>* slot_ = nullptr;  // where a fork() child finds fd_ to close (run_claim.cpp)
 };
 
 /// This process's claim on `run_id`, tried once and kept for the process's life: true when this
