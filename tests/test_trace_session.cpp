@@ -1,9 +1,13 @@
 // Trace mode in a live session: scopes, counts, steps and CUPTI buffers (handed to the decoder by
 // the test) replay to the exit report; a trace ended by a reset carries the session's summary; its
-// rank and world size; a path that cannot be written; CUSCOPE_TRACE and CUSCOPE_TRACE_LIMIT.
+// rank and world size; a path that cannot be written (and a file there never removed);
+// CUSCOPE_TRACE and CUSCOPE_TRACE_LIMIT.
 //
 // Never: depend on a GPU (the CUPTI buffers are built in memory and handed to the decoder); never
 // a session, a trace file, a JSON file or RANK/WORLD_SIZE left behind past its case.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -12,6 +16,7 @@
 #include <cstdlib>
 #include <cuscope/cuscope.hpp>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -133,6 +138,37 @@ TEST_CASE("a trace path that cannot be written turns trace mode off with a note"
   const std::string note =
       "trace mode is off: cannot open '/nonexistent-dir/x.cuscope' for writing (CUSCOPE_TRACE)";
   CHECK(std::count(r.notes.begin(), r.notes.end(), note) == 1);
+}
+
+TEST_CASE("below a cuscope run, a process that recorded nothing removes no trace file it could not open",
+          "[trace][session]") {
+  // The user's trace from before, made read-only to keep it: the session cannot open it (run as
+  // root, the session starts as another user), so it writes none, and its exit leaves the file.
+  const std::string trace_path = temp_path("kept_read_only.cuscope");
+  std::remove(trace_path.c_str());
+  std::ofstream(trace_path) << "the user's trace";
+  REQUIRE(::chmod(trace_path.c_str(), 0444) == 0);
+  // Below a run (another process's id) that began after the file was written: the file's own path.
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  const auto hour_on =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(now + std::chrono::hours(1)).count();
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.trace_path = trace_path;
+  o.gpu_events = false;
+  o.activities = false;
+  cuscope_test::Session session(o, false);
+  const bool root = ::geteuid() == 0;
+  if (root) REQUIRE(::seteuid(65534) == 0);  // nobody: the file is not theirs to write
+  ::setenv("CUSCOPE_RUN_ID", ("1-" + std::to_string(hour_on)).c_str(), 1);
+  cuscope::start(o);
+  ::unsetenv("CUSCOPE_RUN_ID");
+  if (root) REQUIRE(::seteuid(0) == 0);
+  const std::string note = "trace mode is off: cannot open '" + trace_path + "' for writing (CUSCOPE_TRACE)";
+  const Report r = cuscope::snapshot();
+  CHECK(std::count(r.notes.begin(), r.notes.end(), note) == 1);
+  cuscope::shutdown();  // nothing recorded: no files of its own, and none of the user's removed
+  CHECK(read_file(trace_path) == "the user's trace");
+  std::remove(trace_path.c_str());
 }
 
 TEST_CASE("CUSCOPE_TRACE and CUSCOPE_TRACE_LIMIT set trace mode's options", "[trace][options]") {

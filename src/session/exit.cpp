@@ -87,11 +87,12 @@ void shutdown() {
     freeze_report(s);  // a scope still open now stays open in it
     if (!s.options.print_at_exit && s.options.json_path.empty() && s.options.trace_path.empty()) return;
     const Report r = report_of(s);
+    const bool wrote_trace = trace_open();  // not when the file could not be opened: it is not ours
     close_trace(s, r);
     if (nothing) {
       struct stat st {};  // a trace written to a device or a pipe is not a file to remove
       const std::string& trace = s.options.trace_path;
-      if (!trace.empty() && ::lstat(trace.c_str(), &st) == 0 && S_ISREG(st.st_mode)) std::remove(trace.c_str());
+      if (wrote_trace && ::lstat(trace.c_str(), &st) == 0 && S_ISREG(st.st_mode)) std::remove(trace.c_str());
       return;
     }
     write_report_files(s.options, r, ReportMoment::exit);
