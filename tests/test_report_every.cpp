@@ -13,6 +13,7 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -317,6 +318,35 @@ TEST_CASE("a relative report path is the folder's the session started in, wherev
   }
   CHECK(calls_in(started_in + "/" + name, "served") == 2);
   CHECK_FALSE(std::filesystem::exists(moved_to + "/" + name));
+  std::filesystem::remove_all(started_in);
+  std::filesystem::remove_all(moved_to);
+}
+
+TEST_CASE("below a cuscope run, a process that recorded nothing removes its trace where it began, after a chdir",
+          "[session][report_every]") {
+  const std::string started_in = temp_path("every_trace_started_in");
+  const std::string moved_to = temp_path("every_trace_moved_to");
+  const std::string name = "every_idle.cuscope";
+  std::filesystem::remove_all(started_in);
+  std::filesystem::remove_all(moved_to);
+  std::filesystem::create_directories(moved_to);
+  std::ofstream(moved_to + "/" + name) << "another program's file";
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.trace_path = name;
+  o.gpu_events = false;
+  o.activities = false;
+  {
+    const InFolder start_folder(started_in);
+    cuscope_test::Session session(o, false);
+    ::setenv("CUSCOPE_RUN_ID", "1-1000000000", 1);  // below a run (another process's), begun long ago
+    cuscope::start(o);
+    ::unsetenv("CUSCOPE_RUN_ID");
+    REQUIRE(std::filesystem::exists(started_in + "/" + name));
+    const InFolder later_folder(moved_to);  // the program's chdir()
+    cuscope::shutdown();                    // nothing recorded: its trace removed, and no other file
+  }
+  CHECK_FALSE(std::filesystem::exists(started_in + "/" + name));
+  CHECK(read_file(moved_to + "/" + name) == "another program's file");
   std::filesystem::remove_all(started_in);
   std::filesystem::remove_all(moved_to);
 }

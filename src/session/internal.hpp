@@ -57,9 +57,10 @@ bool leaves_nothing(const Session& s, const Report& r);
 bool say_path_notes(Session& s);
 /// CUSCOPE_REPORT_EVERY: the report as it is now, to its files (when the process leaves something).
 void write_periodic_report(Session& s);
-/// Makes the table's and the JSON's paths absolute, from the working folder now (the session's
-/// start), so that every write, periodic or at exit, goes to the same file however the program
-/// changes its working folder (as the trace, opened at the start).
+/// Makes the table's, the JSON's and the trace's paths absolute, from the working folder now (the
+/// session's start), so that every write, periodic or at exit, goes to the same file however the
+/// program changes its working folder, and a trace removed at exit (a process below a run that
+/// recorded nothing) is the one opened at the start.
 void anchor_report_paths(Options& o);
 /// The program's stdout or stderr when `path` is its file (/dev/stderr, the terminal, the log a
 /// shell sent it to), else nullptr.

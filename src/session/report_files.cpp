@@ -128,7 +128,7 @@ void write_periodic_report(Session& s) {
 }
 
 void anchor_report_paths(Options& o) {
-  for (std::string* path : {&o.output_path, &o.json_path}) {
+  for (std::string* path : {&o.output_path, &o.json_path, &o.trace_path}) {
     if (path->empty() || path->front() == '/') continue;
     std::error_code error;
     std::filesystem::path absolute = std::filesystem::absolute(*path, error);
