@@ -322,8 +322,9 @@ TEST_CASE("a relative report path is the folder's the session started in, wherev
   std::filesystem::remove_all(moved_to);
 }
 
-TEST_CASE("below a cuscope run, a process that recorded nothing removes its trace where it began, after a chdir",
-          "[session][report_every]") {
+TEST_CASE(
+    "below a cuscope run, a process that recorded nothing removes its trace where it began, after a chdir",
+    "[session][report_every]") {
   const std::string started_in = temp_path("every_trace_started_in");
   const std::string moved_to = temp_path("every_trace_moved_to");
   const std::string name = "every_idle.cuscope";
