@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "cli/cli.hpp"
 #include "cuscope/report.hpp"
@@ -185,6 +186,23 @@ TEST_CASE("several ranks: a path naming neither %r nor %p gets the rank before i
         std::pair<std::string, std::string>{"report.json", ""});
   CHECK(own("report.json", identity({{"RANK", "0"}})) == std::pair<std::string, std::string>{"report.json", ""});
   CHECK(own("report.json", identity({})) == std::pair<std::string, std::string>{"report.json", ""});
+}
+
+TEST_CASE(
+    "several ranks: a table path with the table off (CUSCOPE_PRINT=0) gets no note of a file never written",
+    "[ranks]") {
+  const ProcessIdentity id = identity({{"RANK", "3"}, {"WORLD_SIZE", "4"}});
+  cuscope::Options o;
+  o.print_at_exit = false;
+  o.output_path = "table.txt";
+  o.json_path = "report.json";
+  std::vector<std::string> notes;
+  cuscope::detail::expand_output_paths(o, id, &notes);
+  CHECK(o.json_path == "report-3.json");
+  CHECK(notes ==
+        std::vector<std::string>{"CUSCOPE_JSON=report.json names neither the rank (%r) nor the process "
+                                 "(%p), and this is rank 3 of 4: it writes report-3.json, as each rank "
+                                 "writes its own"});
 }
 
 TEST_CASE("under cuscope run, a later process, or one whose file the run wrote already, adds its pid", "[ranks]") {

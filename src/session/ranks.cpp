@@ -187,6 +187,7 @@ void expand_output_paths(Options& o, const ProcessIdentity& id, std::vector<std:
   const std::pair<const char*, std::string*> paths[] = {
       {"CUSCOPE_OUTPUT", &o.output_path}, {"CUSCOPE_JSON", &o.json_path}, {"CUSCOPE_TRACE", &o.trace_path}};
   for (auto [variable, path] : paths) {
+    if (path == &o.output_path && !o.print_at_exit) continue;  // no table: no file, and no note of one
     std::string note;
     *path = own_output_path(variable, *path, id, &note);
     if (!note.empty()) notes->push_back(std::move(note));

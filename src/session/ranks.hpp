@@ -62,8 +62,8 @@ std::string own_output_path(std::string_view variable, std::string_view pattern,
 /// gethostname(), and (under `cuscope run`) whether another process of the run came first.
 ProcessIdentity this_process();
 
-/// CUSCOPE_OUTPUT, CUSCOPE_JSON and CUSCOPE_TRACE of `o`, each the file this process writes
-/// (own_output_path); a note for each one changed.
+/// CUSCOPE_OUTPUT (when the table is printed), CUSCOPE_JSON and CUSCOPE_TRACE of `o`, each the file
+/// this process writes (own_output_path); a note for each one changed.
 void expand_output_paths(Options& o, const ProcessIdentity& id, std::vector<std::string>* notes);
 
 }  // namespace cuscope::inline v0::detail
