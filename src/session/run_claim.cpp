@@ -68,9 +68,10 @@ RunClaim::RunClaim(std::string_view run_id) noexcept {
 }
 
 RunClaim::~RunClaim() {
-  // In a fork() child the slot is free already: the child closed the descriptor it inherited.
-  const int fd = slot_ != nullptr ? slot_->exchange(-1, std::memory_order_relaxed) : fd_;
-  if (fd >= 0) close(fd);
+  // In a fork() child the slot no longer holds fd_: the child closed the descriptor it inherited.
+  int held = fd_;
+  if (slot_ != nullptr && !slot_->compare_exchange_strong(held, -1, std::memory_order_relaxed)) return;
+  if (fd_ >= 0) close(fd_);
 }
 
 bool claim_run(std::string_view run_id) noexcept {
