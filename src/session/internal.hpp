@@ -28,9 +28,10 @@ void detach_this_thread() noexcept;
 
 // collector.cpp
 
-/// Starts `s`'s collector thread, and waits (a bounded time) until its start-up is done.
+/// Starts `s`'s collector thread (and, with CUSCOPE_REPORT_EVERY and a file to rewrite, its
+/// reporter thread), and waits (a bounded time) until their start-up is done.
 void start_collector(Session& s);
-/// Stops and joins `s`'s collector thread, if it runs.
+/// Stops and joins `s`'s collector and reporter threads, if they run.
 void stop_collector(Session& s);
 
 // exit.cpp
