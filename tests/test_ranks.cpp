@@ -221,8 +221,8 @@ TEST_CASE("under cuscope run, a later process, or one whose file the run wrote a
   CHECK(own(file, id) ==
         std::pair<std::string, std::string>{
             dir + "/report-4242.json",
-            fmt::format("CUSCOPE_JSON={0}/report.json: another process of this `cuscope run` started first and "
-                        "writes {0}/report.json; this process (4242) writes {0}/report-4242.json",
+            fmt::format("CUSCOPE_JSON={0}/report.json: another process of this `cuscope run` started first, and "
+                        "{0}/report.json is its; this process (4242) writes {0}/report-4242.json",
                         dir)});
   CHECK(own_path(dir + "/t-%p.json", id) == dir + "/t-4242.json");  // names the process already
   CHECK(own_path("/dev/null", id) == "/dev/null");

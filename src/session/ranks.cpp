@@ -161,7 +161,8 @@ std::string own_output_path(std::string_view variable, std::string_view pattern,
   if (id.run_start_ns == 0) return plain;
   std::string why;
   if (id.run_later) {
-    why = fmt::format("another process of this `cuscope run` started first and writes {}", plain);
+    // Not "writes it": that process may record nothing, and leave nothing (report_files.cpp).
+    why = fmt::format("another process of this `cuscope run` started first, and {} is its", plain);
   } else if (exists && std::uint64_t(st.st_mtim.tv_sec) * 1'000'000'000u + std::uint64_t(st.st_mtim.tv_nsec) >=
                            id.run_start_ns) {
     why = fmt::format("another process of this `cuscope run` wrote {} already", plain);

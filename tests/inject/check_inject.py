@@ -230,7 +230,7 @@ expect("two processes of a run: the files", sorted(glob.glob(os.path.join(WORK, 
 expect("two processes of a run: the first's report", ranges(report(out)), {"parent": (3, 1)})
 expect("two processes of a run: the child's report", ranges(report(child_out)), {"child": (2, 1)})
 for variable, first, own in (("CUSCOPE_JSON", out, child_out), ("CUSCOPE_TRACE", trace, child_trace)):
-    note = (f"{variable}={first}: another process of this `cuscope run` started first and writes {first}; "
+    note = (f"{variable}={first}: another process of this `cuscope run` started first, and {first} is its; "
             f"this process ({child}) writes {own}")
     expect(f"two processes of a run: the child's {variable} note, in its report and on stderr",
            (note in report(child_out)["notes"], f"cuscope: {note}" in err.splitlines()), (True, True))
