@@ -219,6 +219,10 @@ void trace_with_fake_cupti_for_testing(CorrelationHook push, CorrelationPopHook 
   g_pop_correlation.store(pop, std::memory_order_release);
   g_push_correlation.store(push, std::memory_order_release);
   s.tracing.store(true, std::memory_order_release);
+  // Where the session could record events (a GPU, or fake CUDA), what CUSCOPE_EVENTS says with
+  // tracing: "auto" records none.
+  if (s.records_events() || s.gpu_timing.rfind("projected", 0) == 0)
+    s.gpu_timing = event_timing(s.options, true, {}, true);
   g_flags.store(flags_for(s, phase_of(s.options, s.steps.load(std::memory_order_relaxed))),
                 std::memory_order_relaxed);
 }
