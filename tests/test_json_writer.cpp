@@ -286,8 +286,10 @@ TEST_CASE("json writes every double as a finite number, even one that overflowed
   c.per_gpu_second = 1.5;
   r.ranges[1].counts = {c};
   r.ranges[1].verdict.flop_per_s = std::numeric_limits<double>::infinity();
-  r.rank = 0;  // a known rank and world size: no null from them
+  r.rank = 0;  // a known rank, world size, pid and host: no null from them
   r.world_size = 1;
+  r.pid = 1;
+  r.host = "node";
   const std::string text = format_json(r);
   const std::size_t first_null = text.find("null");
   CHECK(first_null == text.find("\"parent\": null") + 10);  // the root's parent is the only null

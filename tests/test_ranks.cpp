@@ -21,6 +21,7 @@
 #include "cuscope/report.hpp"
 #include "session/ranks.hpp"
 #include "session/run_claim.hpp"
+#include "session_fixture.hpp"
 
 using cuscope::detail::expand_output_path;
 using cuscope::detail::process_identity;
@@ -91,19 +92,36 @@ TEST_CASE("output paths expand %r, %p, %h and %%, and keep other percent signs",
   CHECK(expand_output_path("%r", identity({})) == "0");  // no launcher: one process, rank 0's name
 }
 
-TEST_CASE("the report's rank and world size are in its JSON and table, and read back", "[ranks][json][cli]") {
+TEST_CASE("a session's report names its process and host", "[ranks][session]") {
+  cuscope_test::Session session;
+  char host[256] = {};
+  REQUIRE(gethostname(host, sizeof(host) - 1) == 0);
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(r.pid == getpid());
+  CHECK(r.host == host);
+}
+
+TEST_CASE(
+    "the report's rank, world size, pid and host are in its JSON, the rank in its table too, and read back",
+    "[ranks][json][cli]") {
   cuscope::Report r;
   r.device = "no GPU";
   nlohmann::json j = nlohmann::json::parse(cuscope::format_json(r));
   CHECK(j.at("rank").is_null());
   CHECK(j.at("world_size").is_null());
+  CHECK(j.at("pid").is_null());
+  CHECK(j.at("host").is_null());
   CHECK(cuscope::format_table(r).find(" — rank") == std::string::npos);
 
   r.rank = 3;
   r.world_size = 4;
+  r.pid = 4242;
+  r.host = "node7";
   j = nlohmann::json::parse(cuscope::format_json(r));
   CHECK(j.at("rank") == 3);
   CHECK(j.at("world_size") == 4);
+  CHECK(j.at("pid") == 4242);
+  CHECK(j.at("host") == "node7");
   const std::string table = cuscope::format_table(r);
   CHECK(table.substr(0, table.find('\n')).find(" — steps 0/0 — rank 3 of 4") != std::string::npos);
 
@@ -112,11 +130,14 @@ TEST_CASE("the report's rank and world size are in its JSON and table, and read 
   REQUIRE(cuscope::cli::report_from_json(cuscope::format_json(r), &back, &error));
   CHECK(back.rank == 3);
   CHECK(back.world_size == 4);
-  j.erase("rank");  // a report written before ranks
-  j.erase("world_size");
+  CHECK(back.pid == 4242);
+  CHECK(back.host == "node7");
+  for (const char* field : {"rank", "world_size", "pid", "host"}) j.erase(field);  // a report from before them
   REQUIRE(cuscope::cli::report_from_json(j.dump(), &back, &error));
   CHECK(back.rank == -1);
   CHECK(back.world_size == 0);
+  CHECK(back.pid == 0);
+  CHECK(back.host.empty());
 }
 
 namespace {

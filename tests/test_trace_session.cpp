@@ -232,6 +232,10 @@ TEST_CASE("a session's trace records its rank and world size, and its replay rep
   REQUIRE(trace::replay_file(trace_path, &replayed, &error));
   CHECK(replayed.rank == 3);
   CHECK(replayed.world_size == 4);
+  CHECK(replayed.pid == getpid());  // the trace names its process and host, as the live report does
+  char host[256] = {};
+  REQUIRE(gethostname(host, sizeof(host) - 1) == 0);
+  CHECK(replayed.host == host);
   CHECK(replayed.find("load")->self.pageable_copies == 1);  // the decoder's kinds, through the trace
   CHECK(replayed.find("load")->self.pageable_bytes == 1u << 20);
   CHECK(cuscope::format_json(replayed) == exit_json);

@@ -347,6 +347,10 @@ struct Report {
   /// PMI_SIZE, SLURM_NTASKS). -1 and 0 when not known.
   std::int64_t rank = -1;
   std::int64_t world_size = 0;
+  /// The process that made the report and its host (gethostname()): 0 and "" when not known (a
+  /// report or trace from before they were recorded). With the rank, which node a slow rank ran on.
+  std::int64_t pid = 0;
+  std::string host;
 
   /// The range at `path` ("a/b/c"; "" is the root), or nullptr.
   [[nodiscard]] const RangeStats* find(std::string_view path) const;

@@ -283,6 +283,10 @@ class Report:
     steps: int
     recorded_steps: int
     wall_ns: int
+    rank: Optional[int]
+    world_size: Optional[int]
+    pid: Optional[int]
+    host: Optional[str]
     @property
     def ranges(self) -> List[Range]: ...
     @property

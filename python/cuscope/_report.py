@@ -280,6 +280,11 @@ class Report:
     steps = property(lambda self: self._d["steps"], doc="Steps marked with cuscope.step().")
     recorded_steps = property(lambda self: self._d["recorded_steps"], doc="Steps inside the active window.")
     wall_ns = property(lambda self: self._d["wall_ns"], doc="Session start to snapshot.")
+    rank = property(lambda self: self._d.get("rank"),
+                    doc="This process's rank in its job (RANK, OMPI_COMM_WORLD_RANK, ...), or None.")
+    world_size = property(lambda self: self._d.get("world_size"), doc="The job's size, or None when not known.")
+    pid = property(lambda self: self._d.get("pid"), doc="The process that made the report, or None.")
+    host = property(lambda self: self._d.get("host"), doc="Its host's name, or None.")
 
     def to_dict(self) -> Dict[str, Any]:
         """The report as the library's JSON (schema cuscope.report/1), parsed: a fresh copy."""

@@ -242,9 +242,14 @@ int merge(const Args& args) {
     const std::uint64_t v = diagnostics.*f.field;
     if (v != 0 && !f.one.empty()) text += fmt::format("all ranks: {} {}\n", v, v == 1 ? f.one : f.many);
   }
+  // A straggler's host, where its report names it: the node to look at.
+  const auto on_host = [&by_rank](std::int64_t rank) {
+    const std::string& host = by_rank.at(rank)->report.host;
+    return host.empty() ? std::string() : fmt::format(" ({})", host);
+  };
   for (const Straggler& s : stragglers)
-    text += fmt::format("straggler: rank {} in {}: host {}, {:.2f}x the median {}\n", s.rank, s.path,
-                        time_or_dash(s.host_ns), s.host_ns / s.median_ns, time_or_dash(s.median_ns));
+    text += fmt::format("straggler: rank {}{} in {}: host {}, {:.2f}x the median {}\n", s.rank, on_host(s.rank),
+                        s.path, time_or_dash(s.host_ns), s.host_ns / s.median_ns, time_or_dash(s.median_ns));
   text +=
       fmt::format("\n{:<32} {:>5} {:>7} {:>9} {:>9} {:>9} {:>7} {:>9} {:>9} {:>9} {:>9}\n", "range", "ranks",
                   "calls", "host min", "median", "max", "slowest", "imbalance", "GPU min", "median", "max");
@@ -261,6 +266,8 @@ int merge(const Args& args) {
     j["ranks"].push_back({{"rank", rank},
                           {"file", in->file},
                           {"device", in->report.device},
+                          {"host", in->report.host.empty() ? nlohmann::json() : nlohmann::json(in->report.host)},
+                          {"pid", in->report.pid > 0 ? nlohmann::json(in->report.pid) : nlohmann::json()},
                           {"wall_ns", in->report.wall_ns},
                           {"steps", in->report.steps}});
   j["missing_ranks"] = missing;

@@ -194,6 +194,8 @@ bool report_from_json(const std::string& text, Report* out, std::string* error) 
     get(j, "wall_ns", r.wall_ns);
     get(j, "rank", r.rank);  // null or absent (a single process, or a report before ranks): -1
     get(j, "world_size", r.world_size);
+    get(j, "pid", r.pid);  // null or absent (a report from before): 0
+    get(j, "host", r.host);
     if (auto d = j.find("diagnostics"); d != j.end()) {
       // The names are string literals: their data() is null-terminated.
       for (const model::DiagnosticField& f : model::kDiagnosticFields)

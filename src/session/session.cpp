@@ -131,6 +131,8 @@ Report live_report(Session& s) noexcept {
       r.clock = clock_description();
       r.rank = s.rank;
       r.world_size = s.world_size;
+      r.pid = s.pid;
+      r.host = s.host;
       if (std::string failure = counters_failure(); !failure.empty()) r.counters_status = failure;
       apply_verdicts(r, s.peaks, s.counter_metrics);
       r.wall_ns = s.started ? now_ns() - s.start_ns : 0;
@@ -277,6 +279,8 @@ bool start(const Options& given) {
     anchor_report_paths(options);
     s.rank = id.rank;
     s.world_size = id.world_size;
+    s.pid = id.pid;
+    s.host = id.host;
     s.options = options;
     start_clock(true);
     s.start_ns = now_ns();

@@ -52,6 +52,8 @@ class Session : public Sink {
   std::uint64_t start_ns = 0;
   std::int64_t rank = -1;       // in its job (RANK, OMPI_COMM_WORLD_RANK, ...); -1: none
   std::int64_t world_size = 0;  // 0: not known
+  std::int64_t pid = 0;         // this process, and its host (ranks.hpp's ProcessIdentity)
+  std::string host;
   // Below a `cuscope run`, not the process it started (ranks.hpp): if it records nothing, it
   // leaves nothing (report_files.cpp). Its path notes (the rank or pid its files got) wait until
   // its report is first written, said once (path_notes_said).

@@ -25,16 +25,17 @@ class Replay final : public Visitor {
   Replay() { forest_.record_instances.store(true, std::memory_order_relaxed); }
 
   void meta(std::string_view key, std::string_view value) override {
-    if (key == "rank" || key == "world_size") {
+    if (key == "rank" || key == "world_size" || key == "pid") {
       std::int64_t n = 0;  // a value that is not a small decimal number leaves the field unknown
       if (value.empty() || value.size() > 9) return;
       for (char c : value) {
         if (c < '0' || c > '9') return;
         n = n * 10 + (c - '0');
       }
-      (key == "rank" ? rank_ : world_size_) = n;
+      (key == "rank" ? rank_ : key == "world_size" ? world_size_ : pid_) = n;
       return;
     }
+    if (key == "host") host_ = std::string(value);
     if (key == "device") device_ = std::string(value);
     if (key != "max_depth") return;
     std::uint32_t depth = 0;
@@ -154,6 +155,8 @@ class Replay final : public Visitor {
     r.wall_ns = s.wall_ns;
     r.rank = rank_;
     r.world_size = world_size_;
+    r.pid = pid_;
+    r.host = host_;
     Diagnostics& d = r.diagnostics;
     d.cross_thread_ends = s.cross_thread_ends;
     d.unbalanced_ends += s.stray_pops;
@@ -204,7 +207,8 @@ class Replay final : public Visitor {
   bool has_summary_ = false;
   std::string device_;  // from the trace's metadata, for a trace cut before its summary
   std::uint64_t dropped_ = 0;
-  std::int64_t rank_ = -1, world_size_ = 0;  // from the trace's metadata; unknown in older files
+  std::int64_t rank_ = -1, world_size_ = 0, pid_ = 0;  // from the trace's metadata; unknown in older files
+  std::string host_;
 };
 
 }  // namespace

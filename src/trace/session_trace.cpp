@@ -41,6 +41,7 @@ std::string start_trace(Session& s) noexcept {
     w->meta("clock", "CLOCK_MONOTONIC nanoseconds (host scopes, CUDA events and CUPTI records alike)");
     w->meta("start_ns", std::to_string(s.start_ns));
     w->meta("pid", std::to_string(::getpid()));
+    if (!s.host.empty()) w->meta("host", s.host);
     w->meta("device", s.device);
     w->meta("max_depth", std::to_string(o.max_depth));
     w->meta("options", options_line(o));

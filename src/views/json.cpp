@@ -342,6 +342,13 @@ std::string format_json(const Report& report) {
   w.field("wall_ns", report.wall_ns);
   w.field_or_null("rank", report.rank >= 0, static_cast<std::uint64_t>(report.rank));
   w.field_or_null("world_size", report.world_size > 0, static_cast<std::uint64_t>(report.world_size));
+  w.field_or_null("pid", report.pid > 0, static_cast<std::uint64_t>(report.pid));
+  w.key("host");
+  if (report.host.empty()) {
+    w.null();
+  } else {
+    w.put(report.host);
+  }
   w.key("diagnostics");
   write_diagnostics(w, report.diagnostics);
   w.key("ranges");

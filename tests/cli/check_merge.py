@@ -104,8 +104,9 @@ lines = out.splitlines()
 check(lines[0] == "cuscope merge — 4 ranks of 4 — device: " + json.load(open("report-0.json"))["device"],
       f"header: {lines[0]}")
 stragglers = [l for l in lines if l.startswith("straggler: ")]
-check(len(stragglers) == 2 and stragglers[0].startswith("straggler: rank 3 in step: host ")
-      and stragglers[1].startswith("straggler: rank 3 in step/compute: host "), f"stragglers: {stragglers}")
+host = socket.gethostname()  # each report names its host: the straggler's node
+check(len(stragglers) == 2 and stragglers[0].startswith(f"straggler: rank 3 ({host}) in step: host ")
+      and stragglers[1].startswith(f"straggler: rank 3 ({host}) in step/compute: host "), f"stragglers: {stragglers}")
 rows = {l.split()[0]: l.split() for l in lines if re.match(r"^ *(step|compute|extra) ", l)}
 check(rows["step"][1:3] == ["4", "3"] and rows["compute"][1:3] == ["4", "3"] and rows["extra"][1:3] == ["3", "3-9"],
       f"ranks and calls columns: {rows}")
@@ -117,6 +118,9 @@ with open("merged.json") as f:
 check(m["schema"] == "cuscope.merged/1" and m["world_size"] == 4 and m["missing_ranks"] == [] and m["notes"] == [],
       f"merged header: {m['schema']} {m['world_size']} {m['missing_ranks']} {m['notes']}")
 check([r["rank"] for r in m["ranks"]] == [0, 1, 2, 3], f"ranks: {m['ranks']}")
+pids = {json.load(open(f"report-{r}.json"))["pid"] for r in range(4)}
+check([r["host"] for r in m["ranks"]] == [socket.gethostname()] * 4 and {r["pid"] for r in m["ranks"]} == pids
+      and len(pids) == 4 and None not in pids, f"ranks' hosts and pids: {m['ranks']}")
 ranges = {r["path"]: r for r in m["ranges"]}
 check(list(ranges) == ["step", "step/compute", "step/extra"], f"ranges: {list(ranges)}")
 check(ranges["step"]["calls"] == {"min": 3.0, "median": 3.0, "max": 3.0}, f"step calls {ranges['step']['calls']}")

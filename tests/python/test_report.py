@@ -30,6 +30,16 @@ def test_to_dict_is_the_library_json(report):
     assert report.to_json().startswith("{")
 
 
+def test_the_report_names_its_process_host_and_rank(report):
+    import socket
+    assert (report.pid, report.host) == (os.getpid(), socket.gethostname())
+    d = report.to_dict()
+    assert (d["pid"], d["host"]) == (report.pid, report.host)
+    expected_rank = int(os.environ["RANK"]) if "RANK" in os.environ else None  # no launcher here: None
+    assert report.rank == expected_rank and report.rank == d["rank"]
+    assert report.world_size == d["world_size"]
+
+
 def test_find_returns_a_range_or_none(report):
     fwd = report.find("rep_step/rep_fwd")
     assert fwd is not None
