@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -350,4 +351,28 @@ TEST_CASE(
   CHECK(read_file(moved_to + "/" + name) == "another program's file");
   std::filesystem::remove_all(started_in);
   std::filesystem::remove_all(moved_to);
+}
+
+TEST_CASE("a temporary that a killed process left beside the report goes at the next start, a living one's stays",
+          "[session][report_every]") {
+  const std::string json = temp_path("sweep.json");
+  const pid_t gone = fork();  // a process id that is no one's now: a child made and reaped
+  if (gone == 0) _exit(0);
+  REQUIRE(gone > 0);
+  REQUIRE(waitpid(gone, nullptr, 0) == gone);
+  const std::string stale = json + ".cuscope-tmp." + std::to_string(gone);
+  const std::string living = json + ".cuscope-tmp." + std::to_string(getppid());  // whoever ran the test
+  const std::string not_ours = json + ".cuscope-tmp.x12";
+  const std::string other_file = temp_path("sweep_other.json") + ".cuscope-tmp." + std::to_string(gone);
+  for (const std::string& f : {stale, living, not_ours, other_file}) std::ofstream(f) << "{\"half";
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.json_path = json;
+  {
+    cuscope_test::Session session(o);
+    CHECK_FALSE(std::filesystem::exists(stale));
+    CHECK(std::filesystem::exists(living));
+    CHECK(std::filesystem::exists(not_ours));
+    CHECK(std::filesystem::exists(other_file));  // another report's: not this session's to judge
+  }
+  for (const std::string& f : {json, living, not_ours, other_file}) std::remove(f.c_str());
 }

@@ -66,6 +66,9 @@ void anchor_report_paths(Options& o);
 /// The program's stdout or stderr when `path` is its file (/dev/stderr, the terminal, the log a
 /// shell sent it to), else nullptr.
 std::FILE* standard_stream(const std::string& path);
+/// Removes what a process killed while it wrote left beside the table's and the JSON's files: their
+/// temporaries (FILE.cuscope-tmp.PID) of processes that are gone. A living process's is kept.
+void sweep_stale_temporaries(const Options& o);
 /// Whether `o` names a file the report is written to, other than the program's stdout or stderr
 /// (what CUSCOPE_REPORT_EVERY rewrites).
 bool has_report_file(const Options& o);

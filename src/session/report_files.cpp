@@ -3,7 +3,8 @@
 // CUSCOPE_REPORT_EVERY seconds (by the reporter thread, collector.cpp) for programs that are
 // stopped rather than exit, or read while they run. A regular file is replaced whole (written
 // beside it, then renamed over it, with its permissions), so a reader never sees half a report,
-// and a write that fails leaves the last one whole. A process below a `cuscope run` that recorded
+// and a write that fails leaves the last one whole; a temporary a killed process left beside a file
+// is removed at the next start. A process below a `cuscope run` that recorded
 // nothing (an environment check the program runs) writes nothing: no file, no table, no note.
 //
 // Never: write the table to stderr while the session runs (only at exit), rewrite or cut the
@@ -15,6 +16,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -133,6 +136,30 @@ void anchor_report_paths(Options& o) {
     std::error_code error;
     std::filesystem::path absolute = std::filesystem::absolute(*path, error);
     if (!error) *path = absolute.string();  // else (no working folder) as given
+  }
+}
+
+void sweep_stale_temporaries(const Options& o) {
+  constexpr int kMaxEntries = 10'000;  // a folder's entries looked at, at most: a start stays quick
+  for (const std::string* path : {&o.output_path, &o.json_path}) {
+    if (path->empty() || standard_stream(*path) != nullptr) continue;
+    const std::filesystem::path file(*path);
+    const std::string prefix = file.filename().string() + ".cuscope-tmp.";
+    std::error_code error;
+    std::filesystem::directory_iterator it(file.has_parent_path() ? file.parent_path() : ".", error);
+    for (int seen = 0; !error && it != std::filesystem::directory_iterator() && seen < kMaxEntries;
+         it.increment(error), ++seen) {
+      const std::string name = it->path().filename().string();
+      if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+      long pid = 0;
+      const char* digits = name.c_str() + prefix.size();
+      const auto [end, ec] = std::from_chars(digits, name.c_str() + name.size(), pid);
+      if (ec != std::errc{} || *end != '\0' || pid <= 0 || pid == ::getpid()) continue;
+      // A process of that id still lives (or is another user's): its write may be under way.
+      if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+      std::error_code ignored;
+      if (it->is_regular_file(ignored)) std::filesystem::remove(it->path(), ignored);
+    }
   }
 }
 

@@ -277,6 +277,7 @@ bool start(const Options& given) {
     s.path_notes_said.store(false, std::memory_order_relaxed);
     if (!s.below_run) say_path_notes(s);  // below a run: when its report is first written, if ever
     anchor_report_paths(options);
+    sweep_stale_temporaries(options);
     s.rank = id.rank;
     s.world_size = id.world_size;
     s.pid = id.pid;
