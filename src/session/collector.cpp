@@ -121,13 +121,13 @@ void start_collector(Session& s) {
 }
 
 void stop_collector(Session& s) {
-  if (!s.collector.joinable() && !s.reporter.joinable()) return;
+  if (!s.collector.joinable()) return;  // the reporter starts after it, or not at all
   {
     std::lock_guard lock(s.collector_mutex);
     s.collector_stop = true;
   }
   s.collector_cv.notify_all();
-  if (s.collector.joinable()) s.collector.join();
+  s.collector.join();
   if (s.reporter.joinable()) s.reporter.join();
 }
 

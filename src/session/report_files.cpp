@@ -21,6 +21,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <string_view>
 #include <system_error>
 
 #include "producers/log.hpp"
@@ -50,6 +52,12 @@ bool write_and_close(int fd, const std::string& text) {
   return ::close(fd) == 0 && left == 0;
 }
 
+// The temporary a write of `path` by process `pid` goes through (replace_file), which
+// sweep_stale_temporaries knows by the same name.
+constexpr std::string_view kTemporaryInfix = ".cuscope-tmp.";
+std::string temporary_of(const std::string& path, long pid) {
+  return fmt::format("{}{}{}", path, kTemporaryInfix, pid);
+}
 
 }  // namespace
 
@@ -70,7 +78,7 @@ bool replace_file(const std::string& path, const std::string& text) {
   // Not a regular file (/dev/stdout, a pipe), or a symbolic link (which a rename would replace by
   // a file): written in place.
   if (exists && !S_ISREG(st.st_mode)) return write_to(path, text);
-  const std::string temp = fmt::format("{}.cuscope-tmp.{}", path, ::getpid());
+  const std::string temp = temporary_of(path, ::getpid());
   std::remove(temp.c_str());  // one left by a process of the same id; never written through
   const mode_t mode = exists ? st.st_mode & 0777 : 0666;
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
@@ -144,7 +152,7 @@ void sweep_stale_temporaries(const Options& o) {
   for (const std::string* path : {&o.output_path, &o.json_path}) {
     if (path->empty() || standard_stream(*path) != nullptr) continue;
     const std::filesystem::path file(*path);
-    const std::string prefix = file.filename().string() + ".cuscope-tmp.";
+    const std::string prefix = file.filename().string() + std::string(kTemporaryInfix);
     std::error_code error;
     std::filesystem::directory_iterator it(file.has_parent_path() ? file.parent_path() : ".", error);
     for (int seen = 0; !error && it != std::filesystem::directory_iterator() && seen < kMaxEntries;

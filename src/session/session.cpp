@@ -271,10 +271,8 @@ bool start(const Options& given) {
     }
     const ProcessIdentity id = this_process();  // each rank of a job writes its own files
     for (const std::string& problem : id.problems) warn_once(problem);
-    s.path_notes.clear();
     expand_output_paths(options, id, &s.path_notes);
     s.below_run = id.run_below;
-    s.path_notes_said.store(false, std::memory_order_relaxed);
     if (!s.below_run) say_path_notes(s);  // below a run: when its report is first written, if ever
     anchor_report_paths(options);
     sweep_stale_temporaries(options);
