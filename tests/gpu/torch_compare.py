@@ -19,8 +19,10 @@ Kineto trace (a kernel belongs to the innermost annotation of the launching thre
 launch). Prints one table; each difference above 5% is marked EXPLAIN. Writes compare.json.
 The .item() checked exactly, under cuscope's defaults (no synchronization records: the stream
 synchronize seen by its driver callback): one synchronization per step in step/loss and nowhere
-else in the step, and step/loss's `synchronization` finding, in the hand-placed ranges' run and the
-Python API's.
+else in the step, in the hand-placed ranges' run and the Python API's; and step/loss's
+`synchronization` finding exactly when its rule holds on the report's own figures (the waits take 5%
+of the range's host time or more). On an H200 these waits took 4.9% to 6.2% of step/loss's host time
+(2026-11-27), so whether the finding shows is the rule's call on each run, not a fixed outcome.
 Exit status: 0 when every run worked and the .item() checks hold (kernel differences are for a
 person to explain), 1 otherwise, and 1 when the Python API's kernel count of a region is not
 torch.profiler's.
@@ -236,9 +238,14 @@ def kineto_by_region(path):
     return totals
 
 
+# The synchronization finding's threshold (src/model/findings.hpp kSyncHostShare).
+SYNC_HOST_SHARE = 0.05
+
+
 def check_item_syncs(path, steps, label):
     """The .item() in step/loss under cuscope's defaults: one synchronization per step there, none
-    elsewhere in the step, and step/loss's synchronization finding. Prints one line; True when so."""
+    elsewhere in the step, and step/loss's synchronization finding present exactly when the waits
+    take at least SYNC_HOST_SHARE of its host time. Prints one line; True when so."""
     with open(path) as f:
         rep = json.load(f)
     ranges = {r["path"]: r for r in rep["ranges"] if r["path"]}
@@ -248,10 +255,15 @@ def check_item_syncs(path, steps, label):
         return False
     own = loss["self"]["sync_count"]
     in_step = ranges["step"]["total"]["sync_count"] if "step" in ranges else -1
+    host_ns = loss["host"]["total_ns"]
+    share = loss["self"]["sync_ns"] / host_ns if host_ns else 0.0
+    due = share >= SYNC_HOST_SHARE
     finding = any(f["id"] == "synchronization" for f in loss.get("findings", []))
-    ok = own == steps and in_step == steps and finding
+    ok = own == steps and in_step == steps and finding == due
     print(f"{'ok' if ok else 'FAIL'} {label}: step/loss synchronizations {own} (expected {steps}, one .item() a step), "
           f"in all of step {in_step}, synchronization finding {'present' if finding else 'absent'} "
+          f"(the waits took {share:.1%} of step/loss's host time: "
+          f"{'due' if due else 'not due'} at {SYNC_HOST_SHARE:.0%}) "
           f"(activity status: {rep.get('activity_status')})")
     return ok
 
