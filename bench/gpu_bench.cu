@@ -6,7 +6,8 @@
 // Every configuration runs in this one process, in rounds (each round runs every configuration
 // once), so the ratios come from the same run. Between configurations the cuscope session is
 // replaced (reset_for_testing, then start with the configuration's options). This file holds the
-// configurations, the rounds and the summary; the timed loops are gpu_loops.cu's.
+// rounds and the summary; the configurations and the command line are gpu_bench_configs.hpp's, the
+// timed loops gpu_loops.cu's.
 #include <cuda_runtime.h>
 #include <cupti.h>
 
@@ -14,128 +15,20 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <optional>
 #include <cuscope/cuscope.hpp>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "gpu_bench_configs.hpp"
 #include "gpu_loops.hpp"
 #include "session/session.hpp"
 #include "summary.hpp"
 #include "transformer_step.hpp"
 #include "watchdog.hpp"
 
-namespace {
-
 using namespace cuscope_bench;
-
-struct Args {
-  int launches = 100'000;
-  int rounds = 3;
-  int steps = 50;
-  std::string json;
-  std::string commit;
-  bool show_traced = false;     ///< --show-traced: also print the last full-tracing loop's report
-  bool minimal_last = false;    ///< --minimal-last: the minimal CUPTI client after cuscope's loops
-  std::string trace_dir;        ///< --trace-dir=DIR: each traced loop's last round as DIR/KEY.cuscope
-  bool step_per_batch = false;  ///< --step-per-batch: cuscope::step() after each batch, untimed
-  int stall_limit_s = 60;       ///< --stall-limit=S: a part running longer prints every stack, exits 3
-  std::string skip;             ///< --skip=KEY,KEY: configurations left out (their figures "-")
-  bool skipped(const std::string& key) const { return ("," + skip + ",").find("," + key + ",") != std::string::npos; }
-};
-
-bool parse_args(int argc, char** argv, Args& a) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto value = [&](const char* name) -> const char* {
-      const std::string prefix = std::string("--") + name + "=";
-      return arg.rfind(prefix, 0) == 0 ? argv[i] + prefix.size() : nullptr;
-    };
-    if (const char* v = value("launches")) {
-      a.launches = std::max(kBatch, std::atoi(v) / kBatch * kBatch);
-    } else if (const char* v = value("rounds")) {
-      a.rounds = std::max(1, std::atoi(v));
-    } else if (const char* v = value("steps")) {
-      a.steps = std::max(1, std::atoi(v));
-    } else if (const char* v = value("json")) {
-      a.json = v;
-    } else if (const char* v = value("trace-dir")) {
-      a.trace_dir = v;
-    } else if (const char* v = value("stall-limit")) {
-      a.stall_limit_s = std::max(0, std::atoi(v));
-    } else if (const char* v = value("skip")) {
-      a.skip = v;
-    } else if (const char* v = value("git-commit")) {
-      a.commit = v;
-    } else if (arg == "--show-traced") {
-      a.show_traced = true;
-    } else if (arg == "--step-per-batch") {
-      a.step_per_batch = true;
-    } else if (arg == "--minimal-last") {
-      a.minimal_last = true;
-    } else {
-      return false;
-    }
-  }
-  return true;
-}
-
-/// One launch-loop configuration: how the session is set up, and how launches are wrapped.
-struct LaunchConfig {
-  const char* key;
-  const char* label;
-  Wrap wrap;
-  bool enabled;
-  cuscope::EventTiming events;
-  bool activities, minimal_cupti;
-  std::optional<cuscope::Attribution> attribution{};  ///< none: the default's (Options::attribution)
-  std::uint32_t sample_every = 0;  ///< with EventTiming::sampled: one call in N after the first
-  cuscope::EventTimestamps timestamps = cuscope::EventTimestamps::cuda;
-};
-
-constexpr LaunchConfig kLaunchConfigs[] = {
-    {"launch.bare", "launch: bare", Wrap::None, false, cuscope::EventTiming::off, false, false},
-    {"launch.scopes_host", "launch: in a scope, host timing only", Wrap::ScopePerLaunch, true,
-     cuscope::EventTiming::off, false, false},
-    {"launch.scopes_events", "launch: in a scope, + CUDA events", Wrap::ScopePerLaunch, true,
-     cuscope::EventTiming::always, false, false},
-    {"launch.minimal_cupti", "launch: minimal CUPTI client (floor)", Wrap::None, false,
-     cuscope::EventTiming::off, false, true},
-    {"launch.full_tracing", "launch: in a scope, full tracing", Wrap::ScopePerLaunch, true,
-     cuscope::EventTiming::always, true, false},
-    {"launch.tracing_no_events", "launch: in a scope, tracing, no events", Wrap::ScopePerLaunch, true,
-     cuscope::EventTiming::off, true, false},
-    {"launch.tracing_one_scope", "launch: 1000 per scope, full tracing", Wrap::ScopePerBatch, true,
-     cuscope::EventTiming::always, true, false},
-    {"launch.defaults", "launch: in a scope, cuscope's defaults (CUSCOPE_EVENTS=auto: tracing, no events)",
-     Wrap::ScopePerLaunch, true, cuscope::EventTiming::automatic, true, false},
-    {"launch.external",
-     "launch: in a scope, the defaults with CUSCOPE_ATTRIBUTION=external (external correlation)",
-     Wrap::ScopePerLaunch, true, cuscope::EventTiming::automatic, true, false, cuscope::Attribution::external},
-    {"launch.sampled", "launch: in a scope, tracing + CUSCOPE_EVENTS=sampled:100", Wrap::ScopePerLaunch, true,
-     cuscope::EventTiming::sampled, true, false, std::nullopt, 100},
-    {"launch.events_cupti",
-     "launch: in a scope, full tracing, events timed by CUPTI (CUSCOPE_EVENT_TIMESTAMPS=cupti)",
-     Wrap::ScopePerLaunch, true, cuscope::EventTiming::always, true, false, std::nullopt, 0,
-     cuscope::EventTimestamps::cupti},
-};
-constexpr int kLaunchConfigCount = sizeof kLaunchConfigs / sizeof kLaunchConfigs[0];
-/// Indices into kLaunchConfigs, for the ratios.
-enum : int {
-  kBare,
-  kScopesHost,
-  kScopesEvents,
-  kMinimalCupti,
-  kFullTracing,
-  kTracingNoEvents,
-  kTracingOneScope,
-  kDefaults,
-  kExternal,
-  kSampled,
-  kEventsCupti
-};
-
-}  // namespace
 
 int main(int argc, char** argv) {
   Args args;
@@ -190,11 +83,18 @@ int main(int argc, char** argv) {
   // Kernels each traced loop attributed to its scopes, last round (of launches + kBatch).
   std::uint64_t attributed[kLaunchConfigCount] = {};
   cuscope::Diagnostics diagnosed[kLaunchConfigCount] = {};  // and their reports' diagnostics
-  int order[kLaunchConfigCount];
-  for (int c = 0, n = 0; c < kLaunchConfigCount; ++c) {
-    if (!(args.minimal_last && c == kMinimalCupti)) order[n++] = c;
-  }
-  if (args.minimal_last) order[kLaunchConfigCount - 1] = kMinimalCupti;
+  // Each round's order of the launch configurations: rotated round by round (rotated_order), with
+  // --minimal-last the minimal client pinned last and the others rotated.
+  auto launch_order = [&](int round) {
+    std::vector<int> others;
+    for (int c = 0; c < kLaunchConfigCount; ++c)
+      if (!(args.minimal_last && c == kMinimalCupti)) others.push_back(c);
+    std::vector<int> order;
+    for (const int i : cuscope_bench::rotated_order(static_cast<int>(others.size()), round))
+      order.push_back(others[static_cast<std::size_t>(i)]);
+    if (args.minimal_last) order.push_back(kMinimalCupti);
+    return order;
+  };
   cuscope::Report demo;  // the last transformer run's report, taken at the end of each round
   // The summary of the rounds done so far: written before each part and after each round (so that a
   // run cut short by a stall or its time limit still leaves the figures of every part before), and
@@ -244,7 +144,9 @@ int main(int argc, char** argv) {
         {"transformer.sampled", "transformer step, tracing + CUSCOPE_EVENTS=sampled:100", step_sampled},
         {"transformer.external", "transformer step, the defaults with CUSCOPE_ATTRIBUTION=external",
          step_external},
-        {"transformer.records", "transformer step, the defaults with sync and memory records (CUSCOPE_SYNC_RECORDS=1, CUSCOPE_MEMORY_RECORDS=1)",
+        {"transformer.records",
+         "transformer step, the defaults with sync and memory records (CUSCOPE_SYNC_RECORDS=1, "
+         "CUSCOPE_MEMORY_RECORDS=1)",
          step_records},
         {"transformer.events_cupti",
          "transformer step, tracing + events timed by CUPTI (CUSCOPE_EVENT_TIMESTAMPS=cupti)",
@@ -262,9 +164,10 @@ int main(int argc, char** argv) {
     s.measurements.push_back({"ratio.transformer.defaults_over_minimal_cupti",
                               "ratio: transformer step, cuscope's defaults / minimal CUPTI client",
                               cuscope_bench::median(step_defaults) / minimal_step, "x"});
-    s.measurements.push_back({"ratio.transformer.external_over_minimal_cupti",
-                              "ratio: transformer step, defaults with external correlation / minimal CUPTI client",
-                              cuscope_bench::median(step_external) / minimal_step, "x"});
+    s.measurements.push_back(
+        {"ratio.transformer.external_over_minimal_cupti",
+         "ratio: transformer step, defaults with external correlation / minimal CUPTI client",
+         cuscope_bench::median(step_external) / minimal_step, "x"});
     const double bare = per_launch[kBare];
     const double minimal = per_launch[kMinimalCupti];
     s.measurements.push_back({"ratio.scopes_host_over_bare", "ratio: in a scope, host only / bare",
@@ -286,36 +189,81 @@ int main(int argc, char** argv) {
                               per_launch[kEventsCupti] / per_launch[kFullTracing], "x"});
     s.measurements.push_back({"ratio.no_events_over_minimal", "ratio: tracing, no events / minimal CUPTI",
                               per_launch[kTracingNoEvents] / minimal, "x"});
-    s.measurements.push_back({"ratio.one_scope_over_minimal", "ratio: 1000 per scope, tracing / minimal CUPTI",
+    s.measurements.push_back({"ratio.one_scope_over_minimal",
+                              "ratio: 1000 per scope, tracing / minimal CUPTI",
                               per_launch[kTracingOneScope] / minimal, "x"});
     s.measurements.push_back(
         {"ratio.scope_over_event_pair", "ratio: scope with events / two cudaEventRecord", scope / pair, "x"});
 
+    // The same ratios taken within each round, then their median over the rounds, with their
+    // range (cuscope_bench::round_ratios): what the goals read, since the configurations are
+    // interleaved round by round and a VM's speed drifts between rounds (on the H200 runs of
+    // 2026-11-27 a bare launch took 3.95 us in one and 6.21 us in the other).
+    const auto steps_per_round = static_cast<std::size_t>(args.steps);
+    const auto paired_step = [&](const std::vector<double>& a, const std::vector<double>& b) {
+      return cuscope_bench::round_ratios(a, b, steps_per_round);
+    };
+    const auto paired_launch = [&](int a, int b) {
+      return cuscope_bench::round_ratios(launch[a], launch[b], 1);
+    };
+    for (const auto& part : parts)
+      s.measurements.push_back(cuscope_bench::paired_ratio(
+          std::string("paired.") + part.key + "_over_without",
+          std::string("paired: ") + part.label + " / without", paired_step(part.steps, step_without)));
+    const std::vector<double> defaults_step = paired_step(step_defaults, step_without);
+    const std::vector<double> external_step = paired_step(step_external, step_without);
+    const std::vector<double> defaults_launch = paired_launch(kDefaults, kMinimalCupti);
+    const std::vector<double> external_launch = paired_launch(kExternal, kMinimalCupti);
+    s.measurements.push_back(
+        cuscope_bench::paired_ratio("paired.transformer.defaults_over_minimal_cupti",
+                                    "paired: transformer step, cuscope's defaults / minimal CUPTI client",
+                                    paired_step(step_defaults, step_minimal)));
+    s.measurements.push_back(cuscope_bench::paired_ratio(
+        "paired.minimal_over_bare", "paired: minimal CUPTI / bare", paired_launch(kMinimalCupti, kBare)));
+    s.measurements.push_back(cuscope_bench::paired_ratio(
+        "paired.defaults_over_minimal", "paired: in a scope, cuscope's defaults / minimal CUPTI",
+        defaults_launch));
+    s.measurements.push_back(cuscope_bench::paired_ratio(
+        "paired.external_over_minimal",
+        "paired: in a scope, the defaults with external correlation / minimal CUPTI", external_launch));
+    s.measurements.push_back(cuscope_bench::paired_ratio(
+        "paired.events_cupti_over_full_tracing",
+        "paired: in a scope, events timed by CUPTI / timed by CUDA (full tracing)",
+        paired_launch(kEventsCupti, kFullTracing)));
+
     // Issue 24's goals, for the defaults (launch notes since 2026-11-26) and for the defaults with
-    // external correlation, the other way (docs/cupti.md, "Attribution").
-    const double defaults_step = cuscope_bench::median(step_defaults) / without;
-    const double external_step = cuscope_bench::median(step_external) / without;
-    const double defaults_launch = per_launch[kDefaults] / minimal;
-    const double external_launch = per_launch[kExternal] / minimal;
-    s.targets.push_back({"goal.defaults_step", "transformer step, cuscope's defaults / without", defaults_step,
-                         "x", "<= 1.05x", defaults_step <= 1.05});
-    s.targets.push_back({"goal.defaults_launch", "in a scope, cuscope's defaults / minimal CUPTI, per launch",
-                         defaults_launch, "x", "<= 1.10x", defaults_launch <= 1.10});
-    s.targets.push_back({"goal.external_step", "transformer step, defaults with external correlation / without",
-                         external_step, "x", "<= 1.05x", external_step <= 1.05});
-    s.targets.push_back({"goal.external_launch", "in a scope, defaults with external correlation / minimal CUPTI",
-                         external_launch, "x", "<= 1.10x", external_launch <= 1.10});
+    // external correlation, the other way (docs/cupti.md, "Attribution"): each the median of the
+    // rounds' ratios (above), with their range.
+    const auto target = [&](const char* key, const char* label, const std::vector<double>& ratios,
+                            double goal) {
+      const cuscope_bench::Measurement m = cuscope_bench::paired_ratio(key, label, ratios);
+      cuscope_bench::Target t{
+          key, label, m.value, "x", cuscope_bench::printf_string("<= %.2fx", goal), m.value <= goal};
+      t.low = m.low;
+      t.high = m.high;
+      s.targets.push_back(t);
+    };
+    target("goal.defaults_step", "transformer step, cuscope's defaults / without", defaults_step, 1.05);
+    target("goal.defaults_launch", "in a scope, cuscope's defaults / minimal CUPTI, per launch",
+           defaults_launch, 1.10);
+    target("goal.external_step", "transformer step, defaults with external correlation / without",
+           external_step, 1.05);
+    target("goal.external_launch", "in a scope, defaults with external correlation / minimal CUPTI",
+           external_launch, 1.10);
 
     const std::uint64_t launched_kernels = attributed[kFullTracing];
     const cuscope::RangeStats* step = demo.find("step");
     s.notes = {
         "Launch and event times are host nanoseconds per launch (per pair, per scope), the mean of each",
         "round's loop, median over the rounds; cv is over the rounds. Step times: median over every step.",
+        "ratio: the ratio of those medians. paired: each round's ratio (of the round's loop means, or of its",
+        "step medians), then the median over the rounds, with the rounds' range; the targets read these.",
+        "The configurations run in an order that turns by one place each round.",
         "Full tracing = cuscope's defaults: CUDA events and CUPTI tracing, one scope per launch.",
-        "Last full-tracing loop: activity " + traced.activity_status + "; " + std::to_string(launched_kernels) +
-            " kernels attributed to 'launch', " + std::to_string(traced.diagnostics.dropped_records) +
-            " records dropped, " + std::to_string(traced.diagnostics.gpu_event_failures) +
-            " CUDA-event failures.",
+        "Last full-tracing loop: activity " + traced.activity_status + "; " +
+            std::to_string(launched_kernels) + " kernels attributed to 'launch', " +
+            std::to_string(traced.diagnostics.dropped_records) + " records dropped, " +
+            std::to_string(traced.diagnostics.gpu_event_failures) + " CUDA-event failures.",
         "Last transformer run with cuscope: activity " + demo.activity_status + ", GPU timing " +
             demo.gpu_timing + "; " + std::to_string(step != nullptr ? step->calls : 0) + " steps recorded, " +
             std::to_string(step != nullptr ? step->total.kernel_calls : 0) +
@@ -333,8 +281,9 @@ int main(int argc, char** argv) {
       const cuscope::Diagnostics& d = diagnosed[c];
       per_loop += std::string(" ") + kLaunchConfigs[c].key + " " + std::to_string(attributed[c]) +
                   " (not matched " + std::to_string(d.unresolved_records) + ", zero timestamp " +
-                  std::to_string(d.zero_timestamp_records) + ", dropped " + std::to_string(d.dropped_records) +
-                  ", outside window " + std::to_string(d.outside_window_records) + ", CUDA-event failures " +
+                  std::to_string(d.zero_timestamp_records) + ", dropped " +
+                  std::to_string(d.dropped_records) + ", outside window " +
+                  std::to_string(d.outside_window_records) + ", CUDA-event failures " +
                   std::to_string(d.gpu_event_failures) + ");";
     }
     s.notes.push_back(per_loop);
@@ -352,24 +301,26 @@ int main(int argc, char** argv) {
     return s;
   };
   for (int round = 0; round < args.rounds; ++round) {
-    const std::string in_round = "round " + std::to_string(round + 1) + "/" + std::to_string(args.rounds) + ": ";
+    const std::string in_round =
+        "round " + std::to_string(round + 1) + "/" + std::to_string(args.rounds) + ": ";
     // Writes what was measured so far (--json), then names the part `key` on stderr (the watchdog's
     // limit counts from here); false when --skip leaves it out. A stall in round 1 thus still leaves
     // the figures of the parts before it.
     auto part = [&](const char* key) {
       if (args.skipped(key)) return false;
-      if (!args.json.empty()) cuscope_bench::write_file(args.json, cuscope_bench::format_json(summarize(round, key)));
+      if (!args.json.empty())
+        cuscope_bench::write_file(args.json, cuscope_bench::format_json(summarize(round, key)));
       dog.part(in_round + key);
       return true;
     };
-    for (const int c : order) {
+    for (const int c : launch_order(round)) {
       const LaunchConfig& cfg = kLaunchConfigs[c];
       if (!part(cfg.key)) continue;
       const bool trace = cfg.activities && !args.trace_dir.empty() && round + 1 == args.rounds;
       restart_session(cfg.enabled, cfg.events, cfg.activities, 0,
                       trace ? args.trace_dir + "/" + cfg.key + ".cuscope" : "", cfg.sample_every,
-                      cfg.attribution.value_or(cuscope::Options{}.attribution), cuscope::Options{}.sync_records,
-                      cfg.timestamps);
+                      cfg.attribution.value_or(cuscope::Options{}.attribution),
+                      cuscope::Options{}.sync_records, cfg.timestamps);
       if (cfg.minimal_cupti) MinimalCupti::start();
       launch[c].push_back(launch_ns(stream, args.launches, cfg.wrap, args.step_per_batch));
       if (cfg.minimal_cupti) MinimalCupti::stop();
@@ -414,30 +365,61 @@ int main(int argc, char** argv) {
       if (!keep) end_session();
       into.insert(into.end(), t.begin(), t.end());
     };
-    transformer("transformer.without", step_without, [] { restart_session(false, EventTiming::off, false, 3); });
-    transformer(
-        "transformer.minimal_cupti", step_minimal,
-        [] {
-          restart_session(false, EventTiming::off, false, 3);
-          MinimalCupti::start();
+    // The step's configurations, rotated round by round as the launch loops are; transformer.with
+    // runs last in every round (its report is the notes').
+    const std::function<void()> sessions[] = {
+        [&] {
+          transformer("transformer.without", step_without,
+                      [] { restart_session(false, EventTiming::off, false, 3); });
         },
-        &MinimalCupti::stop);
-    transformer("transformer.host_scopes", step_host, [] { restart_session(true, EventTiming::off, false, 3); });
-    transformer("transformer.events", step_events, [] { restart_session(true, EventTiming::always, false, 3); });
-    transformer("transformer.tracing", step_tracing, [] { restart_session(true, EventTiming::off, true, 3); });
-    transformer("transformer.defaults", step_defaults,
-                [] { restart_session(true, EventTiming::automatic, true, 3); });
-    transformer("transformer.sampled", step_sampled,
-                [] { restart_session(true, EventTiming::sampled, true, 3, "", 100); });
-    transformer("transformer.external", step_external,
-                [] { restart_session(true, EventTiming::automatic, true, 3, "", 0, Attribution::external); });
-    transformer("transformer.records", step_records, [] {
-      restart_session(true, EventTiming::automatic, true, 3, "", 0, cuscope::Options{}.attribution, true);
-    });
-    transformer("transformer.events_cupti", step_events_cupti, [] {
-      restart_session(true, EventTiming::always, true, 3, "", 0, cuscope::Options{}.attribution, false,
-                      cuscope::EventTimestamps::cupti);
-    });
+        [&] {
+          transformer(
+              "transformer.minimal_cupti", step_minimal,
+              [] {
+                restart_session(false, EventTiming::off, false, 3);
+                MinimalCupti::start();
+              },
+              &MinimalCupti::stop);
+        },
+        [&] {
+          transformer("transformer.host_scopes", step_host,
+                      [] { restart_session(true, EventTiming::off, false, 3); });
+        },
+        [&] {
+          transformer("transformer.events", step_events,
+                      [] { restart_session(true, EventTiming::always, false, 3); });
+        },
+        [&] {
+          transformer("transformer.tracing", step_tracing,
+                      [] { restart_session(true, EventTiming::off, true, 3); });
+        },
+        [&] {
+          transformer("transformer.defaults", step_defaults,
+                      [] { restart_session(true, EventTiming::automatic, true, 3); });
+        },
+        [&] {
+          transformer("transformer.sampled", step_sampled,
+                      [] { restart_session(true, EventTiming::sampled, true, 3, "", 100); });
+        },
+        [&] {
+          transformer("transformer.external", step_external, [] {
+            restart_session(true, EventTiming::automatic, true, 3, "", 0, Attribution::external);
+          });
+        },
+        [&] {
+          transformer("transformer.records", step_records, [] {
+            restart_session(true, EventTiming::automatic, true, 3, "", 0, cuscope::Options{}.attribution,
+                            true);
+          });
+        },
+        [&] {
+          transformer("transformer.events_cupti", step_events_cupti, [] {
+            restart_session(true, EventTiming::always, true, 3, "", 0, cuscope::Options{}.attribution, false,
+                            cuscope::EventTimestamps::cupti);
+          });
+        }};
+    constexpr int kSessions = sizeof sessions / sizeof sessions[0];
+    for (const int i : cuscope_bench::rotated_order(kSessions, round)) sessions[i]();
     // Last: its report is the notes' "last transformer run".
     transformer(
         "transformer.with", step_with, [] { restart_session(true, EventTiming::always, true, 3); }, nullptr,

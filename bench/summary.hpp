@@ -30,6 +30,9 @@ struct Measurement {
   double value = NAN;  ///< NaN: not measured in this run
   std::string unit;
   double cv = NAN;  ///< coefficient of variation over the repetitions, when there were some
+  /// Where `value` is the median of per-round values (a ratio of interleaved configurations): the
+  /// smallest and largest of them (NaN: not such a value).
+  double low = NAN, high = NAN;
 };
 
 /// One goal and how this run did against it.
@@ -40,6 +43,7 @@ struct Target {
   std::string unit;
   std::string goal;  ///< in words, e.g. "<= 2.00x"
   bool pass = false;
+  double low = NAN, high = NAN;  ///< as Measurement's: the range of the per-round values, if any
 };
 
 struct Summary {
@@ -60,6 +64,47 @@ inline double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/// The rounds' ratios of two configurations measured in the same rounds: for each round, the median
+/// of `a`'s samples over the median of `b`'s, with `per_round` samples a round in each (the samples
+/// of round r are [r * per_round, (r + 1) * per_round)). Rounds either lacks (a run cut short, a
+/// configuration skipped) are left out. Under drift between rounds (a VM's neighbours), a ratio
+/// taken within each round, then its median over the rounds, is steadier than the ratio of the
+/// pooled medians.
+inline std::vector<double> round_ratios(const std::vector<double>& a, const std::vector<double>& b,
+                                        std::size_t per_round) {
+  std::vector<double> out;
+  if (per_round == 0) return out;
+  const std::size_t rounds = std::min(a.size(), b.size()) / per_round;
+  for (std::size_t r = 0; r < rounds; ++r) {
+    const auto slice = [&](const std::vector<double>& v) {
+      return std::vector<double>(v.begin() + static_cast<std::ptrdiff_t>(r * per_round),
+                                 v.begin() + static_cast<std::ptrdiff_t>((r + 1) * per_round));
+    };
+    const double denominator = median(slice(b));
+    if (denominator > 0) out.push_back(median(slice(a)) / denominator);
+  }
+  return out;
+}
+
+/// A measurement whose value is the median of `ratios` (round_ratios), with their range.
+inline Measurement paired_ratio(std::string key, std::string label, const std::vector<double>& ratios) {
+  Measurement m{std::move(key), std::move(label), median(ratios), "x"};
+  if (!ratios.empty()) {
+    m.low = *std::min_element(ratios.begin(), ratios.end());
+    m.high = *std::max_element(ratios.begin(), ratios.end());
+  }
+  return m;
+}
+
+/// The order of `n` interleaved configurations in round `round`: 0..n-1 turned left by `round`, so
+/// that each configuration takes each place in turn and none always follows the same one (a fixed
+/// order puts a configuration's cost on the next, or a warm-up effect on the first).
+inline std::vector<int> rotated_order(int n, int round) {
+  std::vector<int> order(static_cast<std::size_t>(std::max(n, 0)));
+  for (int i = 0; i < n; ++i) order[static_cast<std::size_t>(i)] = (i + round % n) % n;
+  return order;
 }
 
 /// Sample standard deviation over the mean (NaN with fewer than two samples or a zero mean).
@@ -111,6 +156,12 @@ inline std::string pad_left(const std::string& s, std::size_t width) {
   return s.size() >= width ? s : std::string(width - s.size(), ' ') + s;
 }
 
+/// "  1.02x-1.09x" for a range of per-round values; "" when there is none.
+inline std::string format_range(double low, double high, const std::string& unit) {
+  if (std::isnan(low) || std::isnan(high)) return "";
+  return "  " + format_value(low, unit) + "-" + format_value(high, unit);
+}
+
 inline std::string format_table(const Summary& s) {
   std::ostringstream out;
   out << s.title << "\n";
@@ -118,18 +169,26 @@ inline std::string format_table(const Summary& s) {
   std::size_t w = 9;
   for (const Measurement& m : s.measurements) w = std::max(w, m.label.size());
   for (const Target& t : s.targets) w = std::max(w, t.label.size());
-  out << "\n" << pad("benchmark", w) << "  " << pad_left("median", 20) << "  " << pad_left("cv", 6) << "\n";
+  bool ranges = false;  // the "rounds' range" column, where some value has one
+  for (const Measurement& m : s.measurements) ranges = ranges || !std::isnan(m.low);
+  for (const Target& t : s.targets) ranges = ranges || !std::isnan(t.low);
+  const std::string range_header = ranges ? "  rounds' range" : "";
+  out << "\n"
+      << pad("benchmark", w) << "  " << pad_left("median", 20) << "  " << pad_left("cv", 6) << range_header
+      << "\n";
   for (const Measurement& m : s.measurements) {
     const std::string cv = std::isnan(m.cv) ? "" : printf_string("%.1f%%", 100 * m.cv);
     out << pad(m.label, w) << "  " << pad_left(format_value(m.value, m.unit), 20) << "  " << pad_left(cv, 6)
-        << "\n";
+        << format_range(m.low, m.high, m.unit) << "\n";
   }
   out << "\n"
-      << pad("target", w) << "  " << pad_left("measured", 20) << "  " << pad("goal", 16) << "result\n";
+      << pad("target", w) << "  " << pad_left("measured", 20) << "  " << pad("goal", 16)
+      << (ranges ? pad("result", 12) + range_header : std::string("result")) << "\n";
   for (const Target& t : s.targets) {
     const char* result = std::isnan(t.measured) ? "not measured" : (t.pass ? "PASS" : "MISS");
     out << pad(t.label, w) << "  " << pad_left(format_value(t.measured, t.unit), 20) << "  "
-        << pad(t.goal, 16) << result << "\n";
+        << pad(t.goal, 16) << (ranges ? pad(result, 12) : std::string(result))
+        << format_range(t.low, t.high, t.unit) << "\n";
   }
   if (!s.notes.empty()) out << "\n";
   for (const std::string& n : s.notes) out << n << "\n";
@@ -155,6 +214,13 @@ inline std::string json_string(const std::string& s) {
 
 inline std::string json_number(double v) { return std::isnan(v) ? "null" : printf_string("%.6g", v); }
 
+/// `, "min": x, "max": y` for a range of per-round values; "" when there is none (older readers
+/// see the same keys as before).
+inline std::string json_range(double low, double high) {
+  if (std::isnan(low) || std::isnan(high)) return "";
+  return ", \"min\": " + json_number(low) + ", \"max\": " + json_number(high);
+}
+
 inline std::string format_json(const Summary& s) {
   std::ostringstream out;
   out << "{\n  \"schema\": \"cuscope.bench/1\",\n  \"title\": " << json_string(s.title)
@@ -168,7 +234,8 @@ inline std::string format_json(const Summary& s) {
     const Measurement& m = s.measurements[i];
     out << (i ? "," : "") << "\n    {\"key\": " << json_string(m.key)
         << ", \"label\": " << json_string(m.label) << ", \"value\": " << json_number(m.value)
-        << ", \"unit\": " << json_string(m.unit) << ", \"cv\": " << json_number(m.cv) << "}";
+        << ", \"unit\": " << json_string(m.unit) << ", \"cv\": " << json_number(m.cv)
+        << json_range(m.low, m.high) << "}";
   }
   out << "\n  ],\n  \"targets\": [";
   for (std::size_t i = 0; i < s.targets.size(); ++i) {
@@ -177,7 +244,7 @@ inline std::string format_json(const Summary& s) {
     out << (i ? "," : "") << "\n    {\"key\": " << json_string(t.key)
         << ", \"label\": " << json_string(t.label) << ", \"measured\": " << json_number(t.measured)
         << ", \"unit\": " << json_string(t.unit) << ", \"goal\": " << json_string(t.goal)
-        << ", \"result\": " << json_string(result) << "}";
+        << ", \"result\": " << json_string(result) << json_range(t.low, t.high) << "}";
   }
   out << "\n  ],\n  \"notes\": [";
   for (std::size_t i = 0; i < s.notes.size(); ++i)

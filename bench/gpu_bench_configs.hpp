@@ -1,0 +1,126 @@
+// bench/gpu_bench_configs.hpp — what cuscope_gpu_bench runs: its command line (Args, parse_args)
+// and its launch-loop configurations (how each one's session is set up and how its launches are
+// wrapped). Included by gpu_bench.cu alone; it times nothing and starts no session.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cuscope/cuscope.hpp>
+#include <optional>
+#include <string>
+
+#include "gpu_loops.hpp"
+
+namespace cuscope_bench {
+
+struct Args {
+  int launches = 100'000;
+  int rounds = 3;
+  int steps = 50;
+  std::string json;
+  std::string commit;
+  bool show_traced = false;     ///< --show-traced: also print the last full-tracing loop's report
+  bool minimal_last = false;    ///< --minimal-last: the minimal CUPTI client after cuscope's loops
+  std::string trace_dir;        ///< --trace-dir=DIR: each traced loop's last round as DIR/KEY.cuscope
+  bool step_per_batch = false;  ///< --step-per-batch: cuscope::step() after each batch, untimed
+  int stall_limit_s = 60;       ///< --stall-limit=S: a part running longer prints every stack, exits 3
+  std::string skip;             ///< --skip=KEY,KEY: configurations left out (their figures "-")
+  bool skipped(const std::string& key) const {
+    return ("," + skip + ",").find("," + key + ",") != std::string::npos;
+  }
+};
+
+inline bool parse_args(int argc, char** argv, Args& a) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&](const char* name) -> const char* {
+      const std::string prefix = std::string("--") + name + "=";
+      return arg.rfind(prefix, 0) == 0 ? argv[i] + prefix.size() : nullptr;
+    };
+    if (const char* v = value("launches")) {
+      a.launches = std::max(kBatch, std::atoi(v) / kBatch * kBatch);
+    } else if (const char* v = value("rounds")) {
+      a.rounds = std::max(1, std::atoi(v));
+    } else if (const char* v = value("steps")) {
+      a.steps = std::max(1, std::atoi(v));
+    } else if (const char* v = value("json")) {
+      a.json = v;
+    } else if (const char* v = value("trace-dir")) {
+      a.trace_dir = v;
+    } else if (const char* v = value("stall-limit")) {
+      a.stall_limit_s = std::max(0, std::atoi(v));
+    } else if (const char* v = value("skip")) {
+      a.skip = v;
+    } else if (const char* v = value("git-commit")) {
+      a.commit = v;
+    } else if (arg == "--show-traced") {
+      a.show_traced = true;
+    } else if (arg == "--step-per-batch") {
+      a.step_per_batch = true;
+    } else if (arg == "--minimal-last") {
+      a.minimal_last = true;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+/// One launch-loop configuration: how the session is set up, and how launches are wrapped.
+struct LaunchConfig {
+  const char* key;
+  const char* label;
+  Wrap wrap;
+  bool enabled;
+  cuscope::EventTiming events;
+  bool activities, minimal_cupti;
+  std::optional<cuscope::Attribution> attribution{};  ///< none: the default's (Options::attribution)
+  std::uint32_t sample_every = 0;  ///< with EventTiming::sampled: one call in N after the first
+  cuscope::EventTimestamps timestamps = cuscope::EventTimestamps::cuda;
+};
+
+constexpr LaunchConfig kLaunchConfigs[] = {
+    {"launch.bare", "launch: bare", Wrap::None, false, cuscope::EventTiming::off, false, false},
+    {"launch.scopes_host", "launch: in a scope, host timing only", Wrap::ScopePerLaunch, true,
+     cuscope::EventTiming::off, false, false},
+    {"launch.scopes_events", "launch: in a scope, + CUDA events", Wrap::ScopePerLaunch, true,
+     cuscope::EventTiming::always, false, false},
+    {"launch.minimal_cupti", "launch: minimal CUPTI client (floor)", Wrap::None, false,
+     cuscope::EventTiming::off, false, true},
+    {"launch.full_tracing", "launch: in a scope, full tracing", Wrap::ScopePerLaunch, true,
+     cuscope::EventTiming::always, true, false},
+    {"launch.tracing_no_events", "launch: in a scope, tracing, no events", Wrap::ScopePerLaunch, true,
+     cuscope::EventTiming::off, true, false},
+    {"launch.tracing_one_scope", "launch: 1000 per scope, full tracing", Wrap::ScopePerBatch, true,
+     cuscope::EventTiming::always, true, false},
+    {"launch.defaults", "launch: in a scope, cuscope's defaults (CUSCOPE_EVENTS=auto: tracing, no events)",
+     Wrap::ScopePerLaunch, true, cuscope::EventTiming::automatic, true, false},
+    {"launch.external",
+     "launch: in a scope, the defaults with CUSCOPE_ATTRIBUTION=external (external correlation)",
+     Wrap::ScopePerLaunch, true, cuscope::EventTiming::automatic, true, false,
+     cuscope::Attribution::external},
+    {"launch.sampled", "launch: in a scope, tracing + CUSCOPE_EVENTS=sampled:100", Wrap::ScopePerLaunch, true,
+     cuscope::EventTiming::sampled, true, false, std::nullopt, 100},
+    {"launch.events_cupti",
+     "launch: in a scope, full tracing, events timed by CUPTI (CUSCOPE_EVENT_TIMESTAMPS=cupti)",
+     Wrap::ScopePerLaunch, true, cuscope::EventTiming::always, true, false, std::nullopt, 0,
+     cuscope::EventTimestamps::cupti},
+};
+constexpr int kLaunchConfigCount = sizeof kLaunchConfigs / sizeof kLaunchConfigs[0];
+/// Indices into kLaunchConfigs, for the ratios.
+enum : int {
+  kBare,
+  kScopesHost,
+  kScopesEvents,
+  kMinimalCupti,
+  kFullTracing,
+  kTracingNoEvents,
+  kTracingOneScope,
+  kDefaults,
+  kExternal,
+  kSampled,
+  kEventsCupti
+};
+
+}  // namespace cuscope_bench

@@ -1,0 +1,90 @@
+// tests/test_bench_summary.cpp — the benchmarks' statistics and output (bench/summary.hpp): each
+// round's ratio of two interleaved configurations and their median and range, the order that
+// turns round by round, and the range column and JSON keys that appear only where a value has one.
+// Never times anything: the inputs are written here.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "../bench/summary.hpp"
+
+using cuscope_bench::Measurement;
+using cuscope_bench::Summary;
+using cuscope_bench::Target;
+
+TEST_CASE("bench: each round's ratio is of the round's medians, rounds either lacks left out", "[bench]") {
+  // Round 1: a's median 20 over b's 10; round 2: 9 over 3; a's seventh sample starts a round b lacks.
+  const std::vector<double> a = {10, 30, 20, 9, 9, 9, 100};
+  const std::vector<double> b = {10, 10, 10, 3, 6, 3};
+  CHECK(cuscope_bench::round_ratios(a, b, 3) == std::vector<double>{2.0, 3.0});
+  // One value a round (the launch loops' means).
+  CHECK(cuscope_bench::round_ratios({6, 8}, {3, 2}, 1) == std::vector<double>{2.0, 4.0});
+  CHECK(cuscope_bench::round_ratios(a, {}, 3).empty());  // a configuration skipped
+  CHECK(cuscope_bench::round_ratios(a, b, 0).empty());
+  // A round whose denominator is 0 (nothing measured) gives no ratio rather than infinity.
+  CHECK(cuscope_bench::round_ratios({1, 2}, {0, 1}, 1) == std::vector<double>{2.0});
+}
+
+TEST_CASE("bench: a paired ratio is the median of the rounds' ratios, with their range", "[bench]") {
+  const Measurement m = cuscope_bench::paired_ratio("paired.x", "paired: x", {1.2, 1.0, 1.1, 1.4});
+  CHECK(m.key == "paired.x");
+  CHECK(m.unit == "x");
+  CHECK(m.value == Approx(1.15));
+  CHECK(m.low == 1.0);
+  CHECK(m.high == 1.4);
+  const Measurement none = cuscope_bench::paired_ratio("paired.y", "paired: y", {});
+  CHECK(std::isnan(none.value));
+  CHECK(std::isnan(none.low));
+  CHECK(std::isnan(none.high));
+}
+
+TEST_CASE("bench: the order turns by one place a round, each configuration in each place once", "[bench]") {
+  CHECK(cuscope_bench::rotated_order(4, 0) == std::vector<int>{0, 1, 2, 3});
+  CHECK(cuscope_bench::rotated_order(4, 1) == std::vector<int>{1, 2, 3, 0});
+  CHECK(cuscope_bench::rotated_order(4, 3) == std::vector<int>{3, 0, 1, 2});
+  CHECK(cuscope_bench::rotated_order(4, 5) == cuscope_bench::rotated_order(4, 1));
+  CHECK(cuscope_bench::rotated_order(0, 2).empty());
+  for (int place = 0; place < 5; ++place) {
+    std::vector<int> seen;
+    for (int round = 0; round < 5; ++round) seen.push_back(cuscope_bench::rotated_order(5, round)[place]);
+    std::sort(seen.begin(), seen.end());
+    CHECK(seen == std::vector<int>{0, 1, 2, 3, 4});
+  }
+}
+
+TEST_CASE("bench: the range column and the JSON's min and max appear only where a value has a range",
+          "[bench]") {
+  Summary s;
+  s.title = "t";
+  s.measurements.push_back({"plain", "plain", 2.0, "x"});
+  SECTION("without ranges: the table and JSON as before") {
+    s.targets.push_back({"goal.plain", "goal plain", 1.0, "x", "<= 1.05x", true});
+    const std::string table = cuscope_bench::format_table(s);
+    CHECK(table.find("rounds' range") == std::string::npos);
+    CHECK(table.find("<= 1.05x        PASS\n") != std::string::npos);
+    const std::string json = cuscope_bench::format_json(s);
+    CHECK(json.find("\"min\"") == std::string::npos);
+    CHECK(json.find("\"max\"") == std::string::npos);
+  }
+  SECTION("with ranges: each paired value's range, in the table and the JSON") {
+    s.measurements.push_back(cuscope_bench::paired_ratio("paired.x", "paired x", {1.02, 1.09, 1.05}));
+    Target t{"goal.x", "goal x", 1.05, "x", "<= 1.05x", true};
+    t.low = 1.02;
+    t.high = 1.09;
+    s.targets.push_back(t);
+    const std::string table = cuscope_bench::format_table(s);
+    CHECK(table.find("rounds' range") != std::string::npos);
+    CHECK(table.find("1.05x          1.02x-1.09x\n") != std::string::npos);                 // the measurement
+    CHECK(table.find("<= 1.05x        PASS          1.02x-1.09x\n") != std::string::npos);  // the target
+    const std::string json = cuscope_bench::format_json(s);
+    CHECK(json.find(
+              "{\"key\": \"plain\", \"label\": \"plain\", \"value\": 2, \"unit\": \"x\", \"cv\": null}") !=
+          std::string::npos);
+    CHECK(
+        json.find("\"key\": \"paired.x\", \"label\": \"paired x\", \"value\": 1.05, \"unit\": \"x\", \"cv\": "
+                  "null, \"min\": 1.02, \"max\": 1.09}") != std::string::npos);
+    CHECK(json.find("\"result\": \"PASS\", \"min\": 1.02, \"max\": 1.09}") != std::string::npos);
+  }
+}
