@@ -377,7 +377,7 @@ void print_mlp_share(const cuscope::Report& report) {
 
 /// Prints expected against attributed kernels per recorded step; false if any phase is off.
 bool check_kernel_counts(const cuscope::Report& report) {
-  if (report.activity_status != "on") {
+  if (!report.tracing_on()) {
     std::printf("kernel counts per phase: check skipped, activity off: %s\n", report.activity_status.c_str());
     return true;
   }

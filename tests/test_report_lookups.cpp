@@ -1,5 +1,5 @@
-// The Report's lookups and names: find() by path, the stable names of copy kinds and sort keys, and
-// the version string.
+// The Report's lookups and names: find() by path, tracing_on(), the stable names of copy kinds and sort keys,
+// and the version string.
 //
 // Never: a session or a model; the report is built by hand (tests/json_kit.hpp).
 #include <catch2/catch.hpp>
@@ -50,4 +50,25 @@ TEST_CASE("version is built from the version macros", "[report]") {
                                   std::to_string(CUSCOPE_VERSION_MINOR) + "." +
                                   std::to_string(CUSCOPE_VERSION_PATCH);
   REQUIRE(std::string(cuscope::version()) == from_macros);
+}
+
+TEST_CASE("tracing_on is true for 'on' and 'on, ...' (the defaults' status), false for every reason",
+          "[report]") {
+  Report r;
+  const auto traced = [&r](const char* status) {
+    r.activity_status = status;
+    return r.tracing_on();
+  };
+  CHECK(traced("on"));
+  // The defaults (synchronization and memory records off): a demo that compared with "on" skipped
+  // its kernel-count check under them on the H200 run of 2026-11-27.
+  CHECK(
+      traced("on, synchronizes and allocations seen by callbacks, without their records "
+             "(CUSCOPE_SYNC_RECORDS=0, CUSCOPE_MEMORY_RECORDS=0)"));
+  CHECK(traced("on, without synchronization records (CUSCOPE_SYNC_RECORDS=0)"));
+  CHECK_FALSE(traced("session not started"));
+  CHECK_FALSE(traced("disabled by option (CUSCOPE_ACTIVITIES=0)"));
+  CHECK_FALSE(traced("only the host: no CUDA driver"));  // begins "on", as a word's letters only
+  CHECK_FALSE(traced("on,without a space"));
+  CHECK_FALSE(traced(""));
 }

@@ -328,9 +328,16 @@ struct Report {
   std::vector<SpanStats> spans;  ///< NVTX start/end ranges, by host total, longest first
   Diagnostics diagnostics;
 
-  std::string device;           ///< e.g. "NVIDIA H100 80GB HBM3 (sm_90)", or "no GPU"
-  std::string gpu_timing;       ///< "on", or one line saying why CUDA-event timing is off
-  std::string activity_status;  ///< "on", or one line saying why CUPTI tracing is off
+  std::string device;  ///< e.g. "NVIDIA H100 80GB HBM3 (sm_90)", or "no GPU"
+  /// How calls' GPU time was measured: "on" (CUDA events), "on, ..." (events, with how: sampled,
+  /// timed by CUPTI), "projected: ..." (no events: each call's span of the GPU work CUPTI traced),
+  /// or one line saying why there is no GPU time.
+  std::string gpu_timing;
+  /// "on" when CUPTI traced every kind of record; "on, ..." when it traced with some kinds off
+  /// (by default the synchronization and memory records: "on, synchronizes and allocations seen by
+  /// callbacks, without their records (...)"); or one line saying why CUPTI tracing is off.
+  /// tracing_on() tells the two apart.
+  std::string activity_status;
   std::string counters_status{kCountersNotRequested};  ///< "on: ...", or why hardware counters are off
                                                        ///< (the table prints "off — <reason>")
   std::vector<std::string> notes;                      ///< other things a reader must know (bad options, ...)
@@ -354,6 +361,12 @@ struct Report {
 
   /// The range at `path` ("a/b/c"; "" is the root), or nullptr.
   [[nodiscard]] const RangeStats* find(std::string_view path) const;
+  /// Whether CUPTI traced this session's GPU work (activity_status "on" or "on, ..."): its kernels,
+  /// copies and sets are attributed to ranges. Compare with this, not with "on": the defaults'
+  /// status is "on, ...".
+  [[nodiscard]] bool tracing_on() const {
+    return activity_status == "on" || activity_status.rfind("on, ", 0) == 0;
+  }
   /// The root's children: the top-level ranges.
   [[nodiscard]] const RangeStats& root() const { return ranges.front(); }
 };

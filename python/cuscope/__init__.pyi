@@ -279,6 +279,7 @@ class Report:
     device: str
     gpu_timing: str
     activity_status: str
+    tracing_on: bool
     counters_status: str
     steps: int
     recorded_steps: int

@@ -276,6 +276,9 @@ class Report:
         lambda self: self._d["activity_status"],
         doc="'on'; 'on, ...' when records were left out (the defaults: 'on, synchronizes and allocations seen by "
             "callbacks, without their records (...)'); or why CUPTI is off.")
+    tracing_on = property(
+        lambda self: self._d["activity_status"] == "on" or self._d["activity_status"].startswith("on, "),
+        doc="Whether CUPTI traced the GPU work (activity_status 'on' or 'on, ...'): compare with this, not 'on'.")
     counters_status = property(lambda self: self._d["counters_status"], doc="Hardware counters' state.")
     steps = property(lambda self: self._d["steps"], doc="Steps marked with cuscope.step().")
     recorded_steps = property(lambda self: self._d["recorded_steps"], doc="Steps inside the active window.")

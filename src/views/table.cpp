@@ -404,7 +404,7 @@ std::string range_rows(const Report& report, const TableOptions& options) {
   std::array<std::size_t, kColumns> widths{};
   for (std::size_t i = 0; i < kColumns; ++i) widths[i] = views::display_width(kTitles[i]);
   for (std::size_t r = 0; r < listed; ++r) {
-    table.push_back(cells(rows[r], views::tracing_on(report)));
+    table.push_back(cells(rows[r], report.tracing_on()));
     for (std::size_t i = 0; i < kColumns; ++i) {
       widths[i] = std::max(widths[i], views::display_width(table.back()[i]));
     }

@@ -35,11 +35,12 @@ std::string diagnostics_line(const Diagnostics& d) {
 // cuscope's own processing of activity records, where it did any (a live session that traced).
 std::string own_work_line(const Diagnostics& d, std::uint64_t wall_ns) {
   if (d.activity_buffers == 0) return {};
-  std::string line = fmt::format("cuscope's own work: {} CUPTI buffer{} processed in {}", d.activity_buffers,
-                                 d.activity_buffers == 1 ? "" : "s", format_duration(d.activity_processing_ns));
+  std::string line =
+      fmt::format("cuscope's own work: {} CUPTI buffer{} processed in {}", d.activity_buffers,
+                  d.activity_buffers == 1 ? "" : "s", format_duration(d.activity_processing_ns));
   if (wall_ns != 0)
-    line += fmt::format(" ({:.2f}% of the wall time)", 100.0 * static_cast<double>(d.activity_processing_ns) /
-                                                           static_cast<double>(wall_ns));
+    line += fmt::format(" ({:.2f}% of the wall time)",
+                        100.0 * static_cast<double>(d.activity_processing_ns) / static_cast<double>(wall_ns));
   return line + "\n";
 }
 
@@ -52,10 +53,6 @@ std::string status_line(std::string_view what, std::string_view status) {
 }
 
 }  // namespace
-
-bool tracing_on(const Report& report) {
-  return report.activity_status == "on" || report.activity_status.rfind("on, ", 0) == 0;
-}
 
 std::string table_header(const Report& report) {
   std::string out = fmt::format("cuscope {} — device: {} — wall {} — steps {}/{}", version(), report.device,
@@ -74,7 +71,7 @@ std::string table_header(const Report& report) {
   if (report.counters_status.rfind("on", 0) == 0) {
     out += fmt::format("hardware counters: {}\n", report.counters_status);
   } else if (report.counters_status != kCountersNotRequested &&
-             (report.gpu_timing.rfind("on", 0) == 0 || tracing_on(report))) {
+             (report.gpu_timing.rfind("on", 0) == 0 || report.tracing_on())) {
     out += status_line("hardware counters", report.counters_status);
   }
   // A reason is printed once: notes repeating a status reason or an earlier note are left out.
@@ -101,7 +98,7 @@ std::string table_header(const Report& report) {
     busy_ns = report.root().total.gpu_busy_ns;
   }
   out += fmt::format("total: host {} in top-level ranges", format_duration(host_ns));
-  if (tracing_on(report)) {
+  if (report.tracing_on()) {
     out +=
         fmt::format(" — kernel time {} — GPU busy {}", format_duration(kernel_ns), format_duration(busy_ns));
   }

@@ -35,7 +35,7 @@ int check_attributed() {
   std::printf("exit_gpu: activity %s; exit_gpu_step kernels %llu of 3, %llu records not matched\n",
               r.activity_status.c_str(), kernels,
               static_cast<unsigned long long>(r.diagnostics.unresolved_records));
-  return r.activity_status == "on" && kernels == 3 && r.diagnostics.unresolved_records == 0 ? 0 : 1;
+  return r.tracing_on() && kernels == 3 && r.diagnostics.unresolved_records == 0 ? 0 : 1;
 }
 
 int reset_and_time() {

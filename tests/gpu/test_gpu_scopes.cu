@@ -51,7 +51,7 @@ TEST_CASE(
   const auto* r = report.find("auto_timed");
   REQUIRE(r != nullptr);
   INFO("activity: " << report.activity_status << "; GPU timing: " << report.gpu_timing);
-  if (report.activity_status == "on") {
+  if (report.tracing_on()) {
     CHECK(report.gpu_timing.rfind("projected: ", 0) == 0);
     CHECK(r->gpu.count == 0);
     REQUIRE(r->gpu_projected.count == 10);

@@ -1,4 +1,5 @@
 """cuscope.Report: the library's JSON view as Python objects, the table, the DataFrame."""
+import json
 import os
 import subprocess
 import sys
@@ -158,3 +159,27 @@ def test_gpu_time_without_events_is_the_projected_span():
     assert (counted.calls, counted.gpu.count, counted.gpu_projected.count) == (4, 0, 4)
     assert counted.gpu_time.total_ns == counted.gpu_projected.total_ns == 131008
     assert report.find("counted/three").gpu_time.total_ns == 42240
+
+
+class _Json:
+    """A native report's stand-in holding given JSON."""
+
+    def __init__(self, d):
+        self._json = json.dumps(d)
+
+    def json(self):
+        return self._json
+
+
+@pytest.mark.parametrize("status, traced", [
+    ("on", True),
+    ("on, synchronizes and allocations seen by callbacks, without their records "
+     "(CUSCOPE_SYNC_RECORDS=0, CUSCOPE_MEMORY_RECORDS=0)", True),  # the defaults' status
+    ("only the host: no CUDA driver", False),
+    ("disabled by option (CUSCOPE_ACTIVITIES=0)", False),
+    ("", False),
+])
+def test_tracing_on_is_true_for_both_on_forms_only(report, status, traced):
+    d = report.to_dict()
+    d["activity_status"] = status
+    assert Report(_Json(d)).tracing_on is traced
