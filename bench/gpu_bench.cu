@@ -78,6 +78,9 @@ int main(int argc, char** argv) {
   // The step under the minimal CUPTI client, cuscope off: what tracing kernels costs the step before
   // cuscope does anything, the floor under goal.defaults_step.
   std::vector<double> step_minimal;
+  // The same with copy and set records too: the floor of what cuscope's defaults trace (the step
+  // copies 1 MiB from pageable memory, which the kernels-only floor does not trace).
+  std::vector<double> step_minimal_copies;
   cuscope::Report traced;
   std::uint64_t traced_after_forced_flush = 0;
   // Kernels each traced loop attributed to its scopes, last round (of launches + kBatch).
@@ -136,6 +139,10 @@ int main(int argc, char** argv) {
         {"transformer.minimal_cupti",
          "transformer step, cuscope off, minimal CUPTI client (kernel records only: the floor of tracing)",
          step_minimal},
+        {"transformer.minimal_cupti_copies",
+         "transformer step, cuscope off, minimal CUPTI client with copy and set records (what the defaults "
+         "trace)",
+         step_minimal_copies},
         {"transformer.host_scopes", "transformer step, host-timed scopes only", step_host},
         {"transformer.events", "transformer step, scopes + CUDA events", step_events},
         {"transformer.tracing", "transformer step, scopes + CUPTI tracing", step_tracing},
@@ -218,6 +225,10 @@ int main(int argc, char** argv) {
         cuscope_bench::paired_ratio("paired.transformer.defaults_over_minimal_cupti",
                                     "paired: transformer step, cuscope's defaults / minimal CUPTI client",
                                     paired_step(step_defaults, step_minimal)));
+    s.measurements.push_back(cuscope_bench::paired_ratio(
+        "paired.transformer.defaults_over_minimal_cupti_copies",
+        "paired: transformer step, cuscope's defaults / minimal CUPTI client with copy and set records",
+        paired_step(step_defaults, step_minimal_copies)));
     s.measurements.push_back(cuscope_bench::paired_ratio(
         "paired.minimal_over_bare", "paired: minimal CUPTI / bare", paired_launch(kMinimalCupti, kBare)));
     s.measurements.push_back(cuscope_bench::paired_ratio(
@@ -378,6 +389,15 @@ int main(int argc, char** argv) {
               [] {
                 restart_session(false, EventTiming::off, false, 3);
                 MinimalCupti::start();
+              },
+              &MinimalCupti::stop);
+        },
+        [&] {
+          transformer(
+              "transformer.minimal_cupti_copies", step_minimal_copies,
+              [] {
+                restart_session(false, EventTiming::off, false, 3);
+                MinimalCupti::start(MinimalKinds::kernels_copies_sets);
               },
               &MinimalCupti::stop);
         },

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 
 namespace cuscope_bench {
 
@@ -12,16 +13,36 @@ std::string MinimalCupti::refusal(CUptiResult r, const char* call) {
   return std::string(call) + " failed: " + text;
 }
 
-std::string MinimalCupti::try_start() {
+std::string MinimalCupti::try_start(MinimalKinds kinds) {
   if (CUptiResult r = cuptiActivityRegisterCallbacks(&requested, &completed); r != CUPTI_SUCCESS)
     return refusal(r, "cuptiActivityRegisterCallbacks");
-  if (CUptiResult r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL); r != CUPTI_SUCCESS)
-    return refusal(r, "cuptiActivityEnable(CONCURRENT_KERNEL)");
+  struct Kind {
+    CUpti_ActivityKind kind;
+    const char* call;
+  };
+  static constexpr Kind kKernels[] = {
+      {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "cuptiActivityEnable(CONCURRENT_KERNEL)"}};
+  static constexpr Kind kAll[] = {
+      {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "cuptiActivityEnable(CONCURRENT_KERNEL)"},
+      {CUPTI_ACTIVITY_KIND_MEMCPY, "cuptiActivityEnable(MEMCPY)"},
+      {CUPTI_ACTIVITY_KIND_MEMCPY2, "cuptiActivityEnable(MEMCPY2)"},
+      {CUPTI_ACTIVITY_KIND_MEMSET, "cuptiActivityEnable(MEMSET)"}};
+  const bool all = kinds == MinimalKinds::kernels_copies_sets;
+  const Kind* first = all ? kAll : kKernels;
+  const Kind* last = all ? std::end(kAll) : std::end(kKernels);
+  for (const Kind* k = first; k != last; ++k) {
+    if (CUptiResult r = cuptiActivityEnable(k->kind); r != CUPTI_SUCCESS) {
+      for (CUpti_ActivityKind on : enabled_) cuptiActivityDisable(on);
+      enabled_.clear();
+      return refusal(r, k->call);
+    }
+    enabled_.push_back(k->kind);
+  }
   return {};
 }
 
-void MinimalCupti::start() {
-  if (const std::string why = try_start(); !why.empty()) {
+void MinimalCupti::start(MinimalKinds kinds) {
+  if (const std::string why = try_start(kinds); !why.empty()) {
     std::fprintf(stderr, "minimal CUPTI client: %s\n", why.c_str());
     std::exit(EXIT_FAILURE);
   }
@@ -29,10 +50,13 @@ void MinimalCupti::start() {
 
 void MinimalCupti::stop() {
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  if (CUptiResult r = cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL); r != CUPTI_SUCCESS) {
-    std::fprintf(stderr, "minimal CUPTI client: %s\n", refusal(r, "cuptiActivityDisable").c_str());
-    std::exit(EXIT_FAILURE);
+  for (CUpti_ActivityKind kind : enabled_) {
+    if (CUptiResult r = cuptiActivityDisable(kind); r != CUPTI_SUCCESS) {
+      std::fprintf(stderr, "minimal CUPTI client: %s\n", refusal(r, "cuptiActivityDisable").c_str());
+      std::exit(EXIT_FAILURE);
+    }
   }
+  enabled_.clear();
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 }
 

@@ -1,6 +1,7 @@
 // bench/minimal_cupti.hpp — the floor of CUPTI tracing, the anchor cuscope's cost is measured
-// against: a client that turns on CONCURRENT_KERNEL records only, no API records, callbacks or
-// correlation, and hands CUPTI's buffers back unread. The GPU bench switches it on around its
+// against: a client that turns on CONCURRENT_KERNEL records only (or, as the floor of what
+// cuscope's defaults trace, copy and set records too), no API records, callbacks or correlation,
+// and hands CUPTI's buffers back unread. The GPU bench switches it on around its
 // loops (gpu_bench.cu); minimal_cupti_inject.cpp makes it a CUDA injection library for programs
 // that do not link cuscope (torch_overhead.py's minimal_cupti).
 //
@@ -18,15 +19,20 @@
 
 namespace cuscope_bench {
 
+/// What the client traces: kernels (the floor of any tracer), or kernels, copies and sets (the
+/// kinds of GPU work cuscope's defaults trace: CONCURRENT_KERNEL, MEMCPY, MEMCPY2, MEMSET).
+enum class MinimalKinds { kernels, kernels_copies_sets };
+
 class MinimalCupti {
  public:
   static constexpr std::size_t kBufferBytes = 8u << 20;
-  /// Turns the client on; "" when it is on, else which CUPTI call refused and why.
-  static std::string try_start();
+  /// Turns the client on; "" when it is on, else which CUPTI call refused and why (what it had
+  /// turned on is turned off again).
+  static std::string try_start(MinimalKinds kinds = MinimalKinds::kernels);
   /// try_start(), exiting the program when CUPTI refuses (the bench: a floor it did not measure is
   /// no floor).
-  static void start();
-  /// Hands back every buffer (forced flush) and turns the kind off.
+  static void start(MinimalKinds kinds = MinimalKinds::kernels);
+  /// Hands back every buffer (forced flush) and turns the kinds off.
   static void stop();
 
  private:
@@ -36,6 +42,7 @@ class MinimalCupti {
 
   static inline std::mutex mutex_;
   static inline std::vector<std::uint8_t*> free_;
+  static inline std::vector<CUpti_ActivityKind> enabled_;  ///< by start(), for stop()
 };
 
 }  // namespace cuscope_bench
