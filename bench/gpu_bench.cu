@@ -376,6 +376,16 @@ int main(int argc, char** argv) {
       if (!keep) end_session();
       into.insert(into.end(), t.begin(), t.end());
     };
+    // The step with cuscope off under the minimal CUPTI client tracing `kinds`: a floor.
+    auto minimal_floor = [&](const char* key, std::vector<double>& into, MinimalKinds kinds) {
+      transformer(
+          key, into,
+          [kinds] {
+            restart_session(false, EventTiming::off, false, 3);
+            MinimalCupti::start(kinds);
+          },
+          &MinimalCupti::stop);
+    };
     // The step's configurations, rotated round by round as the launch loops are; transformer.with
     // runs last in every round (its report is the notes').
     const std::function<void()> sessions[] = {
@@ -383,23 +393,10 @@ int main(int argc, char** argv) {
           transformer("transformer.without", step_without,
                       [] { restart_session(false, EventTiming::off, false, 3); });
         },
+        [&] { minimal_floor("transformer.minimal_cupti", step_minimal, MinimalKinds::kernels); },
         [&] {
-          transformer(
-              "transformer.minimal_cupti", step_minimal,
-              [] {
-                restart_session(false, EventTiming::off, false, 3);
-                MinimalCupti::start();
-              },
-              &MinimalCupti::stop);
-        },
-        [&] {
-          transformer(
-              "transformer.minimal_cupti_copies", step_minimal_copies,
-              [] {
-                restart_session(false, EventTiming::off, false, 3);
-                MinimalCupti::start(MinimalKinds::kernels_copies_sets);
-              },
-              &MinimalCupti::stop);
+          minimal_floor("transformer.minimal_cupti_copies", step_minimal_copies,
+                        MinimalKinds::kernels_copies_sets);
         },
         [&] {
           transformer("transformer.host_scopes", step_host,
