@@ -79,9 +79,19 @@ inline Tally take_tally(bool keep_next) {
 }
 
 /// CUDA_EVENT records with device timestamps; a refusal is printed, not fatal (its rows then say so).
-inline void enable_event_records() {
-  const CUptiResult ts = cuptiActivityEnableCudaEventDeviceTimestamps(1);
-  const CUptiResult kind = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CUDA_EVENT);
+/// `kind_first`: the kind, then the timestamps, in cuscope's order (producers/cupti/adapter.cpp
+/// start_event_clock); else the timestamps first, as these probes did on 2026-11-26 and 27, when
+/// event_record_costs.cu (turning them on in a live context) got no CUDA_EVENT record at all and
+/// cuscope, in a live context too, got them.
+inline void enable_event_records(bool kind_first = false) {
+  CUptiResult ts = CUPTI_SUCCESS, kind = CUPTI_SUCCESS;
+  if (kind_first) {
+    kind = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CUDA_EVENT);
+    ts = cuptiActivityEnableCudaEventDeviceTimestamps(1);
+  } else {
+    ts = cuptiActivityEnableCudaEventDeviceTimestamps(1);
+    kind = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CUDA_EVENT);
+  }
   static bool told = false;
   if ((ts == CUPTI_SUCCESS && kind == CUPTI_SUCCESS) || told) return;
   told = true;
