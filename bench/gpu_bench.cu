@@ -85,6 +85,7 @@ int main(int argc, char** argv) {
   std::uint64_t traced_after_forced_flush = 0;
   // Kernels each traced loop attributed to its scopes, last round (of launches + kBatch).
   std::uint64_t attributed[kLaunchConfigCount] = {};
+  std::uint64_t event_timed[kLaunchConfigCount] = {};       // and the calls timed by CUDA events
   cuscope::Diagnostics diagnosed[kLaunchConfigCount] = {};  // and their reports' diagnostics
   // Each round's order of the launch configurations: rotated round by round (rotated_order), with
   // --minimal-last the minimal client pinned last and the others rotated.
@@ -295,7 +296,8 @@ int main(int argc, char** argv) {
                   std::to_string(d.zero_timestamp_records) + ", dropped " +
                   std::to_string(d.dropped_records) + ", outside window " +
                   std::to_string(d.outside_window_records) + ", CUDA-event failures " +
-                  std::to_string(d.gpu_event_failures) + ");";
+                  std::to_string(d.gpu_event_failures) + ", calls timed by events " +
+                  std::to_string(event_timed[c]) + ");";
     }
     s.notes.push_back(per_loop);
     if (!launch[kFullTracing].empty() && launched_kernels != expected_kernels) {  // measured, and short
@@ -339,6 +341,7 @@ int main(int argc, char** argv) {
       if (cfg.activities) {
         cuscope::Report r = cuscope::snapshot();
         attributed[c] = attributed_kernels(r);
+        event_timed[c] = event_timed_calls(r);
         diagnosed[c] = r.diagnostics;
         if (c == kFullTracing) {
           traced = std::move(r);

@@ -91,6 +91,14 @@ std::uint64_t attributed_kernels(const cuscope::Report& r) {
   return n;
 }
 
+std::uint64_t event_timed_calls(const cuscope::Report& r) {
+  std::uint64_t n = 0;
+  for (const char* name : {"launch", "launch_batch"}) {
+    if (const cuscope::RangeStats* l = r.find(name)) n += l->gpu.count;
+  }
+  return n;
+}
+
 double event_ns(cudaStream_t s, int pairs, bool scope) {
   cudaEvent_t a = nullptr, b = nullptr;
   BENCH_CUDA(cudaEventCreate(&a));

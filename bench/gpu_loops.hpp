@@ -43,6 +43,9 @@ enum class Wrap { None, ScopePerLaunch, ScopePerBatch };
 double launch_ns(cudaStream_t s, int launches, Wrap wrap, bool step_per_batch);
 /// Kernels a launch loop's report attributes to its scopes ("launch" or "launch_batch").
 std::uint64_t attributed_kernels(const cuscope::Report& r);
+/// Calls of the same ranges that got a CUDA-event time (gpu.count): with events on, every call
+/// once its pair resolved; under CUSCOPE_EVENT_TIMESTAMPS=cupti, once CUPTI's records came.
+std::uint64_t event_timed_calls(const cuscope::Report& r);
 /// Host nanoseconds per pair of bare cudaEventRecord calls, or per empty scope with CUDA events.
 double event_ns(cudaStream_t s, int pairs, bool scope);
 /// Step times (ns) of `steps` transformer steps after `warmup` untimed ones.
