@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""CI's guard of what an H100 showed: replays traces recorded there (tests/data/gpu/README.md)
-through `cuscope json` and `cuscope show`, and asserts the attribution the GPU run reported, exactly.
+"""CI's guard of what an H100 and an H200 showed: replays traces recorded there
+(tests/data/gpu/README.md) through `cuscope json` and `cuscope show`, and asserts the attribution the
+GPU run reported, exactly.
 
 usage: check_replay.py CUSCOPE_CLI DATA_DIR
 """
@@ -10,11 +11,15 @@ import sys
 
 # Per trace: the diagnostics that must be zero, then {range path: {field: value}}. Fields: calls,
 # self_kernels / kernels (inclusive) / kernel_ns / busy_ns (inclusive), htod/dtoh/dtod bytes (self),
-# memset_bytes, syncs (self), graph ({capture-time path: kernels}). Kernel counts are known from the
-# programs' code (tests/gpu/*.cu, cuda/transformer_demo.cu); times are the H100's, replayed exactly.
+# memset_count / memset_bytes, syncs / sync_ns, alloc_count / alloc_bytes / free_count / free_bytes /
+# peak_bytes (self), events (calls timed by CUDA events), projected / projected_ns (calls with a
+# projected span, its total), sync_finding (the range has the synchronization finding), graph
+# ({capture-time path: kernels}). Counts are known from the programs' code (tests/gpu/*.cu,
+# cuda/transformer_demo.cu); times are the recording GPU's, replayed exactly.
 MUST_BE_ZERO = ["dropped_records", "zero_timestamp_records", "unresolved_records", "unknown_records",
                 "graph_kernels_unknown_node", "incomplete_at_exit", "trace_records_dropped",
-                "graph_kernels_after_update", "graph_exec_updates_unmapped"]
+                "graph_kernels_after_update", "graph_exec_updates_unmapped", "launch_notes_lost",
+                "allocations_untracked", "gpu_event_failures"]
 
 EXPECT = {
     # cuscope_demo, 20 steps after 3 warm-up steps (its phase table: 13 kernels a step, 5 of them
@@ -79,9 +84,10 @@ EXPECT = {
     },
 }
 
-# Traces that name their device (those written before 177fcb7 by a test session, ended by a reset
-# rather than at exit, do not).
-EXPECT_DEVICE = {"h100-graph-exec-update.cuscope": "NVIDIA H100 80GB HBM3 (sm_90)"}
+# The report's own fields per trace: device (those written before 177fcb7 by a test session, ended
+# by a reset rather than at exit, name none), gpu_timing, activity_status, and diagnostics that must
+# have a given value.
+EXPECT_REPORT = {"h100-graph-exec-update.cuscope": dict(device="NVIDIA H100 80GB HBM3 (sm_90)")}
 
 # `cuscope show` of the demo: the total line (the H100 run's table said "GPU busy 0 ns": fixed).
 SHOW_DEMO_TOTAL = "total: host 10.5 ms in top-level ranges — kernel time 1.76 ms — GPU busy 1.76 ms"
@@ -99,7 +105,18 @@ def field(r, name):
         "dtoh": lambda: s["memcpy"]["DtoH"]["bytes"],
         "dtod": lambda: s["memcpy"]["DtoD"]["bytes"],
         "memset_bytes": lambda: s["memset_bytes"],
+        "memset_count": lambda: s["memset_count"],
         "syncs": lambda: s["sync_count"],
+        "sync_ns": lambda: s["sync_ns"],
+        "alloc_count": lambda: s["alloc_count"],
+        "alloc_bytes": lambda: s["alloc_bytes"],
+        "free_count": lambda: s["free_count"],
+        "free_bytes": lambda: s["free_bytes"],
+        "peak_bytes": lambda: s["peak_bytes"],
+        "events": lambda: r["gpu"]["count"],
+        "projected": lambda: r["gpu_projected"]["count"],
+        "projected_ns": lambda: r["gpu_projected"]["total_ns"],
+        "sync_finding": lambda: any(f["id"] == "synchronization" for f in r["findings"]),
         "graph": lambda: {g["path"]: g["kernel_calls"] for g in r["graph"]},
     }[name]()
 
@@ -146,8 +163,13 @@ def main():
         for d in MUST_BE_ZERO:
             if report["diagnostics"].get(d, 0) != 0:
                 fail(f"{trace}: diagnostics.{d} = {report['diagnostics'][d]}, not 0")
-        if trace in EXPECT_DEVICE and report["device"] != EXPECT_DEVICE[trace]:
-            fail(f"{trace}: device '{report['device']}', not '{EXPECT_DEVICE[trace]}'")
+        for name, want in EXPECT_REPORT.get(trace, {}).items():
+            if name == "diagnostics":
+                for d, n in want.items():
+                    if report["diagnostics"][d] != n:
+                        fail(f"{trace}: diagnostics.{d} = {report['diagnostics'][d]}, not {n}")
+            elif report[name] != want:
+                fail(f"{trace}: {name} '{report[name]}', not '{want}'")
         by_path = {r["path"]: r for r in report["ranges"][1:]}
         for rpath, fields in ranges.items():
             r = by_path.get(rpath)
@@ -162,7 +184,7 @@ def main():
         one_op, both = check_projected(trace, report["ranges"][1:], fail)
         one_op_ranges += one_op
         both_ranges += both
-    # The projected span (gpu_projected) against what the H100 measured otherwise.
+    # The projected span (gpu_projected) against what the GPUs measured otherwise.
     print(f"check_replay: projected span equals kernel time in {one_op_ranges} one-kernel ranges, "
           f"is within the CUDA-event time in {both_ranges} ranges timed both ways")
     if one_op_ranges == 0 or both_ranges == 0:
