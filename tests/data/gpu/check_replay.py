@@ -21,6 +21,8 @@ MUST_BE_ZERO = ["dropped_records", "zero_timestamp_records", "unresolved_records
                 "graph_kernels_after_update", "graph_exec_updates_unmapped", "launch_notes_lost",
                 "allocations_untracked", "gpu_event_failures"]
 
+H200_PAGE = 2 << 20  # the H200's cuMemGetAllocationGranularity (minimum), the VMM test's page
+
 EXPECT = {
     # cuscope_demo, 20 steps after 3 warm-up steps (its phase table: 13 kernels a step, 5 of them
     # its own, 8 cuBLAS).
@@ -82,12 +84,27 @@ EXPECT = {
     "h100-hundred-threads.cuscope": {
         "threaded": dict(calls=100, kernels=1000, kernel_ns=903636),
     },
+    # The H200's, launch attribution (tests/data/gpu/README.md). "mapped memory: each cuMemMap an
+    # allocation at its address, each cuMemUnmap its free": 4 pages of the granularity (2 MiB) mapped
+    # and set in grow, unmapped in shrink, seen by callbacks (no memory records); warm_up's kernel
+    # and its and settled()'s synchronizes outside.
+    "h200-vmm.cuscope": {
+        "grow": dict(calls=1, kernels=0, alloc_count=4, alloc_bytes=4 * H200_PAGE, peak_bytes=4 * H200_PAGE,
+                     memset_count=1, memset_bytes=4 * H200_PAGE, free_count=0),
+        "shrink": dict(calls=1, kernels=0, free_count=4, free_bytes=4 * H200_PAGE, alloc_count=0),
+        "(unscoped)": dict(kernels=1, syncs=2),
+    },
 }
 
 # The report's own fields per trace: device (those written before 177fcb7 by a test session, ended
 # by a reset rather than at exit, name none), gpu_timing, activity_status, and diagnostics that must
 # have a given value.
-EXPECT_REPORT = {"h100-graph-exec-update.cuscope": dict(device="NVIDIA H100 80GB HBM3 (sm_90)")}
+H200 = "NVIDIA H200 (sm_90)"
+EXPECT_REPORT = {
+    "h100-graph-exec-update.cuscope": dict(device="NVIDIA H100 80GB HBM3 (sm_90)"),
+    "h200-vmm.cuscope": dict(device=H200, activity_status="on, allocations seen by callbacks, without memory "
+                             "records (CUSCOPE_MEMORY_RECORDS=0)"),
+}
 
 # `cuscope show` of the demo: the total line (the H100 run's table said "GPU busy 0 ns": fixed).
 SHOW_DEMO_TOTAL = "total: host 10.5 ms in top-level ranges — kernel time 1.76 ms — GPU busy 1.76 ms"
