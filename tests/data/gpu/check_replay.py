@@ -94,16 +94,29 @@ EXPECT = {
         "shrink": dict(calls=1, kernels=0, free_count=4, free_bytes=4 * H200_PAGE, alloc_count=0),
         "(unscoped)": dict(kernels=1, syncs=2),
     },
+    # "without synchronization and memory records, kernels stay exact and the rest is left out"
+    # (CUSCOPE_SYNC_RECORDS=0, CUSCOPE_MEMORY_RECORDS=0): 100 times a kernel on each of two streams,
+    # one 1 MiB set, the two stream synchronizes, the allocation and its free seen by callbacks.
+    "h200-lean.cuscope": {
+        "lean": dict(calls=1, kernels=200, kernel_ns=123477, memset_count=1, memset_bytes=1 << 20, syncs=2,
+                     sync_ns=5673, alloc_count=1, alloc_bytes=1 << 20, free_count=1, free_bytes=1 << 20,
+                     peak_bytes=1 << 20),
+        "(unscoped)": dict(kernels=1, syncs=2),
+    },
 }
 
 # The report's own fields per trace: device (those written before 177fcb7 by a test session, ended
 # by a reset rather than at exit, name none), gpu_timing, activity_status, and diagnostics that must
 # have a given value.
 H200 = "NVIDIA H200 (sm_90)"
+# The activity status without synchronization and memory records, under launch attribution.
+SEEN_BY_CALLBACKS = ("on, synchronizes and allocations seen by callbacks, without their records "
+                     "(CUSCOPE_SYNC_RECORDS=0, CUSCOPE_MEMORY_RECORDS=0)")
 EXPECT_REPORT = {
     "h100-graph-exec-update.cuscope": dict(device="NVIDIA H100 80GB HBM3 (sm_90)"),
     "h200-vmm.cuscope": dict(device=H200, activity_status="on, allocations seen by callbacks, without memory "
                              "records (CUSCOPE_MEMORY_RECORDS=0)"),
+    "h200-lean.cuscope": dict(device=H200, activity_status=SEEN_BY_CALLBACKS),
 }
 
 # `cuscope show` of the demo: the total line (the H100 run's table said "GPU busy 0 ns": fixed).
