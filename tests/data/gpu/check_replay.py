@@ -103,6 +103,14 @@ EXPECT = {
                      peak_bytes=1 << 20),
         "(unscoped)": dict(kernels=1, syncs=2),
     },
+    # "under the defaults a loop that waits for the GPU every step gets the synchronization finding":
+    # 10 steps of one 0.2 ms kernel and a stream synchronize seen by its callback, timed by projected
+    # spans (one kernel a step: its kernel's time).
+    "h200-sync-finding.cuscope": {
+        "waits_each_step": dict(calls=10, kernels=10, kernel_ns=2006003, syncs=10, sync_ns=2044924, sync_finding=True,
+                                events=0, projected=10, projected_ns=2006003),
+        "(unscoped)": dict(kernels=1, syncs=2),
+    },
 }
 
 # The report's own fields per trace: device (those written before 177fcb7 by a test session, ended
@@ -112,11 +120,15 @@ H200 = "NVIDIA H200 (sm_90)"
 # The activity status without synchronization and memory records, under launch attribution.
 SEEN_BY_CALLBACKS = ("on, synchronizes and allocations seen by callbacks, without their records "
                      "(CUSCOPE_SYNC_RECORDS=0, CUSCOPE_MEMORY_RECORDS=0)")
+# GPU timing under CUSCOPE_EVENTS=auto where CUPTI traces: projected spans, no CUDA events.
+PROJECTED = ("projected: each call's span of GPU work as CUPTI traces it, no CUDA events (CUSCOPE_EVENTS=auto; "
+             "'always' adds them)")
 EXPECT_REPORT = {
     "h100-graph-exec-update.cuscope": dict(device="NVIDIA H100 80GB HBM3 (sm_90)"),
     "h200-vmm.cuscope": dict(device=H200, activity_status="on, allocations seen by callbacks, without memory "
                              "records (CUSCOPE_MEMORY_RECORDS=0)"),
     "h200-lean.cuscope": dict(device=H200, activity_status=SEEN_BY_CALLBACKS),
+    "h200-sync-finding.cuscope": dict(device=H200, gpu_timing=PROJECTED, activity_status=SEEN_BY_CALLBACKS),
 }
 
 # `cuscope show` of the demo: the total line (the H100 run's table said "GPU busy 0 ns": fixed).
