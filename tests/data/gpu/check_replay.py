@@ -111,6 +111,13 @@ EXPECT = {
                                 events=0, projected=10, projected_ns=2006003),
         "(unscoped)": dict(kernels=1, syncs=2),
     },
+    # "CUSCOPE_EVENTS=auto: where CUPTI traces, scopes record no CUDA events; GPU time is the projected
+    # span": 10 scopes of two 0.2 ms kernels on one stream, the warm-up kernel and one synchronize
+    # outside.
+    "h200-events-auto.cuscope": {
+        "auto_timed": dict(calls=10, kernels=20, kernel_ns=4027346, events=0, projected=10, projected_ns=4037266),
+        "(unscoped)": dict(kernels=1, syncs=1),
+    },
 }
 
 # The report's own fields per trace: device (those written before 177fcb7 by a test session, ended
@@ -129,6 +136,7 @@ EXPECT_REPORT = {
                              "records (CUSCOPE_MEMORY_RECORDS=0)"),
     "h200-lean.cuscope": dict(device=H200, activity_status=SEEN_BY_CALLBACKS),
     "h200-sync-finding.cuscope": dict(device=H200, gpu_timing=PROJECTED, activity_status=SEEN_BY_CALLBACKS),
+    "h200-events-auto.cuscope": dict(device=H200, gpu_timing=PROJECTED, activity_status="on"),
 }
 
 # `cuscope show` of the demo: the total line (the H100 run's table said "GPU busy 0 ns": fixed).
