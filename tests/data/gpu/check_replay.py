@@ -12,9 +12,9 @@ import sys
 # Per trace: the diagnostics that must be zero, then {range path: {field: value}}. Fields: calls,
 # self_kernels / kernels (inclusive) / kernel_ns / busy_ns (inclusive), htod/dtoh/dtod bytes (self),
 # memset_count / memset_bytes, syncs / sync_ns, alloc_count / alloc_bytes / free_count / free_bytes /
-# peak_bytes (self), events (calls timed by CUDA events), projected / projected_ns (calls with a
-# projected span, its total), sync_finding (the range has the synchronization finding), graph
-# ({capture-time path: kernels}). Counts are known from the programs' code (tests/gpu/*.cu,
+# peak_bytes (self), events / events_ns (calls timed by CUDA events, their total), projected /
+# projected_ns (calls with a projected span, its total), sync_finding (the range has the
+# synchronization finding), graph ({capture-time path: kernels}). Counts are known from the programs' code (tests/gpu/*.cu,
 # cuda/transformer_demo.cu); times are the recording GPU's, replayed exactly.
 MUST_BE_ZERO = ["dropped_records", "zero_timestamp_records", "unresolved_records", "unknown_records",
                 "graph_kernels_unknown_node", "incomplete_at_exit", "trace_records_dropped",
@@ -118,6 +118,13 @@ EXPECT = {
         "auto_timed": dict(calls=10, kernels=20, kernel_ns=4027346, events=0, projected=10, projected_ns=4037266),
         "(unscoped)": dict(kernels=1, syncs=1),
     },
+    # "a one-kernel scope timed by CUPTI's event timestamps agrees with its kernel time"
+    # (CUSCOPE_EVENT_TIMESTAMPS=cupti): 5 scopes of one 2 ms kernel, each timed by its events' device
+    # timestamps; outside, the warm-up kernel, spin_kernel's first launch and the 5 ms kernel.
+    "h200-event-timestamps.cuscope": {
+        "single": dict(calls=5, kernels=5, kernel_ns=10003612, events=5, events_ns=10016604),
+        "(unscoped)": dict(kernels=3, kernel_ns=5002093),
+    },
 }
 
 # The report's own fields per trace: device (those written before 177fcb7 by a test session, ended
@@ -137,6 +144,8 @@ EXPECT_REPORT = {
     "h200-lean.cuscope": dict(device=H200, activity_status=SEEN_BY_CALLBACKS),
     "h200-sync-finding.cuscope": dict(device=H200, gpu_timing=PROJECTED, activity_status=SEEN_BY_CALLBACKS),
     "h200-events-auto.cuscope": dict(device=H200, gpu_timing=PROJECTED, activity_status="on"),
+    "h200-event-timestamps.cuscope": dict(device=H200, activity_status="on",
+                                          gpu_timing="on, device timestamps from CUPTI (CUSCOPE_EVENT_TIMESTAMPS=cupti)"),
 }
 
 # `cuscope show` of the demo: the total line (the H100 run's table said "GPU busy 0 ns": fixed).
@@ -164,6 +173,7 @@ def field(r, name):
         "free_bytes": lambda: s["free_bytes"],
         "peak_bytes": lambda: s["peak_bytes"],
         "events": lambda: r["gpu"]["count"],
+        "events_ns": lambda: r["gpu"]["total_ns"],
         "projected": lambda: r["gpu_projected"]["count"],
         "projected_ns": lambda: r["gpu_projected"]["total_ns"],
         "sync_finding": lambda: any(f["id"] == "synchronization" for f in r["findings"]),
