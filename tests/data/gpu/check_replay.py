@@ -14,8 +14,9 @@ import sys
 # memset_count / memset_bytes, syncs / sync_ns, alloc_count / alloc_bytes / free_count / free_bytes /
 # peak_bytes (self), events / events_ns (calls timed by CUDA events, their total), projected /
 # projected_ns (calls with a projected span, its total), sync_finding (the range has the
-# synchronization finding), graph ({capture-time path: kernels}). Counts are known from the programs' code (tests/gpu/*.cu,
-# cuda/transformer_demo.cu); times are the recording GPU's, replayed exactly.
+# synchronization finding), graph ({capture-time path: kernels}). Counts are known from the
+# programs' code (tests/gpu/*.cu, cuda/transformer_demo.cu); times are the recording GPU's, replayed
+# exactly.
 MUST_BE_ZERO = ["dropped_records", "zero_timestamp_records", "unresolved_records", "unknown_records",
                 "graph_kernels_unknown_node", "incomplete_at_exit", "trace_records_dropped",
                 "graph_kernels_after_update", "graph_exec_updates_unmapped", "launch_notes_lost",
@@ -107,8 +108,8 @@ EXPECT = {
     # 10 steps of one 0.2 ms kernel and a stream synchronize seen by its callback, timed by projected
     # spans (one kernel a step: its kernel's time).
     "h200-sync-finding.cuscope": {
-        "waits_each_step": dict(calls=10, kernels=10, kernel_ns=2006003, syncs=10, sync_ns=2044924, sync_finding=True,
-                                events=0, projected=10, projected_ns=2006003),
+        "waits_each_step": dict(calls=10, kernels=10, kernel_ns=2006003, syncs=10, sync_ns=2044924,
+                                sync_finding=True, events=0, projected=10, projected_ns=2006003),
         "(unscoped)": dict(kernels=1, syncs=2),
     },
     # "CUSCOPE_EVENTS=auto: where CUPTI traces, scopes record no CUDA events; GPU time is the projected
@@ -144,8 +145,9 @@ EXPECT_REPORT = {
     "h200-lean.cuscope": dict(device=H200, activity_status=SEEN_BY_CALLBACKS),
     "h200-sync-finding.cuscope": dict(device=H200, gpu_timing=PROJECTED, activity_status=SEEN_BY_CALLBACKS),
     "h200-events-auto.cuscope": dict(device=H200, gpu_timing=PROJECTED, activity_status="on"),
-    "h200-event-timestamps.cuscope": dict(device=H200, activity_status="on",
-                                          gpu_timing="on, device timestamps from CUPTI (CUSCOPE_EVENT_TIMESTAMPS=cupti)"),
+    "h200-event-timestamps.cuscope": dict(
+        device=H200, activity_status="on",
+        gpu_timing="on, device timestamps from CUPTI (CUSCOPE_EVENT_TIMESTAMPS=cupti)"),
 }
 
 # `cuscope show` of the demo: the total line (the H100 run's table said "GPU busy 0 ns": fixed).
