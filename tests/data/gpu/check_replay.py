@@ -126,6 +126,15 @@ EXPECT = {
         "single": dict(calls=5, kernels=5, kernel_ns=10003612, events=5, events_ns=10016604),
         "(unscoped)": dict(kernels=3, kernel_ns=5002093),
     },
+    # "a conditional node's body kernels: counted as graph kernels without their launch": 10 launches
+    # of a graph whose if-node body holds one kernel. As on the H100 (CUDA 13.0), the body's 10 kernel
+    # records came with correlation id 0 and no launch: graph_kernels_no_launch, in no range.
+    "h200-conditional.cuscope": {
+        "run": dict(calls=10, kernels=0, events=10, graph={}),
+        "loop": dict(calls=1, kernels=0),
+        "loop/body": dict(calls=1, kernels=0),
+        "(unscoped)": dict(kernels=0, syncs=1),
+    },
 }
 
 # The report's own fields per trace: device (those written before 177fcb7 by a test session, ended
@@ -148,6 +157,7 @@ EXPECT_REPORT = {
     "h200-event-timestamps.cuscope": dict(
         device=H200, activity_status="on",
         gpu_timing="on, device timestamps from CUPTI (CUSCOPE_EVENT_TIMESTAMPS=cupti)"),
+    "h200-conditional.cuscope": dict(device=H200, diagnostics=dict(graph_kernels_no_launch=10)),
 }
 
 # `cuscope show` of the demo: the total line (the H100 run's table said "GPU busy 0 ns": fixed).
