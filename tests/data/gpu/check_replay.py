@@ -135,6 +135,14 @@ EXPECT = {
         "loop/body": dict(calls=1, kernels=0),
         "(unscoped)": dict(kernels=0, syncs=1),
     },
+    # "a graph built by hand takes the scope open at each cudaGraphAddKernelNode, replayed from another
+    # thread": two kernel nodes added in build/node_a and build, 10 replays in worker on another thread.
+    "h200-graph-by-hand.cuscope": {
+        "worker": dict(calls=10, kernels=20, kernel_ns=15968, graph={"build/node_a": 10, "build": 10}),
+        "build": dict(calls=1, kernels=0),
+        "build/node_a": dict(calls=1, kernels=0),
+        "(unscoped)": dict(kernels=0, syncs=2),
+    },
 }
 
 # The report's own fields per trace: device (those written before 177fcb7 by a test session, ended
@@ -158,6 +166,7 @@ EXPECT_REPORT = {
         device=H200, activity_status="on",
         gpu_timing="on, device timestamps from CUPTI (CUSCOPE_EVENT_TIMESTAMPS=cupti)"),
     "h200-conditional.cuscope": dict(device=H200, diagnostics=dict(graph_kernels_no_launch=10)),
+    "h200-graph-by-hand.cuscope": dict(device=H200),
 }
 
 # `cuscope show` of the demo: the total line (the H100 run's table said "GPU busy 0 ns": fixed).
