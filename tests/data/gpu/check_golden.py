@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Guards the model against unintended change: replays every H100 trace here through
+"""Guards the model against unintended change: replays every trace here (H100 and H200) through
 `cuscope json` and compares the JSON, byte for byte, with the report committed in golden/ when the
 model was last changed on purpose. A diff prints the first differing lines of each report.
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""CI's guard of what an H100 showed: replays traces recorded there (tests/data/gpu/README.md)
-through `cuscope json` and `cuscope show`, and asserts the attribution the GPU run reported, exactly.
+"""CI's guard of what an H100 and an H200 showed: replays traces recorded there
+(tests/data/gpu/README.md) through `cuscope json` and `cuscope show`, and asserts the attribution the
+GPU run reported, exactly.
 
 usage: check_replay.py CUSCOPE_CLI DATA_DIR
 """
@@ -10,11 +11,18 @@ import sys
 
 # Per trace: the diagnostics that must be zero, then {range path: {field: value}}. Fields: calls,
 # self_kernels / kernels (inclusive) / kernel_ns / busy_ns (inclusive), htod/dtoh/dtod bytes (self),
-# memset_bytes, syncs (self), graph ({capture-time path: kernels}). Kernel counts are known from the
-# programs' code (tests/gpu/*.cu, cuda/transformer_demo.cu); times are the H100's, replayed exactly.
+# memset_count / memset_bytes, syncs / sync_ns, alloc_count / alloc_bytes / free_count / free_bytes /
+# peak_bytes (self), events / events_ns (calls timed by CUDA events, their total), projected /
+# projected_ns (calls with a projected span, its total), sync_finding (the range has the
+# synchronization finding), graph ({capture-time path: kernels}). Counts are known from the
+# programs' code (tests/gpu/*.cu, cuda/transformer_demo.cu); times are the recording GPU's, replayed
+# exactly.
 MUST_BE_ZERO = ["dropped_records", "zero_timestamp_records", "unresolved_records", "unknown_records",
                 "graph_kernels_unknown_node", "incomplete_at_exit", "trace_records_dropped",
-                "graph_kernels_after_update", "graph_exec_updates_unmapped"]
+                "graph_kernels_after_update", "graph_exec_updates_unmapped", "launch_notes_lost",
+                "allocations_untracked", "gpu_event_failures"]
+
+H200_PAGE = 2 << 20  # the H200's cuMemGetAllocationGranularity (minimum), the VMM test's page
 
 EXPECT = {
     # cuscope_demo, 20 steps after 3 warm-up steps (its phase table: 13 kernels a step, 5 of them
@@ -77,11 +85,89 @@ EXPECT = {
     "h100-hundred-threads.cuscope": {
         "threaded": dict(calls=100, kernels=1000, kernel_ns=903636),
     },
+    # The H200's, launch attribution (tests/data/gpu/README.md). "mapped memory: each cuMemMap an
+    # allocation at its address, each cuMemUnmap its free": 4 pages of the granularity (2 MiB) mapped
+    # and set in grow, unmapped in shrink, seen by callbacks (no memory records); warm_up's kernel
+    # and its and settled()'s synchronizes outside.
+    "h200-vmm.cuscope": {
+        "grow": dict(calls=1, kernels=0, alloc_count=4, alloc_bytes=4 * H200_PAGE, peak_bytes=4 * H200_PAGE,
+                     memset_count=1, memset_bytes=4 * H200_PAGE, free_count=0),
+        "shrink": dict(calls=1, kernels=0, free_count=4, free_bytes=4 * H200_PAGE, alloc_count=0),
+        "(unscoped)": dict(kernels=1, syncs=2),
+    },
+    # "without synchronization and memory records, kernels stay exact and the rest is left out"
+    # (CUSCOPE_SYNC_RECORDS=0, CUSCOPE_MEMORY_RECORDS=0): 100 times a kernel on each of two streams,
+    # one 1 MiB set, the two stream synchronizes, the allocation and its free seen by callbacks.
+    "h200-lean.cuscope": {
+        "lean": dict(calls=1, kernels=200, kernel_ns=123477, memset_count=1, memset_bytes=1 << 20, syncs=2,
+                     sync_ns=5673, alloc_count=1, alloc_bytes=1 << 20, free_count=1, free_bytes=1 << 20,
+                     peak_bytes=1 << 20),
+        "(unscoped)": dict(kernels=1, syncs=2),
+    },
+    # "under the defaults a loop that waits for the GPU every step gets the synchronization finding":
+    # 10 steps of one 0.2 ms kernel and a stream synchronize seen by its callback, timed by projected
+    # spans (one kernel a step: its kernel's time).
+    "h200-sync-finding.cuscope": {
+        "waits_each_step": dict(calls=10, kernels=10, kernel_ns=2006003, syncs=10, sync_ns=2044924,
+                                sync_finding=True, events=0, projected=10, projected_ns=2006003),
+        "(unscoped)": dict(kernels=1, syncs=2),
+    },
+    # "CUSCOPE_EVENTS=auto: where CUPTI traces, scopes record no CUDA events; GPU time is the projected
+    # span": 10 scopes of two 0.2 ms kernels on one stream, the warm-up kernel and one synchronize
+    # outside.
+    "h200-events-auto.cuscope": {
+        "auto_timed": dict(calls=10, kernels=20, kernel_ns=4027346, events=0, projected=10, projected_ns=4037266),
+        "(unscoped)": dict(kernels=1, syncs=1),
+    },
+    # "a one-kernel scope timed by CUPTI's event timestamps agrees with its kernel time"
+    # (CUSCOPE_EVENT_TIMESTAMPS=cupti): 5 scopes of one 2 ms kernel, each timed by its events' device
+    # timestamps; outside, the warm-up kernel, spin_kernel's first launch and the 5 ms kernel.
+    "h200-event-timestamps.cuscope": {
+        "single": dict(calls=5, kernels=5, kernel_ns=10003612, events=5, events_ns=10016604),
+        "(unscoped)": dict(kernels=3, kernel_ns=5002093),
+    },
+    # "a conditional node's body kernels: counted as graph kernels without their launch": 10 launches
+    # of a graph whose if-node body holds one kernel. As on the H100 (CUDA 13.0), the body's 10 kernel
+    # records came with correlation id 0 and no launch: graph_kernels_no_launch, in no range.
+    "h200-conditional.cuscope": {
+        "run": dict(calls=10, kernels=0, events=10, graph={}),
+        "loop": dict(calls=1, kernels=0),
+        "loop/body": dict(calls=1, kernels=0),
+        "(unscoped)": dict(kernels=0, syncs=1),
+    },
+    # "a graph built by hand takes the scope open at each cudaGraphAddKernelNode, replayed from another
+    # thread": two kernel nodes added in build/node_a and build, 10 replays in worker on another thread.
+    "h200-graph-by-hand.cuscope": {
+        "worker": dict(calls=10, kernels=20, kernel_ns=15968, graph={"build/node_a": 10, "build": 10}),
+        "build": dict(calls=1, kernels=0),
+        "build/node_a": dict(calls=1, kernels=0),
+        "(unscoped)": dict(kernels=0, syncs=2),
+    },
 }
 
-# Traces that name their device (those written before 177fcb7 by a test session, ended by a reset
-# rather than at exit, do not).
-EXPECT_DEVICE = {"h100-graph-exec-update.cuscope": "NVIDIA H100 80GB HBM3 (sm_90)"}
+# The report's own fields per trace: device (those written before 177fcb7 by a test session, ended
+# by a reset rather than at exit, name none), gpu_timing, activity_status, and diagnostics that must
+# have a given value.
+H200 = "NVIDIA H200 (sm_90)"
+# The activity status without synchronization and memory records, under launch attribution.
+SEEN_BY_CALLBACKS = ("on, synchronizes and allocations seen by callbacks, without their records "
+                     "(CUSCOPE_SYNC_RECORDS=0, CUSCOPE_MEMORY_RECORDS=0)")
+# GPU timing under CUSCOPE_EVENTS=auto where CUPTI traces: projected spans, no CUDA events.
+PROJECTED = ("projected: each call's span of GPU work as CUPTI traces it, no CUDA events (CUSCOPE_EVENTS=auto; "
+             "'always' adds them)")
+EXPECT_REPORT = {
+    "h100-graph-exec-update.cuscope": dict(device="NVIDIA H100 80GB HBM3 (sm_90)"),
+    "h200-vmm.cuscope": dict(device=H200, activity_status="on, allocations seen by callbacks, without memory "
+                             "records (CUSCOPE_MEMORY_RECORDS=0)"),
+    "h200-lean.cuscope": dict(device=H200, activity_status=SEEN_BY_CALLBACKS),
+    "h200-sync-finding.cuscope": dict(device=H200, gpu_timing=PROJECTED, activity_status=SEEN_BY_CALLBACKS),
+    "h200-events-auto.cuscope": dict(device=H200, gpu_timing=PROJECTED, activity_status="on"),
+    "h200-event-timestamps.cuscope": dict(
+        device=H200, activity_status="on",
+        gpu_timing="on, device timestamps from CUPTI (CUSCOPE_EVENT_TIMESTAMPS=cupti)"),
+    "h200-conditional.cuscope": dict(device=H200, diagnostics=dict(graph_kernels_no_launch=10)),
+    "h200-graph-by-hand.cuscope": dict(device=H200),
+}
 
 # `cuscope show` of the demo: the total line (the H100 run's table said "GPU busy 0 ns": fixed).
 SHOW_DEMO_TOTAL = "total: host 10.5 ms in top-level ranges — kernel time 1.76 ms — GPU busy 1.76 ms"
@@ -99,7 +185,19 @@ def field(r, name):
         "dtoh": lambda: s["memcpy"]["DtoH"]["bytes"],
         "dtod": lambda: s["memcpy"]["DtoD"]["bytes"],
         "memset_bytes": lambda: s["memset_bytes"],
+        "memset_count": lambda: s["memset_count"],
         "syncs": lambda: s["sync_count"],
+        "sync_ns": lambda: s["sync_ns"],
+        "alloc_count": lambda: s["alloc_count"],
+        "alloc_bytes": lambda: s["alloc_bytes"],
+        "free_count": lambda: s["free_count"],
+        "free_bytes": lambda: s["free_bytes"],
+        "peak_bytes": lambda: s["peak_bytes"],
+        "events": lambda: r["gpu"]["count"],
+        "events_ns": lambda: r["gpu"]["total_ns"],
+        "projected": lambda: r["gpu_projected"]["count"],
+        "projected_ns": lambda: r["gpu_projected"]["total_ns"],
+        "sync_finding": lambda: any(f["id"] == "synchronization" for f in r["findings"]),
         "graph": lambda: {g["path"]: g["kernel_calls"] for g in r["graph"]},
     }[name]()
 
@@ -146,8 +244,13 @@ def main():
         for d in MUST_BE_ZERO:
             if report["diagnostics"].get(d, 0) != 0:
                 fail(f"{trace}: diagnostics.{d} = {report['diagnostics'][d]}, not 0")
-        if trace in EXPECT_DEVICE and report["device"] != EXPECT_DEVICE[trace]:
-            fail(f"{trace}: device '{report['device']}', not '{EXPECT_DEVICE[trace]}'")
+        for name, want in EXPECT_REPORT.get(trace, {}).items():
+            if name == "diagnostics":
+                for d, n in want.items():
+                    if report["diagnostics"][d] != n:
+                        fail(f"{trace}: diagnostics.{d} = {report['diagnostics'][d]}, not {n}")
+            elif report[name] != want:
+                fail(f"{trace}: {name} '{report[name]}', not '{want}'")
         by_path = {r["path"]: r for r in report["ranges"][1:]}
         for rpath, fields in ranges.items():
             r = by_path.get(rpath)
@@ -162,7 +265,7 @@ def main():
         one_op, both = check_projected(trace, report["ranges"][1:], fail)
         one_op_ranges += one_op
         both_ranges += both
-    # The projected span (gpu_projected) against what the H100 measured otherwise.
+    # The projected span (gpu_projected) against what the GPUs measured otherwise.
     print(f"check_replay: projected span equals kernel time in {one_op_ranges} one-kernel ranges, "
           f"is within the CUDA-event time in {both_ranges} ranges timed both ways")
     if one_op_ranges == 0 or both_ranges == 0:
