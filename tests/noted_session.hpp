@@ -1,6 +1,7 @@
 // A started session as CUPTI tracing with launch callbacks leaves it, without CUPTI: what the
 // launch and call notes tests (test_launch_notes.cpp, test_call_notes.cpp) note into, drain and
-// read back. Never here: a GPU, or a session left behind past its case.
+// read back. Never here: a GPU (hidden where there is one: WithoutGpu), or a session left behind
+// past its case.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,7 @@ inline void no_push(std::uint64_t) noexcept {}
 inline void no_pop() noexcept {}
 
 struct NotedSession {
+  WithoutGpu no_gpu;  // before the session: no real CUPTI, no CUDA events beside the fakes
   Session session;
   explicit NotedSession(const cuscope::Options& o = quiet_options()) : session(o) {
     cuscope::detail::trace_with_fake_cupti_for_testing(no_push, no_pop, true);  // the hooks mark own calls

@@ -6,6 +6,7 @@
 #include <cuscope/cuscope.hpp>
 #include <string>
 
+#include "producers/cuda_probe.hpp"
 #include "session/session.hpp"
 
 namespace cuscope_test {
@@ -47,6 +48,23 @@ inline cuscope::Options traced_if_asked(cuscope::Options o) {
 #endif
   return o;
 }
+
+// While alive, a session that starts finds no GPU, whatever this machine has: it starts no CUPTI and
+// records no CUDA events. For cases that feed the session fakes only (CUPTI's records, callbacks or
+// hooks played by the test): on a machine with a GPU, real CUPTI tracing and CUDA events beside the
+// fakes would add their own flags, records and processing to what the case counts. Make it before
+// the Session (tests/fake_cuda.hpp is the other way round: a GPU that is not there).
+struct WithoutGpu {
+  cuscope::detail::GpuProbe probe;
+  WithoutGpu() {
+    probe.device = "no GPU";
+    probe.reason = "no GPU (hidden from this test case: tests/session_fixture.hpp, WithoutGpu)";
+    cuscope::detail::set_gpu_probe_for_testing(&probe);
+  }
+  ~WithoutGpu() { cuscope::detail::set_gpu_probe_for_testing(nullptr); }
+  WithoutGpu(const WithoutGpu&) = delete;
+  WithoutGpu& operator=(const WithoutGpu&) = delete;
+};
 
 struct Session {
   explicit Session(const cuscope::Options& o = quiet_options(), bool start = true) {

@@ -1,7 +1,8 @@
 // cuscope's own processing of CUPTI's activity records (Diagnostics::activity_buffers,
 // activity_processing_ns): counted per buffer the session takes, timed around the work, in the
 // report, its JSON and the table's header. CUPTI-free: buffers are built by tests/cupti_buffer.hpp
-// and handed over as the buffer callback hands them (take_buffer()).
+// and handed over as the buffer callback hands them (take_buffer()), in sessions that find no GPU
+// (WithoutGpu: on a machine with one, real CUPTI's buffers would count too).
 // Never: a timed bound that a slow machine could break (times are checked against the wall time
 // measured around the same calls, not against a constant).
 #include <catch2/catch.hpp>
@@ -24,6 +25,7 @@ using cuscope_test::table_kit::header_line;
 }  // namespace
 
 TEST_CASE("each buffer a session takes counts as cuscope's own work, timed within the call", "[cupti]") {
+  cuscope_test::WithoutGpu no_gpu;
   cuscope_test::Session session;
   cuscope::detail::Session& sink = cuscope::detail::session();
   CuptiBuffer first;
@@ -46,6 +48,7 @@ TEST_CASE("each buffer a session takes counts as cuscope's own work, timed withi
 }
 
 TEST_CASE("an empty buffer still counts as one taken", "[cupti]") {
+  cuscope_test::WithoutGpu no_gpu;
   cuscope_test::Session session;
   CuptiBuffer empty;
   cuscope::detail::take_buffer(cuscope::detail::session(), empty.data(), 0, 0);
@@ -54,6 +57,7 @@ TEST_CASE("an empty buffer still counts as one taken", "[cupti]") {
 
 TEST_CASE("a session that took no buffer reports no own work and the header says nothing of it",
           "[cupti][table]") {
+  cuscope_test::WithoutGpu no_gpu;
   cuscope_test::Session session;
   const cuscope::Report r = cuscope::snapshot();
   CHECK(r.diagnostics.activity_buffers == 0);

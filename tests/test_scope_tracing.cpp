@@ -34,6 +34,7 @@ void fake_pop() noexcept {
 }
 
 struct TracedSession {
+  cuscope_test::WithoutGpu no_gpu;  // before the session: no real CUPTI, no CUDA events beside the fakes
   cuscope_test::Session session;
   Hooks hooks;
   TracedSession() {
@@ -59,8 +60,8 @@ TEST_CASE("a traced session's scopes push their instance at entry and pop it at 
           "[scopes][tracing]") {
   TracedSession t;
   using cuscope::detail::g_flags;
-  // CUSCOPE_EVENTS=always, but no GPU here: the flags are the recording and the correlation only,
-  // the mode the common path takes.
+  // CUSCOPE_EVENTS=always, but no GPU (hidden where there is one): the flags are the recording and
+  // the correlation only, the mode the common path takes.
   CHECK(g_flags.load() ==
         (cuscope::detail::kRecording | cuscope::detail::kInstances | cuscope::detail::kCorrelation));
   constexpr int kCalls = 1000;
