@@ -1,6 +1,7 @@
 // The trace file itself: its layout (header, end record), the reader on bad input (one line each,
-// every prefix truncated, a Memcpy record of an older version or with bad kinds), the bound on the
-// file's size, and the threads' rings (full rings drop, never block; many threads at once).
+// every prefix truncated, a Memcpy record of an older version or with bad kinds, a summary without
+// its own-work tail), the bound on the file's size, and the threads' rings (full rings drop, never
+// block; many threads at once).
 //
 // Never: a session or a GPU; never a trace file left behind.
 #include <fmt/format.h>
@@ -395,4 +396,40 @@ TEST_CASE(
     CHECK(error == "malformed: a memcpy record at byte 24");
   }
   std::remove(path.c_str());
+}
+
+TEST_CASE("the summary carries cuscope's own processing, and a trace from before it replays it as 0", "[trace]") {
+  Recorded rec("own_work.cuscope");
+  rec.begin("step", 10);
+  rec.end(1, 20);
+  trace::Summary summary;
+  summary.activity_buffers = 3;
+  summary.activity_processing_ns = 4'567;
+  REQUIRE(rec.writer->close(summary));
+  const std::string good = read_file(rec.path);
+  Report replayed;
+  std::string error;
+  REQUIRE(trace::replay_file(rec.path, &replayed, &error));
+  CHECK(replayed.diagnostics.activity_buffers == 3);
+  CHECK(replayed.diagnostics.activity_processing_ns == 4'567);
+  CHECK(cuscope::format_table(replayed).find("cuscope's own work: 3 CUPTI buffers processed in 4.57 µs") !=
+        std::string::npos);
+
+  // The same file as written before the tail: the summary record 16 bytes shorter.
+  const std::size_t at = offset_of(good, trace::RecordType::Summary);
+  std::uint32_t size = 0;
+  std::memcpy(&size, good.data() + at + 4, 4);
+  const std::uint32_t older = size - 16;
+  std::string old = good.substr(0, at + 4);
+  old.append(reinterpret_cast<const char*>(&older), 4);
+  old += good.substr(at + trace::kRecordHeaderBytes, older);
+  old += good.substr(at + trace::kRecordHeaderBytes + size);
+  write_file(rec.path, old);
+  Report before;
+  REQUIRE(trace::replay_file(rec.path, &before, &error));
+  CHECK(before.diagnostics.activity_buffers == 0);
+  CHECK(before.diagnostics.activity_processing_ns == 0);
+  CHECK(cuscope::format_table(before).find("cuscope's own work") == std::string::npos);
+  CHECK(before.find("step") != nullptr);
+  std::remove(rec.path.c_str());
 }

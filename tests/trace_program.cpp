@@ -48,9 +48,8 @@ int main(int argc, char** argv) {
   o.json_path = argv[2];
   o.output_path = argv[3];
   o.warmup_steps = 1;  // the first step runs traced and is left out, in the trace as in the report
-  // No real CUPTI and no CUDA events, on a machine with a GPU too: the run is the buffers below.
-  // Real tracing would add cuscope's own processing of its deliveries to the live report, which a
-  // trace does not carry, and the JSON report would no longer equal the replay's.
+  // No real CUPTI and no CUDA events, on a machine with a GPU too: the run is the buffers below, and
+  // real tracing would add its own deliveries and their processing to what the checks count.
   o.activities = false;
   o.gpu_events = false;
   cuscope::start(o);

@@ -440,6 +440,9 @@ bool Reader::dispatch(RecordType type, Decoder& d, Visitor& v, std::string* erro
         for (std::uint64_t* x : {&s.unmatched_span_ends, &s.spans_dropped, &s.spans_cut})
           *x = d.get<std::uint64_t>();
       }
+      if (!d.failed() && d.left() > 0) {  // cuscope's own processing (absent in older files)
+        for (std::uint64_t* x : {&s.activity_buffers, &s.activity_processing_ns}) *x = d.get<std::uint64_t>();
+      }
       if (!d.done()) return false;
       v.summary(s);
       return true;

@@ -169,6 +169,9 @@ class Replay final : public Visitor {
     d.adjusted_names = s.adjusted_names;
     d.name_table_full = s.name_table_full;
     d.activity_buffers_refused += s.refused_buffers;
+    // The live session's own processing: a replay does none of its own that a report should show.
+    d.activity_buffers = s.activity_buffers;
+    d.activity_processing_ns = s.activity_processing_ns;
     d.trace_records_dropped = dropped_ + s.spans_cut;
     r.spans = s.spans;
     d.unmatched_span_ends = s.unmatched_span_ends;

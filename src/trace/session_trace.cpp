@@ -108,6 +108,8 @@ void close_trace(Session& s, const Report& r) noexcept {
     sum.spans = r.spans;
     sum.unmatched_span_ends = r.diagnostics.unmatched_span_ends;
     sum.spans_dropped = r.diagnostics.spans_dropped;
+    sum.activity_buffers = r.diagnostics.activity_buffers;
+    sum.activity_processing_ns = r.diagnostics.activity_processing_ns;
     if (!g_active->close(sum))
       warn_once(fmt::format("the trace '{}' could not be written completely", *g_path));
   } catch (...) {
