@@ -87,14 +87,14 @@ int main(int argc, char** argv) {
   std::uint64_t attributed[kLaunchConfigCount] = {};
   std::uint64_t event_timed[kLaunchConfigCount] = {};       // and the calls timed by CUDA events
   cuscope::Diagnostics diagnosed[kLaunchConfigCount] = {};  // and their reports' diagnostics
-  // Each round's order of the launch configurations: rotated round by round (rotated_order), with
-  // --minimal-last the minimal client pinned last and the others rotated.
+  // Each round's order of the launch configurations (round_order), with --minimal-last the minimal
+  // client pinned last and the others in that order.
   auto launch_order = [&](int round) {
     std::vector<int> others;
     for (int c = 0; c < kLaunchConfigCount; ++c)
       if (!(args.minimal_last && c == kMinimalCupti)) others.push_back(c);
     std::vector<int> order;
-    for (const int i : cuscope_bench::rotated_order(static_cast<int>(others.size()), round))
+    for (const int i : cuscope_bench::round_order(static_cast<int>(others.size()), round))
       order.push_back(others[static_cast<std::size_t>(i)]);
     if (args.minimal_last) order.push_back(kMinimalCupti);
     return order;
@@ -270,7 +270,7 @@ int main(int argc, char** argv) {
         "round's loop, median over the rounds; cv is over the rounds. Step times: median over every step.",
         "ratio: the ratio of those medians. paired: each round's ratio (of the round's loop means, or of its",
         "step medians), then the median over the rounds, with the rounds' range; the targets read these.",
-        "The configurations run in an order that turns by one place each round.",
+        "The configurations run in an order that changes each round (a Williams design, bench/README.md).",
         "Full tracing = cuscope's defaults: CUDA events and CUPTI tracing, one scope per launch.",
         "Last full-tracing loop: activity " + traced.activity_status + "; " +
             std::to_string(launched_kernels) + " kernels attributed to 'launch', " +
@@ -389,7 +389,7 @@ int main(int argc, char** argv) {
           },
           &MinimalCupti::stop);
     };
-    // The step's configurations, rotated round by round as the launch loops are; transformer.with
+    // The step's configurations, in round_order as the launch loops are; transformer.with
     // runs last in every round (its report is the notes').
     const std::function<void()> sessions[] = {
         [&] {
@@ -439,7 +439,7 @@ int main(int argc, char** argv) {
           });
         }};
     constexpr int kSessions = sizeof sessions / sizeof sessions[0];
-    for (const int i : cuscope_bench::rotated_order(kSessions, round)) sessions[i]();
+    for (const int i : cuscope_bench::round_order(kSessions, round)) sessions[i]();
     // Last: its report is the notes' "last transformer run".
     transformer(
         "transformer.with", step_with, [] { restart_session(true, EventTiming::always, true, 3); }, nullptr,

@@ -98,12 +98,21 @@ inline Measurement paired_ratio(std::string key, std::string label, const std::v
   return m;
 }
 
-/// The order of `n` interleaved configurations in round `round`: 0..n-1 turned left by `round`, so
-/// that each configuration takes each place in turn and none always follows the same one (a fixed
-/// order puts a configuration's cost on the next, or a warm-up effect on the first).
-inline std::vector<int> rotated_order(int n, int round) {
-  std::vector<int> order(static_cast<std::size_t>(std::max(n, 0)));
-  for (int i = 0; i < n; ++i) order[static_cast<std::size_t>(i)] = (i + round % n) % n;
+/// The order of `n` interleaved configurations in round `round`, a Williams design (the rows of a
+/// balanced Latin square): place j holds (round + w[j]) mod n, w = 0, 1, n-1, 2, n-2, ... Over n
+/// rounds each configuration takes each place once, and the one before it changes from round to
+/// round (over 5 rounds of 10 or 11, at least 4 different ones). A fixed order puts a warm-up effect
+/// on the first and each configuration's after-effects on the same next one every round; a merely
+/// rotated order keeps every neighbour but one.
+inline std::vector<int> round_order(int n, int round) {
+  std::vector<int> order;
+  if (n <= 0) return order;
+  std::vector<int> w{0};
+  for (int k = 1; static_cast<int>(w.size()) < n; ++k) {
+    w.push_back(k);
+    if (static_cast<int>(w.size()) < n) w.push_back(n - k);
+  }
+  for (const int x : w) order.push_back((round % n + x) % n);
   return order;
 }
 

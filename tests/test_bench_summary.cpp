@@ -1,10 +1,11 @@
 // tests/test_bench_summary.cpp — the benchmarks' statistics and output (bench/summary.hpp): each
-// round's ratio of two interleaved configurations and their median and range, the order that
-// turns round by round, and the range column and JSON keys that appear only where a value has one.
+// round's ratio of two interleaved configurations and their median and range, each round's order of
+// the configurations, and the range column and JSON keys that appear only where a value has one.
 // Never times anything: the inputs are written here.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -40,17 +41,36 @@ TEST_CASE("bench: a paired ratio is the median of the rounds' ratios, with their
   CHECK(std::isnan(none.high));
 }
 
-TEST_CASE("bench: the order turns by one place a round, each configuration in each place once", "[bench]") {
-  CHECK(cuscope_bench::rotated_order(4, 0) == std::vector<int>{0, 1, 2, 3});
-  CHECK(cuscope_bench::rotated_order(4, 1) == std::vector<int>{1, 2, 3, 0});
-  CHECK(cuscope_bench::rotated_order(4, 3) == std::vector<int>{3, 0, 1, 2});
-  CHECK(cuscope_bench::rotated_order(4, 5) == cuscope_bench::rotated_order(4, 1));
-  CHECK(cuscope_bench::rotated_order(0, 2).empty());
-  for (int place = 0; place < 5; ++place) {
-    std::vector<int> seen;
-    for (int round = 0; round < 5; ++round) seen.push_back(cuscope_bench::rotated_order(5, round)[place]);
-    std::sort(seen.begin(), seen.end());
-    CHECK(seen == std::vector<int>{0, 1, 2, 3, 4});
+TEST_CASE("bench: each round's order puts each configuration in each place once, after changing ones",
+          "[bench]") {
+  // w = 0, 1, 3, 2 for four: round r holds r + w mod 4.
+  CHECK(cuscope_bench::round_order(4, 0) == std::vector<int>{0, 1, 3, 2});
+  CHECK(cuscope_bench::round_order(4, 1) == std::vector<int>{1, 2, 0, 3});
+  CHECK(cuscope_bench::round_order(4, 5) == cuscope_bench::round_order(4, 1));
+  CHECK(cuscope_bench::round_order(11, 0) == std::vector<int>{0, 1, 10, 2, 9, 3, 8, 4, 7, 5, 6});
+  CHECK(cuscope_bench::round_order(1, 3) == std::vector<int>{0});
+  CHECK(cuscope_bench::round_order(0, 2).empty());
+  for (const int n : {5, 10, 11}) {
+    for (int place = 0; place < n; ++place) {  // over n rounds, every configuration in every place
+      std::vector<int> seen;
+      for (int round = 0; round < n; ++round) seen.push_back(cuscope_bench::round_order(n, round)[place]);
+      std::sort(seen.begin(), seen.end());
+      std::vector<int> all(static_cast<std::size_t>(n));
+      for (int i = 0; i < n; ++i) all[static_cast<std::size_t>(i)] = i;
+      CHECK(seen == all);
+    }
+  }
+  // The bench's 11 launch loops over gpu-check's 5 rounds: each configuration comes after at least 4
+  // different ones (a rotated order gave 6 of them the same one in every round).
+  std::vector<std::set<int>> before(11);
+  for (int round = 0; round < 5; ++round) {
+    const std::vector<int> order = cuscope_bench::round_order(11, round);
+    for (std::size_t i = 1; i < order.size(); ++i)
+      before[static_cast<std::size_t>(order[i])].insert(order[i - 1]);
+  }
+  for (int c = 0; c < 11; ++c) {
+    INFO("configuration " << c);
+    CHECK(before[static_cast<std::size_t>(c)].size() >= 4);
   }
 }
 

@@ -117,7 +117,9 @@ struct Summary {
   std::uint64_t unmatched_span_ends = 0, spans_dropped = 0, spans_cut = 0;
   /// cuscope's own processing of CUPTI's records in the live session (Diagnostics::activity_buffers,
   /// activity_processing_ns): a second optional tail, after the spans' (files from before
-  /// 2026-11-27 lack it and read as 0, as their replays always showed).
+  /// 2026-11-27 lack it and read as 0, as their replays always showed). A reader older than a tail
+  /// refuses the summary that has it ("malformed"), as with the spans' tail: the version stays 1, and
+  /// a trace is read by the cuscope that wrote it or a newer one.
   std::uint64_t activity_buffers = 0, activity_processing_ns = 0;
 };
 inline constexpr std::size_t kMaxSummarySpans = 1024;

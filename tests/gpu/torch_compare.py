@@ -244,8 +244,9 @@ SYNC_HOST_SHARE = 0.05
 
 def check_item_syncs(path, steps, label):
     """The .item() in step/loss under cuscope's defaults: one synchronization per step there, none
-    elsewhere in the step, and step/loss's synchronization finding present exactly when the waits
-    take at least SYNC_HOST_SHARE of its host time. Prints one line; True when so."""
+    elsewhere in the step, their waits timed (more than 0 ns), and step/loss's synchronization
+    finding present exactly when the waits take at least SYNC_HOST_SHARE of its host time. Prints
+    one line; True when so."""
     with open(path) as f:
         rep = json.load(f)
     ranges = {r["path"]: r for r in rep["ranges"] if r["path"]}
@@ -259,7 +260,9 @@ def check_item_syncs(path, steps, label):
     share = loss["self"]["sync_ns"] / host_ns if host_ns else 0.0
     due = share >= SYNC_HOST_SHARE
     finding = any(f["id"] == "synchronization" for f in loss.get("findings", []))
-    ok = own == steps and in_step == steps and finding == due
+    # The waits themselves must be timed: with none (0 ns) the finding would never be due, and the
+    # check would hold for the wrong reason.
+    ok = own == steps and in_step == steps and loss["self"]["sync_ns"] > 0 and finding == due
     print(f"{'ok' if ok else 'FAIL'} {label}: step/loss synchronizations {own} (expected {steps}, one .item() a step), "
           f"in all of step {in_step}, synchronization finding {'present' if finding else 'absent'} "
           f"(the waits took {share:.1%} of step/loss's host time: "

@@ -1,7 +1,8 @@
 """tests/gpu/torch_compare.py's .item() check without a GPU: check_item_syncs() on reports written
 here, in the shape of cuscope's JSON (docs/json-schema.md): it passes exactly when step/loss holds one
-synchronization per step, the step none elsewhere, and step/loss carries the synchronization finding
-exactly when its waits take 5% of its host time or more (the rule's threshold, both ways).
+synchronization per step, the step none elsewhere, the waits timed, and step/loss carries the
+synchronization finding exactly when its waits take 5% of its host time or more (the rule's
+threshold, both ways).
 """
 import json
 import os
@@ -53,6 +54,12 @@ def test_no_finding_passes_where_the_waits_stay_under_the_threshold(tmp_path, ca
     out = capsys.readouterr().out
     assert out.startswith("ok Python API:")
     assert "synchronization finding absent (the waits took 5.0% of step/loss's host time: not due at 5%)" in out
+
+
+def test_untimed_waits_fail_though_no_finding_is_due(tmp_path, capsys):
+    # 20 synchronizations of 0 ns: the finding is rightly absent, but the waits were not timed.
+    assert not compare.check_item_syncs(report(tmp_path, 20, 20, finding=False, sync_ns=0), 20, "cuscope run")
+    assert capsys.readouterr().out.startswith("FAIL cuscope run: step/loss synchronizations 20 (expected 20")
 
 
 def test_a_finding_under_the_threshold_fails(tmp_path, capsys):

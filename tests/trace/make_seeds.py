@@ -71,6 +71,17 @@ def all_records():
     return out
 
 
+def summary_with_tails():
+    """A summary with both optional tails: the NVTX spans' (none, and its three counts) and cuscope's
+    own processing (buffers, ns), as writers since 2026-11-27 write it."""
+    summary = s("NVIDIA H200 (sm_90)") + s("projected") + s("on") + s("not requested") + s("TSC")
+    summary += struct.pack("<I", 0)
+    summary += struct.pack("<dddd", 0, 0, 0, 0) + s("") + struct.pack("<14Q", 1, 1, 400, *([0] * 11))
+    summary += struct.pack("<I", 0) + struct.pack("<3Q", 0, 0, 0)
+    summary += struct.pack("<2Q", 3, 4567)
+    return header() + record(16, summary) + record(17, struct.pack("<Q", 0))
+
+
 def main():
     corpus = os.path.join(HERE, "corpus")
     os.makedirs(corpus, exist_ok=True)
@@ -78,6 +89,7 @@ def main():
     seeds = {
         "all_records.cuscope": full,
         "empty_trace.cuscope": header() + record(17, struct.pack("<Q", 0)),
+        "summary_tails.cuscope": summary_with_tails(),
         "truncated.cuscope": full[: len(full) // 2],
         "version2.cuscope": header(2) + record(17, struct.pack("<Q", 0)),
         "not_a_trace.json": b'{"traceEvents": []}\n',
