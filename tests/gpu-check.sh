@@ -16,7 +16,8 @@ readonly DEPS_DIR=.gpu-deps
 readonly BUILD_DIR=build/gpu-check
 # Raw CUDA/CUPTI probes (docs/validation/probes, no cuscope), built with nvcc alone and run first.
 readonly PROBE_DIR=docs/validation/probes
-readonly PROBES=(event_record_costs event_device_timestamps launch_attribution launch_callbacks sync_alloc_callbacks)
+readonly PROBES=(event_record_costs event_device_timestamps launch_attribution launch_callbacks sync_alloc_callbacks
+  copy_tracing_costs)
 
 usage() {
   cat <<'EOF'
