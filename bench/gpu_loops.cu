@@ -32,6 +32,16 @@ std::uint64_t now_ns() {
 // model's tables, for threads that may still point into it).
 bool g_ended = false;
 
+// `field` summed over the launch loops' ranges (a scope per launch, or per batch).
+template <class Field>
+std::uint64_t over_loop_ranges(const cuscope::Report& r, Field field) {
+  std::uint64_t n = 0;
+  for (const char* name : {"launch", "launch_batch"}) {
+    if (const cuscope::RangeStats* l = r.find(name)) n += field(*l);
+  }
+  return n;
+}
+
 }  // namespace
 
 void end_session() {
@@ -84,19 +94,11 @@ double launch_ns(cudaStream_t s, int launches, Wrap wrap, bool step_per_batch) {
 }
 
 std::uint64_t attributed_kernels(const cuscope::Report& r) {
-  std::uint64_t n = 0;
-  for (const char* name : {"launch", "launch_batch"}) {
-    if (const cuscope::RangeStats* l = r.find(name)) n += l->self.kernel_calls;
-  }
-  return n;
+  return over_loop_ranges(r, [](const cuscope::RangeStats& l) { return l.self.kernel_calls; });
 }
 
 std::uint64_t event_timed_calls(const cuscope::Report& r) {
-  std::uint64_t n = 0;
-  for (const char* name : {"launch", "launch_batch"}) {
-    if (const cuscope::RangeStats* l = r.find(name)) n += l->gpu.count;
-  }
-  return n;
+  return over_loop_ranges(r, [](const cuscope::RangeStats& l) { return l.gpu.count; });
 }
 
 double event_ns(cudaStream_t s, int pairs, bool scope) {

@@ -16,8 +16,9 @@ readonly DEPS_DIR=.gpu-deps
 readonly BUILD_DIR=build/gpu-check
 # Raw CUDA/CUPTI probes (docs/validation/probes, no cuscope), built with nvcc alone and run first.
 readonly PROBE_DIR=docs/validation/probes
-readonly PROBES=(event_record_costs event_device_timestamps launch_attribution launch_callbacks sync_alloc_callbacks
-  copy_tracing_costs)
+# Which of them, in order: docs/validation/probes/probes.txt, which the CTest build of the probes reads too.
+mapfile -t PROBES < <(grep -v '^#' "$(dirname "${BASH_SOURCE[0]}")/../$PROBE_DIR/probes.txt" | grep .)
+readonly PROBES
 
 usage() {
   cat <<'EOF'
@@ -53,7 +54,7 @@ usage: tests/gpu-check.sh [--probes | --fetch-deps | --help]
                 TORCH_OVERHEAD_CONFIGS its configurations (default: bare, cuscope, torch_profiler,
                 python_api and minimal_cupti where built; bench/torch_overhead.py lists all). Uses
                 .gpu-deps/ when it exists.
-  --probes      Only the probes: build the docs/validation/probes/<name>.cu of PROBES side by side
+  --probes      Only the probes: build the probes that docs/validation/probes/probes.txt lists side by side
                 with nvcc (no CMake; probes/build.sh), then run each, one section each, into the
                 same log (about a minute to build, well under a minute each to run on an H100).
   --fetch-deps  On the Debian development machine: apt-get download the packages the build needs
