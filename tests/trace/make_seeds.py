@@ -25,6 +25,14 @@ def event(kind, slot, arg, ns, value):
     return struct.pack("<IIQQ", kind | (slot << 8), arg, ns, value)
 
 
+def summary_head(device, gpu_timing, activity, notes, clock="CLOCK_MONOTONIC"):
+    """A Summary record's payload up to its optional tails: statuses, notes, peaks (none), 1 step of
+    1 recorded, 400 ns of wall time, the session's other counts 0."""
+    out = s(device) + s(gpu_timing) + s(activity) + s("not requested") + s(clock)
+    out += struct.pack("<I", len(notes)) + b"".join(s(n) for n in notes)
+    return out + struct.pack("<dddd", 0, 0, 0, 0) + s("") + struct.pack("<14Q", 1, 1, 400, *([0] * 11))
+
+
 def all_records():
     instance = (1 << 48) | 1
     out = header()
@@ -63,10 +71,7 @@ def all_records():
     out += record(15, struct.pack("<QQB", 1310, 1, 1))
     out += record(14, b"")
     out += record(18, struct.pack("<QIII", 5000, 2, 3, 3))
-    summary = s("no GPU") + s("off") + s("off") + s("not requested") + s("CLOCK_MONOTONIC")
-    summary += struct.pack("<I", 1) + s("a note")
-    summary += struct.pack("<dddd", 0, 0, 0, 0) + s("") + struct.pack("<14Q", 1, 1, 400, *([0] * 11))
-    out += record(16, summary)
+    out += record(16, summary_head("no GPU", "off", "off", ["a note"]))
     out += record(17, struct.pack("<Q", 0))
     return out
 
@@ -74,9 +79,7 @@ def all_records():
 def summary_with_tails():
     """A summary with both optional tails: the NVTX spans' (none, and its three counts) and cuscope's
     own processing (buffers, ns), as writers since 2026-11-27 write it."""
-    summary = s("NVIDIA H200 (sm_90)") + s("projected") + s("on") + s("not requested") + s("TSC")
-    summary += struct.pack("<I", 0)
-    summary += struct.pack("<dddd", 0, 0, 0, 0) + s("") + struct.pack("<14Q", 1, 1, 400, *([0] * 11))
+    summary = summary_head("NVIDIA H200 (sm_90)", "projected", "on", [], clock="TSC")
     summary += struct.pack("<I", 0) + struct.pack("<3Q", 0, 0, 0)
     summary += struct.pack("<2Q", 3, 4567)
     return header() + record(16, summary) + record(17, struct.pack("<Q", 0))
