@@ -1,6 +1,7 @@
 // Which records and API calls a session traces (CUSCOPE_SYNC_RECORDS, CUSCOPE_MEMORY_RECORDS): the
 // calls traced for API records and launch callbacks, the activity kinds enabled, the activity
 // status that says what was left out, and the table's header that shows it.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <set>
 #include <string>
@@ -8,6 +9,7 @@
 
 #include "cuscope/cuscope.hpp"
 #include "producers/cupti/adapter.hpp"
+#include "producers/cupti/subscriber.hpp"
 #include "producers/cupti/traced_calls.hpp"
 
 namespace {
@@ -45,6 +47,17 @@ std::set<std::string> joined(std::initializer_list<const std::set<std::string>*>
   return out;
 }
 
+// The driver calls' names of launch_note_callbacks(want) (CUPTI names them without a GPU).
+std::set<std::string> noted_call_names(RecordChoice want) {
+  std::set<std::string> out;
+  for (CUpti_CallbackId cbid : cuscope::detail::launch_note_callbacks(want)) {
+    const char* name = nullptr;
+    if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name) == CUPTI_SUCCESS && name != nullptr)
+      out.insert(name);
+  }
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("the calls traced: work always, waits and allocations only when their records are on", "[cupti]") {
@@ -79,6 +92,40 @@ TEST_CASE("the activity kinds: synchronization and memory records as asked, corr
   CHECK(cuscope::detail::activity_kinds({false, true}, true) ==
         K{CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2,
           CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_MEMORY2, CUPTI_ACTIVITY_KIND_OVERHEAD});
+}
+
+TEST_CASE(
+    "the launch callbacks: work always, waits and allocations noted by callbacks or tied by their records",
+    "[cupti][launch]") {
+  for (const RecordChoice want : {RecordChoice{false, false}, RecordChoice{true, true},
+                                  RecordChoice{true, false}, RecordChoice{false, true}}) {
+    const std::vector<CUpti_CallbackId> ids = cuscope::detail::launch_note_callbacks(want);
+    CHECK(std::is_sorted(ids.begin(), ids.end()));
+    CHECK(std::adjacent_find(ids.begin(), ids.end()) == ids.end());
+    const std::set<std::string> names = noted_call_names(want);
+    CHECK(names.size() == ids.size());
+    for (const char* work : {"cuLaunchKernel", "cuLaunchKernelEx", "cuGraphLaunch", "cuMemcpyHtoD_v2",
+                             "cuMemcpyAsync", "cuMemsetD8_v2", "cuMemsetD32Async"})
+      CHECK(names.count(work) == 1);
+    // A synchronize or an allocation has its callback either way: tied to a scope for its record,
+    // or noted in place of the record left off.
+    for (const char* call : {"cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize", "cuMemAlloc_v2",
+                             "cuMemFree_v2", "cuMemAllocAsync", "cuMemFreeAsync"})
+      CHECK(names.count(call) == 1);
+    // Never the calls that do none of these.
+    for (const char* other :
+         {"cuEventRecord", "cuCtxGetCurrent", "cuEventElapsedTime", "cuModuleGetFunction"})
+      CHECK(names.count(other) == 0);
+  }
+  // The waits that do not block (queries, stream waits) only for their records.
+  for (const char* wait : {"cuEventQuery", "cuStreamQuery", "cuStreamWaitEvent"}) {
+    CHECK(noted_call_names({false, false}).count(wait) == 0);
+    CHECK(noted_call_names({true, false}).count(wait) == 1);
+  }
+  // The defaults' set, the one the GPU bench's callback floor turns on.
+  const cuscope::Options defaults;
+  CHECK(cuscope::detail::launch_note_callbacks(cuscope::detail::record_choice(defaults)) ==
+        cuscope::detail::launch_note_callbacks({false, false}));
 }
 
 TEST_CASE("the activity status names the records left out, the variables that did it, and what still sees those calls", "[cupti]") {

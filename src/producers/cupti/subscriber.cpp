@@ -227,15 +227,23 @@ std::string enable_graph_callbacks(CUpti_SubscriberHandle handle) {
   return {};
 }
 
+// The driver calls traced_call() names for `want`, by callback id, ascending.
+std::vector<CUpti_CallbackId> launching_calls(RecordChoice want) {
+  std::vector<CUpti_CallbackId> ids;
+  for (CUpti_CallbackId cbid = 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
+    const char* name = nullptr;
+    if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name) == CUPTI_SUCCESS && name != nullptr &&
+        traced_call(name, true, want))
+      ids.push_back(cbid);
+  }
+  return ids;
+}
+
 // Enables the launch callbacks on `handle`: every driver call that launches, copies or sets, and
 // those that wait, allocate or free as `want` asks (the runtime's calls reach the driver's); "" or
 // why not.
 std::string enable_launch_callbacks(CUpti_SubscriberHandle handle, RecordChoice want) {
-  for (CUpti_CallbackId cbid = 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
-    const char* name = nullptr;
-    if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name) != CUPTI_SUCCESS || name == nullptr ||
-        !traced_call(name, true, want))
-      continue;
+  for (CUpti_CallbackId cbid : launching_calls(want)) {
     g_launch_cbids[cbid] = true;
     if (CUptiResult r = cuptiEnableCallback(1, handle, CUPTI_CB_DOMAIN_DRIVER_API, cbid); r != CUPTI_SUCCESS)
       return cupti_refusal("cuptiEnableCallback(DRIVER_API, launches)", r);
@@ -336,6 +344,16 @@ Subscribed subscribe(Sink& sink, bool launches) noexcept {
     sink.aggregator.set_graph_breakdown(false);
   }
   return out;
+}
+
+std::vector<CUpti_CallbackId> launch_note_callbacks(RecordChoice want) {
+  std::vector<CUpti_CallbackId> ids = launching_calls(want);
+  for (CUpti_CallbackId cbid = 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
+    if (timed_call_kind(cbid, want)) ids.push_back(cbid);
+  }
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
 }
 
 void unsubscribe() noexcept {

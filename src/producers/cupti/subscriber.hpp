@@ -8,6 +8,8 @@
 // into CUPTI; the aggregator's lock in a callback (graph nodes have their own).
 #pragma once
 
+#include <cupti.h>
+
 #include <cstdint>
 #include <cuscope/session.hpp>
 #include <string>
@@ -36,6 +38,13 @@ struct Subscribed {
 Subscribed subscribe(Sink& sink, bool launches) noexcept;
 /// Ends the subscription, if any (no cuscope lock held).
 void unsubscribe() noexcept;
+
+/// The driver calls whose callbacks subscribe() enables for launch notes when a session asks for
+/// `want`: every call that launches, copies or sets (and waits, allocates or frees, where their
+/// records are on: traced_call()), and the synchronizes, allocations and frees whose records are
+/// off (call_callbacks.hpp), by callback id, ascending. The GPU bench's floor of the launch-callback
+/// way turns on exactly these (bench/minimal_cupti.hpp).
+std::vector<CUpti_CallbackId> launch_note_callbacks(RecordChoice want);
 
 /// What the graph resource callbacks do once CUPTI's handles are ids (called on the thread that
 /// creates the node; tests call them without CUPTI): a node created now is tied to the calling
