@@ -1,6 +1,7 @@
 // bench/gpu_bench_configs.hpp — what cuscope_gpu_bench runs: its command line (Args, parse_args)
 // and its launch-loop configurations (how each one's session is set up and how its launches are
-// wrapped). Included by gpu_bench.cu alone; it times nothing and starts no session.
+// wrapped), and CUPTI as cuscope's defaults set it up (for the minimal client's third floor). For
+// gpu_bench.cu and gpu_bench_summary.cpp alone; it times nothing and starts no session.
 #pragma once
 
 #include <algorithm>
@@ -11,6 +12,9 @@
 #include <string>
 
 #include "gpu_loops.hpp"
+#include "minimal_cupti.hpp"
+#include "producers/cupti/adapter.hpp"
+#include "producers/cupti/subscriber.hpp"
 
 namespace cuscope_bench {
 
@@ -38,21 +42,22 @@ inline bool parse_args(int argc, char** argv, Args& a) {
       const std::string prefix = std::string("--") + name + "=";
       return arg.rfind(prefix, 0) == 0 ? argv[i] + prefix.size() : nullptr;
     };
-    if (const char* v = value("launches")) {
+    const char* v = nullptr;  // the value of the option matched
+    if ((v = value("launches"))) {
       a.launches = std::max(kBatch, std::atoi(v) / kBatch * kBatch);
-    } else if (const char* v = value("rounds")) {
+    } else if ((v = value("rounds"))) {
       a.rounds = std::max(1, std::atoi(v));
-    } else if (const char* v = value("steps")) {
+    } else if ((v = value("steps"))) {
       a.steps = std::max(1, std::atoi(v));
-    } else if (const char* v = value("json")) {
+    } else if ((v = value("json"))) {
       a.json = v;
-    } else if (const char* v = value("trace-dir")) {
+    } else if ((v = value("trace-dir"))) {
       a.trace_dir = v;
-    } else if (const char* v = value("stall-limit")) {
+    } else if ((v = value("stall-limit"))) {
       a.stall_limit_s = std::max(0, std::atoi(v));
-    } else if (const char* v = value("skip")) {
+    } else if ((v = value("skip"))) {
       a.skip = v;
-    } else if (const char* v = value("git-commit")) {
+    } else if ((v = value("git-commit"))) {
       a.commit = v;
     } else if (arg == "--show-traced") {
       a.show_traced = true;
@@ -78,7 +83,18 @@ struct LaunchConfig {
   std::optional<cuscope::Attribution> attribution{};  ///< none: the default's (Options::attribution)
   std::uint32_t sample_every = 0;  ///< with EventTiming::sampled: one call in N after the first
   cuscope::EventTimestamps timestamps = cuscope::EventTimestamps::cuda;
+  bool cuscope_setup = false;  ///< with minimal_cupti: CUPTI set up as cuscope's defaults do (below)
 };
+
+/// CUPTI as cuscope's defaults set it up, for the minimal client to run doing nothing with it: the
+/// defaults' activity kinds, and a subscriber on the driver calls their launch notes use (not the
+/// graph resource callbacks, which no launch loop or step calls).
+inline MinimalSetup cuscope_defaults_setup() {
+  const cuscope::Options defaults;
+  const cuscope::detail::RecordChoice want = cuscope::detail::record_choice(defaults);
+  return {cuscope::detail::activity_kinds(want, defaults.attribution == cuscope::Attribution::launch),
+          cuscope::detail::launch_note_callbacks(want)};
+}
 
 constexpr LaunchConfig kLaunchConfigs[] = {
     {"launch.bare", "launch: bare", Wrap::None, false, cuscope::EventTiming::off, false, false},
@@ -88,6 +104,10 @@ constexpr LaunchConfig kLaunchConfigs[] = {
      cuscope::EventTiming::always, false, false},
     {"launch.minimal_cupti", "launch: minimal CUPTI client (floor)", Wrap::None, false,
      cuscope::EventTiming::off, false, true},
+    {"launch.minimal_cupti_callbacks",
+     "launch: CUPTI set up as cuscope's defaults, callbacks doing nothing (floor of launch notes)",
+     Wrap::None, false, cuscope::EventTiming::off, false, true, std::nullopt, 0,
+     cuscope::EventTimestamps::cuda, true},
     {"launch.full_tracing", "launch: in a scope, full tracing", Wrap::ScopePerLaunch, true,
      cuscope::EventTiming::always, true, false},
     {"launch.tracing_no_events", "launch: in a scope, tracing, no events", Wrap::ScopePerLaunch, true,
@@ -114,6 +134,7 @@ enum : int {
   kScopesHost,
   kScopesEvents,
   kMinimalCupti,
+  kMinimalCallbacks,
   kFullTracing,
   kTracingNoEvents,
   kTracingOneScope,

@@ -3,7 +3,7 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <iterator>
+#include <string>
 
 namespace cuscope_bench {
 
@@ -13,32 +13,71 @@ std::string MinimalCupti::refusal(CUptiResult r, const char* call) {
   return std::string(call) + " failed: " + text;
 }
 
-std::string MinimalCupti::try_start(MinimalKinds kinds) {
+namespace {
+
+// "cuptiActivityEnable(CONCURRENT_KERNEL)": the call, with the kind by name where it is one a floor
+// enables.
+std::string enable_call(CUpti_ActivityKind kind) {
+  const char* name = nullptr;
+  switch (kind) {
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      name = "CONCURRENT_KERNEL";
+      break;
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+      name = "MEMCPY";
+      break;
+    case CUPTI_ACTIVITY_KIND_MEMCPY2:
+      name = "MEMCPY2";
+      break;
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+      name = "MEMSET";
+      break;
+    case CUPTI_ACTIVITY_KIND_OVERHEAD:
+      name = "OVERHEAD";
+      break;
+    default:
+      break;
+  }
+  return "cuptiActivityEnable(" + (name != nullptr ? std::string(name) : "kind " + std::to_string(kind)) +
+         ")";
+}
+
+}  // namespace
+
+MinimalSetup minimal_setup(MinimalKinds kinds) {
+  MinimalSetup setup{{CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL}, {}};
+  if (kinds == MinimalKinds::kernels_copies_sets)
+    setup.kinds.insert(setup.kinds.end(),
+                       {CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET});
+  return setup;
+}
+
+std::string MinimalCupti::try_start(const MinimalSetup& setup) {
   if (CUptiResult r = cuptiActivityRegisterCallbacks(&requested, &completed); r != CUPTI_SUCCESS)
     return refusal(r, "cuptiActivityRegisterCallbacks");
-  struct Kind {
-    CUpti_ActivityKind kind;
-    const char* call;
-  };
-  static constexpr Kind kKernels[] = {
-      {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "cuptiActivityEnable(CONCURRENT_KERNEL)"}};
-  static constexpr Kind kAll[] = {
-      {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "cuptiActivityEnable(CONCURRENT_KERNEL)"},
-      {CUPTI_ACTIVITY_KIND_MEMCPY, "cuptiActivityEnable(MEMCPY)"},
-      {CUPTI_ACTIVITY_KIND_MEMCPY2, "cuptiActivityEnable(MEMCPY2)"},
-      {CUPTI_ACTIVITY_KIND_MEMSET, "cuptiActivityEnable(MEMSET)"}};
-  const bool all = kinds == MinimalKinds::kernels_copies_sets;
-  const Kind* first = all ? kAll : kKernels;
-  const Kind* last = all ? std::end(kAll) : std::end(kKernels);
-  for (const Kind* k = first; k != last; ++k) {
-    if (CUptiResult r = cuptiActivityEnable(k->kind); r != CUPTI_SUCCESS) {
-      for (CUpti_ActivityKind on : enabled_) cuptiActivityDisable(on);
-      enabled_.clear();
-      return refusal(r, k->call);
+  std::string why;
+  if (!setup.driver_callbacks.empty()) {
+    if (CUptiResult r = cuptiSubscribe(&subscriber_, &ignore, nullptr); r != CUPTI_SUCCESS) {
+      subscriber_ = nullptr;
+      return refusal(r, "cuptiSubscribe");
     }
-    enabled_.push_back(k->kind);
+    for (CUpti_CallbackId cbid : setup.driver_callbacks) {
+      if (CUptiResult r = cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
+          r != CUPTI_SUCCESS) {
+        why = refusal(r, ("cuptiEnableCallback(DRIVER_API, " + std::to_string(cbid) + ")").c_str());
+        break;
+      }
+    }
   }
-  return {};
+  for (auto k = setup.kinds.begin(); why.empty() && k != setup.kinds.end(); ++k) {
+    if (CUptiResult r = cuptiActivityEnable(*k); r != CUPTI_SUCCESS) {
+      why = refusal(r, enable_call(*k).c_str());
+    } else {
+      enabled_.push_back(*k);
+    }
+  }
+  if (!why.empty()) undo();
+  return why;
 }
 
 void MinimalCupti::start(MinimalKinds kinds) {
@@ -46,6 +85,13 @@ void MinimalCupti::start(MinimalKinds kinds) {
     std::fprintf(stderr, "minimal CUPTI client: %s\n", why.c_str());
     std::exit(EXIT_FAILURE);
   }
+}
+
+void MinimalCupti::undo() {
+  for (CUpti_ActivityKind on : enabled_) cuptiActivityDisable(on);
+  enabled_.clear();
+  if (subscriber_ != nullptr) cuptiUnsubscribe(subscriber_);
+  subscriber_ = nullptr;
 }
 
 void MinimalCupti::stop() {
@@ -57,6 +103,13 @@ void MinimalCupti::stop() {
     }
   }
   enabled_.clear();
+  if (subscriber_ != nullptr) {
+    if (CUptiResult r = cuptiUnsubscribe(subscriber_); r != CUPTI_SUCCESS) {
+      std::fprintf(stderr, "minimal CUPTI client: %s\n", refusal(r, "cuptiUnsubscribe").c_str());
+      std::exit(EXIT_FAILURE);
+    }
+    subscriber_ = nullptr;
+  }
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 }
 

@@ -1,7 +1,8 @@
 // tests/test_bench_summary.cpp — the benchmarks' statistics and output (bench/summary.hpp): each
 // round's ratio of two interleaved configurations and their median and range, each round's order of
-// the configurations, and the range column and JSON keys that appear only where a value has one.
-// Never times anything: the inputs are written here.
+// the configurations, and the range column and JSON keys that appear only where a value has one;
+// and the GPU bench's summary (bench/gpu_bench_summary.hpp): its goals and the floors that split
+// the step's cost. Never times anything: the inputs are written here.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "../bench/gpu_bench_summary.hpp"
 #include "../bench/summary.hpp"
 
 using cuscope_bench::Measurement;
@@ -107,4 +109,88 @@ TEST_CASE("bench: the range column and the JSON's min and max appear only where 
                   "null, \"min\": 1.02, \"max\": 1.09}") != std::string::npos);
     CHECK(json.find("\"result\": \"PASS\", \"min\": 1.02, \"max\": 1.09}") != std::string::npos);
   }
+}
+
+namespace {
+
+const Measurement* measurement(const Summary& s, const std::string& key) {
+  for (const Measurement& m : s.measurements) {
+    if (m.key == key) return &m;
+  }
+  return nullptr;
+}
+
+const Target* target(const Summary& s, const std::string& key) {
+  for (const Target& t : s.targets) {
+    if (t.key == key) return &t;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("bench: the GPU summary's goals read each round's ratio, and the floors split the step's cost",
+          "[bench]") {
+  using namespace cuscope_bench;
+  Args args;
+  args.rounds = 2;
+  args.steps = 2;
+  Measured m;
+  // Two rounds of two steps each; the machine ran twice as slow in the second round.
+  m.step_without = {100, 100, 200, 200};
+  m.step_defaults = {104, 104, 220, 220};           // 1.04, then 1.10
+  m.step_minimal_callbacks = {102, 102, 210, 210};  // 1.02, then 1.05
+  m.launch[kDefaults] = {110, 210};                 // per launch, each round's mean
+  m.launch[kMinimalCupti] = {100, 200};             // 1.10, then 1.05
+  m.launch[kMinimalCallbacks] = {105, 200};         // over the minimal client: 1.05, then 1.00
+  const Summary s = summarize(args, {"gpu", "cuda"}, m, 2);
+
+  const Target* step = target(s, "goal.defaults_step");
+  REQUIRE(step != nullptr);
+  CHECK(step->measured == Approx(1.07));  // the median of 1.04 and 1.10, not 162 / 150 = 1.08
+  CHECK(step->low == Approx(1.04));
+  CHECK(step->high == Approx(1.10));
+  CHECK_FALSE(step->pass);
+  const Target* launch = target(s, "goal.defaults_launch");
+  REQUIRE(launch != nullptr);
+  CHECK(launch->measured == Approx(1.075));
+  CHECK(launch->pass);
+
+  // The floor of launch notes: what CUPTI set up as the defaults costs, and cuscope's own part.
+  const Measurement* own_step = measurement(s, "paired.transformer.defaults_over_minimal_cupti_callbacks");
+  REQUIRE(own_step != nullptr);
+  CHECK(own_step->value == Approx((104.0 / 102.0 + 220.0 / 210.0) / 2));
+  const Measurement* floor_step = measurement(s, "paired.transformer.minimal_cupti_callbacks_over_without");
+  REQUIRE(floor_step != nullptr);
+  CHECK(floor_step->value == Approx(1.035));
+  const Measurement* callbacks = measurement(s, "paired.minimal_callbacks_over_minimal");
+  REQUIRE(callbacks != nullptr);
+  CHECK(callbacks->value == Approx(1.025));
+  const Measurement* own_launch = measurement(s, "paired.defaults_over_minimal_callbacks");
+  REQUIRE(own_launch != nullptr);
+  CHECK(own_launch->value == Approx((110.0 / 105.0 + 210.0 / 200.0) / 2));
+
+  // Not measured: no value, and the note says why only where CUPTI refused the setup.
+  CHECK(std::isnan(measurement(s, "paired.transformer.minimal_cupti_copies_over_without")->value));
+  const auto refused_note = [](const Summary& summary) {
+    return std::count_if(summary.notes.begin(), summary.notes.end(), [](const std::string& n) {
+      return n.rfind("NOT MEASURED: CUPTI set up as cuscope's defaults (", 0) == 0;
+    });
+  };
+  CHECK(refused_note(s) == 0);
+  m.floor_refused =
+      "transformer.minimal_cupti_callbacks: cuptiSubscribe failed: CUPTI_ERROR_MULTIPLE_SUBSCRIBERS";
+  const Summary refused = summarize(args, {"gpu", "cuda"}, m, 2);
+  CHECK(refused_note(refused) == 1);
+  CHECK(std::find(refused.notes.begin(), refused.notes.end(),
+                  "NOT MEASURED: CUPTI set up as cuscope's defaults (transformer.minimal_cupti_callbacks: "
+                  "cuptiSubscribe failed: CUPTI_ERROR_MULTIPLE_SUBSCRIBERS); its figures read '-'.") !=
+        refused.notes.end());
+  // A summary written while a round runs says so.
+  const Summary partial = summarize(args, {"gpu", "cuda"}, m, 1, "transformer.defaults");
+  CHECK(std::count_if(partial.notes.begin(), partial.notes.end(), [](const std::string& n) {
+          return n ==
+                 "PARTIAL: 1 of 2 rounds done when this was written, and the parts of the next before "
+                 "'transformer.defaults'; the run went on.";
+        }) == 1);
 }

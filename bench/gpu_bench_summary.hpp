@@ -1,0 +1,55 @@
+// bench/gpu_bench_summary.hpp — what cuscope_gpu_bench measured (Measured, filled round by round by
+// gpu_bench.cu) and its summary: the medians, the ratios of medians, the paired ratios the goals
+// read, issue 24's targets and the notes that say how far each traced loop is to be trusted.
+//
+// Never here: timing, a session, a CUDA or CUPTI call (the summary is taken after each part, while
+// the bench runs, and must not disturb it).
+#pragma once
+
+#include <cstdint>
+#include <cuscope/cuscope.hpp>
+#include <string>
+#include <vector>
+
+#include "gpu_bench_configs.hpp"
+#include "summary.hpp"
+
+namespace cuscope_bench {
+
+struct Measured {
+  std::vector<double> launch[kLaunchConfigCount];  ///< per configuration, each round's mean per launch
+  std::vector<double> event_pair, event_scope, step_without, step_with;
+  // The step with cuscope's parts one at a time: where the full configuration's cost comes from.
+  std::vector<double> step_host, step_events, step_tracing, step_defaults, step_sampled, step_external,
+      step_records, step_events_cupti;
+  // The step under the minimal CUPTI client, cuscope off: what tracing kernels costs the step before
+  // cuscope does anything, the floor under goal.defaults_step.
+  std::vector<double> step_minimal;
+  // The same with copy and set records too: the floor of what cuscope's defaults trace (the step
+  // copies 1 MiB from pageable memory, which the kernels-only floor does not trace).
+  std::vector<double> step_minimal_copies;
+  // And under CUPTI set up as the defaults set it up (their kinds, launch callbacks doing nothing):
+  // the floor of launch notes, below which cuscope's own work is all that is left.
+  std::vector<double> step_minimal_callbacks;
+  std::string floor_refused;  ///< why CUPTI refused that setup ("": it did not)
+  cuscope::Report traced;     ///< the last full-tracing loop's report
+  std::uint64_t traced_after_forced_flush = 0;
+  // Kernels each traced loop attributed to its scopes, last round (of launches + kBatch).
+  std::uint64_t attributed[kLaunchConfigCount] = {};
+  std::uint64_t event_timed[kLaunchConfigCount] = {};       ///< and the calls timed by CUDA events
+  cuscope::Diagnostics diagnosed[kLaunchConfigCount] = {};  ///< and their reports' diagnostics
+  cuscope::Report demo;  ///< the last transformer run's report, taken at the end of each round
+};
+
+/// Where it ran, for the summary's context.
+struct BenchMachine {
+  std::string gpu;   ///< "NVIDIA H200 (sm_90)"
+  std::string cuda;  ///< "driver 13000, runtime 13000"
+};
+
+/// The summary of `rounds_done` rounds of `m`; `next`: the part about to begin ("" at a round's
+/// end), for the PARTIAL note of a summary written while the bench runs.
+Summary summarize(const Args& args, const BenchMachine& machine, const Measured& m, int rounds_done,
+                  const std::string& next = "");
+
+}  // namespace cuscope_bench
