@@ -3,8 +3,9 @@
 // breakdown off, saying why), and trace mode, which writes the same node, clone, exec and update
 // records to a trace whose replay must give the live breakdown (docs/cuda-graphs.md).
 //
-// Never: depend on a GPU (the test calls the callbacks as CUPTI would); never a session or a trace
-// file left behind past its case.
+// Never: depend on a GPU (the test calls the callbacks as CUPTI would; the case that counts notes
+// hides a GPU that is there, session_fixture.hpp's WithoutGpu); never a session or a trace file left
+// behind past its case.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
@@ -46,6 +47,7 @@ std::string node_path(cuscope::detail::Session& s, std::uint64_t node) {
 
 TEST_CASE("CUPTI's subscriber held by another tool: the breakdown is off, in one line saying why",
           "[graphs]") {
+  cuscope_test::WithoutGpu no_gpu;  // on a GPU machine, real CUPTI's subscriber and notes beside the fake's
   cuscope_test::Session session;
   auto& s = cuscope::detail::session();
   cuscope::detail::set_subscribe_result_for_testing(CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
