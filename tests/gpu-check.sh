@@ -47,7 +47,7 @@ usage: tests/gpu-check.sh [--probes | --fetch-deps | --help]
                 left. Set it a little under the device call's limit, so that the log comes back.
                 CUDAARCHS sets the CUDA architectures (default 90); GPU_CHECK_TIMEOUT the
                 seconds each section may run (default 300; a probe 150); GPU_BENCH_ARGS the GPU
-                bench's run size (default "--rounds=10 --launches=20000 --stall-limit=45"), GPU_BENCH_TIMEOUT
+                bench's run size (default "--rounds=10 --launches=20000 --steps=200 --stall-limit=45"), GPU_BENCH_TIMEOUT
                 its section's limit (default 180); GPU_CHECK_CPU_BENCH_ARGS the CPU bench's
                 (default "--benchmark_repetitions=3 --benchmark_min_time=0.05"); TORCH_OVERHEAD_ROUNDS the
                 PyTorch step's rounds (default 3, each a fresh process per configuration) and
@@ -281,9 +281,10 @@ check() {
   # Benchmarks (bench/README.md): their tables go to the log, their JSON next to it. The bench names
   # each part on stderr, and a part stalled past --stall-limit prints every thread's stack and exits
   # 3 (on 2026-11-26 it hung on an H200 and took 300 s of the lease with no word of where).
-  # 10 rounds: the goals read each round's ratio, then their median (about 2.5 s a round on an H200).
+  # 10 rounds: the goals read each round's ratio, then their median (about 2.5 s a round on an H200);
+  # 200 steps a round and configuration (about 40 ms each), for a steady median within each round.
   local bench_args
-  read -ra bench_args <<<"${GPU_BENCH_ARGS:---rounds=10 --launches=20000 --stall-limit=45}"
+  read -ra bench_args <<<"${GPU_BENCH_ARGS:---rounds=10 --launches=20000 --steps=200 --stall-limit=45}"
   local usual_timeout=$section_timeout
   section_timeout=${GPU_BENCH_TIMEOUT:-180}
   run_if_built "gpu bench" "$BUILD_DIR/bench/cuscope_gpu_bench" --json="$results/gpu-bench.json" --show-traced \
