@@ -14,8 +14,9 @@ namespace cuscope_test {
 // The GPU tests check CUDA-event times beside CUPTI's: events on every call (CUSCOPE_EVENTS=always),
 // unless a test asks for the default (default_events()). GPU_TEST_ATTRIBUTION=launch
 // (tests/gpu-check.sh's second run of the GPU tests): every session ties GPU work to scopes by
-// launch notes instead of external correlation (CUSCOPE_ATTRIBUTION=launch). Not a CUSCOPE_ name:
-// cuscope warns of those it does not know.
+// launch notes instead of external correlation (CUSCOPE_ATTRIBUTION=launch); GPU_TEST_EVENT_TIMESTAMPS=cupti,
+// events timed by CUPTI (CUSCOPE_EVENT_TIMESTAMPS=cupti). Not CUSCOPE_ names: cuscope warns of those
+// it does not know.
 inline cuscope::Options quiet_options() {
   cuscope::Options o;
   o.print_at_exit = false;
@@ -26,6 +27,10 @@ inline cuscope::Options quiet_options() {
   const char* attribution = std::getenv("GPU_TEST_ATTRIBUTION");
   if (attribution != nullptr && std::string(attribution) == "launch") o.attribution = cuscope::Attribution::launch;
   if (attribution != nullptr && std::string(attribution) == "external") o.attribution = cuscope::Attribution::external;
+  // GPU_TEST_EVENT_TIMESTAMPS=cupti (tests/gpu-check.sh's trial run): the events timed by CUPTI's
+  // CUDA_EVENT records, the candidate default for `always` and `sampled` (docs/cupti.md).
+  const char* timestamps = std::getenv("GPU_TEST_EVENT_TIMESTAMPS");
+  if (timestamps != nullptr && std::string(timestamps) == "cupti") o.event_timestamps = cuscope::EventTimestamps::cupti;
   return o;
 }
 inline cuscope::Options default_events(cuscope::Options o = quiet_options()) {
