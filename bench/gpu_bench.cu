@@ -74,13 +74,17 @@ int main(int argc, char** argv) {
   Measured m;  // what each configuration measured, round by round (gpu_bench_summary.hpp)
   // Turns the minimal client on, as CUPTI's floor or (`cuscope_setup`) set up as cuscope's defaults;
   // false when CUPTI refused the latter (noted; the bench goes on without that floor).
-  auto start_floor = [&](const std::string& key, bool cuscope_setup) {
+  // A floor CUPTI refused is left out of that round and every later one: its samples stay those of
+  // the rounds before, each still paired with the same round's of the others (round_ratios pairs
+  // by index).
+  auto start_floor = [&](const std::string& key, bool cuscope_setup, int round) {
     if (!cuscope_setup) {
       MinimalCupti::start();
       return true;
     }
+    if (m.refused(key)) return false;
     const std::string why = MinimalCupti::try_start(cuscope_defaults_setup());
-    if (!why.empty()) m.floor_refused = key + ": " + why;
+    if (!why.empty()) m.floor_refused.push_back({key, why, round + 1});
     return why.empty();
   };
   // Each round's order of the launch configurations (round_order), with --minimal-last the minimal
@@ -125,7 +129,7 @@ int main(int argc, char** argv) {
                       trace ? args.trace_dir + "/" + cfg.key + ".cuscope" : "", cfg.sample_every,
                       cfg.attribution.value_or(cuscope::Options{}.attribution),
                       cuscope::Options{}.sync_records, cfg.timestamps);
-      if (cfg.minimal_cupti && !start_floor(cfg.key, cfg.cuscope_setup)) {
+      if (cfg.minimal_cupti && !start_floor(cfg.key, cfg.cuscope_setup, round)) {
         end_session();
         continue;
       }
@@ -183,13 +187,13 @@ int main(int argc, char** argv) {
           },
           &MinimalCupti::stop);
     };
-    // The step under CUPTI set up as cuscope's defaults, cuscope off (skipped, with a note, where
+    // The step under CUPTI set up as cuscope's defaults, cuscope off (left out, with a note, once
     // CUPTI refuses the subscriber).
     auto callbacks_floor = [&] {
       const char* key = "transformer.minimal_cupti_callbacks";
-      if (!part(key)) return;
+      if (m.refused(key) || !part(key)) return;
       restart_session(false, EventTiming::off, false, 3);
-      if (!start_floor(key, true)) return end_session();
+      if (!start_floor(key, true, round)) return end_session();
       const std::vector<double> t = step_ns(3, args.steps);
       MinimalCupti::stop();
       end_session();

@@ -87,13 +87,14 @@ struct LaunchConfig {
 };
 
 /// CUPTI as cuscope's defaults set it up, for the minimal client to run doing nothing with it: the
-/// defaults' activity kinds, and a subscriber on the driver calls their launch notes use (not the
-/// graph resource callbacks, which no launch loop or step calls).
+/// defaults' activity kinds, and a subscriber on exactly the callbacks their session enables
+/// (session_callbacks(): launch notes and the graph breakdown's). Not cuscope's timestamp callback,
+/// which every run of this bench has from its warm-up on (bench/README.md).
 inline MinimalSetup cuscope_defaults_setup() {
   const cuscope::Options defaults;
-  const cuscope::detail::RecordChoice want = cuscope::detail::record_choice(defaults);
-  return {cuscope::detail::activity_kinds(want, defaults.attribution == cuscope::Attribution::launch),
-          cuscope::detail::launch_note_callbacks(want)};
+  const bool launch_notes = defaults.attribution == cuscope::Attribution::launch;
+  return {cuscope::detail::activity_kinds(cuscope::detail::record_choice(defaults), launch_notes),
+          cuscope::detail::session_callbacks(defaults, launch_notes)};
 }
 
 constexpr LaunchConfig kLaunchConfigs[] = {

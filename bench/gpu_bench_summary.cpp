@@ -186,7 +186,8 @@ Summary summarize(const Args& args, const BenchMachine& machine, const Measured&
       "ratio: the ratio of those medians. paired: each round's ratio (of the round's loop means, or of its",
       "step medians), then the median over the rounds, with the rounds' range; the targets read these.",
       "The configurations run in an order that changes each round (a Williams design, bench/README.md).",
-      "Full tracing = cuscope's defaults: CUDA events and CUPTI tracing, one scope per launch.",
+      "Full tracing = CUDA events on every call (CUSCOPE_EVENTS=always) and CUPTI tracing, one scope per "
+      "launch.",
       "Last full-tracing loop: activity " + m.traced.activity_status + "; " +
           std::to_string(launched_kernels) + " kernels attributed to 'launch', " +
           std::to_string(m.traced.diagnostics.dropped_records) + " records dropped, " +
@@ -214,9 +215,11 @@ Summary summarize(const Args& args, const BenchMachine& machine, const Measured&
                 std::to_string(m.event_timed[c]) + ");";
   }
   s.notes.push_back(per_loop);
-  if (!m.floor_refused.empty())
-    s.notes.push_back("NOT MEASURED: CUPTI set up as cuscope's defaults (" + m.floor_refused +
-                      "); its figures read '-'.");
+  for (const Measured::Refusal& r : m.floor_refused)
+    s.notes.push_back("NOT MEASURED from round " + std::to_string(r.round) + " on: " + r.key +
+                      ", CUPTI set up as cuscope's defaults (" + r.why + "); " +
+                      (r.round > 1 ? "its figures are of rounds 1 to " + std::to_string(r.round - 1) + "."
+                                   : std::string("its figures read '-'.")));
   if (!m.launch[kFullTracing].empty() && launched_kernels != expected_kernels) {  // measured, and short
     s.notes.push_back("NOT MEASURED AS MEANT: the last full-tracing loop attributed " +
                       std::to_string(launched_kernels) + " of its " + std::to_string(expected_kernels) +

@@ -31,8 +31,19 @@ struct Measured {
   // And under CUPTI set up as the defaults set it up (their kinds, launch callbacks doing nothing):
   // the floor of launch notes, below which cuscope's own work is all that is left.
   std::vector<double> step_minimal_callbacks;
-  std::string floor_refused;  ///< why CUPTI refused that setup ("": it did not)
-  cuscope::Report traced;     ///< the last full-tracing loop's report
+  /// Each configuration of that floor CUPTI refused: left out from that round on.
+  struct Refusal {
+    std::string key, why;
+    int round = 0;  ///< the first round left out, from 1
+  };
+  std::vector<Refusal> floor_refused;
+  bool refused(const std::string& key) const {
+    for (const Refusal& r : floor_refused) {
+      if (r.key == key) return true;
+    }
+    return false;
+  }
+  cuscope::Report traced;  ///< the last full-tracing loop's report
   std::uint64_t traced_after_forced_flush = 0;
   // Kernels each traced loop attributed to its scopes, last round (of launches + kBatch).
   std::uint64_t attributed[kLaunchConfigCount] = {};

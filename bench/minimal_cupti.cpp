@@ -56,15 +56,16 @@ std::string MinimalCupti::try_start(const MinimalSetup& setup) {
   if (CUptiResult r = cuptiActivityRegisterCallbacks(&requested, &completed); r != CUPTI_SUCCESS)
     return refusal(r, "cuptiActivityRegisterCallbacks");
   std::string why;
-  if (!setup.driver_callbacks.empty()) {
+  if (!setup.callbacks.empty()) {
     if (CUptiResult r = cuptiSubscribe(&subscriber_, &ignore, nullptr); r != CUPTI_SUCCESS) {
       subscriber_ = nullptr;
       return refusal(r, "cuptiSubscribe");
     }
-    for (CUpti_CallbackId cbid : setup.driver_callbacks) {
-      if (CUptiResult r = cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
-          r != CUPTI_SUCCESS) {
-        why = refusal(r, ("cuptiEnableCallback(DRIVER_API, " + std::to_string(cbid) + ")").c_str());
+    for (auto [domain, cbid] : setup.callbacks) {
+      if (CUptiResult r = cuptiEnableCallback(1, subscriber_, domain, cbid); r != CUPTI_SUCCESS) {
+        why = refusal(
+            r, ("cuptiEnableCallback(domain " + std::to_string(domain) + ", " + std::to_string(cbid) + ")")
+                   .c_str());
         break;
       }
     }

@@ -2,11 +2,11 @@
 // against: a client that turns on CONCURRENT_KERNEL records only (or, as the floor of what
 // cuscope's defaults trace, copy and set records too), no API records, callbacks or correlation,
 // and hands CUPTI's buffers back unread. Its third floor is CUPTI set up as cuscope's defaults set it
-// up, doing nothing with it: the defaults' activity kinds and a subscriber whose callbacks, on the
-// driver calls cuscope's launch notes use, return at once (the floor of tying launches to scopes by
-// callbacks, the way Proton does). The GPU bench switches it on around its loops (gpu_bench.cu);
-// minimal_cupti_inject.cpp makes it a CUDA injection library for programs that do not link cuscope
-// (torch_overhead.py's minimal_cupti).
+// up, doing nothing with it: the defaults' activity kinds and a subscriber whose callbacks, on
+// exactly the calls cuscope's defaults subscribe to (launch notes, graph nodes), return at once (the
+// floor of tying launches to scopes by callbacks, the way Proton does). The GPU bench switches it on around
+// its loops (gpu_bench.cu); minimal_cupti_inject.cpp makes it a CUDA injection library for programs that do
+// not link cuscope (torch_overhead.py's minimal_cupti).
 //
 // Never here: reading a record, work in a callback, a lock beyond one per buffer handed over, or
 // cuscope (the floor must not carry any of its work: the bench hands it cuscope's lists of kinds
@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cuscope_bench {
@@ -27,11 +28,11 @@ namespace cuscope_bench {
 /// kinds of GPU work cuscope's defaults trace: CONCURRENT_KERNEL, MEMCPY, MEMCPY2, MEMSET).
 enum class MinimalKinds { kernels, kernels_copies_sets };
 
-/// CUPTI as a client sets it up: the activity kinds it enables, and the driver calls whose
-/// callbacks (which do nothing) a subscriber turns on; none: no subscriber.
+/// CUPTI as a client sets it up: the activity kinds it enables, and the callbacks (domain, id) a
+/// subscriber turns on, which do nothing; none: no subscriber.
 struct MinimalSetup {
   std::vector<CUpti_ActivityKind> kinds;
-  std::vector<CUpti_CallbackId> driver_callbacks;
+  std::vector<std::pair<CUpti_CallbackDomain, CUpti_CallbackId>> callbacks;
 };
 
 /// The kinds of `kinds`, with no callbacks.

@@ -182,7 +182,7 @@ int main(int argc, char** argv) {
     cuscope::detail::trace_with_fake_cupti_for_testing(empty_correlation_push, empty_correlation_pop,
                                                        launch || notes || calls);
   if (calls || notes) {
-    if (calls) cuscope::detail::set_call_callbacks_for_testing({false, false});  // the defaults: no records
+    if (calls) cuscope::detail::set_call_callbacks({false, false});  // the defaults: no records
     cuscope::detail::Session& s = cuscope::detail::session();
     CUSCOPE_SCOPE("noting");
     // One batch for the steady state (the ring leased, the queue reserved), then `n` notes; the

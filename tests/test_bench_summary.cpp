@@ -173,19 +173,26 @@ TEST_CASE("bench: the GPU summary's goals read each round's ratio, and the floor
   // Not measured: no value, and the note says why only where CUPTI refused the setup.
   CHECK(std::isnan(measurement(s, "paired.transformer.minimal_cupti_copies_over_without")->value));
   const auto refused_note = [](const Summary& summary) {
-    return std::count_if(summary.notes.begin(), summary.notes.end(), [](const std::string& n) {
-      return n.rfind("NOT MEASURED: CUPTI set up as cuscope's defaults (", 0) == 0;
-    });
+    return std::count_if(summary.notes.begin(), summary.notes.end(),
+                         [](const std::string& n) { return n.rfind("NOT MEASURED from round ", 0) == 0; });
   };
   CHECK(refused_note(s) == 0);
-  m.floor_refused =
-      "transformer.minimal_cupti_callbacks: cuptiSubscribe failed: CUPTI_ERROR_MULTIPLE_SUBSCRIBERS";
+  // CUPTI refused the floor's setup in round 2: round 1's samples stay, paired with round 1's.
+  m.step_minimal_callbacks = {102, 102};
+  m.floor_refused.push_back(
+      {"transformer.minimal_cupti_callbacks", "cuptiSubscribe failed: CUPTI_ERROR_X", 2});
   const Summary refused = summarize(args, {"gpu", "cuda"}, m, 2);
   CHECK(refused_note(refused) == 1);
-  CHECK(std::find(refused.notes.begin(), refused.notes.end(),
-                  "NOT MEASURED: CUPTI set up as cuscope's defaults (transformer.minimal_cupti_callbacks: "
-                  "cuptiSubscribe failed: CUPTI_ERROR_MULTIPLE_SUBSCRIBERS); its figures read '-'.") !=
+  CHECK(std::find(
+            refused.notes.begin(), refused.notes.end(),
+            "NOT MEASURED from round 2 on: transformer.minimal_cupti_callbacks, CUPTI set up as cuscope's "
+            "defaults (cuptiSubscribe failed: CUPTI_ERROR_X); its figures are of rounds 1 to 1.") !=
         refused.notes.end());
+  const Measurement* one_round =
+      measurement(refused, "paired.transformer.defaults_over_minimal_cupti_callbacks");
+  REQUIRE(one_round != nullptr);
+  CHECK(one_round->value == Approx(104.0 / 102.0));
+  CHECK(one_round->low == one_round->high);
   // A summary written while a round runs says so.
   const Summary partial = summarize(args, {"gpu", "cuda"}, m, 1, "transformer.defaults");
   CHECK(std::count_if(partial.notes.begin(), partial.notes.end(), [](const std::string& n) {

@@ -181,7 +181,7 @@ TEST_CASE(
 TEST_CASE("the callbacks read the driver's parameters and times, and note only successful calls",
           "[launch][calls]") {
   NotedSession s;
-  cuscope::detail::set_call_callbacks_for_testing({false, false});
+  cuscope::detail::set_call_callbacks({false, false});
   std::uint64_t outside = 0;
   {
     CUSCOPE_SCOPE("calls");
@@ -227,7 +227,7 @@ TEST_CASE("the callbacks read the driver's parameters and times, and note only s
   CHECK(calls.self.peak_bytes == 4'096 + 8 * 512);
   CHECK(r.diagnostics.unresolved_records == 0);
   // Records on (CUSCOPE_SYNC_RECORDS=1, CUSCOPE_MEMORY_RECORDS=1): no call is noted by callback.
-  cuscope::detail::set_call_callbacks_for_testing({true, true});
+  cuscope::detail::set_call_callbacks({true, true});
   CUpti_CallbackData cb{};
   cb.callbackSite = CUPTI_API_ENTER;
   CHECK_FALSE(cuscope::detail::on_timed_call(s.sink(), CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize, cb));
@@ -239,7 +239,7 @@ TEST_CASE(
     "at its address, its unmap the free, each sized by the call",
     "[launch][calls][vmm]") {
   NotedSession s;
-  cuscope::detail::set_call_callbacks_for_testing({false, false});
+  cuscope::detail::set_call_callbacks({false, false});
   constexpr std::size_t kPage = std::size_t{2} << 20;  // PyTorch maps 2 MiB pages in small pools
   {
     CUSCOPE_SCOPE("grow");
@@ -285,7 +285,7 @@ TEST_CASE(
     "it) frees every piece",
     "[launch][calls][vmm]") {
   NotedSession s;
-  cuscope::detail::set_call_callbacks_for_testing({false, false});
+  cuscope::detail::set_call_callbacks({false, false});
   constexpr std::size_t kPage = std::size_t{2} << 20;
   constexpr std::uint64_t kFirst = 0x40000000, kSecond = 0x80000000;
   const auto map_pieces = [](std::uint64_t base, std::uint32_t correlation) {

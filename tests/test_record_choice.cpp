@@ -128,6 +128,36 @@ TEST_CASE(
         cuscope::detail::launch_note_callbacks({false, false}));
 }
 
+TEST_CASE("the callbacks a session subscribes to: the graph breakdown's, launch notes', event records' as asked",
+          "[cupti][launch]") {
+  using cuscope::detail::Callback;
+  using cuscope::detail::session_callbacks;
+  const auto has = [](const std::vector<Callback>& v, CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+    return std::count(v.begin(), v.end(), Callback{domain, cbid});
+  };
+  const std::size_t notes = cuscope::detail::launch_note_callbacks({false, false}).size();
+  cuscope::Options o;  // the defaults: graph breakdown, launch notes, no events while CUPTI traces
+  const std::vector<Callback> defaults = session_callbacks(o, true);
+  CHECK(defaults.size() == 6 + notes);  // 3 graph resource callbacks and 3 exec updates, then the notes
+  CHECK(has(defaults, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED) == 1);
+  CHECK(has(defaults, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecUpdate_v10020) == 1);
+  CHECK(has(defaults, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel) == 1);
+  CHECK(has(defaults, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize) == 1);
+  CHECK(has(defaults, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020) == 0);
+  // External correlation: no launch notes.
+  CHECK(session_callbacks(o, false).size() == 6);
+  o.graphs = false;
+  CHECK(session_callbacks(o, true).size() == notes);
+  CHECK(session_callbacks(o, false).empty());
+  // Events timed by CUPTI: the event record calls of both APIs, at their entry.
+  o.events = cuscope::EventTiming::always;
+  o.event_timestamps = cuscope::EventTimestamps::cupti;
+  const std::vector<Callback> timed = session_callbacks(o, false);
+  CHECK(timed.size() == 8);
+  CHECK(has(timed, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020) == 1);
+  CHECK(has(timed, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuEventRecordWithFlags) == 1);
+}
+
 TEST_CASE("the activity status names the records left out, the variables that did it, and what still sees those calls", "[cupti]") {
   CHECK(cuscope::detail::tracing_status({true, true}) == "on");
   CHECK(cuscope::detail::tracing_status({false, true}) ==

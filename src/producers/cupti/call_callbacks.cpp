@@ -7,7 +7,6 @@
 #include <optional>
 
 #include "producers/clock.hpp"
-#include "producers/cupti/errors.hpp"
 #include "producers/cupti/noted_calls.hpp"
 
 namespace cuscope::inline v0::detail {
@@ -96,19 +95,10 @@ std::optional<CallNote::Kind> timed_call_kind(CUpti_CallbackId cbid, RecordChoic
   return std::nullopt;
 }
 
-std::string enable_call_callbacks(CUpti_SubscriberHandle handle, RecordChoice want) {
-  set_kinds(want);
-  for (CUpti_CallbackId cbid = 0; cbid < g_kinds.size(); ++cbid) {
-    if (!g_kinds[cbid]) continue;
-    if (CUptiResult r = cuptiEnableCallback(1, handle, CUPTI_CB_DOMAIN_DRIVER_API, cbid); r != CUPTI_SUCCESS)
-      return cupti_refusal("cuptiEnableCallback(DRIVER_API, synchronizes and allocations)", r);
-  }
-  return {};
-}
+void set_call_callbacks(RecordChoice want) noexcept { set_kinds(want); }
 
 void clear_call_callbacks() noexcept { g_kinds.fill(std::nullopt); }
 
-void set_call_callbacks_for_testing(RecordChoice want) noexcept { set_kinds(want); }
 
 bool on_timed_call(Sink& sink, CUpti_CallbackId cbid, const CUpti_CallbackData& cb) noexcept {
   const std::optional<CallNote::Kind> kind = cbid < g_kinds.size() ? g_kinds[cbid] : std::nullopt;

@@ -17,7 +17,6 @@
 #include <cupti.h>
 
 #include <optional>
-#include <string>
 
 #include "producers/cupti/traced_calls.hpp"
 #include "producers/launch_notes.hpp"
@@ -30,14 +29,14 @@ struct Sink;
 /// (context, stream, event) as waits when !want.syncs; the device and managed allocations and
 /// mappings, and their frees and unmaps, when !want.memory; nothing otherwise.
 std::optional<CallNote::Kind> timed_call_kind(CUpti_CallbackId cbid, RecordChoice want) noexcept;
-/// Enables on `handle` the callbacks of every call timed_call_kind() notes for `want`; "" or why not.
-std::string enable_call_callbacks(CUpti_SubscriberHandle handle, RecordChoice want);
-/// Forgets what enable_call_callbacks() enabled (after the unsubscription).
+/// Notes, from now on, the calls timed_call_kind() names for `want` (their callbacks are enabled
+/// with the launches', subscriber.cpp's launch_note_callbacks(); tests call on_timed_call() as
+/// CUPTI would).
+void set_call_callbacks(RecordChoice want) noexcept;
+/// Forgets what set_call_callbacks() set (after the unsubscription).
 void clear_call_callbacks() noexcept;
 /// A driver callback for `sink`'s session: false when `cbid` is not a call being noted; else the
 /// call is handled (its entry keeps the clock in cb.correlationData, its successful exit is noted).
 bool on_timed_call(Sink& sink, CUpti_CallbackId cbid, const CUpti_CallbackData& cb) noexcept;
-/// Tests: as enable_call_callbacks(), without CUPTI.
-void set_call_callbacks_for_testing(RecordChoice want) noexcept;
 
 }  // namespace cuscope::inline v0::detail

@@ -212,19 +212,37 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
     on_api(*target, domain, cbid, *static_cast<const CUpti_CallbackData*>(data));
 }
 
-// Enables the graph node and exec-update callbacks on `handle`; "" or why not.
-std::string enable_graph_callbacks(CUpti_SubscriberHandle handle) {
-  std::vector<std::pair<CUpti_CallbackDomain, CUpti_CallbackId>> wanted;
-  for (CUpti_CallbackId cbid : kGraphCallbacks) wanted.emplace_back(CUPTI_CB_DOMAIN_RESOURCE, cbid);
-  for (CUpti_CallbackId cbid : kUpdateDriverCallbacks) wanted.emplace_back(CUPTI_CB_DOMAIN_DRIVER_API, cbid);
-  wanted.emplace_back(CUPTI_CB_DOMAIN_RUNTIME_API, kUpdateRuntimeCallback);
-  for (auto [domain, cbid] : wanted) {
+// Enables `callbacks` on `handle`; "" or why not (`what`: which of them, for the message).
+std::string enable(CUpti_SubscriberHandle handle, const std::vector<Callback>& callbacks, const char* what) {
+  for (auto [domain, cbid] : callbacks) {
     if (CUptiResult r = cuptiEnableCallback(1, handle, domain, cbid); r != CUPTI_SUCCESS)
-      return cupti_refusal(domain == CUPTI_CB_DOMAIN_RESOURCE ? "cuptiEnableCallback(RESOURCE, GRAPH)"
-                                                              : "cuptiEnableCallback(graph exec update)",
-                           r);
+      return cupti_refusal(fmt::format("cuptiEnableCallback({})", what).c_str(), r);
   }
   return {};
+}
+
+// The graph node and exec-update callbacks.
+std::vector<Callback> graph_callbacks() {
+  std::vector<Callback> out;
+  for (CUpti_CallbackId cbid : kGraphCallbacks) out.emplace_back(CUPTI_CB_DOMAIN_RESOURCE, cbid);
+  for (CUpti_CallbackId cbid : kUpdateDriverCallbacks) out.emplace_back(CUPTI_CB_DOMAIN_DRIVER_API, cbid);
+  out.emplace_back(CUPTI_CB_DOMAIN_RUNTIME_API, kUpdateRuntimeCallback);
+  return out;
+}
+
+// The callbacks of launch notes for `want` (launch_note_callbacks()), as driver callbacks.
+std::vector<Callback> launch_callbacks(RecordChoice want) {
+  std::vector<Callback> out;
+  for (CUpti_CallbackId cbid : launch_note_callbacks(want)) out.emplace_back(CUPTI_CB_DOMAIN_DRIVER_API, cbid);
+  return out;
+}
+
+// The event record callbacks, by both APIs.
+std::vector<Callback> event_record_callbacks() {
+  std::vector<Callback> out;
+  for (CUpti_CallbackId cbid : kRuntimeEventRecords) out.emplace_back(CUPTI_CB_DOMAIN_RUNTIME_API, cbid);
+  for (CUpti_CallbackId cbid : kDriverEventRecords) out.emplace_back(CUPTI_CB_DOMAIN_DRIVER_API, cbid);
+  return out;
 }
 
 // The driver calls traced_call() names for `want`, by callback id, ascending.
@@ -239,29 +257,14 @@ std::vector<CUpti_CallbackId> launching_calls(RecordChoice want) {
   return ids;
 }
 
-// Enables the launch callbacks on `handle`: every driver call that launches, copies or sets, and
-// those that wait, allocate or free as `want` asks (the runtime's calls reach the driver's); "" or
-// why not.
+// Enables the callbacks of launch notes on `handle` (launch_note_callbacks(want)): every driver call
+// that launches, copies or sets, and those that wait, allocate or free as `want` asks, noted at
+// their entry (the runtime's calls reach the driver's); and the synchronizes, allocations and frees
+// whose records `want` leaves off, noted with their times (call_callbacks.hpp); "" or why not.
 std::string enable_launch_callbacks(CUpti_SubscriberHandle handle, RecordChoice want) {
-  for (CUpti_CallbackId cbid : launching_calls(want)) {
-    g_launch_cbids[cbid] = true;
-    if (CUptiResult r = cuptiEnableCallback(1, handle, CUPTI_CB_DOMAIN_DRIVER_API, cbid); r != CUPTI_SUCCESS)
-      return cupti_refusal("cuptiEnableCallback(DRIVER_API, launches)", r);
-  }
-  return {};
-}
-
-// Enables the event record callbacks on `handle` (both APIs); "" or why not.
-std::string enable_event_record_callbacks(CUpti_SubscriberHandle handle) {
-  for (CUpti_CallbackId cbid : kRuntimeEventRecords) {
-    if (CUptiResult r = cuptiEnableCallback(1, handle, CUPTI_CB_DOMAIN_RUNTIME_API, cbid); r != CUPTI_SUCCESS)
-      return cupti_refusal("cuptiEnableCallback(RUNTIME_API, event records)", r);
-  }
-  for (CUpti_CallbackId cbid : kDriverEventRecords) {
-    if (CUptiResult r = cuptiEnableCallback(1, handle, CUPTI_CB_DOMAIN_DRIVER_API, cbid); r != CUPTI_SUCCESS)
-      return cupti_refusal("cuptiEnableCallback(DRIVER_API, event records)", r);
-  }
-  return {};
+  for (CUpti_CallbackId cbid : launching_calls(want)) g_launch_cbids[cbid] = true;
+  set_call_callbacks(want);
+  return enable(handle, launch_callbacks(want), "DRIVER_API, launch notes");
 }
 
 std::atomic<int> g_fake_subscribe{0};  // tests: what cuptiSubscribe returns (0: call it)
@@ -314,14 +317,13 @@ Subscribed subscribe(Sink& sink, bool launches) noexcept {
       } else {
         g_target.store(&sink, std::memory_order_release);
         g_handle = handle;
-        if (graphs) out.why_not = enable_graph_callbacks(handle);
+        if (graphs) out.why_not = enable(handle, graph_callbacks(), "graph nodes and exec updates");
         out.graphs = graphs && out.why_not.empty();
         if (launches && out.why_not.empty())
           out.why_not = enable_launch_callbacks(handle, record_choice(sink.options));
-        if (launches && out.why_not.empty())
-          out.why_not = enable_call_callbacks(handle, record_choice(sink.options));
         out.launches = launches && out.why_not.empty();
-        if (event_records && out.why_not.empty()) out.why_not = enable_event_record_callbacks(handle);
+        if (event_records && out.why_not.empty())
+          out.why_not = enable(handle, event_record_callbacks(), "event records");
         out.event_records = event_records && out.why_not.empty();
         g_launches.store(out.launches, std::memory_order_release);
         if (!out.why_not.empty()) {
@@ -342,6 +344,20 @@ Subscribed subscribe(Sink& sink, bool launches) noexcept {
   if (!out.graphs) {
     std::lock_guard lock(sink.aggregator_mutex);
     sink.aggregator.set_graph_breakdown(false);
+  }
+  return out;
+}
+
+std::vector<Callback> session_callbacks(const Options& o, bool launches) {
+  std::vector<Callback> out;
+  if (o.graphs) out = graph_callbacks();
+  if (launches) {
+    const std::vector<Callback> notes = launch_callbacks(record_choice(o));
+    out.insert(out.end(), notes.begin(), notes.end());
+  }
+  if (wants_cupti_event_clock(o)) {
+    const std::vector<Callback> records = event_record_callbacks();
+    out.insert(out.end(), records.begin(), records.end());
   }
   return out;
 }

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cuscope/session.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "producers/cupti/traced_calls.hpp"
@@ -42,9 +43,16 @@ void unsubscribe() noexcept;
 /// The driver calls whose callbacks subscribe() enables for launch notes when a session asks for
 /// `want`: every call that launches, copies or sets (and waits, allocates or frees, where their
 /// records are on: traced_call()), and the synchronizes, allocations and frees whose records are
-/// off (call_callbacks.hpp), by callback id, ascending. The GPU bench's floor of the launch-callback
-/// way turns on exactly these (bench/minimal_cupti.hpp).
+/// off (call_callbacks.hpp), by callback id, ascending.
 std::vector<CUpti_CallbackId> launch_note_callbacks(RecordChoice want);
+
+/// A callback: its domain and id.
+using Callback = std::pair<CUpti_CallbackDomain, CUpti_CallbackId>;
+/// Every callback subscribe() enables for a session with options `o`, with launch notes when
+/// `launches`: the graph breakdown's (o.graphs), launch_note_callbacks(record_choice(o)), and the
+/// event record calls' (wants_cupti_event_clock(o)), in that order. The GPU bench's floor of CUPTI
+/// set up as cuscope's defaults turns on exactly these (bench/minimal_cupti.hpp).
+std::vector<Callback> session_callbacks(const Options& o, bool launches);
 
 /// What the graph resource callbacks do once CUPTI's handles are ids (called on the thread that
 /// creates the node; tests call them without CUPTI): a node created now is tied to the calling
