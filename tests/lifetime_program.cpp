@@ -12,6 +12,11 @@
 //   fork_output  as fork, with the table going to CUSCOPE_OUTPUT
 //   fork_busy    fork() again and again while other threads make their first scopes, which make the
 //                session: the fork handlers must see no session or a whole one (run under TSan too)
+//   two_writers  two processes with the same CUSCOPE_JSON, alive at once: the first writes the file,
+//                the second its own (its pid before the extension), saying so; once both ended, a
+//                third writes the file again
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -223,6 +228,28 @@ int run_fork_busy() {
   return g_failures == 0 ? 0 : 1;
 }
 
+// --- two_writers: one report file, two live processes ----------------------------------------------
+
+// A writer: its session starts (claiming its report file), it says so on WRITER_READY_FD, runs one
+// scope named WRITER_NAME, waits for the end of WRITER_HOLD_FD when given, and exits (writing its
+// report).
+int run_writer() {
+  const char* name = std::getenv("WRITER_NAME");
+  const char* ready = std::getenv("WRITER_READY_FD");
+  const char* hold = std::getenv("WRITER_HOLD_FD");
+  if (name == nullptr || ready == nullptr) return 2;
+  cuscope::start();
+  { cuscope::Scope scope(name); }
+  const char byte = 1;
+  if (::write(std::atoi(ready), &byte, 1) != 1) return 3;
+  if (hold != nullptr) {
+    char c = 0;
+    while (::read(std::atoi(hold), &c, 1) > 0) {
+    }
+  }
+  return 0;
+}
+
 // --- the checks, from outside ---------------------------------------------------------------------
 
 struct Run {
@@ -344,6 +371,79 @@ int check_fork(const std::string& self, const std::string& name) {
   return g_failures == 0 ? 0 : 1;
 }
 
+
+// Starts `lifetime_program writer` with `env` (stderr to ERR_PATH), without waiting for it.
+pid_t start_writer(const std::string& self, const std::vector<std::string>& env, const std::string& err_path) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    for (const std::string& e : env) ::putenv(const_cast<char*>(e.c_str()));
+    if (std::freopen(err_path.c_str(), "w", stderr) == nullptr) std::_Exit(126);
+    ::execl(self.c_str(), self.c_str(), "writer", static_cast<char*>(nullptr));
+    std::_Exit(127);
+  }
+  return pid;
+}
+
+int wait_status(pid_t pid) {
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int check_two_writers(const std::string& self) {
+  const std::string dir = std::string(P_tmpdir) + "/cuscope_lifetime_two_writers." + std::to_string(::getpid());
+  ::mkdir(dir.c_str(), 0700);
+  const std::string json = dir + "/report.json";
+  int ready[2] = {-1, -1};
+  int hold[2] = {-1, -1};
+  if (::pipe(ready) != 0 || ::pipe(hold) != 0) return 1;
+  // The writers inherit only their ends: the first must see the end of `hold` when this closes it.
+  ::fcntl(ready[0], F_SETFD, FD_CLOEXEC);
+  ::fcntl(hold[1], F_SETFD, FD_CLOEXEC);
+  const std::vector<std::string> common = {"CUSCOPE_JSON=" + json, "CUSCOPE_ACTIVITIES=0", "CUSCOPE_GPU_EVENTS=0",
+                                           "WRITER_READY_FD=" + std::to_string(ready[1])};
+  std::vector<std::string> first_env = common;
+  first_env.push_back("WRITER_NAME=first_writer");
+  first_env.push_back("WRITER_HOLD_FD=" + std::to_string(hold[0]));
+  const pid_t first = start_writer(self, first_env, dir + "/first.stderr");
+  ::close(hold[0]);
+  char c = 0;
+  check(::read(ready[0], &c, 1) == 1, "the first writer started its session");
+  std::vector<std::string> second_env = common;
+  second_env.push_back("WRITER_NAME=second_writer");
+  const pid_t second = start_writer(self, second_env, dir + "/second.stderr");
+  check(wait_status(second) == 0, "the second writer exits with 0");
+  ::close(hold[1]);  // the first ends
+  check(wait_status(first) == 0, "the first writer exits with 0");
+  const std::string own = dir + "/report-" + std::to_string(second) + ".json";
+  check(exists(json) && exists(own), "both reports are written: " + json + " and " + own);
+  if (exists(json)) {
+    const nlohmann::json j = parse_json_file(json);
+    check(json_calls(j, "first_writer") == 1 && !json_has(j, "second_writer"), "report.json is the first's");
+  }
+  if (exists(own)) {
+    const nlohmann::json j = parse_json_file(own);
+    check(json_calls(j, "second_writer") == 1 && !json_has(j, "first_writer"), own + " is the second's");
+  }
+  const std::string note = "CUSCOPE_JSON: another live process on this host is writing " + json +
+                           " (it started first); this process (" + std::to_string(second) + ") writes " + own;
+  check(read_file(dir + "/second.stderr").find(note) != std::string::npos, "the second says: " + note);
+  check(read_file(dir + "/first.stderr").find("another live process") == std::string::npos,
+        "the first says nothing of it");
+  // Both ended: the file is nobody's, and a third writes it again.
+  std::vector<std::string> third_env = common;
+  third_env.push_back("WRITER_NAME=third_writer");
+  check(wait_status(start_writer(self, third_env, dir + "/third.stderr")) == 0, "the third writer exits with 0");
+  ::close(ready[0]);
+  ::close(ready[1]);
+  if (exists(json)) check(json_calls(parse_json_file(json), "third_writer") == 1, "report.json is the third's");
+  for (const char* f : {"report.json", "first.stderr", "second.stderr", "third.stderr"})
+    std::remove((dir + "/" + f).c_str());
+  std::remove(own.c_str());
+  ::rmdir(dir.c_str());
+  return g_failures == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -354,12 +454,14 @@ int main(int argc, char** argv) {
   if (what == "fork" || what == "fork_output") return run_fork(true);
   if (what == "fork_early") return run_fork(false);
   if (what == "fork_busy") return run_fork_busy();
+  if (what == "writer") return run_writer();
   // Checking: the environment must not leak into the cases.
   if (what == "check-static") return check_static(self);
   if (what == "check-quick_exit") return check_quick_exit(self);
   if (what == "check-fork_busy") return check_fork_busy(self);
+  if (what == "check-two_writers") return check_two_writers(self);
   if (what.rfind("check-fork", 0) == 0) return check_fork(self, what.substr(6));
-  std::fprintf(stderr, "usage: %s check-{static,quick_exit,fork,fork_early,fork_output,fork_busy}\n",
+  std::fprintf(stderr, "usage: %s check-{static,quick_exit,fork,fork_early,fork_output,fork_busy,two_writers}\n",
                argv[0]);
   return 2;
 }

@@ -314,3 +314,24 @@ TEST_CASE(
   REQUIRE(waitpid(child, &status, 0) == child);
   CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
 }
+
+TEST_CASE("a report file's claim: this process's until released, no other live process's meanwhile",
+          "[ranks]") {
+  const std::string path = fmt::format("/tmp/cuscope-claim-test-{}-{}/report.json", getpid(), epoch_ns());
+  // Whether a child (another live process on this host) gets the claim on `p`; its claim ends with it.
+  const auto child_claims = [](const std::string& p) {
+    const pid_t child = fork();
+    if (child == 0) _exit(cuscope::detail::claim_path(p) ? 0 : 1);
+    int status = -1;
+    REQUIRE(waitpid(child, &status, 0) == child);
+    REQUIRE(WIFEXITED(status));
+    return WEXITSTATUS(status) == 0;
+  };
+  CHECK(child_claims(path));  // nobody held it
+  CHECK(cuscope::detail::claim_path(path));
+  CHECK(cuscope::detail::claim_path(path));  // this process's already: still its
+  CHECK_FALSE(child_claims(path));
+  CHECK(child_claims(path + ".other"));  // another file is another claim
+  cuscope::detail::release_path_claims();
+  CHECK(child_claims(path));  // released: the next process may write it
+}

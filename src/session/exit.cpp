@@ -22,6 +22,7 @@
 #include "producers/log.hpp"
 #include "session/handover.hpp"
 #include "session/internal.hpp"
+#include "session/run_claim.hpp"
 #include "trace/session_trace.hpp"
 
 namespace cuscope {
@@ -60,6 +61,10 @@ void shutdown() {
       g_state.store(kOff, std::memory_order_release);
       g_flags.store(0, std::memory_order_relaxed);
     }
+    // Once the files are final (or not written), another process may write them (run_claim.hpp).
+    struct ReleaseClaims {
+      ~ReleaseClaims() { release_path_claims(); }
+    } release_claims;
     stop_collector(s);
     // GPU work may still be running: wait for its events a bounded time, never forever. Events
     // timed by CUPTI (CUSCOPE_EVENT_TIMESTAMPS=cupti) also wait for CUPTI to deliver their records.

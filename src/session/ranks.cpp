@@ -195,4 +195,20 @@ void expand_output_paths(Options& o, const ProcessIdentity& id, std::vector<std:
   }
 }
 
+void claim_output_paths(Options& o, long pid, std::vector<std::string>* notes) {
+  const std::pair<const char*, std::string*> paths[] = {
+      {"CUSCOPE_OUTPUT", &o.output_path}, {"CUSCOPE_JSON", &o.json_path}, {"CUSCOPE_TRACE", &o.trace_path}};
+  for (auto [variable, path] : paths) {
+    if (path->empty() || (path == &o.output_path && !o.print_at_exit)) continue;
+    struct stat st {};
+    if (stat(path->c_str(), &st) == 0 && (!S_ISREG(st.st_mode) || standard_stream(*path) != nullptr)) continue;
+    if (claim_path(*path)) continue;
+    std::string own = tagged(*path, fmt::format("-{}", pid));
+    notes->push_back(fmt::format("{}: another live process on this host is writing {} (it started first); "
+                                 "this process ({}) writes {}",
+                                 variable, *path, pid, own));
+    *path = std::move(own);
+  }
+}
+
 }  // namespace cuscope::inline v0::detail

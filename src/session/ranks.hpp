@@ -2,8 +2,9 @@
 // and which process of a `cuscope run`; and output paths with `%r` (rank), `%p` (pid) and `%h`
 // (host) expanded, so that each rank of a job writes its own table, JSON report and trace. A path
 // that several processes would write (no `%r` under a launcher, no `%p` in a later process of a
-// `cuscope run`) gets the rank or the pid before its extension, with a note saying so: one process
-// never replaces, or writes into, another's file. Read once, when the session starts.
+// `cuscope run`) gets the rank or the pid before its extension, with a note saying so, and so does
+// a file another live process on this host writes (run_claim.hpp): one process never replaces, or
+// writes into, another's file. Read once, when the session starts.
 //
 // Never: change a path to anything but a regular file (a device, a pipe) or to the program's own
 // stdout or stderr, or a path that names the process already.
@@ -65,5 +66,11 @@ ProcessIdentity this_process();
 /// CUSCOPE_OUTPUT (when the table is printed), CUSCOPE_JSON and CUSCOPE_TRACE of `o`, each the file
 /// this process writes (own_output_path); a note for each one changed.
 void expand_output_paths(Options& o, const ProcessIdentity& id, std::vector<std::string>* notes);
+
+/// Claims each report file of `o` (expanded and absolute: the session's, after expand_output_paths)
+/// for this process (process `pid`), so that no two live processes on this host write one file: a
+/// file another live process claimed first gets "-PID" before its extension, with a note. A file
+/// that is not a regular one (a device, a pipe, the program's own stdout or stderr) is not claimed.
+void claim_output_paths(Options& o, long pid, std::vector<std::string>* notes);
 
 }  // namespace cuscope::inline v0::detail

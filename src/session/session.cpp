@@ -33,6 +33,7 @@
 #include "session/hardware.hpp"
 #include "session/internal.hpp"
 #include "session/ranks.hpp"
+#include "session/run_claim.hpp"
 #include "trace/session_trace.hpp"
 
 namespace cuscope {
@@ -211,6 +212,7 @@ void reset_for_testing() noexcept {
   g_session.store(new Session(), std::memory_order_release);
   detach_this_thread();
   forget_warnings();
+  release_path_claims();  // the next session's files are its own
 }
 
 void trace_with_fake_cupti_for_testing(CorrelationHook push, CorrelationPopHook pop, bool launch_notes) noexcept {
@@ -272,9 +274,10 @@ bool start(const Options& given) {
     const ProcessIdentity id = this_process();  // each rank of a job writes its own files
     for (const std::string& problem : id.problems) warn_once(problem);
     expand_output_paths(options, id, &s.path_notes);
+    anchor_report_paths(options);
+    claim_output_paths(options, id.pid, &s.path_notes);
     s.below_run = id.run_below;
     if (!s.below_run) say_path_notes(s);  // below a run: when its report is first written, if ever
-    anchor_report_paths(options);
     sweep_stale_temporaries(options);
     s.rank = id.rank;
     s.world_size = id.world_size;
