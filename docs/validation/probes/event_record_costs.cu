@@ -10,8 +10,10 @@
 // record-launch-record (a scope's pair around an empty kernel). Configurations are interleaved round
 // by round (the order rotates), one sample per batch: RESULT and RATIO lines. ".nocupti" rows come
 // from a child process that never touches CUPTI (in this process CUPTI stays attached once used).
-// COUNTS lines: which CUDA_EVENT and API records each configuration delivered. CONCLUSION lines are
-// computed from the data.
+// COUNTS lines: which CUDA_EVENT and API records each configuration delivered. CHILD lines: the same
+// count in fresh processes set up three ways (the kind on in a live context, on before the context,
+// with cuscope's timestamp callback first), for why this process gets no record. CONCLUSION lines
+// are computed from the data.
 //
 // Built and run by tests/gpu-check.sh (--probes, or the full check), which prints its nvcc line. By
 // hand, on a GPU machine, from the repository root (one line):
@@ -171,6 +173,56 @@ int child_no_cupti() {
   return 0;
 }
 
+// The timestamp callback cuscope registers before any kind (producers/cupti/adapter.cpp): here the
+// probe's own clock.
+std::uint64_t CUPTIAPI probe_timestamp() { return probe::now_ns(); }
+
+/// A child process for the question the 2026-11-26/27 runs left (no CUDA_EVENT record in this
+/// process, where cuscope and event_device_timestamps.cu got them): CUPTI set up as `how` says, then
+/// one batch set of the record pattern with disabled-timing events and the CUDA_EVENT kind (in
+/// cuscope's order), and one CHILD line of counts. `how`: "kind-before-context" (the kind on before
+/// the context is made, as event_device_timestamps.cu does), "timestamp-callback" (as this process,
+/// with cuscope's timestamp callback registered first, the kind on in a live context), or "plain"
+/// (as this process: the kind on in a live context).
+int child_event_records(const std::string& how) {
+  const bool before_context = how == "kind-before-context";
+  if (how == "timestamp-callback") PROBE_CUPTI(cuptiActivityRegisterTimestampCallback(&probe_timestamp));
+  probe::Buffers::start(&parse);
+  if (before_context) enable_event_records(true);
+  cudaStream_t s = nullptr;
+  PROBE_CUDA(cudaStreamCreate(&s));
+  const EventPools pools;
+  take_tally(false);
+  if (!before_context) enable_event_records(true);
+  time_batches(s, Pattern::record, pools.of(false));
+  cupti_off();
+  const Tally t = take_tally(false);
+  std::printf("CHILD %s events_recorded=%d cuda_event_records=%llu with_device_ts=%llu\n", how.c_str(),
+              (kBatches + 1) * kOpsPerBatch, static_cast<unsigned long long>(t.events),
+              static_cast<unsigned long long>(t.events_with_ts));
+  return 0;
+}
+
+/// Runs child_event_records each way and says, for each, whether every record came.
+void conclude_children() {
+  for (const char* how : {"plain", "kind-before-context", "timestamp-callback"}) {
+    const std::string out = probe::run_self(std::string("--child-event-records ") + how);
+    const std::size_t at = out.find("CHILD ");
+    if (at == std::string::npos) {
+      std::printf("CONCLUSION: child %s printed no counts: %s\n", how, out.c_str());
+      continue;
+    }
+    const std::string line = out.substr(at, out.find('\n', at) - at);
+    unsigned long long recorded = 0, records = 0;
+    const std::size_t r = line.find("events_recorded="), e = line.find("cuda_event_records=");
+    if (r != std::string::npos) recorded = std::strtoull(line.c_str() + r + 16, nullptr, 10);
+    if (e != std::string::npos) records = std::strtoull(line.c_str() + e + 19, nullptr, 10);
+    std::printf("%s\nCONCLUSION: a fresh process, %s: %llu CUDA_EVENT records for %llu cudaEventRecord calls (%s)\n",
+                line.c_str(), how, records, recorded,
+                records == recorded ? "all come" : records == 0 ? "none comes" : "some do not come");
+  }
+}
+
 struct CostCounts {
   std::uint64_t ops = 0, events = 0, with_ts = 0, correlation_0 = 0, kernels = 0, api_event_record = 0,
                 api_other = 0, distinct_ids_max = 0;
@@ -309,6 +361,7 @@ int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // a section killed at its timeout keeps what was printed
   probe::exit_77_without_device(kName);
   if (argc > 1 && std::strcmp(argv[1], "--child-no-cupti") == 0) return child_no_cupti();
+  if (argc > 2 && std::strcmp(argv[1], "--child-event-records") == 0) return child_event_records(argv[2]);
   probe::print_device(kName);
   probe::Buffers::start(&parse);
   cudaStream_t s = nullptr;
@@ -319,5 +372,6 @@ int main(int argc, char** argv) {
   const CostResults costs = measure_costs(s, pools);
   print_costs(costs);
   conclude_costs(costs);
+  conclude_children();
   return 0;
 }
