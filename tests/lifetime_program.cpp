@@ -16,11 +16,13 @@
 //                the second its own (its pid before the extension), saying so; once both ended, a
 //                third writes the file again
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -50,6 +52,12 @@ std::string read_file(const std::string& path) {
 }
 
 bool exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+
+// A file of this check's in the temporary folder: its pid in the name, so that two test runs on one
+// machine never share one (a live session's report file is its own: the other's would be renamed).
+std::string tmp_file(const std::string& stem, const char* extension) {
+  return std::string(P_tmpdir) + "/cuscope_lifetime_" + stem + "." + std::to_string(::getpid()) + extension;
+}
 
 std::uint64_t calls(const cuscope::Report& r, const char* path) {
   const cuscope::RangeStats* range = r.find(path);
@@ -258,7 +266,7 @@ struct Run {
 };
 
 Run run_case(const std::string& self, const std::string& name, const std::vector<std::string>& env) {
-  const std::string err_path = std::string(P_tmpdir) + "/cuscope_lifetime_" + name + ".stderr";
+  const std::string err_path = tmp_file(name, ".stderr");
   std::remove(err_path.c_str());
   Run run;
   const pid_t pid = ::fork();
@@ -273,6 +281,7 @@ Run run_case(const std::string& self, const std::string& name, const std::vector
   ::waitpid(pid, &status, 0);
   run.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   run.err = read_file(err_path);
+  std::remove(err_path.c_str());  // printed below, whole
   std::fprintf(stdout, "--- stderr of '%s' (exit %d) ---\n%s---\n", name.c_str(), run.status,
                run.err.c_str());
   return run;
@@ -307,7 +316,7 @@ std::size_t tables_in(const std::string& text) {
 }
 
 int check_static(const std::string& self) {
-  const std::string json = std::string(P_tmpdir) + "/cuscope_lifetime_static.json";
+  const std::string json = tmp_file("static", ".json");
   std::remove(json.c_str());
   const Run run = run_case(self, "static", {"CUSCOPE_ROWS=ten", "CUSCOPE_JSON=" + json});
   check(run.status == 0, "'static' exits with 0, not " + std::to_string(run.status));
@@ -324,7 +333,7 @@ int check_static(const std::string& self) {
 }
 
 int check_quick_exit(const std::string& self) {
-  const std::string json = std::string(P_tmpdir) + "/cuscope_lifetime_quick.json";
+  const std::string json = tmp_file("quick", ".json");
   std::remove(json.c_str());
   const Run run = run_case(self, "quick_exit", {"CUSCOPE_JSON=" + json});
   check(run.status == 0, "'quick_exit' exits with 0, not " + std::to_string(run.status));
@@ -346,8 +355,8 @@ int check_fork_busy(const std::string& self) {
 }
 
 int check_fork(const std::string& self, const std::string& name) {
-  const std::string json = std::string(P_tmpdir) + "/cuscope_lifetime_" + name + ".json";
-  const std::string table = std::string(P_tmpdir) + "/cuscope_lifetime_" + name + ".txt";
+  const std::string json = tmp_file(name, ".json");
+  const std::string table = tmp_file(name, ".txt");
   std::remove(json.c_str());
   std::remove(table.c_str());
   std::vector<std::string> env{"CUSCOPE_JSON=" + json};
@@ -407,15 +416,26 @@ int check_two_writers(const std::string& self) {
   first_env.push_back("WRITER_HOLD_FD=" + std::to_string(hold[0]));
   const pid_t first = start_writer(self, first_env, dir + "/first.stderr");
   ::close(hold[0]);
+  // The first's session has started (its byte), or it failed: 30 s at most, never a hang.
+  pollfd started{ready[0], POLLIN, 0};
   char c = 0;
-  check(::read(ready[0], &c, 1) == 1, "the first writer started its session");
-  std::vector<std::string> second_env = common;
+  const bool first_started = ::poll(&started, 1, 30'000) == 1 && ::read(ready[0], &c, 1) == 1;
+  check(first_started, "the first writer started its session within 30 s");
+  if (!first_started) {
+    ::kill(first, SIGKILL);
+    wait_status(first);
+    std::fprintf(stdout, "--- stderr of the first writer ---\n%s---\n", read_file(dir + "/first.stderr").c_str());
+    return 1;
+  }
+  // The second names the same file another way: the claim is the file's, not the spelling's.
+  std::vector<std::string> second_env = {"CUSCOPE_JSON=" + dir + "/./report.json", "CUSCOPE_ACTIVITIES=0",
+                                         "CUSCOPE_GPU_EVENTS=0", "WRITER_READY_FD=" + std::to_string(ready[1])};
   second_env.push_back("WRITER_NAME=second_writer");
   const pid_t second = start_writer(self, second_env, dir + "/second.stderr");
   check(wait_status(second) == 0, "the second writer exits with 0");
   ::close(hold[1]);  // the first ends
   check(wait_status(first) == 0, "the first writer exits with 0");
-  const std::string own = dir + "/report-" + std::to_string(second) + ".json";
+  const std::string own = dir + "/./report-" + std::to_string(second) + ".json";
   check(exists(json) && exists(own), "both reports are written: " + json + " and " + own);
   if (exists(json)) {
     const nlohmann::json j = parse_json_file(json);
@@ -425,10 +445,11 @@ int check_two_writers(const std::string& self) {
     const nlohmann::json j = parse_json_file(own);
     check(json_calls(j, "second_writer") == 1 && !json_has(j, "first_writer"), own + " is the second's");
   }
-  const std::string note = "CUSCOPE_JSON: another live process on this host is writing " + json +
-                           " (it started first); this process (" + std::to_string(second) + ") writes " + own;
+  const std::string note = "CUSCOPE_JSON: another live cuscope session on this host is writing " + dir +
+                           "/./report.json (it started first); this process (" + std::to_string(second) +
+                           ") writes " + own;
   check(read_file(dir + "/second.stderr").find(note) != std::string::npos, "the second says: " + note);
-  check(read_file(dir + "/first.stderr").find("another live process") == std::string::npos,
+  check(read_file(dir + "/first.stderr").find("another live cuscope session") == std::string::npos,
         "the first says nothing of it");
   // Both ended: the file is nobody's, and a third writes it again.
   std::vector<std::string> third_env = common;
@@ -437,6 +458,10 @@ int check_two_writers(const std::string& self) {
   ::close(ready[0]);
   ::close(ready[1]);
   if (exists(json)) check(json_calls(parse_json_file(json), "third_writer") == 1, "report.json is the third's");
+  if (g_failures != 0) {
+    for (const char* f : {"first.stderr", "second.stderr", "third.stderr"})
+      std::fprintf(stdout, "--- %s ---\n%s---\n", f, read_file(dir + "/" + f).c_str());
+  }
   for (const char* f : {"report.json", "first.stderr", "second.stderr", "third.stderr"})
     std::remove((dir + "/" + f).c_str());
   std::remove(own.c_str());

@@ -335,3 +335,28 @@ TEST_CASE("a report file's claim: this process's until released, no other live p
   cuscope::detail::release_path_claims();
   CHECK(child_claims(path));  // released: the next process may write it
 }
+
+TEST_CASE("a report file's claim is its process's own: a child made by fork() does not keep it after a release",
+          "[ranks]") {
+  const std::string path = fmt::format("/tmp/cuscope-claim-fork-{}-{}/report.json", getpid(), epoch_ns());
+  REQUIRE(cuscope::detail::claim_path(path));
+  int go[2] = {-1, -1};
+  REQUIRE(::pipe(go) == 0);
+  const pid_t worker = fork();
+  if (worker == 0) {  // a worker forked without exec that lives on and never claims anything
+    ::close(go[1]);
+    char c = 0;
+    while (::read(go[0], &c, 1) > 0) {
+    }
+    _exit(0);
+  }
+  ::close(go[0]);
+  cuscope::detail::release_path_claims();  // the worker still lives
+  const pid_t other = fork();
+  if (other == 0) _exit(cuscope::detail::claim_path(path) ? 0 : 1);  // another process claims it
+  int status = -1;
+  REQUIRE(waitpid(other, &status, 0) == other);
+  CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  ::close(go[1]);
+  REQUIRE(waitpid(worker, &status, 0) == worker);
+}

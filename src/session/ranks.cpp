@@ -82,6 +82,18 @@ std::string tagged(std::string_view pattern, std::string_view tag) {
   return out;
 }
 
+// The file `path` names, however it is spelled (./, //, a linked folder): its folder's device and
+// inode, and its name; where the folder cannot be read, the path itself. Not the file's own inode:
+// each rewrite of a report replaces the file (renamed over it).
+std::string file_identity(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  const std::string folder = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  struct stat st {};
+  if (stat(folder.c_str(), &st) != 0) return path;
+  return fmt::format("{}:{}/{}", static_cast<unsigned long long>(st.st_dev),
+                     static_cast<unsigned long long>(st.st_ino), path.substr(slash + 1));
+}
+
 }  // namespace
 
 ProcessIdentity process_identity(EnvLookup lookup, long pid, std::string host) {
@@ -200,11 +212,17 @@ void claim_output_paths(Options& o, long pid, std::vector<std::string>* notes) {
       {"CUSCOPE_OUTPUT", &o.output_path}, {"CUSCOPE_JSON", &o.json_path}, {"CUSCOPE_TRACE", &o.trace_path}};
   for (auto [variable, path] : paths) {
     if (path->empty() || (path == &o.output_path && !o.print_at_exit)) continue;
+    // Devices and descriptors (/dev/stderr, /dev/fd/3, /proc/self/fd/1): not files cuscope names.
+    if (path->rfind("/dev/", 0) == 0 || path->rfind("/proc/", 0) == 0) continue;
     struct stat st {};
     if (stat(path->c_str(), &st) == 0 && (!S_ISREG(st.st_mode) || standard_stream(*path) != nullptr)) continue;
-    if (claim_path(*path)) continue;
+    if (claim_path(file_identity(*path))) continue;
     std::string own = tagged(*path, fmt::format("-{}", pid));
-    notes->push_back(fmt::format("{}: another live process on this host is writing {} (it started first); "
+    // This note says where the file goes now: an earlier one for the same variable (its rank or
+    // pid) named a file this process no longer writes.
+    const std::string earlier = std::string(variable) + "=";
+    std::erase_if(*notes, [&earlier](const std::string& n) { return n.rfind(earlier, 0) == 0; });
+    notes->push_back(fmt::format("{}: another live cuscope session on this host is writing {} (it started first); "
                                  "this process ({}) writes {}",
                                  variable, *path, pid, own));
     *path = std::move(own);

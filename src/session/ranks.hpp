@@ -68,9 +68,11 @@ ProcessIdentity this_process();
 void expand_output_paths(Options& o, const ProcessIdentity& id, std::vector<std::string>* notes);
 
 /// Claims each report file of `o` (expanded and absolute: the session's, after expand_output_paths)
-/// for this process (process `pid`), so that no two live processes on this host write one file: a
-/// file another live process claimed first gets "-PID" before its extension, with a note. A file
-/// that is not a regular one (a device, a pipe, the program's own stdout or stderr) is not claimed.
+/// for this session (process `pid`), so that no two live sessions on this host (its network
+/// namespace) write one file, however its path is spelled: a file another session claimed first
+/// gets "-PID" before its extension, with a note that replaces the variable's earlier one. A file
+/// that is not a regular one (a device, a pipe, a descriptor, the program's own stdout or stderr)
+/// is not claimed.
 void claim_output_paths(Options& o, long pid, std::vector<std::string>* notes);
 
 }  // namespace cuscope::inline v0::detail

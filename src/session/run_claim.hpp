@@ -2,9 +2,10 @@
 // `cuscope run` came first (`cuscope run` gives its command CUSCOPE_RUN_ID, which every process
 // started below it inherits; the first of them to start a session claims the run, and so the report
 // paths that name no process, ranks.hpp), and which live process writes a report file (the first
-// to claim its path; another that would write it writes its own, ranks.hpp). A claim is an abstract
-// Unix socket named after the run or the path, bound while it is held: the kernel drops it when
-// that process ends, so nothing is left behind, and a crash frees it too.
+// to claim it; another that would write it writes its own, ranks.hpp). A claim is an abstract Unix
+// socket named after the run or the file, bound while it is held: the kernel drops it when that
+// process ends, so nothing is left behind, and a crash frees it too. Abstract sockets belong to a
+// network namespace: containers with their own network do not see each other's claims.
 //
 // Never: leave a file or a socket behind, or let a claim's descriptor reach an exec'd program
 // (it is close-on-exec) or outlive its process in a child made by fork() (the child closes it).
@@ -38,10 +39,11 @@ class RunClaim {
 /// process holds the run's claim (it came first), false when another process of the run does.
 bool claim_run(std::string_view run_id) noexcept;
 
-/// This process's claim on the report file `path` (absolute): true when this process holds it, now
-/// or from before, false when another live process on this host does. Kept until
-/// release_path_claims().
-bool claim_path(const std::string& path) noexcept;
+/// This process's claim on the report file `file` (a name for it that every process would give it:
+/// ranks.cpp's file identity): true when this process holds it, now or from before, false when
+/// another live process on this host (its network namespace: abstract sockets are per namespace)
+/// does. Kept until release_path_claims().
+bool claim_path(const std::string& file) noexcept;
 /// Ends this process's claims on report files (its session's files are final, or a test's
 /// session ends).
 void release_path_claims() noexcept;
