@@ -1,8 +1,10 @@
 // bench/minimal_cupti.cpp — see minimal_cupti.hpp.
 #include "minimal_cupti.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 namespace cuscope_bench {
@@ -53,6 +55,7 @@ MinimalSetup minimal_setup(MinimalKinds kinds) {
 }
 
 std::string MinimalCupti::try_start(const MinimalSetup& setup) {
+  set_zeroed_buffers(true);  // as cuscope: CUPTI does not zero the buffers it gets (they come zeroed)
   if (CUptiResult r = cuptiActivityRegisterCallbacks(&requested, &completed); r != CUPTI_SUCCESS)
     return refusal(r, "cuptiActivityRegisterCallbacks");
   std::string why;
@@ -88,11 +91,18 @@ void MinimalCupti::start(MinimalKinds kinds) {
   }
 }
 
+void MinimalCupti::set_zeroed_buffers(bool zeroed) {
+  std::uint8_t value = zeroed ? 1 : 0;
+  std::size_t size = sizeof(value);
+  cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &size, &value);
+}
+
 void MinimalCupti::undo() {
   for (CUpti_ActivityKind on : enabled_) cuptiActivityDisable(on);
   enabled_.clear();
   if (subscriber_ != nullptr) cuptiUnsubscribe(subscriber_);
   subscriber_ = nullptr;
+  set_zeroed_buffers(false);
 }
 
 void MinimalCupti::stop() {
@@ -112,12 +122,14 @@ void MinimalCupti::stop() {
     subscriber_ = nullptr;
   }
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  set_zeroed_buffers(false);  // CUPTI as found
 }
 
 void CUPTIAPI MinimalCupti::requested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records) {
   std::lock_guard lock(mutex_);
   if (free_.empty()) {
     *buffer = static_cast<std::uint8_t*>(std::aligned_alloc(8, kBufferBytes));
+    if (*buffer != nullptr) std::memset(*buffer, 0, kBufferBytes);  // CUPTI is told it comes zeroed
   } else {
     *buffer = free_.back();
     free_.pop_back();
@@ -127,10 +139,11 @@ void CUPTIAPI MinimalCupti::requested(std::uint8_t** buffer, std::size_t* size, 
 }
 
 void CUPTIAPI MinimalCupti::completed(CUcontext, std::uint32_t, std::uint8_t* buffer, std::size_t size,
-                                      std::size_t) {
+                                      std::size_t valid) {
   // A buffer of another size is cuscope's, handed here after the callbacks were switched: not
   // ours to hand out again as kBufferBytes (it would overflow), so left alone.
   if (buffer == nullptr || size != kBufferBytes) return;
+  std::memset(buffer, 0, std::min(valid, size));  // zero again where CUPTI wrote, off the launching thread
   std::lock_guard lock(mutex_);
   free_.push_back(buffer);
 }

@@ -1,12 +1,13 @@
 // bench/minimal_cupti.hpp — the floor of CUPTI tracing, the anchor cuscope's cost is measured
 // against: a client that turns on CONCURRENT_KERNEL records only (or, as the floor of what
 // cuscope's defaults trace, copy and set records too), no API records, callbacks or correlation,
-// and hands CUPTI's buffers back unread. Its third floor is CUPTI set up as cuscope's defaults set it
-// up, doing nothing with it: the defaults' activity kinds and a subscriber whose callbacks, on
-// exactly the calls cuscope's defaults subscribe to (launch notes, graph nodes), return at once (the
-// floor of tying launches to scopes by callbacks, the way Proton does). The GPU bench switches it on around
-// its loops (gpu_bench.cu); minimal_cupti_inject.cpp makes it a CUDA injection library for programs that do
-// not link cuscope (torch_overhead.py's minimal_cupti).
+// and hands CUPTI's buffers back unread (zeroed by the client, as cuscope's are: CUPTI is told they
+// come zeroed and does not zero them on the launching thread). Its third floor is CUPTI set up as cuscope's
+// defaults set it up, doing nothing with it: the defaults' activity kinds and a subscriber whose callbacks,
+// on exactly the calls cuscope's defaults subscribe to (launch notes, graph nodes), return at once (the floor
+// of tying launches to scopes by callbacks, the way Proton does). The GPU bench switches it on around its
+// loops (gpu_bench.cu); minimal_cupti_inject.cpp makes it a CUDA injection library for programs that do not
+// link cuscope (torch_overhead.py's minimal_cupti).
 //
 // Never here: reading a record, work in a callback, a lock beyond one per buffer handed over, or
 // cuscope (the floor must not carry any of its work: the bench hands it cuscope's lists of kinds
@@ -59,6 +60,7 @@ class MinimalCupti {
   static void CUPTIAPI completed(CUcontext, std::uint32_t, std::uint8_t* buffer, std::size_t, std::size_t);
 
   static void CUPTIAPI ignore(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
+  static void set_zeroed_buffers(bool zeroed);
   static void undo();
 
   static inline std::mutex mutex_;

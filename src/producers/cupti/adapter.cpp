@@ -7,13 +7,13 @@
 
 #include <array>
 #include <atomic>
-#include <cstdlib>
 #include <mutex>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "producers/clock.hpp"
+#include "producers/cupti/buffer_pool.hpp"
 #include "producers/cupti/decode.hpp"
 #include "producers/cupti/errors.hpp"
 #include "producers/cupti/traced_calls.hpp"
@@ -28,14 +28,11 @@
 namespace cuscope::inline v0::detail {
 namespace {
 
-// CUPTI 13.0 keeps one buffer per thread that calls CUDA, so the number of buffers out grows with
-// the program's threads. Memory is bounded in bytes instead: large buffers while few are out,
-// small ones past that, none past the budget (CUPTI then drops records and counts them; cuscope
-// counts the refusals too).
-constexpr std::size_t kLargeBuffer = 4u << 20;
-constexpr std::size_t kSmallBuffer = 256u << 10;
-constexpr std::size_t kLargeBudget = 128u << 20;  // 32 large buffers
-constexpr std::size_t kBudget = 256u << 20;       // then 512 small ones
+// The activity buffers (buffer_pool.hpp): 4 MiB while 32 are out, then 256 KiB until 256 MiB in all,
+// then none (CUPTI drops records and counts them; cuscope counts the refusals too).
+constexpr BufferPool::Limits kBufferLimits{4u << 20, 256u << 10, 128u << 20, 256u << 20};
+// Zeroed buffers kept ready for the next threads that launch (made on the collector's thread).
+constexpr std::size_t kSpareBuffers = 2;
 
 constexpr std::array kKinds = {
     CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,  // not KERNEL, which serializes kernels
@@ -49,17 +46,9 @@ constexpr std::array kKinds = {
     CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API,  // launches CUDA makes for the program (their API records)
 };
 
-struct Buffer {
-  std::uint8_t* data;
-  std::size_t size;
-};
-
 struct State {
   std::atomic<Sink*> target{nullptr};
-  std::mutex pool_mutex;
-  std::vector<Buffer> free_buffers;  // guarded by pool_mutex
-  std::size_t bytes_made = 0;        // guarded by pool_mutex: every buffer made, out or free
-  std::atomic<std::uint64_t> refused{0};
+  BufferPool buffers{kBufferLimits};
   std::vector<CUpti_ActivityKind> enabled;  // kinds to disable at stop
 };
 
@@ -74,27 +63,16 @@ std::string refusal(const char* what, CUptiResult r) { return cupti_refusal(what
 
 std::uint64_t CUPTIAPI timestamp() { return now_ns(); }
 
+// CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER: whether the buffers CUPTI gets are zeroed already.
+void set_zeroed_buffers(bool zeroed) noexcept {
+  std::uint8_t value = zeroed ? 1 : 0;
+  std::size_t size = sizeof(value);
+  cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &size, &value);
+}
+
 void CUPTIAPI buffer_requested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records) {
-  State& s = state();
   *max_records = 0;
-  *buffer = nullptr;
-  *size = 0;
-  std::lock_guard lock(s.pool_mutex);
-  if (!s.free_buffers.empty()) {
-    *buffer = s.free_buffers.back().data;
-    *size = s.free_buffers.back().size;
-    s.free_buffers.pop_back();
-    return;
-  }
-  const std::size_t bytes = s.bytes_made + kLargeBuffer <= kLargeBudget ? kLargeBuffer : kSmallBuffer;
-  if (s.bytes_made + bytes <= kBudget) *buffer = static_cast<std::uint8_t*>(std::aligned_alloc(8, bytes));
-  if (*buffer == nullptr) {
-    // CUPTI drops this queue's records until it gets a buffer, and counts them (dropped records).
-    s.refused.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-  s.bytes_made += bytes;
-  *size = bytes;
+  *buffer = state().buffers.take(size);  // zeroed: CUPTI is told not to zero it (start_activity_tracing)
 }
 
 // Launch attribution (CUSCOPE_ATTRIBUTION=launch): the launch notes made so far, into the model
@@ -121,9 +99,7 @@ void CUPTIAPI buffer_completed(CUcontext context, std::uint32_t stream, std::uin
   if (cuptiActivityGetNumDroppedRecords(context, stream, &dropped) != CUPTI_SUCCESS)
     dropped = 0;  // no lock held
   if (Sink* target = s.target.load(std::memory_order_acquire)) take_buffer(*target, buffer, valid, dropped);
-  if (buffer == nullptr) return;
-  std::lock_guard lock(s.pool_mutex);
-  s.free_buffers.push_back(Buffer{buffer, size});
+  s.buffers.give_back(buffer, size, valid);  // zeroed where its records were, on this thread
 }
 
 }  // namespace
@@ -133,7 +109,7 @@ void take_buffer(Sink& sink, std::uint8_t* buffer, std::size_t valid, std::size_
   own_processing(sink, 1, [&] {
     take_launch_notes(sink);  // before the records of the launches they name
     consume_buffer(buffer, valid, dropped, sink.aggregator);
-    sink.aggregator.add_refused_buffers(state().refused.exchange(0, std::memory_order_relaxed));
+    sink.aggregator.add_refused_buffers(state().buffers.take_refused());
   });
 }
 
@@ -244,6 +220,7 @@ void deliver(std::uint32_t flags) {
   // counted: the resolver after shutdown's flushes still waits for what they bring).
   if (flags == 0) event_timestamps().count_delivery();
   cuptiActivityFlushAll(flags);  // no cuscope lock held: CUPTI calls buffer_completed from here
+  if (flags == 0) state().buffers.keep_spares(kSpareBuffers);  // off the launching threads
   if (Sink* target = state().target.load(std::memory_order_acquire)) {
     std::lock_guard lock(target->aggregator_mutex);
     own_processing(*target, 0, [&] {
@@ -286,6 +263,10 @@ std::string start_activity_tracing(Sink& sink) noexcept {
     // clock of the host scopes.
     CUptiResult r = cuptiActivityRegisterTimestampCallback(&timestamp);
     if (r != CUPTI_SUCCESS) return refusal("cuptiActivityRegisterTimestampCallback", r);
+    // Buffers come zeroed (buffer_pool.hpp): CUPTI need not zero each one on the launching thread
+    // that asks for it. Refused, CUPTI zeroes them as by default, and the pool's zeroing is spare.
+    set_zeroed_buffers(true);
+    s.buffers.keep_spares(kSpareBuffers);
     r = cuptiActivityRegisterCallbacks(&buffer_requested, &buffer_completed);
     if (r != CUPTI_SUCCESS) return refusal("cuptiActivityRegisterCallbacks", r);
     s.target.store(&sink, std::memory_order_release);
@@ -298,6 +279,7 @@ std::string start_activity_tracing(Sink& sink) noexcept {
                             sub.why_not));
     const auto fail = [&](const std::string& why) {
       disable_all(s);
+      set_zeroed_buffers(false);
       unsubscribe();
       s.target.store(nullptr, std::memory_order_release);
       return why;
@@ -366,6 +348,7 @@ void stop_activity_tracing() noexcept {
   set_event_timestamps_from_cupti(false);
   disable_all(s);
   deliver(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  set_zeroed_buffers(false);  // CUPTI as found, for a client after this session
   unsubscribe();  // no cuscope lock held
   target->launch_attributed.store(false, std::memory_order_release);
   s.target.store(nullptr, std::memory_order_release);

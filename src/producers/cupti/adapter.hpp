@@ -2,12 +2,13 @@
 //
 // Enables kernel, copy, set, memory, synchronization and overhead records (the last two can be left
 // out: CUSCOPE_SYNC_RECORDS, CUSCOPE_MEMORY_RECORDS), and ties each to the
-// scope that launched its work in one of two ways (CUSCOPE_ATTRIBUTION, docs/cupti.md): external
-// correlation (the default: scopes push their instance id, kind CUSTOM0, and runtime + driver API
-// records are on for the calls that launch work, and only those: cuscope's own event calls stay
-// untraced), or launch notes (the subscriber's launch callbacks, producers/launch_notes.hpp,
-// drained before each buffer; no API records). Completed buffers (a bounded pool of 4 MiB buffers)
-// are decoded into the session's aggregator on CUPTI's thread, or on the thread that flushes. The
+// scope that launched its work in one of two ways (CUSCOPE_ATTRIBUTION, docs/cupti.md): launch
+// notes (the default: the subscriber's launch callbacks, producers/launch_notes.hpp, drained before
+// each buffer; no API records), or external correlation (scopes push their instance id, kind
+// CUSTOM0, and runtime + driver API records are on for the calls that launch work, and only those:
+// cuscope's own event calls stay untraced). Completed buffers (a bounded pool of zeroed buffers,
+// buffer_pool.hpp) are decoded into the session's aggregator on CUPTI's thread, or on the thread
+// that flushes. The
 // subscriber (subscriber.hpp) also gets the graph node callbacks that tie replayed kernels to
 // capture-time scopes; when another tool holds it, tracing goes on without that breakdown and with
 // external correlation (one note says why).

@@ -1,0 +1,86 @@
+// producers/cupti/buffer_pool.cpp — see buffer_pool.hpp.
+#include "producers/cupti/buffer_pool.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+namespace cuscope::inline v0::detail {
+
+std::size_t BufferPool::reserve_locked() noexcept {
+  const std::size_t bytes =
+      bytes_made_ + limits_.large <= limits_.large_budget ? limits_.large : limits_.small;
+  if (bytes_made_ + bytes > limits_.budget) return 0;
+  bytes_made_ += bytes;
+  return bytes;
+}
+
+std::uint8_t* BufferPool::make(std::size_t bytes) noexcept {
+  auto* data = static_cast<std::uint8_t*>(std::aligned_alloc(8, bytes));
+  if (data != nullptr) {
+    std::memset(data, 0, bytes);  // every page touched here, where CUPTI would have zeroed it
+    return data;
+  }
+  std::lock_guard lock(mutex_);
+  bytes_made_ -= bytes;
+  return nullptr;
+}
+
+std::uint8_t* BufferPool::take(std::size_t* size) noexcept {
+  std::size_t bytes = 0;
+  {
+    std::lock_guard lock(mutex_);
+    if (!free_.empty()) {
+      const Buffer b = free_.back();
+      free_.pop_back();
+      *size = b.size;
+      return b.data;
+    }
+    bytes = reserve_locked();
+  }
+  // None free: made here, outside the lock (another thread's take() does not wait for it).
+  std::uint8_t* data = bytes != 0 ? make(bytes) : nullptr;
+  // CUPTI drops the records of a queue it has no buffer for, and counts them (dropped records).
+  if (data == nullptr) refused_.fetch_add(1, std::memory_order_relaxed);
+  *size = data != nullptr ? bytes : 0;
+  return data;
+}
+
+void BufferPool::give_back(std::uint8_t* buffer, std::size_t size, std::size_t valid) noexcept {
+  if (buffer == nullptr) return;
+  std::memset(buffer, 0, std::min(valid, size));  // beyond its records, a buffer is still zero
+  std::lock_guard lock(mutex_);
+  try {
+    free_.push_back(Buffer{buffer, size});
+  } catch (...) {  // out of memory for the list: the buffer goes, and is made again when needed
+    bytes_made_ -= size;
+    std::free(buffer);
+  }
+}
+
+void BufferPool::keep_spares(std::size_t spares) noexcept {
+  for (;;) {
+    std::size_t bytes = 0;
+    {
+      std::lock_guard lock(mutex_);
+      if (free_.size() >= spares) return;
+      bytes = reserve_locked();
+    }
+    if (bytes == 0) return;            // the budget is spent
+    std::uint8_t* data = make(bytes);  // outside the lock: a take() meanwhile does not wait
+    if (data == nullptr) return;
+    give_back(data, bytes, 0);
+  }
+}
+
+std::size_t BufferPool::bytes_made() const {
+  std::lock_guard lock(mutex_);
+  return bytes_made_;
+}
+
+std::size_t BufferPool::free_count() const {
+  std::lock_guard lock(mutex_);
+  return free_.size();
+}
+
+}  // namespace cuscope::inline v0::detail

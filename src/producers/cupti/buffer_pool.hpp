@@ -1,0 +1,66 @@
+// producers/cupti/buffer_pool.hpp — the activity buffers cuscope hands CUPTI. Bounded in bytes
+// (CUPTI 13.0 keeps a buffer per thread that calls CUDA, so the number out grows with the
+// program's threads): large buffers while few are out, small ones past that, none past the budget
+// (CUPTI then drops records and counts them; the pool counts its refusals). And zeroed before CUPTI
+// gets them, so that CUPTI, told so (CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER), never zeroes a
+// buffer itself on the launching thread that asked for it (4 MiB, each time a flush has handed the
+// thread's last one back): a buffer back from CUPTI is zeroed where its records were, by the thread
+// that took them, and spare ones are made ahead, off the launching threads (keep_spares()).
+//
+// Never: hand out a buffer with a byte that is not zero, make one past the budget, or call CUPTI.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+namespace cuscope::inline v0::detail {
+
+class BufferPool {
+ public:
+  struct Limits {
+    std::size_t large;         ///< bytes of a large buffer
+    std::size_t small;         ///< bytes of a small one
+    std::size_t large_budget;  ///< large buffers are made while every buffer made stays within this
+    std::size_t budget;        ///< and small ones within this; then none
+  };
+  explicit BufferPool(Limits limits) : limits_(limits) {}
+  BufferPool(const BufferPool&) = delete;
+  BufferPool& operator=(const BufferPool&) = delete;
+
+  /// A zeroed buffer and its size in `*size`: a free one, else a new one; nullptr (size 0) past the
+  /// budget, counted.
+  std::uint8_t* take(std::size_t* size) noexcept;
+  /// `buffer` (of `size` bytes) back, its first `valid` bytes written: zeroed there, and free again.
+  void give_back(std::uint8_t* buffer, std::size_t size, std::size_t valid) noexcept;
+  /// Makes zeroed buffers until `spares` are free, within the budget (for the collector's thread,
+  /// so that a launching thread finds one ready).
+  void keep_spares(std::size_t spares) noexcept;
+  /// The buffers refused since the last call.
+  std::uint64_t take_refused() noexcept { return refused_.exchange(0, std::memory_order_relaxed); }
+  /// Every buffer made, out or free, in bytes.
+  std::size_t bytes_made() const;
+  /// Buffers free now.
+  std::size_t free_count() const;
+
+ private:
+  struct Buffer {
+    std::uint8_t* data;
+    std::size_t size;
+  };
+  // The size of the next buffer, counted as made (the caller holds mutex_); 0 past the budget.
+  std::size_t reserve_locked() noexcept;
+  // A new zeroed buffer of `bytes` reserved ones (no lock held); nullptr when memory runs out (the
+  // reservation given back).
+  std::uint8_t* make(std::size_t bytes) noexcept;
+
+  const Limits limits_;
+  mutable std::mutex mutex_;
+  std::vector<Buffer> free_;    // guarded by mutex_
+  std::size_t bytes_made_ = 0;  // guarded by mutex_
+  std::atomic<std::uint64_t> refused_{0};
+};
+
+}  // namespace cuscope::inline v0::detail
