@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "producers/cupti/buffer_pool.hpp"
@@ -45,12 +46,16 @@ TEST_CASE("buffer pool: large buffers, then small, then none, each refusal count
   for (std::size_t i = 0; i < out.size(); ++i) pool.give_back(out[i], sizes[i], 0);
   CHECK(pool.free_count() == 4);
   CHECK(pool.bytes_made() == 160);  // given back, not made again
+  std::vector<std::pair<std::uint8_t*, std::size_t>> again;
   for (std::size_t i = 0; i < out.size(); ++i) {
-    std::size_t again = 0;
-    CHECK(pool.take(&again) != nullptr);
+    std::size_t size_again = 0;
+    std::uint8_t* b = pool.take(&size_again);
+    CHECK(b != nullptr);
+    again.emplace_back(b, size_again);
   }
   CHECK(pool.bytes_made() == 160);
   CHECK(pool.take_refused() == 0);
+  for (auto [b, s] : again) pool.give_back(b, s, 0);  // the pool frees what it holds
 }
 
 TEST_CASE("buffer pool: a buffer given back with records in it comes out zero again", "[cupti][buffers]") {
@@ -74,6 +79,7 @@ TEST_CASE("buffer pool: a buffer given back with records in it comes out zero ag
   CHECK(all_zero(third, again));
   pool.give_back(nullptr, 64, 10);  // nothing to take back
   CHECK(pool.free_count() == 0);
+  pool.give_back(third, again, 0);
 }
 
 TEST_CASE("buffer pool: spares are made ahead, zeroed, within the budget", "[cupti][buffers]") {
@@ -87,13 +93,16 @@ TEST_CASE("buffer pool: spares are made ahead, zeroed, within the budget", "[cup
   CHECK(pool.free_count() == 4);
   CHECK(pool.bytes_made() == 160);
   std::size_t size = 0;
+  std::vector<std::pair<std::uint8_t*, std::size_t>> out;
   for (int i = 0; i < 4; ++i) {
     std::uint8_t* b = pool.take(&size);
     REQUIRE(b != nullptr);
     CHECK(all_zero(b, size));
+    out.emplace_back(b, size);
   }
   CHECK(pool.take(&size) == nullptr);
   CHECK(pool.take_refused() == 1);
+  for (auto [b, s] : out) pool.give_back(b, s, 0);
 }
 
 TEST_CASE("buffer pool: threads taking and giving back while spares are made see only zeroed buffers",

@@ -7,6 +7,10 @@
 
 namespace cuscope::inline v0::detail {
 
+BufferPool::~BufferPool() {
+  for (const Buffer& b : free_) std::free(b.data);
+}
+
 std::size_t BufferPool::reserve_locked() noexcept {
   const std::size_t bytes =
       bytes_made_ + limits_.large <= limits_.large_budget ? limits_.large : limits_.small;

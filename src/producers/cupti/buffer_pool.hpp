@@ -27,6 +27,9 @@ class BufferPool {
     std::size_t budget;        ///< and small ones within this; then none
   };
   explicit BufferPool(Limits limits) : limits_(limits) {}
+  /// Frees the buffers free now (one out with CUPTI is its taker's to give back first; cuscope's
+  /// own pool lives as long as the process, since CUPTI may call back until it ends).
+  ~BufferPool();
   BufferPool(const BufferPool&) = delete;
   BufferPool& operator=(const BufferPool&) = delete;
 
