@@ -213,14 +213,28 @@ std::uint32_t loaded_version() {
   return cuptiGetVersion(&v) == CUPTI_SUCCESS ? v : 0;
 }
 
+// cuptiActivityFlushAll, one call at a time: cuscope's threads (the collector's polls, flush(),
+// snapshot(), shutdown()) never flush together. Two first calls at once race inside libcupti
+// (ThreadSanitizer saw one allocate what the other locked), and two flushes at once gain nothing.
+// Taken with no other cuscope lock held; CUPTI calls buffer_completed under it, which takes the
+// aggregator's (so: this lock, then that one, never the other way).
+void flush_cupti(std::uint32_t flags) {
+  static auto* one_at_a_time = new std::mutex;  // leaked, as the state: a flush may run at exit
+  std::lock_guard lock(*one_at_a_time);
+  cuptiActivityFlushAll(flags);
+}
+
 // Delivers buffers CUPTI has completed (`flags` 0), or every buffer, incomplete records included
 // (FORCED), then retries and ages the records waiting for their correlation.
 void deliver(std::uint32_t flags) {
   // One more delivery for the pairs waiting for their event timestamps (a forced flush is not
   // counted: the resolver after shutdown's flushes still waits for what they bring).
   if (flags == 0) event_timestamps().count_delivery();
-  cuptiActivityFlushAll(flags);  // no cuscope lock held: CUPTI calls buffer_completed from here
-  if (flags == 0) state().buffers.keep_spares(kSpareBuffers);  // off the launching threads
+  flush_cupti(flags);  // no cuscope lock held: CUPTI calls buffer_completed from here
+  // Spare buffers for the next threads that launch, made here, off the launching threads (only
+  // while CUPTI traces for a session: fake CUPTI in tests gets none).
+  if (flags == 0 && state().target.load(std::memory_order_acquire) != nullptr)
+    state().buffers.keep_spares(kSpareBuffers);
   if (Sink* target = state().target.load(std::memory_order_acquire)) {
     std::lock_guard lock(target->aggregator_mutex);
     own_processing(*target, 0, [&] {
@@ -324,7 +338,7 @@ void drain_launch_notes(Sink& sink) noexcept {
 void deliver_after_counters() noexcept {
   Sink* target = state().target.load(std::memory_order_acquire);
   if (target == nullptr) return;
-  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);  // no cuscope lock held
+  flush_cupti(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);  // no cuscope lock held
   std::lock_guard lock(target->aggregator_mutex);
   target->aggregator.settle(model::Aggregator::kMaxAge, false);  // retries without aging
 }
