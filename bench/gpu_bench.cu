@@ -145,7 +145,7 @@ int main(int argc, char** argv) {
           m.traced = std::move(r);
           // What a forced CUPTI flush still hands over: records held in buffers CUPTI deems
           // incomplete (a default flush never returns those), told apart in the note below.
-          cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+          cuscope::detail::flush_activity_forced();  // one flush at a time with the collector's
           cuscope::flush();
           m.traced_after_forced_flush = attributed_kernels(cuscope::snapshot());
         }

@@ -55,13 +55,14 @@ MinimalSetup minimal_setup(MinimalKinds kinds) {
 }
 
 std::string MinimalCupti::try_start(const MinimalSetup& setup) {
-  set_zeroed_buffers(true);  // as cuscope: CUPTI does not zero the buffers it gets (they come zeroed)
   if (CUptiResult r = cuptiActivityRegisterCallbacks(&requested, &completed); r != CUPTI_SUCCESS)
     return refusal(r, "cuptiActivityRegisterCallbacks");
+  set_zeroed_buffers(true);  // as cuscope: CUPTI does not zero the buffers it gets (they come zeroed)
   std::string why;
   if (!setup.callbacks.empty()) {
     if (CUptiResult r = cuptiSubscribe(&subscriber_, &ignore, nullptr); r != CUPTI_SUCCESS) {
       subscriber_ = nullptr;
+      undo();
       return refusal(r, "cuptiSubscribe");
     }
     for (auto [domain, cbid] : setup.callbacks) {

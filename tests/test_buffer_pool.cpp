@@ -129,5 +129,34 @@ TEST_CASE("buffer pool: threads taking and giving back while spares are made see
   for (std::thread& t : threads) t.join();
   CHECK(std::count(dirty.begin(), dirty.end(), 0) == kThreads);
   CHECK(pool.bytes_made() <= 16 * 4096 + 32 * 1024);
-  CHECK(pool.take_refused() == 0);
+}
+
+TEST_CASE("buffer pool: bytes written past the valid ones have the whole buffer zeroed, counted",
+          "[cupti][buffers]") {
+  BufferPool pool({8192, 1024, 8192, 8192});
+  std::size_t size = 0;
+  std::uint8_t* b = pool.take(&size);
+  REQUIRE(b != nullptr);
+  REQUIRE(size == 8192);
+  std::fill(b, b + 40, std::uint8_t{0xAB});
+  pool.give_back(b, size, 40);
+  CHECK(pool.written_past_valid() == 0);  // as CUPTI promises
+  b = pool.take(&size);
+  std::fill(b, b + 40, std::uint8_t{0xAB});
+  b[1000] = 1;  // past the valid bytes, in the page checked
+  b[8000] = 2;  // past that page: zeroed with the whole buffer
+  pool.give_back(b, size, 40);
+  CHECK(pool.written_past_valid() == 1);
+  b = pool.take(&size);
+  CHECK(all_zero(b, size));
+  pool.give_back(b, size, 0);
+}
+
+TEST_CASE("buffer pool: a buffer of another size is another client's, left as it is", "[cupti][buffers]") {
+  BufferPool pool(kLimits);
+  std::vector<std::uint8_t> foreign(100, std::uint8_t{7});
+  pool.give_back(foreign.data(), foreign.size(), 50);
+  CHECK(pool.free_count() == 0);
+  CHECK(pool.bytes_made() == 0);
+  CHECK(foreign[0] == 7);  // not zeroed: not this pool's to touch
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gpu_kit.cuh"
+#include "producers/cupti/adapter.hpp"
 #include "session_fixture.hpp"
 
 TEST_CASE("CUPTI tracing is on with a GPU", "[gpu][cupti]") {
@@ -307,4 +308,27 @@ TEST_CASE("two streams: a serialized-streams finding when each waits on the othe
   cudaEventDestroy(done);
   cudaStreamDestroy(s1);
   cudaStreamDestroy(s2);
+}
+
+// cuscope hands CUPTI zeroed buffers and tells it so (producers/cupti/buffer_pool.hpp): a returned
+// buffer is zeroed again only where CUPTI said its records were. Checked here against CUPTI: after
+// normal and forced deliveries of partly filled buffers mid-session, no byte past the valid ones.
+TEST_CASE("CUPTI writes nothing past the valid bytes of a buffer it hands back", "[gpu][cupti]") {
+  cuscope_test::Session session;
+  warm_up();
+  for (int round = 0; round < 20; ++round) {
+    {
+      CUSCOPE_SCOPE("burst");
+      for (int i = 0; i < 200; ++i) empty_kernel<<<1, 32>>>();
+    }
+    cuscope::flush();  // a normal delivery: partly filled buffers come back
+    if (round % 5 == 4) {
+      REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+      cuscope::detail::flush_activity_forced();  // and forced ones
+    }
+  }
+  const cuscope::Report r = settled();
+  CHECK(range(r, "burst").self.kernel_calls == 4000);
+  CHECK(r.diagnostics.dropped_records == 0);
+  CHECK(cuscope::detail::activity_buffers_written_past_valid() == 0);
 }

@@ -63,11 +63,33 @@ std::string refusal(const char* what, CUptiResult r) { return cupti_refusal(what
 
 std::uint64_t CUPTIAPI timestamp() { return now_ns(); }
 
-// CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER: whether the buffers CUPTI gets are zeroed already.
-void set_zeroed_buffers(bool zeroed) noexcept {
-  std::uint8_t value = zeroed ? 1 : 0;
-  std::size_t size = sizeof(value);
-  cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &size, &value);
+// CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, as cuscope found it when it set it (restored when
+// tracing ends), and whether cuscope set it.
+std::uint8_t g_zeroed_found = 0;
+bool g_zeroed_set = false;
+
+// Tells CUPTI that the buffers it gets come zeroed (buffer_pool.hpp); refused, CUPTI zeroes them
+// as by default, the pool's zeroing is spare, and one note says so.
+void tell_buffers_zeroed() noexcept {
+  std::size_t size = sizeof(g_zeroed_found);
+  if (cuptiActivityGetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &size, &g_zeroed_found) !=
+      CUPTI_SUCCESS)
+    g_zeroed_found = 0;
+  std::uint8_t value = 1;
+  size = sizeof(value);
+  const CUptiResult r = cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &size, &value);
+  g_zeroed_set = r == CUPTI_SUCCESS;
+  if (!g_zeroed_set)
+    warn_once(fmt::format("{}: CUPTI zeroes each activity buffer on the thread that asks for it",
+                          refusal("cuptiActivitySetAttribute(ZEROED_OUT_ACTIVITY_BUFFER)", r)));
+}
+
+// The attribute back as cuscope found it (for a client after this session).
+void restore_buffers_zeroed() noexcept {
+  if (!g_zeroed_set) return;
+  std::size_t size = sizeof(g_zeroed_found);
+  cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &size, &g_zeroed_found);
+  g_zeroed_set = false;
 }
 
 void CUPTIAPI buffer_requested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records) {
@@ -277,12 +299,12 @@ std::string start_activity_tracing(Sink& sink) noexcept {
     // clock of the host scopes.
     CUptiResult r = cuptiActivityRegisterTimestampCallback(&timestamp);
     if (r != CUPTI_SUCCESS) return refusal("cuptiActivityRegisterTimestampCallback", r);
-    // Buffers come zeroed (buffer_pool.hpp): CUPTI need not zero each one on the launching thread
-    // that asks for it. Refused, CUPTI zeroes them as by default, and the pool's zeroing is spare.
-    set_zeroed_buffers(true);
-    s.buffers.keep_spares(kSpareBuffers);
     r = cuptiActivityRegisterCallbacks(&buffer_requested, &buffer_completed);
     if (r != CUPTI_SUCCESS) return refusal("cuptiActivityRegisterCallbacks", r);
+    // Buffers come zeroed (buffer_pool.hpp): CUPTI need not zero each one on the launching thread
+    // that asks for it. Before any kind is on, so before CUPTI asks for its first buffer.
+    tell_buffers_zeroed();
+    s.buffers.keep_spares(kSpareBuffers);
     s.target.store(&sink, std::memory_order_release);
     // The subscriber first: whether launches are noted by callbacks decides what else is enabled.
     const bool wants_launches = sink.options.attribution == Attribution::launch;
@@ -293,7 +315,7 @@ std::string start_activity_tracing(Sink& sink) noexcept {
                             sub.why_not));
     const auto fail = [&](const std::string& why) {
       disable_all(s);
-      set_zeroed_buffers(false);
+      restore_buffers_zeroed();
       unsubscribe();
       s.target.store(nullptr, std::memory_order_release);
       return why;
@@ -321,11 +343,16 @@ std::string start_activity_tracing(Sink& sink) noexcept {
     sink.tracing.store(true, std::memory_order_release);
     return tracing_status(want, sub.launches);
   } catch (const std::exception& e) {
+    restore_buffers_zeroed();
     return fmt::format("CUPTI tracing could not start: {}", e.what());
   }
 }
 
 void flush_activity() noexcept { deliver(0); }
+
+void flush_activity_forced() noexcept { deliver(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); }
+
+std::uint64_t activity_buffers_written_past_valid() noexcept { return state().buffers.written_past_valid(); }
 
 void poll_activity() noexcept { deliver(0); }
 
@@ -362,7 +389,7 @@ void stop_activity_tracing() noexcept {
   set_event_timestamps_from_cupti(false);
   disable_all(s);
   deliver(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  set_zeroed_buffers(false);  // CUPTI as found, for a client after this session
+  restore_buffers_zeroed();  // CUPTI as found, for a client after this session
   unsubscribe();  // no cuscope lock held
   target->launch_attributed.store(false, std::memory_order_release);
   s.target.store(nullptr, std::memory_order_release);

@@ -35,6 +35,12 @@ std::string start_activity_tracing(Sink& sink) noexcept;
 /// Delivers every buffer whose records are complete (a normal flush: work still running stays
 /// with CUPTI and comes later, never as a record with zero timestamps), then ages waiting records.
 void flush_activity() noexcept;
+/// As flush_activity(), with CUPTI's incomplete buffers too (a forced flush): what a report of
+/// everything so far needs, mid-session (the GPU bench).
+void flush_activity_forced() noexcept;
+/// CUPTI buffers given back with bytes written past their valid ones (buffer_pool.hpp): 0 unless
+/// CUPTI writes where it says it did not (the GPU tests check it).
+std::uint64_t activity_buffers_written_past_valid() noexcept;
 /// The same, as the collector thread's periodic call.
 void poll_activity() noexcept;
 /// With launch notes: the threads' launch rings into `sink`'s model now, no CUPTI call (the

@@ -51,8 +51,18 @@ std::uint8_t* BufferPool::take(std::size_t* size) noexcept {
 }
 
 void BufferPool::give_back(std::uint8_t* buffer, std::size_t size, std::size_t valid) noexcept {
-  if (buffer == nullptr) return;
-  std::memset(buffer, 0, std::min(valid, size));  // beyond its records, a buffer is still zero
+  // Not one of this pool's sizes: another client's (the bench switches CUPTI's buffer callbacks
+  // between cuscope and its own), not ours to keep, count or free.
+  if (buffer == nullptr || (size != limits_.large && size != limits_.small)) return;
+  valid = std::min(valid, size);
+  // CUPTI writes no further than its valid bytes, which are zeroed again. Checked past them, a
+  // page's worth: a byte there that is not zero has the whole buffer zeroed, and is counted.
+  const std::size_t checked = std::min(size, valid + kCheckedPastValid);
+  if (std::any_of(buffer + valid, buffer + checked, [](std::uint8_t b) { return b != 0; })) {
+    written_past_valid_.fetch_add(1, std::memory_order_relaxed);
+    valid = size;
+  }
+  std::memset(buffer, 0, valid);
   std::lock_guard lock(mutex_);
   try {
     free_.push_back(Buffer{buffer, size});

@@ -5,7 +5,8 @@
 // gets them, so that CUPTI, told so (CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER), never zeroes a
 // buffer itself on the launching thread that asked for it (4 MiB, each time a flush has handed the
 // thread's last one back): a buffer back from CUPTI is zeroed where its records were, by the thread
-// that took them, and spare ones are made ahead, off the launching threads (keep_spares()).
+// that delivered it (the collector, a program thread that flushes, or CUPTI's own), and spare ones
+// are made ahead, off the launching threads (keep_spares()).
 //
 // Never: hand out a buffer with a byte that is not zero, make one past the budget, or call CUPTI.
 #pragma once
@@ -37,7 +38,11 @@ class BufferPool {
   /// budget, counted.
   std::uint8_t* take(std::size_t* size) noexcept;
   /// `buffer` (of `size` bytes) back, its first `valid` bytes written: zeroed there, and free again.
+  /// A non-zero byte in the page past them (CUPTI wrote past what it said) has the whole buffer
+  /// zeroed, counted (written_past_valid()). A buffer of neither size is another client's: left be.
   void give_back(std::uint8_t* buffer, std::size_t size, std::size_t valid) noexcept;
+  /// Buffers given back with bytes written past their valid ones (none expected).
+  std::uint64_t written_past_valid() const { return written_past_valid_.load(std::memory_order_relaxed); }
   /// Makes zeroed buffers until `spares` are free, within the budget (for the collector's thread,
   /// so that a launching thread finds one ready).
   void keep_spares(std::size_t spares) noexcept;
@@ -64,6 +69,8 @@ class BufferPool {
   std::vector<Buffer> free_;    // guarded by mutex_
   std::size_t bytes_made_ = 0;  // guarded by mutex_
   std::atomic<std::uint64_t> refused_{0};
+  std::atomic<std::uint64_t> written_past_valid_{0};
+  static constexpr std::size_t kCheckedPastValid = 4096;
 };
 
 }  // namespace cuscope::inline v0::detail
