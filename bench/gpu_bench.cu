@@ -73,10 +73,9 @@ int main(int argc, char** argv) {
 
   Measured m;  // what each configuration measured, round by round (gpu_bench_summary.hpp)
   // Turns the minimal client on, as CUPTI's floor or (`cuscope_setup`) set up as cuscope's defaults;
-  // false when CUPTI refused the latter (noted; the bench goes on without that floor).
-  // A floor CUPTI refused is left out of that round and every later one: its samples stay those of
-  // the rounds before, each still paired with the same round's of the others (round_ratios pairs
-  // by index).
+  // false when CUPTI refused the latter (noted; the bench goes on without that floor). A floor CUPTI
+  // refused is left out of that round and every later one: its samples stay those of the rounds
+  // before, each still paired with the same round's of the others (round_ratios pairs by index).
   auto start_floor = [&](const std::string& key, bool cuscope_setup, int round) {
     if (!cuscope_setup) {
       MinimalCupti::start();

@@ -82,6 +82,21 @@ std::string tagged(std::string_view pattern, std::string_view tag) {
   return out;
 }
 
+// Whether `path`, which exists (`st`), is not a file of cuscope's to name: not a regular file (a
+// device, a pipe), or the program's own stdout or stderr (/dev/stderr sent to a log).
+bool not_a_report_file(const std::string& path, const struct stat& st) {
+  return !S_ISREG(st.st_mode) || standard_stream(path) != nullptr;
+}
+
+// The report files `o` names, with their variables: the table's only when it is printed.
+std::vector<std::pair<const char*, std::string*>> report_paths(Options& o) {
+  std::vector<std::pair<const char*, std::string*>> paths;
+  if (o.print_at_exit) paths.emplace_back("CUSCOPE_OUTPUT", &o.output_path);
+  paths.emplace_back("CUSCOPE_JSON", &o.json_path);
+  paths.emplace_back("CUSCOPE_TRACE", &o.trace_path);
+  return paths;
+}
+
 // The file `path` names, however it is spelled (./, //, a linked folder): its folder's device and
 // inode, and its name; where the folder cannot be read, the path itself. Not the file's own inode:
 // each rewrite of a report replaces the file (renamed over it).
@@ -155,11 +170,7 @@ std::string own_output_path(std::string_view variable, std::string_view pattern,
   const std::string plain = expand_output_path(pattern, id);
   struct stat st {};
   const bool exists = !plain.empty() && stat(plain.c_str(), &st) == 0;
-  // Not a regular file (a device, a pipe), or the program's own stdout or stderr (/dev/stderr sent
-  // to a log): not a file of cuscope's to name.
-  if (plain.empty() || (exists && (!S_ISREG(st.st_mode) || standard_stream(plain) != nullptr)) ||
-      names(pattern, 'p'))
-    return plain;
+  if (plain.empty() || (exists && not_a_report_file(plain, st)) || names(pattern, 'p')) return plain;
   const bool several_ranks = id.rank > 0 || (id.rank == 0 && id.world_size > 1);
   if (several_ranks) {
     if (names(pattern, 'r')) return plain;
@@ -197,10 +208,7 @@ ProcessIdentity this_process() {
 }
 
 void expand_output_paths(Options& o, const ProcessIdentity& id, std::vector<std::string>* notes) {
-  const std::pair<const char*, std::string*> paths[] = {
-      {"CUSCOPE_OUTPUT", &o.output_path}, {"CUSCOPE_JSON", &o.json_path}, {"CUSCOPE_TRACE", &o.trace_path}};
-  for (auto [variable, path] : paths) {
-    if (path == &o.output_path && !o.print_at_exit) continue;  // no table: no file, and no note of one
+  for (auto [variable, path] : report_paths(o)) {  // no table: no file, and no note of one
     std::string note;
     *path = own_output_path(variable, *path, id, &note);
     if (!note.empty()) notes->push_back(std::move(note));
@@ -208,14 +216,12 @@ void expand_output_paths(Options& o, const ProcessIdentity& id, std::vector<std:
 }
 
 void claim_output_paths(Options& o, long pid, std::vector<std::string>* notes) {
-  const std::pair<const char*, std::string*> paths[] = {
-      {"CUSCOPE_OUTPUT", &o.output_path}, {"CUSCOPE_JSON", &o.json_path}, {"CUSCOPE_TRACE", &o.trace_path}};
-  for (auto [variable, path] : paths) {
-    if (path->empty() || (path == &o.output_path && !o.print_at_exit)) continue;
+  for (auto [variable, path] : report_paths(o)) {
+    if (path->empty()) continue;
     // Devices and descriptors (/dev/stderr, /dev/fd/3, /proc/self/fd/1): not files cuscope names.
     if (path->rfind("/dev/", 0) == 0 || path->rfind("/proc/", 0) == 0) continue;
     struct stat st {};
-    if (stat(path->c_str(), &st) == 0 && (!S_ISREG(st.st_mode) || standard_stream(*path) != nullptr)) continue;
+    if (stat(path->c_str(), &st) == 0 && not_a_report_file(*path, st)) continue;
     if (claim_path(file_identity(*path))) continue;
     std::string own = tagged(*path, fmt::format("-{}", pid));
     // This note says where the file goes now: an earlier one for the same variable (its rank or

@@ -235,8 +235,8 @@ std::uint32_t loaded_version() {
   return cuptiGetVersion(&v) == CUPTI_SUCCESS ? v : 0;
 }
 
-// cuptiActivityFlushAll, one call at a time: cuscope's threads (the collector's polls, flush(),
-// snapshot(), shutdown()) never flush together. Two first calls at once race inside libcupti
+// cuptiActivityFlushAll, one call at a time: cuscope's threads (the collector's polls, flush(), a
+// counter window's end, shutdown()) never flush together. Two first calls at once race inside libcupti
 // (ThreadSanitizer saw one allocate what the other locked), and two flushes at once gain nothing.
 // Taken with no other cuscope lock held; CUPTI calls buffer_completed under it, which takes the
 // aggregator's (so: this lock, then that one, never the other way).
@@ -253,11 +253,10 @@ void deliver(std::uint32_t flags) {
   // counted: the resolver after shutdown's flushes still waits for what they bring).
   if (flags == 0) event_timestamps().count_delivery();
   flush_cupti(flags);  // no cuscope lock held: CUPTI calls buffer_completed from here
-  // Spare buffers for the next threads that launch, made here, off the launching threads (only
-  // while CUPTI traces for a session: fake CUPTI in tests gets none).
-  if (flags == 0 && state().target.load(std::memory_order_acquire) != nullptr)
-    state().buffers.keep_spares(kSpareBuffers);
   if (Sink* target = state().target.load(std::memory_order_acquire)) {
+    // Spare buffers for the next threads that launch, made here, off the launching threads (only
+    // for a session CUPTI traces for: fake CUPTI in tests has none).
+    if (flags == 0) state().buffers.keep_spares(kSpareBuffers);
     std::lock_guard lock(target->aggregator_mutex);
     own_processing(*target, 0, [&] {
       take_launch_notes(*target);

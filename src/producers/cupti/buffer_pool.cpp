@@ -63,12 +63,16 @@ void BufferPool::give_back(std::uint8_t* buffer, std::size_t size, std::size_t v
     valid = size;
   }
   std::memset(buffer, 0, valid);
+  keep({buffer, size});
+}
+
+void BufferPool::keep(Buffer b) noexcept {
   std::lock_guard lock(mutex_);
   try {
-    free_.push_back(Buffer{buffer, size});
+    free_.push_back(b);
   } catch (...) {  // out of memory for the list: the buffer goes, and is made again when needed
-    bytes_made_ -= size;
-    std::free(buffer);
+    bytes_made_ -= b.size;
+    std::free(b.data);
   }
 }
 
@@ -83,7 +87,7 @@ void BufferPool::keep_spares(std::size_t spares) noexcept {
     if (bytes == 0) return;            // the budget is spent
     std::uint8_t* data = make(bytes);  // outside the lock: a take() meanwhile does not wait
     if (data == nullptr) return;
-    give_back(data, bytes, 0);
+    keep({data, bytes});
   }
 }
 

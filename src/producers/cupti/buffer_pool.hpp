@@ -60,6 +60,8 @@ class BufferPool {
   };
   // The size of the next buffer, counted as made (the caller holds mutex_); 0 past the budget.
   std::size_t reserve_locked() noexcept;
+  // `b`, zeroed, free for the next take() (freed, its bytes given back, when the list cannot grow).
+  void keep(Buffer b) noexcept;
   // A new zeroed buffer of `bytes` reserved ones (no lock held); nullptr when memory runs out (the
   // reservation given back).
   std::uint8_t* make(std::size_t bytes) noexcept;

@@ -99,7 +99,6 @@ void set_call_callbacks(RecordChoice want) noexcept { set_kinds(want); }
 
 void clear_call_callbacks() noexcept { g_kinds.fill(std::nullopt); }
 
-
 bool on_timed_call(Sink& sink, CUpti_CallbackId cbid, const CUpti_CallbackData& cb) noexcept {
   const std::optional<CallNote::Kind> kind = cbid < g_kinds.size() ? g_kinds[cbid] : std::nullopt;
   if (!kind) return false;

@@ -262,9 +262,14 @@ std::vector<CUpti_CallbackId> launching_calls(RecordChoice want) {
 // their entry (the runtime's calls reach the driver's); and the synchronizes, allocations and frees
 // whose records `want` leaves off, noted with their times (call_callbacks.hpp); "" or why not.
 std::string enable_launch_callbacks(CUpti_SubscriberHandle handle, RecordChoice want) {
-  for (CUpti_CallbackId cbid : launching_calls(want)) g_launch_cbids[cbid] = true;
   set_call_callbacks(want);
-  return enable(handle, launch_callbacks(want), "DRIVER_API, launch notes");
+  const std::vector<Callback> callbacks = launch_callbacks(want);
+  // The calls noted at their entry: all but those noted with their times (the two never overlap:
+  // a call is timed only where its records, and so its launch note, are off).
+  for (const Callback& c : callbacks) {
+    if (!timed_call_kind(c.second, want)) g_launch_cbids[c.second] = true;
+  }
+  return enable(handle, callbacks, "DRIVER_API, launch notes");
 }
 
 std::atomic<int> g_fake_subscribe{0};  // tests: what cuptiSubscribe returns (0: call it)
