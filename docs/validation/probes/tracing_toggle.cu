@@ -1,0 +1,222 @@
+// docs/validation/probes/tracing_toggle.cu — can a CUPTI tracer's cost be taken back between traced
+// windows? On the H200 runs of 2026-11-27 a minimal client tracing kernels only took a bare launch to
+// 1.07-1.10x: no tracer that traces every launch can keep a launch-bound step within 1.05x. A tracer
+// that traces one window of steps in N (as Kineto's on-demand traces do) costs, between windows,
+// whatever CUPTI still costs once its kinds and callbacks are off. This probe measures that, and
+// what switching costs. Raw CUDA and CUPTI, no cuscope; exits 77 without a CUDA device.
+//
+// A launch-bound loop (empty kernels by <<<>>>, the stream waited for once a batch), per launch, in
+// four states of one process, cycled round by round in a changing order: `on` (CONCURRENT_KERNEL,
+// MEMCPY and MEMSET records, and a subscriber's callbacks on every driver call whose name holds
+// "Launch", as a tracer with launch callbacks sets CUPTI up), `paused` (those kinds disabled and
+// those callbacks disabled, the subscriber kept), `unsubscribed` (kinds off and the subscriber
+// gone), `finalized` (cuptiFinalize: CUPTI detached, as Kineto's teardown does); and `never`, a
+// child process that never touched CUPTI (this process cannot go back to that). RESULT and RATIO
+// lines (each over `never`); TOGGLE lines: the host time of each switch, medians over the rounds;
+// RESULT on.first_batch: the first batch after switching on (instrumentation paid again?); COUNTS:
+// kernel records and launch callbacks per state against the launches made (on: one record each;
+// every other state: none). CONCLUSION lines are computed from the data.
+//
+// Never: cuscope, or a figure not measured here.
+#include <cuda_runtime.h>
+#include <cupti.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "probe_common.hpp"
+
+namespace {
+
+constexpr const char* kName = "tracing_toggle";
+constexpr int kRounds = 7;
+constexpr int kBatches = 10;
+constexpr int kLaunchesPerBatch = 1000;
+
+__global__ void empty_kernel() {}
+
+std::atomic<std::uint64_t> g_kernel_records{0};
+std::atomic<std::uint64_t> g_launch_callbacks{0};
+
+void parse(const CUpti_Activity* r) {
+  if (r->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) g_kernel_records.fetch_add(1, std::memory_order_relaxed);
+}
+
+void CUPTIAPI on_launch(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void* data) {
+  const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+  if (cb->callbackSite == CUPTI_API_ENTER) g_launch_callbacks.fetch_add(1, std::memory_order_relaxed);
+}
+
+constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                         CUPTI_ACTIVITY_KIND_MEMSET};
+
+/// The driver calls whose name holds "Launch" (cuLaunchKernel, cuLaunchKernelEx, cuGraphLaunch and
+/// their _ptsz forms, ...): the calls a tracer with launch callbacks watches.
+std::vector<CUpti_CallbackId> launch_cbids() {
+  std::vector<CUpti_CallbackId> ids;
+  for (CUpti_CallbackId cbid = 1; cbid < static_cast<CUpti_CallbackId>(CUPTI_DRIVER_TRACE_CBID_SIZE); ++cbid) {
+    const char* name = nullptr;
+    if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name) != CUPTI_SUCCESS || name == nullptr) continue;
+    if (std::strstr(name, "Launch") != nullptr) ids.push_back(cbid);
+  }
+  return ids;
+}
+
+enum State { kOn, kPaused, kUnsubscribed, kFinalized, kStates };
+const char* const kStateNames[kStates] = {"on", "paused", "unsubscribed", "finalized"};
+const char* const kStateWhat[kStates] = {
+    "kernel, copy and set records, callbacks on the driver's launch calls",
+    "kinds disabled and callbacks disabled, the subscriber kept",
+    "kinds disabled, cuptiUnsubscribe",
+    "kinds disabled, cuptiUnsubscribe, cuptiFinalize (CUPTI detached)"};
+
+/// Where CUPTI is, and the switches between its states; each switch's host time is one sample of
+/// the TOGGLE line of its two states.
+class Tracer {
+ public:
+  State state() const { return state_; }
+
+  void go(State to, std::vector<double> (*toggle_ns)[kStates]) {
+    const std::uint64_t start = probe::now_ns();
+    if (to == kOn) {
+      if (state_ == kFinalized) probe::Buffers::start(&parse);  // buffer callbacks again after a detach
+      if (sub_ == nullptr) PROBE_CUPTI(cuptiSubscribe(&sub_, &on_launch, nullptr));
+      for (CUpti_CallbackId id : ids_) PROBE_CUPTI(cuptiEnableCallback(1, sub_, CUPTI_CB_DOMAIN_DRIVER_API, id));
+      for (CUpti_ActivityKind k : kKinds) PROBE_CUPTI(cuptiActivityEnable(k));
+    } else {
+      if (state_ == kOn) {
+        for (CUpti_ActivityKind k : kKinds) PROBE_CUPTI(cuptiActivityDisable(k));
+        for (CUpti_CallbackId id : ids_) PROBE_CUPTI(cuptiEnableCallback(0, sub_, CUPTI_CB_DOMAIN_DRIVER_API, id));
+        probe::Buffers::flush_forced();  // the window's records, before they can be lost
+      }
+      if (to != kPaused && sub_ != nullptr) {
+        PROBE_CUPTI(cuptiUnsubscribe(sub_));
+        sub_ = nullptr;
+      }
+      if (to == kFinalized && state_ != kFinalized) PROBE_CUPTI(cuptiFinalize());
+    }
+    toggle_ns[state_][to].push_back(static_cast<double>(probe::now_ns() - start));
+    state_ = to;
+  }
+
+  void begin() {
+    ids_ = launch_cbids();
+    probe::Buffers::start(&parse);
+    state_ = kUnsubscribed;
+  }
+  std::size_t callbacks() const { return ids_.size(); }
+
+ private:
+  State state_ = kUnsubscribed;
+  CUpti_SubscriberHandle sub_ = nullptr;
+  std::vector<CUpti_CallbackId> ids_;
+};
+
+/// One batch: kLaunchesPerBatch empty kernels, then the stream waited for; ns per launch.
+double batch(cudaStream_t s) {
+  const std::uint64_t start = probe::now_ns();
+  for (int i = 0; i < kLaunchesPerBatch; ++i) empty_kernel<<<1, 1, 0, s>>>();
+  PROBE_CUDA(cudaStreamSynchronize(s));
+  return static_cast<double>(probe::now_ns() - start) / kLaunchesPerBatch;
+}
+
+std::vector<double> batches(cudaStream_t s) {
+  std::vector<double> v;
+  for (int b = 0; b < kBatches; ++b) v.push_back(batch(s));
+  return v;
+}
+
+/// The child process: one round of batches in a process where CUPTI was never touched.
+int child_never() {
+  cudaStream_t s = nullptr;
+  PROBE_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  batch(s);  // untimed: the module's load
+  probe::print_batches("never", batches(s));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // a section killed at its timeout keeps what was printed
+  if (argc > 1 && std::strcmp(argv[1], "--child-never") == 0) return child_never();
+  probe::exit_77_without_device(kName);
+  probe::print_device(kName);
+  cudaStream_t s = nullptr;
+  PROBE_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  batch(s);  // untimed: the module's load, before CUPTI
+  Tracer tracer;
+  tracer.begin();
+  std::printf("%s: %d rounds; each state %d timed batches of %d launches a round; %zu driver launch callbacks\n",
+              kName, kRounds, kBatches, kLaunchesPerBatch, tracer.callbacks());
+
+  probe::Samples samples[kStates];
+  probe::Samples never, first_on;
+  std::vector<double> toggle_ns[kStates][kStates];  // [from][to]
+  std::uint64_t launches[kStates] = {}, records[kStates] = {}, callbacks[kStates] = {};
+  for (int round = 0; round < kRounds; ++round) {
+    never.add_round(probe::child_batches(probe::run_self("--child-never"), "never"));
+    // From wherever the last round left CUPTI: each state once, `on` at a place that changes.
+    for (int k = 0; k < kStates; ++k) {
+      const auto to = static_cast<State>((k + round) % kStates);
+      // A state is reached from `on` (the switch a windowed tracer makes), except `on` itself.
+      if (to != kOn && tracer.state() != kOn) tracer.go(kOn, toggle_ns);
+      if (to == kOn && tracer.state() == kOn) tracer.go(kPaused, toggle_ns);
+      const std::uint64_t callbacks_before = g_launch_callbacks.load();
+      tracer.go(to, toggle_ns);
+      const std::uint64_t after_switch = g_kernel_records.load();  // the forced flush of the last window
+      std::vector<double> v = batches(s);
+      if (to == kOn) first_on.add_round({v.front()});
+      samples[to].add_round(std::move(v));
+      launches[to] += static_cast<std::uint64_t>(kBatches) * kLaunchesPerBatch;
+      probe::Buffers::flush_forced();
+      records[to] += g_kernel_records.load() - after_switch;
+      callbacks[to] += g_launch_callbacks.load() - callbacks_before;
+    }
+    std::fprintf(stderr, "%s: round %d of %d done\n", kName, round + 1, kRounds);
+  }
+  if (tracer.state() == kOn) tracer.go(kPaused, toggle_ns);
+
+  probe::print_result("never", never, kLaunchesPerBatch, "a process that never touched CUPTI");
+  for (int st = 0; st < kStates; ++st) {
+    const std::string key = kStateNames[st];
+    probe::print_result(key.c_str(), samples[st], kLaunchesPerBatch, kStateWhat[st]);
+  }
+  probe::print_result("on.first_batch", first_on, kLaunchesPerBatch,
+                      "the first batch after each switch on (every batch of `on` is in `on` too)");
+  for (int st = 0; st < kStates; ++st) probe::print_ratio(kStateNames[st], samples[st], "never", never);
+  for (int from = 0; from < kStates; ++from) {
+    for (int to = 0; to < kStates; ++to) {
+      const std::vector<double>& v = toggle_ns[from][to];
+      if (v.empty()) continue;
+      std::printf("TOGGLE %s_to_%s median_us=%.1f max_us=%.1f switches=%zu\n", kStateNames[from], kStateNames[to],
+                  probe::percentile(v, 0.5) / 1e3, probe::percentile(v, 1.0) / 1e3, v.size());
+    }
+  }
+  bool counts_right = true;
+  for (int st = 0; st < kStates; ++st) {
+    const bool right = st == kOn ? records[st] == launches[st] && callbacks[st] >= launches[st]
+                                 : records[st] == 0 && callbacks[st] == 0;
+    counts_right &= right;
+    std::printf("COUNTS %-13s launches=%llu kernel_records=%llu launch_callbacks=%llu %s\n", kStateNames[st],
+                static_cast<unsigned long long>(launches[st]), static_cast<unsigned long long>(records[st]),
+                static_cast<unsigned long long>(callbacks[st]), right ? "as expected" : "NOT as expected");
+  }
+  const double base = never.median();
+  std::printf("CONCLUSION: per launch over a process that never touched CUPTI: on %.3fx, paused %.3fx, "
+              "unsubscribed %.3fx, finalized %.3fx; switching on from paused took %.1f us, pausing %.1f us, detaching %.1f us (TOGGLE: re-attaching) "
+              "(medians); %s\n",
+              samples[kOn].median() / base, samples[kPaused].median() / base,
+              samples[kUnsubscribed].median() / base, samples[kFinalized].median() / base,
+              probe::percentile(toggle_ns[kPaused][kOn], 0.5) / 1e3, probe::percentile(toggle_ns[kOn][kPaused], 0.5) / 1e3,
+              probe::percentile(toggle_ns[kOn][kFinalized], 0.5) / 1e3,
+              counts_right ? "every launch traced while on, none otherwise, re-attached after each detach"
+                           : "the records or callbacks do NOT match the states (see COUNTS)");
+  PROBE_CUDA(cudaStreamDestroy(s));
+  return 0;
+}
