@@ -84,6 +84,9 @@ NB_MODULE(_cuscope, m) {
   using namespace cuscope;
   using namespace cuscope::python;
   m.doc() = "cuscope's native half: use the cuscope package, not this module.";
+  // A scope that a daemon thread still holds when the interpreter finalizes is never freed, as
+  // documented (docs/python.md, Lifetimes); nanobind would call that a reference-counting bug.
+  nb::set_leak_warnings(false);
   m.attr("__version__") = nb::str(cuscope::version());
   m.attr("INJECT_BUILD_PATH") = nb::str(CUSCOPE_PYTHON_INJECT_BUILD_PATH);
 

@@ -92,6 +92,24 @@ def test_a_daemon_thread_inside_a_scope_at_exit():
     assert "1 scope still open" in p.stderr, p.stderr
 
 
+def test_a_scope_held_by_a_daemon_thread_at_exit_prints_no_leak_report():
+    # The daemon thread's frame still holds the scope when the interpreter finalizes: nanobind
+    # would report it as a leak "likely caused by a reference counting issue in the binding code".
+    p = run_python("""
+        import threading, time, cuscope
+        started = threading.Event()
+        held = cuscope.scope("lt_held_by_daemon")
+        def daemon():
+            with held:
+                started.set()
+                time.sleep(60)
+        threading.Thread(target=daemon, daemon=True).start()
+        started.wait()
+    """, env={"CUSCOPE_PRINT": "0"}, timeout=30)
+    assert p.returncode == 0, p.stderr
+    assert p.stderr == "", p.stderr
+
+
 def test_multiprocessing_fork_child_records_nothing_and_prints_nothing():
     p = run_python("""
         import multiprocessing as mp, cuscope
