@@ -100,7 +100,7 @@ NB_MODULE(_cuscope, m) {
            "(text, problems).");
 
   m.def(
-      "push", [](const std::string& name, nb::handle stream) { cuscope::push(name, push_stream(stream)); },
+      "push", [](nb::str name, nb::handle stream) { cuscope::push(name_bytes(name), push_stream(stream)); },
       nb::arg("name"), nb::arg("stream") = nb::none());
   m.def(
       "pop", [] { cuscope::pop(); },
@@ -113,7 +113,7 @@ Example::
     run_layer()
     cuscope.pop())doc");
   m.def(
-      "count", [](const std::string& name, double amount) { cuscope::count(name, amount); }, nb::arg("name"),
+      "count", [](nb::str name, double amount) { cuscope::count(name_bytes(name), amount); }, nb::arg("name"),
       nb::arg("amount") = 1.0, R"doc(Adds ``amount`` to the counter ``name`` of the innermost open scope on
 this thread; the report shows it per range with its rates per second of host and GPU
 time. inf and NaN are refused and counted.

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 #include <cstring>
-#include <string_view>
+#include <string>
 
 namespace nb = nanobind;
 
@@ -30,27 +30,22 @@ nb::object& decorator() {
   return *decorate;
 }
 
-// The call site of `name`, made on the name's first scope: its text is copied once and kept.
+// The call site of `name`, made on the name's first scope: its text is copied once and kept. None
+// (nullptr) when the site table is full, or for a name with a NUL, which a site's C string would cut
+// short: such a scope looks its name up on each entry.
 detail::Site* site_of(nb::str name) {
   nb::dict& table = sites();
   PyObject* found = PyDict_GetItemWithError(table.ptr(), name.ptr());
   if (found != nullptr) return static_cast<detail::Site*>(PyLong_AsVoidPtr(found));
   if (PyErr_Occurred()) throw nb::python_error();
   if (PyDict_Size(table.ptr()) >= kMaxSites) return nullptr;
-  Py_ssize_t size = 0;
-  const char* utf8 = PyUnicode_AsUTF8AndSize(name.ptr(), &size);
-  if (utf8 == nullptr) throw nb::python_error();
-  char* text = new char[static_cast<std::size_t>(size) + 1];
-  std::memcpy(text, utf8, static_cast<std::size_t>(size) + 1);
+  const std::string bytes = name_bytes(name);
+  if (bytes.find('\0') != std::string::npos) return nullptr;
+  char* text = new char[bytes.size() + 1];
+  std::memcpy(text, bytes.c_str(), bytes.size() + 1);
   auto* site = new detail::Site(text, "<python>", 0);
   table[name] = nb::steal(PyLong_FromVoidPtr(site));
   return site;
-}
-
-std::string_view utf8_of(nb::handle name) {
-  Py_ssize_t size = 0;
-  const char* utf8 = PyUnicode_AsUTF8AndSize(name.ptr(), &size);
-  return utf8 != nullptr ? std::string_view(utf8, static_cast<std::size_t>(size)) : std::string_view{};
 }
 
 cudaStream_t from_handle(nb::handle value) {
@@ -62,6 +57,21 @@ cudaStream_t from_handle(nb::handle value) {
 }
 
 }  // namespace
+
+std::string name_bytes(nb::handle name) {
+  Py_ssize_t size = 0;
+  if (const char* utf8 = PyUnicode_AsUTF8AndSize(name.ptr(), &size))
+    return {utf8, static_cast<std::size_t>(size)};
+  PyErr_Clear();  // lone surrogates
+  PyObject* bytes = PyUnicode_AsEncodedString(name.ptr(), "utf-8", "surrogateescape");
+  if (bytes == nullptr) {
+    PyErr_Clear();  // a surrogate that escapes no byte
+    bytes = PyUnicode_AsEncodedString(name.ptr(), "utf-8", "surrogatepass");
+  }
+  if (bytes == nullptr) throw nb::python_error();
+  const nb::bytes b = nb::steal<nb::bytes>(bytes);
+  return {b.c_str(), b.size()};
+}
 
 cudaStream_t stream_from(nb::handle stream) {
   if (nb::isinstance<nb::int_>(stream) && !nb::isinstance<nb::bool_>(stream)) return from_handle(stream);
@@ -90,6 +100,7 @@ cudaStream_t torch_stream() {
 }
 
 Scope::Scope(nb::str name, nb::handle stream) : name_(std::move(name)), site_(site_of(name_)) {
+  if (site_ == nullptr) bytes_ = name_bytes(name_);
   if (stream.is_none()) return;
   stream_ = stream_from(stream);
   has_stream_ = true;
@@ -99,8 +110,7 @@ void Scope::enter() {
   const cudaStream_t s = stream();
   Entry e{nullptr, 0, PyThread_get_thread_ident()};
   if (detail::g_state.load(std::memory_order_relaxed) != detail::kOff) {
-    e.state = site_ != nullptr ? detail::enter(*site_, s, e.token)
-                               : detail::enter_named(utf8_of(name_), s, e.token);
+    e.state = site_ != nullptr ? detail::enter(*site_, s, e.token) : detail::enter_named(bytes_, s, e.token);
   }
   if (!first_used_ && more_.empty()) {
     first_ = e;
