@@ -51,8 +51,12 @@ detail::Site* site_of(nb::str name) {
 cudaStream_t from_handle(nb::handle value) {
   if (!nb::isinstance<nb::int_>(value) || nb::isinstance<nb::bool_>(value))
     throw nb::type_error("a stream handle must be an int");
-  const auto handle = nb::cast<std::int64_t>(value);
-  if (handle < 0) throw nb::value_error("a stream handle cannot be negative");
+  std::uint64_t handle = 0;  // a pointer's bits: 0 to 2**64 - 1
+  if (!nb::try_cast(value, handle)) {
+    const bool negative = PyObject_RichCompareBool(value.ptr(), nb::int_(0).ptr(), Py_LT) == 1;
+    throw nb::value_error(negative ? "a stream handle cannot be negative"
+                                   : "a stream handle must fit in 64 bits");
+  }
   return reinterpret_cast<cudaStream_t>(static_cast<std::uintptr_t>(handle));
 }
 

@@ -24,7 +24,7 @@ std::string name_bytes(nanobind::handle name);
 
 /// The CUDA stream a `stream=` argument names: an int handle, or an object with `cuda_stream` (an
 /// int, as torch.cuda.Stream has) or `__cuda_stream__()` (returning (version, handle)). Raises
-/// TypeError for anything else, ValueError for a negative handle.
+/// TypeError for anything else, ValueError for a handle below 0 or past 64 bits.
 cudaStream_t stream_from(nanobind::handle stream);
 
 /// The current torch stream when torch is imported and has initialized CUDA, else the default

@@ -195,8 +195,8 @@ class CudaStreamProtocol:
         return (0, 0)
 
 
-@pytest.mark.parametrize("stream", [0, 12345, HasCudaStream(), CudaStreamProtocol()],
-                         ids=["zero", "int", "cuda_stream", "__cuda_stream__"])
+@pytest.mark.parametrize("stream", [0, 12345, 2**64 - 1, HasCudaStream(), CudaStreamProtocol()],
+                         ids=["zero", "int", "top_of_64_bits", "cuda_stream", "__cuda_stream__"])
 def test_stream_forms_are_taken(stream):
     # No GPU here: the CUDA events cannot be recorded, and the scope's host time still counts.
     name = f"api_stream_{type(stream).__name__}_{stream if isinstance(stream, int) else ''}"
@@ -210,6 +210,7 @@ def test_stream_forms_are_taken(stream):
     (1.5, TypeError, "stream= takes an int handle"),
     (-1, ValueError, "cannot be negative"),
     (True, TypeError, "stream= takes an int handle"),
+    (2**64, ValueError, "a stream handle must fit in 64 bits"),
 ])
 def test_bad_streams_are_refused(stream, error, message):
     with pytest.raises(error, match=message):
