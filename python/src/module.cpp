@@ -7,13 +7,11 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
-#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/unordered_map.h>
 #include <nanobind/stl/vector.h>
 
 #include <cuscope/cuscope.hpp>
 #include <string>
-#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -24,8 +22,10 @@ namespace nb = nanobind;
 namespace cuscope::python {
 namespace {
 
-using Settings = std::unordered_map<std::string, std::string>;
-using Problems = std::vector<std::tuple<std::string, std::string, std::string>>;
+// CUSCOPE_* variable -> the bytes it would hold (a path that is not UTF-8 included); (variable, message)
+// for each bad one: the message quotes the value, escaped.
+using Settings = std::unordered_map<std::string, nb::bytes>;
+using Problems = std::vector<std::pair<std::string, std::string>>;
 
 // options_from() takes a plain function: the settings of the call in progress, on its own thread.
 thread_local const Settings* t_settings = nullptr;
@@ -35,14 +35,13 @@ const char* lookup(const char* variable) {
   return it == t_settings->end() ? nullptr : it->second.c_str();
 }
 
-// `base` with `settings` (CUSCOPE_* variable -> value) applied by the library's own parser, and
-// every problem it found as (variable, value, message).
+// `base` with `settings` applied by the library's own parser, and every problem it found.
 Options apply(const Settings& settings, const Options& base, Problems* problems) {
   t_settings = &settings;
   std::vector<OptionError> errors;
   Options o = options_from(&lookup, base, &errors);
   t_settings = nullptr;
-  for (const OptionError& e : errors) problems->emplace_back(e.variable, e.value, e.message);
+  for (const OptionError& e : errors) problems->emplace_back(e.variable, e.message);
   return o;
 }
 
