@@ -59,15 +59,29 @@ def _text(keyword: str, kind: str, value: Any) -> str:
     raise ValueError(f"cuscope option {keyword}={value!r}: {OPTIONS[keyword][0]} takes {wanted}")
 
 
-def settings(options: Mapping[str, Any], allowed: Iterable[str] = OPTIONS) -> Dict[str, str]:
-    """``{keyword: value}`` as ``{CUSCOPE_* variable: text}``; TypeError for an unknown keyword."""
+def _bytes(keyword: str, value: Any, text: str) -> bytes:
+    """The bytes a CUSCOPE_* variable would hold for ``text``: os.fsencode's, so that a path that is
+    not UTF-8 (lone surrogates, as os.listdir and sys.argv give it) is its own bytes again."""
+    variable = OPTIONS[keyword][0]
+    try:
+        data = os.fsencode(text)
+    except UnicodeEncodeError:
+        raise ValueError(f"cuscope option {keyword}={value!r}: {variable} cannot hold a lone surrogate that "
+                         f"escapes no byte") from None
+    if b"\0" in data:  # the library reads the value as a C string: it would end there
+        raise ValueError(f"cuscope option {keyword}={value!r}: {variable} cannot hold a NUL character")
+    return data
+
+
+def settings(options: Mapping[str, Any], allowed: Iterable[str] = OPTIONS) -> Dict[str, bytes]:
+    """``{keyword: value}`` as ``{CUSCOPE_* variable: bytes}``; TypeError for an unknown keyword."""
     allowed = tuple(allowed)
-    out: Dict[str, str] = {}
+    out: Dict[str, bytes] = {}
     for keyword, value in options.items():
         if keyword not in allowed:
             raise TypeError(f"unknown cuscope option {keyword!r}; the options are: {', '.join(allowed)}")
         variable, kind = OPTIONS[keyword]
-        out[variable] = _text(keyword, kind, value)
+        out[variable] = _bytes(keyword, value, _text(keyword, kind, value))
     return out
 
 
@@ -76,7 +90,7 @@ def raise_problems(problems, given: Mapping[str, Any]) -> None:
     if not problems:
         return
     by_variable = {OPTIONS[k][0]: k for k in given}
-    variable, _value, message = problems[0]
+    variable, message = problems[0]
     keyword = by_variable.get(variable, variable)
     message = message.split("; keeping ")[0]  # nothing is kept: the call fails
     raise ValueError(f"cuscope option {keyword}={given.get(keyword)!r}: {message}")

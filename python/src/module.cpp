@@ -7,13 +7,11 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
-#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/unordered_map.h>
 #include <nanobind/stl/vector.h>
 
 #include <cuscope/cuscope.hpp>
 #include <string>
-#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -24,8 +22,10 @@ namespace nb = nanobind;
 namespace cuscope::python {
 namespace {
 
-using Settings = std::unordered_map<std::string, std::string>;
-using Problems = std::vector<std::tuple<std::string, std::string, std::string>>;
+// CUSCOPE_* variable -> the bytes it would hold (a path that is not UTF-8 included); (variable, message)
+// for each bad one: the message quotes the value, escaped.
+using Settings = std::unordered_map<std::string, nb::bytes>;
+using Problems = std::vector<std::pair<std::string, std::string>>;
 
 // options_from() takes a plain function: the settings of the call in progress, on its own thread.
 thread_local const Settings* t_settings = nullptr;
@@ -35,14 +35,13 @@ const char* lookup(const char* variable) {
   return it == t_settings->end() ? nullptr : it->second.c_str();
 }
 
-// `base` with `settings` (CUSCOPE_* variable -> value) applied by the library's own parser, and
-// every problem it found as (variable, value, message).
+// `base` with `settings` applied by the library's own parser, and every problem it found.
 Options apply(const Settings& settings, const Options& base, Problems* problems) {
   t_settings = &settings;
   std::vector<OptionError> errors;
   Options o = options_from(&lookup, base, &errors);
   t_settings = nullptr;
-  for (const OptionError& e : errors) problems->emplace_back(e.variable, e.value, e.message);
+  for (const OptionError& e : errors) problems->emplace_back(e.variable, e.message);
   return o;
 }
 
@@ -84,6 +83,9 @@ NB_MODULE(_cuscope, m) {
   using namespace cuscope;
   using namespace cuscope::python;
   m.doc() = "cuscope's native half: use the cuscope package, not this module.";
+  // A scope that a daemon thread still holds when the interpreter finalizes is never freed, as
+  // documented (docs/python.md, Lifetimes); nanobind would call that a reference-counting bug.
+  nb::set_leak_warnings(false);
   m.attr("__version__") = nb::str(cuscope::version());
   m.attr("INJECT_BUILD_PATH") = nb::str(CUSCOPE_PYTHON_INJECT_BUILD_PATH);
 
@@ -97,7 +99,7 @@ NB_MODULE(_cuscope, m) {
            "(text, problems).");
 
   m.def(
-      "push", [](const std::string& name, nb::handle stream) { cuscope::push(name, push_stream(stream)); },
+      "push", [](nb::str name, nb::handle stream) { cuscope::push(name_bytes(name), push_stream(stream)); },
       nb::arg("name"), nb::arg("stream") = nb::none());
   m.def(
       "pop", [] { cuscope::pop(); },
@@ -110,7 +112,7 @@ Example::
     run_layer()
     cuscope.pop())doc");
   m.def(
-      "count", [](const std::string& name, double amount) { cuscope::count(name, amount); }, nb::arg("name"),
+      "count", [](nb::str name, double amount) { cuscope::count(name_bytes(name), amount); }, nb::arg("name"),
       nb::arg("amount") = 1.0, R"doc(Adds ``amount`` to the counter ``name`` of the innermost open scope on
 this thread; the report shows it per range with its rates per second of host and GPU
 time. inf and NaN are refused and counted.

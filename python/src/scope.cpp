@@ -4,7 +4,7 @@
 
 #include <cstdint>
 #include <cstring>
-#include <string_view>
+#include <string>
 
 namespace nb = nanobind;
 
@@ -30,38 +30,52 @@ nb::object& decorator() {
   return *decorate;
 }
 
-// The call site of `name`, made on the name's first scope: its text is copied once and kept.
+// The call site of `name`, made on the name's first scope: its text is copied once and kept. None
+// (nullptr) when the site table is full, or for a name with a NUL, which a site's C string would cut
+// short: such a scope looks its name up on each entry.
 detail::Site* site_of(nb::str name) {
   nb::dict& table = sites();
   PyObject* found = PyDict_GetItemWithError(table.ptr(), name.ptr());
   if (found != nullptr) return static_cast<detail::Site*>(PyLong_AsVoidPtr(found));
   if (PyErr_Occurred()) throw nb::python_error();
   if (PyDict_Size(table.ptr()) >= kMaxSites) return nullptr;
-  Py_ssize_t size = 0;
-  const char* utf8 = PyUnicode_AsUTF8AndSize(name.ptr(), &size);
-  if (utf8 == nullptr) throw nb::python_error();
-  char* text = new char[static_cast<std::size_t>(size) + 1];
-  std::memcpy(text, utf8, static_cast<std::size_t>(size) + 1);
+  const std::string bytes = name_bytes(name);
+  if (bytes.find('\0') != std::string::npos) return nullptr;
+  char* text = new char[bytes.size() + 1];
+  std::memcpy(text, bytes.c_str(), bytes.size() + 1);
   auto* site = new detail::Site(text, "<python>", 0);
   table[name] = nb::steal(PyLong_FromVoidPtr(site));
   return site;
 }
 
-std::string_view utf8_of(nb::handle name) {
-  Py_ssize_t size = 0;
-  const char* utf8 = PyUnicode_AsUTF8AndSize(name.ptr(), &size);
-  return utf8 != nullptr ? std::string_view(utf8, static_cast<std::size_t>(size)) : std::string_view{};
-}
-
 cudaStream_t from_handle(nb::handle value) {
   if (!nb::isinstance<nb::int_>(value) || nb::isinstance<nb::bool_>(value))
     throw nb::type_error("a stream handle must be an int");
-  const auto handle = nb::cast<std::int64_t>(value);
-  if (handle < 0) throw nb::value_error("a stream handle cannot be negative");
+  std::uint64_t handle = 0;  // a pointer's bits: 0 to 2**64 - 1
+  if (!nb::try_cast(value, handle)) {
+    const bool negative = PyObject_RichCompareBool(value.ptr(), nb::int_(0).ptr(), Py_LT) == 1;
+    throw nb::value_error(negative ? "a stream handle cannot be negative"
+                                   : "a stream handle must fit in 64 bits");
+  }
   return reinterpret_cast<cudaStream_t>(static_cast<std::uintptr_t>(handle));
 }
 
 }  // namespace
+
+std::string name_bytes(nb::handle name) {
+  Py_ssize_t size = 0;
+  if (const char* utf8 = PyUnicode_AsUTF8AndSize(name.ptr(), &size))
+    return {utf8, static_cast<std::size_t>(size)};
+  PyErr_Clear();  // lone surrogates
+  PyObject* bytes = PyUnicode_AsEncodedString(name.ptr(), "utf-8", "surrogateescape");
+  if (bytes == nullptr) {
+    PyErr_Clear();  // a surrogate that escapes no byte
+    bytes = PyUnicode_AsEncodedString(name.ptr(), "utf-8", "surrogatepass");
+  }
+  if (bytes == nullptr) throw nb::python_error();
+  const nb::bytes b = nb::steal<nb::bytes>(bytes);
+  return {b.c_str(), b.size()};
+}
 
 cudaStream_t stream_from(nb::handle stream) {
   if (nb::isinstance<nb::int_>(stream) && !nb::isinstance<nb::bool_>(stream)) return from_handle(stream);
@@ -90,6 +104,7 @@ cudaStream_t torch_stream() {
 }
 
 Scope::Scope(nb::str name, nb::handle stream) : name_(std::move(name)), site_(site_of(name_)) {
+  if (site_ == nullptr) bytes_ = name_bytes(name_);
   if (stream.is_none()) return;
   stream_ = stream_from(stream);
   has_stream_ = true;
@@ -99,8 +114,7 @@ void Scope::enter() {
   const cudaStream_t s = stream();
   Entry e{nullptr, 0, PyThread_get_thread_ident()};
   if (detail::g_state.load(std::memory_order_relaxed) != detail::kOff) {
-    e.state = site_ != nullptr ? detail::enter(*site_, s, e.token)
-                               : detail::enter_named(utf8_of(name_), s, e.token);
+    e.state = site_ != nullptr ? detail::enter(*site_, s, e.token) : detail::enter_named(bytes_, s, e.token);
   }
   if (!first_used_ && more_.empty()) {
     first_ = e;

@@ -11,13 +11,20 @@
 
 #include <cstdint>
 #include <cuscope/scope.hpp>
+#include <string>
 #include <vector>
 
 namespace cuscope::python {
 
+/// The bytes of a name (a str): its UTF-8, with lone surrogates as the bytes they escape (os.fsdecode
+/// and sys.argv make them from bytes that are not UTF-8), or, where one escapes none, each as its own
+/// three bytes. Either way not UTF-8: the library writes such bytes as '?' and counts the name as
+/// adjusted, as it does for a C++ name.
+std::string name_bytes(nanobind::handle name);
+
 /// The CUDA stream a `stream=` argument names: an int handle, or an object with `cuda_stream` (an
 /// int, as torch.cuda.Stream has) or `__cuda_stream__()` (returning (version, handle)). Raises
-/// TypeError for anything else, ValueError for a negative handle.
+/// TypeError for anything else, ValueError for a handle below 0 or past 64 bits.
 cudaStream_t stream_from(nanobind::handle stream);
 
 /// The current torch stream when torch is imported and has initialized CUDA, else the default
@@ -44,7 +51,9 @@ class Scope {
   cudaStream_t stream() const { return has_stream_ ? stream_ : torch_stream(); }
 
   nanobind::str name_;
-  detail::Site* site_;  ///< nullptr when the site table is full: the name is looked up on each entry
+  detail::Site*
+      site_;           ///< nullptr when the site table is full or the name has a NUL: looked up on each entry
+  std::string bytes_;  ///< the name's bytes, for a scope without a site
   cudaStream_t stream_ = nullptr;
   bool has_stream_ = false;
   bool first_used_ = false;

@@ -121,6 +121,39 @@ def test_pop_without_push_is_counted_not_fatal():
     assert cuscope.snapshot().diagnostics["unbalanced_ends"] == before + 1
 
 
+def adjusted_names():
+    return cuscope.snapshot().diagnostics["adjusted_names"]
+
+
+def test_a_name_with_a_nul_is_adjusted_whole_not_cut_at_the_nul():
+    # A NUL is a control byte: '?' and counted, as for push(); a name cut at its NUL would merge
+    # with the genuine range named by the text before it, uncounted.
+    before = adjusted_names()
+    with cuscope.scope("api_nul"):
+        pass
+    with cuscope.scope("api_nul\0tail"):
+        pass
+    cuscope.push("api_nul\0pushed")
+    cuscope.pop()
+    assert [calls("api_nul"), calls("api_nul?tail"), calls("api_nul?pushed")] == [1, 1, 1]
+    assert adjusted_names() == before + 2
+
+
+def test_a_name_with_lone_surrogates_is_recorded_adjusted():
+    # os.fsdecode() and sys.argv write undecodable bytes as lone surrogates: such a name is
+    # recorded, each escaped byte as '?' (an unescaped surrogate is three bytes, each a '?'), and
+    # counted as adjusted, as C++ does for bytes that are not UTF-8.
+    before = adjusted_names()
+    with cuscope.scope("api_undecodable_\udcff"):
+        cuscope.count("api_count_\udcff", 2)
+    cuscope.push("api_lone_\ud800")
+    cuscope.pop()
+    assert calls("api_undecodable_?") == 1
+    assert find("api_undecodable_?").counters["api_count_?"].total == 2.0
+    assert calls("api_lone_???") == 1
+    assert adjusted_names() == before + 3
+
+
 def test_count_adds_to_the_innermost_scope():
     with cuscope.scope("api_counted"):
         cuscope.count("tokens", 5)
@@ -162,8 +195,8 @@ class CudaStreamProtocol:
         return (0, 0)
 
 
-@pytest.mark.parametrize("stream", [0, 12345, HasCudaStream(), CudaStreamProtocol()],
-                         ids=["zero", "int", "cuda_stream", "__cuda_stream__"])
+@pytest.mark.parametrize("stream", [0, 12345, 2**64 - 1, HasCudaStream(), CudaStreamProtocol()],
+                         ids=["zero", "int", "top_of_64_bits", "cuda_stream", "__cuda_stream__"])
 def test_stream_forms_are_taken(stream):
     # No GPU here: the CUDA events cannot be recorded, and the scope's host time still counts.
     name = f"api_stream_{type(stream).__name__}_{stream if isinstance(stream, int) else ''}"
@@ -177,6 +210,7 @@ def test_stream_forms_are_taken(stream):
     (1.5, TypeError, "stream= takes an int handle"),
     (-1, ValueError, "cannot be negative"),
     (True, TypeError, "stream= takes an int handle"),
+    (2**64, ValueError, "a stream handle must fit in 64 bits"),
 ])
 def test_bad_streams_are_refused(stream, error, message):
     with pytest.raises(error, match=message):

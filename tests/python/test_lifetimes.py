@@ -1,8 +1,10 @@
 """Lifetimes and misuse, each in a fresh interpreter: the program neither crashes nor hangs, and
 the table prints once (at the interpreter's exit), with what was left open counted."""
 import signal
+import subprocess
+import sys
 
-from conftest import count_tables, run_python, table_lines
+from conftest import CLEAN_ENV, count_tables, run_python, table_lines
 
 
 def expect_one_table(p, name, calls):
@@ -92,6 +94,24 @@ def test_a_daemon_thread_inside_a_scope_at_exit():
     assert "1 scope still open" in p.stderr, p.stderr
 
 
+def test_a_scope_held_by_a_daemon_thread_at_exit_prints_no_leak_report():
+    # The daemon thread's frame still holds the scope when the interpreter finalizes: nanobind
+    # would report it as a leak "likely caused by a reference counting issue in the binding code".
+    p = run_python("""
+        import threading, time, cuscope
+        started = threading.Event()
+        held = cuscope.scope("lt_held_by_daemon")
+        def daemon():
+            with held:
+                started.set()
+                time.sleep(60)
+        threading.Thread(target=daemon, daemon=True).start()
+        started.wait()
+    """, env={"CUSCOPE_PRINT": "0"}, timeout=30)
+    assert p.returncode == 0, p.stderr
+    assert p.stderr == "", p.stderr
+
+
 def test_multiprocessing_fork_child_records_nothing_and_prints_nothing():
     p = run_python("""
         import multiprocessing as mp, cuscope
@@ -131,3 +151,36 @@ def test_many_threads_at_once():
     assert p.returncode == 0, p.stderr
     assert p.stdout.split() == ["6400", "32", "6400.0"]
     expect_one_table(p, "lt_thread", 6400)
+
+
+
+def test_multiprocessing_forkserver_child_records_and_prints_only_at_its_own_shutdown(script):
+    # A forkserver child is forked from the server, a new interpreter where no session started: it
+    # records. It ends with os._exit(), which runs no exit handler: its table prints only when it
+    # calls shutdown() itself. (A script file: the server imports the child's function from it.)
+    path = script("""
+        import multiprocessing as mp, sys, cuscope
+        def child(q, shut_down):
+            with cuscope.scope("lt_in_forkserver_child"):
+                pass
+            q.put(cuscope.snapshot().find("lt_in_forkserver_child").calls)
+            if shut_down:
+                cuscope.shutdown()
+        if __name__ == "__main__":
+            ctx = mp.get_context("forkserver")
+            q = ctx.Queue()
+            for shut_down in (False, True):
+                pr = ctx.Process(target=child, args=(q, shut_down))
+                pr.start()
+                print(q.get(timeout=30), flush=True)
+                pr.join(30)
+                print(pr.exitcode, flush=True)
+                print(f"after child {shut_down}", file=sys.stderr, flush=True)
+    """)
+    p = subprocess.run([sys.executable, path], env=CLEAN_ENV, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["1", "0", "1", "0"], p.stdout
+    without, with_shutdown = p.stderr.split("after child False\n")
+    assert count_tables(without) == 0, p.stderr
+    assert count_tables(with_shutdown) == 1, p.stderr
+    assert len(table_lines(with_shutdown, "lt_in_forkserver_child")) == 1, p.stderr

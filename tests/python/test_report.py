@@ -88,6 +88,7 @@ def test_table_is_the_library_table(report):
     ({"sort": "bogus"}, r"sort='bogus': CUSCOPE_SORT='bogus' is not a sort key"),
     ({"max_rows": "ten"}, r"max_rows='ten': CUSCOPE_ROWS='ten' is not a whole number"),
     ({"max_rows": 1.5}, r"max_rows=1.5: CUSCOPE_ROWS takes a whole number"),
+    ({"sort": "name\0junk"}, r"sort='name\\x00junk': CUSCOPE_SORT cannot hold a NUL character"),
 ])
 def test_table_refuses_bad_options_naming_them(report, options, message):
     with pytest.raises(ValueError, match=message):

@@ -1,6 +1,7 @@
 """cuscope.start(**options): the C++ Options, checked by the library's CUSCOPE_* parser. Each case
 runs in a fresh interpreter: a process starts its session once."""
 import json
+import os
 
 import pytest
 
@@ -57,6 +58,11 @@ def test_options_come_on_top_of_the_environment(tmp_path):
     ("max_rows=2.5", "max_rows=2.5: CUSCOPE_ROWS takes a whole number"),
     ("gpu_events=1", "gpu_events=1: CUSCOPE_GPU_EVENTS takes a bool"),
     ("events='sampled:1'", "events='sampled:1': CUSCOPE_EVENTS='sampled:1' is not an event mode"),
+    # No variable holds a NUL: a value cut at it would start with another value ('name', '5', a path).
+    (r"sort='name\0junk'", r"sort='name\\x00junk': CUSCOPE_SORT cannot hold a NUL character"),
+    (r"max_rows='5\0'", r"max_rows='5\\x00': CUSCOPE_ROWS cannot hold a NUL character"),
+    (r"json_path='r\0.json'", r"json_path='r\\x00.json': CUSCOPE_JSON cannot hold a NUL character"),
+    (r"sort='\ud800'", r"sort='\\ud800': CUSCOPE_SORT cannot hold a lone surrogate that escapes no byte"),
 ])
 def test_a_bad_value_raises_value_error_naming_it_and_nothing_starts(call, message):
     p = run_python(f"""
@@ -71,6 +77,19 @@ def test_a_bad_value_raises_value_error_naming_it_and_nothing_starts(call, messa
         assert cuscope.start(print_at_exit=False)  # the failed call started nothing
     """, message)
     assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_a_path_from_undecodable_bytes_is_taken_as_those_bytes(tmp_path):
+    # os.listdir() and sys.argv give a name that is not UTF-8 as lone surrogates; os.fsencode()
+    # turns them back into the bytes a CUSCOPE_JSON variable would hold.
+    p = run_python("""
+        import os, sys, cuscope
+        assert cuscope.start(json_path=os.path.join(sys.argv[1], "r\\udcff.json"), print_at_exit=False)
+        with cuscope.scope("st_bytes_path"):
+            pass
+    """, str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    assert os.listdir(os.fsencode(tmp_path)) == [b"r\xff.json"]
 
 
 def test_an_unknown_option_raises_type_error():
