@@ -323,7 +323,8 @@ inline constexpr std::string_view kCountedStepsName = "(counted steps)";
 
 /// A snapshot of everything cuscope knows. `ranges[0]` is the root (always present); a top-level
 /// range named kUnscopedName holds GPU work launched outside every scope. The root's `total`
-/// sums its children's; its busy time sums theirs too (top-level ranges rarely overlap).
+/// sums its children's, but its busy time is the union of every kernel interval (top-level ranges
+/// of several threads may overlap on the GPU) and it has no span (gpu_span_ns 0: it has no calls).
 struct Report {
   std::vector<RangeStats> ranges = std::vector<RangeStats>(1);
   std::vector<SpanStats> spans;  ///< NVTX start/end ranges, by host total, longest first
