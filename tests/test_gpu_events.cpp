@@ -170,6 +170,48 @@ TEST_CASE("a session on fake CUDA times stream scopes with events, resolved by i
   CHECK(cuda.calls().set_device == 2);  // the batch for device 1, once
 }
 
+TEST_CASE("pairs given up unfinished are counted as failures and forgotten", "[gpu_events]") {
+  FakeCuda cuda;
+  cuda.complete_on_record(false);  // the GPU never gets there
+  GpuEvents events;
+  cuscope::model::Node node(1, 1, nullptr, 1);
+  timed_scope(events, cuda, node, 0, 250'000);
+  timed_scope(events, cuda, node, 1, 250'000);
+  CHECK_FALSE(events.resolve());
+  timed_scope(events, cuda, node, 0, 250'000);  // still queued, not yet taken by a resolve()
+  events.give_up();
+  CHECK(events.failures.load() == 3);
+  CHECK(events.resolve());  // nothing left waiting
+  CHECK(node.gpu.count.get() == 0);
+}
+
+TEST_CASE("a scope whose GPU work has not finished when the session ends counts as an event failure",
+          "[gpu_events][session]") {
+  // shutdown() waits a bounded time for the events; what is still unfinished then is lost, and
+  // must be counted (gpu_event_failures), never dropped silently.
+  FakeCuda cuda;
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.activities = false;
+  cuscope_test::Session session(o);
+  {
+    CUSCOPE_SCOPE("finished", FakeCuda::stream(0));
+    cuda.advance_ns(500'000);
+  }
+  cuscope::flush();
+  cuda.complete_on_record(false);
+  {
+    CUSCOPE_SCOPE("unfinished", FakeCuda::stream(0));
+    cuda.advance_ns(500'000);
+  }
+  cuscope::shutdown();
+  const cuscope::Report r = cuscope::snapshot();
+  REQUIRE(r.find("finished") != nullptr);
+  REQUIRE(r.find("unfinished") != nullptr);
+  CHECK(r.find("finished")->gpu.count == 1);
+  CHECK(r.find("unfinished")->gpu.count == 0);
+  CHECK(r.diagnostics.gpu_event_failures == 1);
+}
+
 TEST_CASE("a scope without a stream, or on the legacy stream, records no CUDA event", "[cupti]") {
   using cuscope::detail::events_allowed_on;
   CHECK_FALSE(events_allowed_on(nullptr));

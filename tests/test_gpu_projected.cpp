@@ -208,3 +208,39 @@ TEST_CASE("projected span: a counter's rate per GPU second is over the projected
   CHECK(step->gpu_projected.total_ns == 600);
   CHECK(step->counts[0].per_gpu_second == Approx(300 / 600e-9));  // 5e8 a GPU second; over busy it read 1e9
 }
+
+// A record whose end comes before its start (a clock glitch, a damaged trace) adds 0 ns to kernel
+// and copy time (elapsed_ns) and nothing to busy time: it must not wrap a call's span to 2^64.
+TEST_CASE("projected span: a record that ends before it starts spans 0 ns, its call's span not wrapped",
+          "[projected]") {
+  Fixture f;
+  auto first = f.begin("backwards_first");
+  f.kernel(f.launch(first.instance), 1'000, 900);  // the call's first record, backwards
+  f.kernel(f.launch(first.instance), 2'000, 2'100);
+  f.end(first);
+  auto copy_only = f.begin("backwards_copy");
+  copy(f, f.launch(copy_only.instance), 5'000, 4'000);
+  f.end(copy_only);
+  auto later = f.begin("backwards_later");
+  f.kernel(f.launch(later.instance), 7'000, 7'100);
+  set(f, f.launch(later.instance), 7'500, 6'500);  // backwards, after the first
+  f.end(later);
+  const Report r = f.report();
+  const auto* a = r.find("backwards_first");
+  REQUIRE(a != nullptr);
+  CHECK(a->total.kernel_ns == 100);
+  CHECK(a->total.gpu_busy_ns == 100);
+  CHECK(a->gpu_projected.count == 1);
+  CHECK(a->gpu_projected.total_ns == 1'100);  // 1000 .. 2100: the backwards kernel is at its start
+  CHECK(a->total.gpu_span_ns == 1'100);
+  CHECK(a->self.gpu_span_ns == 1'100);
+  const auto* b = r.find("backwards_copy");
+  REQUIRE(b != nullptr);
+  CHECK(b->gpu_projected.count == 1);
+  CHECK(b->gpu_projected.total_ns == 0);
+  CHECK(b->total.gpu_span_ns == 0);
+  const auto* c = r.find("backwards_later");
+  REQUIRE(c != nullptr);
+  CHECK(c->gpu_projected.total_ns == 500);  // 7000 .. 7500
+  CHECK(c->total.gpu_span_ns == 500);
+}

@@ -443,6 +443,30 @@ TEST_CASE("CUSCOPE_EVENTS decides whether scopes record CUDA events, and the sta
   CHECK(event_timing(o, true, no_gpu, true) == "disabled by option (CUSCOPE_GPU_EVENTS=0)");
 }
 
+TEST_CASE("sampled events given to start() with N outside 2-1e9 fall back to auto with a note", "[session]") {
+  // N = 0 timed every call under a header saying "then one in 0"; CUSCOPE_EVENTS refuses both.
+  for (const std::uint32_t bad : {0u, 1u, 1'000'000'001u}) {
+    cuscope::Options o = cuscope_test::quiet_options();
+    o.events = cuscope::EventTiming::sampled;
+    o.events_sample_every = bad;
+    cuscope_test::Session session(o);
+    CHECK(cuscope::current_options().events == cuscope::EventTiming::automatic);
+    CHECK(cuscope::current_options().events_sample_every == 0);
+    CHECK(cuscope::snapshot().notes ==
+          std::vector<std::string>{"Options::events_sample_every=" + std::to_string(bad) +
+                                   " is out of range [2, 1000000000] for sampled events; using auto"});
+  }
+  for (const std::uint32_t good : {2u, 1'000'000'000u}) {
+    cuscope::Options o = cuscope_test::quiet_options();
+    o.events = cuscope::EventTiming::sampled;
+    o.events_sample_every = good;
+    cuscope_test::Session session(o);
+    CHECK(cuscope::current_options().events == cuscope::EventTiming::sampled);
+    CHECK(cuscope::current_options().events_sample_every == good);
+    CHECK(cuscope::snapshot().notes.empty());
+  }
+}
+
 TEST_CASE("CUSCOPE_EVENTS=off says so, without a GPU too", "[session]") {
   cuscope::Options o = cuscope_test::quiet_options();
   o.events = cuscope::EventTiming::off;

@@ -236,7 +236,8 @@ struct Diagnostics {
   std::uint64_t depth_overflows = 0;         ///< entries past the maximum depth (timed to the parent)
   std::uint64_t adjusted_names = 0;          ///< names that were empty, too long or held '/' or control bytes
   std::uint64_t name_table_full = 0;         ///< entries whose name did not fit in the name table
-  std::uint64_t gpu_event_failures = 0;      ///< scopes whose CUDA events could not be recorded or read
+  std::uint64_t gpu_event_failures = 0;      ///< scopes whose CUDA events could not be recorded or read,
+                                             ///< or had not finished when the session ended
   std::uint64_t overhead_records = 0;        ///< CUPTI overhead records (their time is in overhead_ns)
   std::uint64_t overhead_ns = 0;
   std::uint64_t counter_ranges_dropped = 0;  ///< replayed kernels whose counters could not be read
@@ -322,7 +323,8 @@ inline constexpr std::string_view kCountedStepsName = "(counted steps)";
 
 /// A snapshot of everything cuscope knows. `ranges[0]` is the root (always present); a top-level
 /// range named kUnscopedName holds GPU work launched outside every scope. The root's `total`
-/// sums its children's; its busy time sums theirs too (top-level ranges rarely overlap).
+/// sums its children's, but its busy time is the union of every kernel interval (top-level ranges
+/// of several threads may overlap on the GPU) and it has no span (gpu_span_ns 0: it has no calls).
 struct Report {
   std::vector<RangeStats> ranges = std::vector<RangeStats>(1);
   std::vector<SpanStats> spans;  ///< NVTX start/end ranges, by host total, longest first

@@ -66,7 +66,9 @@ struct Options {
   /// (RangeStats::gpu_projected) and needs no events: "auto" records none there, and records them
   /// only where tracing is off (no driver hook, CUPTI taken by another tool, CUSCOPE_ACTIVITIES=0).
   EventTiming events = EventTiming::automatic;
-  std::uint32_t events_sample_every = 0;  ///< N of "sampled:N" (2 or more); 0 otherwise
+  /// N of "sampled:N" (2 to 1e9); 0 otherwise. start() given `sampled` with N outside that uses
+  /// `auto`, with a note.
+  std::uint32_t events_sample_every = 0;
   /// CUSCOPE_EVENT_TIMESTAMPS: "cuda" (the default) or "cupti" (timing-disabled events whose device
   /// timestamps CUPTI records; not yet checked on a GPU, docs/cupti.md)
   EventTimestamps event_timestamps = EventTimestamps::cuda;

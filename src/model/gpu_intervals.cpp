@@ -1,11 +1,15 @@
 // model/gpu_intervals.cpp — busy unions and span hulls of a call, its ancestors and the report.
 #include "model/gpu_intervals.hpp"
 
+#include <algorithm>
+
 namespace cuscope::model {
 namespace {
 
-// Grows [start, end) to cover [s, e) and returns by how much its length grew.
+// Grows [start, end) to cover [s, e) and returns by how much its length grew. A record that ends
+// before it starts is the instant [s, s), as elapsed_ns() gives it 0 ns: never a hull run backwards.
 std::uint64_t extend_hull(std::uint64_t& start, std::uint64_t& end, std::uint64_t s, std::uint64_t e) {
+  e = std::max(e, s);
   if (start == 0 && end == 0) {
     start = s;
     end = e;

@@ -2,7 +2,8 @@
 // call that launched it, of every ancestor call, and of the whole report.
 //
 // A range's busy time is the union of its kernels' intervals; a call's span is the hull of its
-// kernels, copies and sets (the projected span), summed over calls. A call that left the
+// kernels, copies and sets (the projected span), summed over calls; a record that ends before it
+// starts counts as the instant it starts (0 ns, as its kernel or copy time). A call that left the
 // attribution table and came back extends no span (counted as gpu_span_records_lost). It never
 // decides attribution (attribution.hpp) or counts records (range_activity.hpp). Not thread-safe:
 // the aggregator's one consumer at a time.

@@ -275,6 +275,15 @@ bool GpuEvents::resolve() noexcept {
   return waiting_.empty() && none_awaiting;
 }
 
+void GpuEvents::give_up() noexcept {
+  std::uint64_t lost = waiting_.size() + awaiting_.size();
+  for (Pair* p : waiting_) free_.push(p);
+  for (Pair* p = nullptr; pending_.pop(p); ++lost) free_.push(p);
+  waiting_.clear();
+  awaiting_.clear();
+  failures.fetch_add(lost, std::memory_order_relaxed);
+}
+
 void GpuEvents::add_time(model::Node* node, std::uint64_t ns) noexcept {
   node->gpu.add(ns);
   if (trace::Writer* w = trace::g_writer.load(std::memory_order_acquire)) w->gpu_time(node, ns);

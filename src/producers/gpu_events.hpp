@@ -85,6 +85,10 @@ class GpuEvents {
   /// one stream finish in order, so the first unfinished pair of a stream stops that stream's
   /// pass; other streams go on. Returns true when nothing is left pending.
   bool resolve() noexcept;
+  /// Resolver side, at the session's end (after the last resolve()): every pair still waiting, for
+  /// its GPU work or for CUPTI's timestamps, is counted in `failures` and forgotten, its events back
+  /// in the pool. A scope's event time is never lost uncounted.
+  void give_up() noexcept;
 
   /// Scopes whose events could not be recorded or read.
   std::atomic<std::uint64_t> failures{0};

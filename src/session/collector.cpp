@@ -148,4 +148,13 @@ bool resolve_gpu_events() noexcept {
   }
 }
 
+void give_up_gpu_events() noexcept {
+  try {
+    Session& s = session();
+    std::lock_guard resolve(s.resolve_mutex);
+    for (GpuEvents* pool : event_pools(s)) pool->give_up();
+  } catch (...) {  // out of memory for the list: what waits stays uncounted
+  }
+}
+
 }  // namespace cuscope::inline v0::detail

@@ -79,6 +79,7 @@ void shutdown() {
     // detaches from CUPTI before CUDA's teardown.
     stop_activity_tracing();
     if (cupti_clock) resolve_gpu_events();  // what the last flushes brought
+    give_up_gpu_events();                   // what has not come by now never will: counted
     {
       std::lock_guard agg(s.aggregator_mutex);
       s.aggregator.settle(1);  // what still waits for its correlation now never gets it

@@ -39,6 +39,9 @@ void stop_collector(Session& s);
 /// Makes shutdown() run at exit() and at quick_exit(), once per process.
 void register_exit_handlers();
 
+/// The largest N of CUSCOPE_EVENTS=sampled:N (Options::events_sample_every); the smallest is 2.
+inline constexpr std::uint32_t kMaxEventSampleEvery = 1'000'000'000;
+
 // report_files.cpp
 
 enum class ReportMoment { exit, periodic };

@@ -162,7 +162,8 @@ struct Reader {
     if (v.compare(0, kSampled.size(), kSampled) == 0) {
       const char* first = v.data() + kSampled.size();
       const auto [end, ec] = std::from_chars(first, v.data() + v.size(), n);
-      if (ec == std::errc{} && end == v.data() + v.size() && end != first && n >= 2 && n <= 1'000'000'000) {
+      if (ec == std::errc{} && end == v.data() + v.size() && end != first && n >= 2 &&
+          n <= detail::kMaxEventSampleEvery) {
         field = EventTiming::sampled;
         every = static_cast<std::uint32_t>(n);
         return;
@@ -171,9 +172,9 @@ struct Reader {
     const std::string keeping =
         field == EventTiming::sampled ? fmt::format("sampled:{}", every) : std::string(to_string(field));
     error(name, raw,
-          fmt::format("{}='{}' is not an event mode (auto, always, off, or sampled:N with N from 2 to "
-                      "1000000000); keeping {}",
-                      name, shown(raw), keeping));
+          fmt::format("{}='{}' is not an event mode (auto, always, off, or sampled:N with N from 2 to {}); "
+                      "keeping {}",
+                      name, shown(raw), detail::kMaxEventSampleEvery, keeping));
   }
 
   // "external" or "launch".

@@ -260,6 +260,15 @@ bool start(const Options& given) {
                             model::kHardMaxDepth, fallback));
       options.max_depth = fallback;
     }
+    if (options.events == EventTiming::sampled &&
+        (options.events_sample_every < 2 || options.events_sample_every > kMaxEventSampleEvery)) {
+      // What CUSCOPE_EVENTS does with sampled:0 or sampled:1: keep the default, and say so (0 timed
+      // every call, under a header saying "one in 0").
+      warn_once(fmt::format("Options::events_sample_every={} is out of range [2, {}] for sampled events; using {}",
+                            options.events_sample_every, kMaxEventSampleEvery, to_string(Options{}.events)));
+      options.events = Options{}.events;
+      options.events_sample_every = Options{}.events_sample_every;
+    }
     if (options.report_every_s > kMaxReportEvery) {
       warn_once(
           fmt::format("Options::report_every_s={} is out of range [0, {}]; writing the report at exit only",

@@ -101,6 +101,9 @@ void freeze_report(Session& s) noexcept;
 
 /// Resolves finished CUDA events of every thread; true when none is left pending (collector.cpp).
 bool resolve_gpu_events() noexcept;
+/// At the session's end, after the last resolve_gpu_events(): counts the scopes whose events are
+/// still pending as gpu_event_failures (collector.cpp).
+void give_up_gpu_events() noexcept;
 
 /// Session::gpu_timing for `o` (CUSCOPE_EVENTS): "on" or "on, sampled: ..." when scopes record CUDA
 /// events; "projected: ..." when CUPTI traces and events are not needed; else why neither.
