@@ -63,6 +63,17 @@ TEST_CASE("GPU busy is the union of kernel intervals across two streams, span pe
   CHECK(r->total.gpu_span_ns == 350);
 }
 
+TEST_CASE("busy share stays at most 1 when busy time passes the span", "[aggregator]") {
+  // Records that come after their call left the span table add to busy time and to no span.
+  cuscope::ActivityStats s;
+  CHECK(s.busy_share() == 0.0);
+  s.gpu_busy_ns = 500;
+  s.gpu_span_ns = 400;
+  CHECK(s.busy_share() == 1.0);
+  s.gpu_busy_ns = 100;
+  CHECK(s.busy_share() == 0.25);
+}
+
 TEST_CASE("the report's GPU busy is the union over all ranges and (unscoped), not their sum", "[aggregator]") {
   Fixture f;
   auto a = f.begin("a");

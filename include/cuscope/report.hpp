@@ -103,9 +103,12 @@ struct ActivityStats {
   /// Kernel time on the busiest of those streams, per thread that ran the range, summed (in
   /// `total`: over the subtree). `kernel_ns` minus this is the work that could have overlapped.
   std::uint64_t busiest_stream_ns = 0;
-  /// GPU active share of the range's GPU span (the seeds' "GPU active %"), in [0, 1].
+  /// GPU active share of the range's GPU span (the seeds' "GPU active %"), in [0, 1]. At most 1
+  /// although busy time can pass the span: a record that comes after its call left the table
+  /// counts in busy time but not in any call's span (`Diagnostics::gpu_span_records_lost`).
   [[nodiscard]] double busy_share() const {
-    return gpu_span_ns ? double(gpu_busy_ns) / double(gpu_span_ns) : 0.0;
+    if (gpu_span_ns == 0) return 0.0;
+    return gpu_busy_ns >= gpu_span_ns ? 1.0 : double(gpu_busy_ns) / double(gpu_span_ns);
   }
 };
 
