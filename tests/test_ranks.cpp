@@ -341,16 +341,27 @@ TEST_CASE("a report file's claim is its process's own: a child made by fork() do
   const std::string path = fmt::format("/tmp/cuscope-claim-fork-{}-{}/report.json", getpid(), epoch_ns());
   REQUIRE(cuscope::detail::claim_path(path));
   int go[2] = {-1, -1};
+  int ready[2] = {-1, -1};
   REQUIRE(::pipe(go) == 0);
+  REQUIRE(::pipe(ready) == 0);
   const pid_t worker = fork();
   if (worker == 0) {  // a worker forked without exec that lives on and never claims anything
     ::close(go[1]);
+    ::close(ready[0]);
+    // fork()'s child handlers (which close the claims' descriptors) have run by now; say so. The
+    // parent must not release before: on a busy machine the child may not have run at all yet
+    // (a ctest -j run on 2026-11-27 failed that way).
+    (void)!::write(ready[1], "r", 1);
     char c = 0;
     while (::read(go[0], &c, 1) > 0) {
     }
     _exit(0);
   }
   ::close(go[0]);
+  ::close(ready[1]);
+  char started = 0;
+  REQUIRE(::read(ready[0], &started, 1) == 1);
+  ::close(ready[0]);
   cuscope::detail::release_path_claims();  // the worker still lives
   const pid_t other = fork();
   if (other == 0) _exit(cuscope::detail::claim_path(path) ? 0 : 1);  // another process claims it
