@@ -35,6 +35,7 @@ constexpr const char* kHelp =
     "                   (CUSCOPE_NVTX_DOMAINS)\n"
     "  --report-every S rewrite the JSON (and a table FILE) every S seconds while COMMAND runs, so a\n"
     "                   program stopped by a signal leaves its report (CUSCOPE_REPORT_EVERY)\n"
+    "A relative FILE is taken from the folder cuscope run is run in, wherever COMMAND goes.\n"
     "\n"
     "Processes COMMAND starts inherit the injection: the first to start a session writes FILE, any\n"
     "other one FILE with its pid before the extension, and says so (docs/zero-code.md).\n"
@@ -71,6 +72,20 @@ std::string injection_library(std::string* looked) {
 
 void set(const char* variable, const std::string& value) { setenv(variable, value.c_str(), 1); }
 
+// A relative FILE of --json, --trace or --output, anchored here: COMMAND (or a script's command
+// after its `cd`) may change folder before its session starts, and the session takes a relative
+// path from the folder it starts in. A '%' of this folder's name is doubled, so that the session
+// does not expand it (%p, %r, %h). Without a working folder, the path stays as given.
+std::string anchored(const std::string& path) {
+  if (path.empty() || path.front() == '/') return path;
+  char* here = getcwd(nullptr, 0);
+  if (here == nullptr) return path;
+  std::string out;
+  for (const char* c = here; *c != '\0'; ++c) out += *c == '%' ? std::string("%%") : std::string(1, *c);
+  std::free(here);
+  return out + (out.back() == '/' ? "" : "/") + path;
+}
+
 // Another tool's injection (Nsight Systems sets NVTX_INJECTION64_PATH) cannot run beside cuscope's.
 void inject(const char* variable, const std::string& library) {
   if (const char* was = std::getenv(variable); was != nullptr && *was != '\0' && library != was)
@@ -85,12 +100,13 @@ int run(const Args& args) {
   struct Setting {
     const char* flag;
     const char* variable;
+    bool path;
   };
-  static constexpr Setting kSettings[] = {{"--json", "CUSCOPE_JSON"},
-                                          {"--trace", "CUSCOPE_TRACE"},
-                                          {"--output", "CUSCOPE_OUTPUT"},
-                                          {"--domains", "CUSCOPE_NVTX_DOMAINS"},
-                                          {"--report-every", "CUSCOPE_REPORT_EVERY"}};
+  static constexpr Setting kSettings[] = {{"--json", "CUSCOPE_JSON", true},
+                                          {"--trace", "CUSCOPE_TRACE", true},
+                                          {"--output", "CUSCOPE_OUTPUT", true},
+                                          {"--domains", "CUSCOPE_NVTX_DOMAINS", false},
+                                          {"--report-every", "CUSCOPE_REPORT_EVERY", false}};
   std::vector<std::pair<const char*, std::string>> settings;
   CommandLine cl("run", kHelp, args, kRunError);
   std::size_t command = args.size();
@@ -107,7 +123,7 @@ int run(const Args& args) {
     const Setting* s = nullptr;
     for (const Setting& k : kSettings) s = cl.value(k.flag, &v) ? &k : s;
     if (s == nullptr) return cl.unknown();
-    settings.emplace_back(s->variable, std::string(v));
+    settings.emplace_back(s->variable, s->path ? anchored(std::string(v)) : std::string(v));
   }
   if (cl.stopped()) return cl.status();
   if (command >= args.size()) return cl.error("no command to run");
@@ -134,8 +150,9 @@ int run(const Args& args) {
   // that name no process; the others write theirs with their pid (docs/zero-code.md).
   timespec now{};
   clock_gettime(CLOCK_REALTIME, &now);
-  set("CUSCOPE_RUN_ID", std::to_string(getpid()) + "-" +
-                            std::to_string(std::uint64_t(now.tv_sec) * 1'000'000'000u + std::uint64_t(now.tv_nsec)));
+  set("CUSCOPE_RUN_ID",
+      std::to_string(getpid()) + "-" +
+          std::to_string(std::uint64_t(now.tv_sec) * 1'000'000'000u + std::uint64_t(now.tv_nsec)));
 
   std::vector<std::string> owned(args.begin() + static_cast<std::ptrdiff_t>(command), args.end());
   std::vector<char*> argv;

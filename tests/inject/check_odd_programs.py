@@ -5,7 +5,9 @@
 
 Each STATIC_PROGRAM is nvtx_program.cpp linked statically (-static, -static-pie; where the
 toolchain can, never with sanitizers): cuscope cannot run inside it, and says so in one line; the
-program runs as if nothing were injected (it faulted before).
+program runs as if nothing were injected (it faulted before). The other cases: a relative --json
+FILE stays where `cuscope run` was run when the program's script changes folder before the program
+starts (it went to the other folder), and a '%' in that folder's name is not expanded.
 
 Exits 1 on the first mismatch, naming it, with the last command's standard error.
 """
@@ -72,5 +74,21 @@ else:
     print(f"not run here: the dynamic loader run as a program ({loader} is not on this system)")
 if not STATIC:
     print("not run here: the static programs (a sanitizer build, or no static C library)")
+
+# A script that changes folder before its program starts: the relative FILE is where `cuscope run`
+# was run, not the folder the program's session starts in.
+os.makedirs(os.path.join(WORK, "build"))
+rc, _, err = run([CUSCOPE, "run", "--json", "cd.json", "--trace", "cd.cuscope", "--", "sh", "-c",
+                  'cd build && exec "$0" child', NVTX])
+expect("a script that changes folder: exit status", rc, 0)
+expect("a script that changes folder: the report is where cuscope run was run", files(WORK), ["cd.json"])
+expect("a script that changes folder: the trace too", os.path.exists(os.path.join(WORK, "cd.cuscope")), True)
+# A '%' in that folder's name is the folder's, never a field to expand.
+percent = os.path.join(WORK, "100%p")
+os.makedirs(percent)
+rc, _, err = run([CUSCOPE, "run", "--json", "r.json", "--", "sh", "-c", 'cd .. && exec "$0" child', NVTX],
+                 cwd=percent)
+expect("a folder named with %p: exit status", rc, 0)
+expect("a folder named with %p: the report keeps the folder's name", files(WORK), ["100%p/r.json", "cd.json"])
 
 print("all odd-program checks passed")
