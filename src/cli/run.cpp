@@ -1,8 +1,10 @@
 // cli/run.cpp — `cuscope run [options] [--] COMMAND ARGS...`: zero-code mode. Points NVTX and the
 // CUDA driver at libcuscope_inject.so, sets the CUSCOPE_* variables the options ask for, and
 // replaces itself with COMMAND, so the exit status is the command's own.
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdint>
@@ -94,6 +96,46 @@ void inject(const char* variable, const std::string& library) {
   set(variable, library);
 }
 
+// The file execvp would run for `command`: itself when it names a folder, else the first regular
+// file of that name in PATH ("/bin:/usr/bin" without one); "" when there is none.
+std::string program_file(const std::string& command) {
+  if (command.find('/') != std::string::npos) return command;
+  const char* path = std::getenv("PATH");
+  std::string folders = path != nullptr ? path : "/bin:/usr/bin";
+  for (std::size_t at = 0; at <= folders.size();) {
+    const std::size_t end = std::min(folders.find(':', at), folders.size());
+    const std::string folder = end > at ? folders.substr(at, end - at) : ".";
+    const std::string file = folder + "/" + command;
+    if (struct stat st{}; stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return file;
+    at = end + 1;
+  }
+  return {};
+}
+
+// Why execvp found no file (ENOENT) for `command` when its file is there: what that file names to
+// run it, which is missing. "" when the file is not there either.
+std::string missing_runner(const std::string& command) {
+  const std::string file = program_file(command);
+  std::FILE* f = file.empty() ? nullptr : std::fopen(file.c_str(), "rb");
+  if (f == nullptr) return {};
+  char head[256] = {};
+  const std::size_t n = std::fread(head, 1, sizeof(head) - 1, f);
+  std::fclose(f);
+  const std::string_view text(head, n);
+  if (text.substr(0, 2) == "#!") {
+    const std::size_t start = text.find_first_not_of(" \t", 2);
+    const std::size_t end = text.find_first_of(" \t\r\n", start);
+    if (start != std::string_view::npos)
+      return "its interpreter '" + std::string(text.substr(start, end - start)) +
+             "' (its #! line) is not found";
+  }
+  if (text.substr(0, 4) ==
+      "\x7f"
+      "ELF")
+    return "the dynamic loader it names is not found (built for another system?)";
+  return "it exists, but what it names to run it is not found";
+}
+
 }  // namespace
 
 int run(const Args& args) {
@@ -161,7 +203,9 @@ int run(const Args& args) {
   std::fflush(nullptr);
   execvp(argv[0], argv.data());
   const int err = errno;
-  std::fprintf(stderr, "cuscope run: cannot run '%s': %s\n", argv[0], std::strerror(err));
+  const std::string missing = err == ENOENT ? missing_runner(argv[0]) : std::string{};
+  std::fprintf(stderr, "cuscope run: cannot run '%s': %s\n", argv[0],
+               missing.empty() ? std::strerror(err) : missing.c_str());
   return err == ENOENT ? 127 : 126;
 }
 

@@ -7,7 +7,9 @@ Each STATIC_PROGRAM is nvtx_program.cpp linked statically (-static, -static-pie;
 toolchain can, never with sanitizers): cuscope cannot run inside it, and says so in one line; the
 program runs as if nothing were injected (it faulted before). The other cases: a relative --json
 FILE stays where `cuscope run` was run when the program's script changes folder before the program
-starts (it went to the other folder), and a '%' in that folder's name is not expanded.
+starts (it went to the other folder), a '%' in that folder's name is not expanded, and a script
+whose #! interpreter is missing is named as such (it read "No such file or directory" of a file that
+is there).
 
 Exits 1 on the first mismatch, naming it, with the last command's standard error.
 """
@@ -91,4 +93,16 @@ rc, _, err = run([CUSCOPE, "run", "--json", "r.json", "--", "sh", "-c", 'cd .. &
 expect("a folder named with %p: exit status", rc, 0)
 expect("a folder named with %p: the report keeps the folder's name", files(WORK), ["100%p/r.json", "cd.json"])
 
+# A script whose #! interpreter is missing: execvp says ENOENT of a file that is there.
+script = os.path.join(WORK, "old-tool.sh")
+with open(script, "w") as f:
+    f.write("#!/no/such/interpreter -e\necho never\n")
+os.chmod(script, 0o755)
+rc, _, err = run([CUSCOPE, "run", "--", script])
+expect("a script whose interpreter is missing: 127, naming the interpreter", (rc, err),
+       (127, f"cuscope run: cannot run '{script}': its interpreter '/no/such/interpreter' (its #! line) is not "
+             "found\n"))
+rc, _, err = run([CUSCOPE, "run", "--", os.path.join(WORK, "no-such-program")])
+expect("a program that is not there: 127, as before", (rc, err),
+       (127, f"cuscope run: cannot run '{os.path.join(WORK, 'no-such-program')}': No such file or directory\n"))
 print("all odd-program checks passed")
