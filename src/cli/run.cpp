@@ -165,6 +165,8 @@ int run(const Args& args) {
     const Setting* s = nullptr;
     for (const Setting& k : kSettings) s = cl.value(k.flag, &v) ? &k : s;
     if (s == nullptr) return cl.unknown();
+    // An empty FILE would set the variable to "", which writes no file and says nothing.
+    if (s->path && v.empty()) return cl.error(std::string(s->flag) + " needs a file name, not ''");
     settings.emplace_back(s->variable, s->path ? anchored(std::string(v)) : std::string(v));
   }
   if (cl.stopped()) return cl.status();

@@ -9,7 +9,7 @@ program runs as if nothing were injected (it faulted before). The other cases: a
 FILE stays where `cuscope run` was run when the program's script changes folder before the program
 starts (it went to the other folder), a '%' in that folder's name is not expanded, and a script
 whose #! interpreter is missing is named as such (it read "No such file or directory" of a file that
-is there).
+is there), and an empty FILE is refused (it wrote no file and said nothing).
 
 Exits 1 on the first mismatch, naming it, with the last command's standard error.
 """
@@ -105,4 +105,9 @@ expect("a script whose interpreter is missing: 127, naming the interpreter", (rc
 rc, _, err = run([CUSCOPE, "run", "--", os.path.join(WORK, "no-such-program")])
 expect("a program that is not there: 127, as before", (rc, err),
        (127, f"cuscope run: cannot run '{os.path.join(WORK, 'no-such-program')}': No such file or directory\n"))
+# An empty FILE is a bad command line, not a report silently never written.
+for flag in ("--json", "--trace", "--output"):
+    rc, _, err = run([CUSCOPE, "run", flag, "", "--", NVTX, "child"])
+    expect(f"{flag} '': 125 and one line saying why", (rc, err.splitlines()[0]),
+           (125, f"cuscope run: {flag} needs a file name, not ''"))
 print("all odd-program checks passed")
