@@ -1,8 +1,10 @@
 // cli/run.cpp — `cuscope run [options] [--] COMMAND ARGS...`: zero-code mode. Points NVTX and the
 // CUDA driver at libcuscope_inject.so, sets the CUSCOPE_* variables the options ask for, and
 // replaces itself with COMMAND, so the exit status is the command's own.
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdint>
@@ -35,6 +37,7 @@ constexpr const char* kHelp =
     "                   (CUSCOPE_NVTX_DOMAINS)\n"
     "  --report-every S rewrite the JSON (and a table FILE) every S seconds while COMMAND runs, so a\n"
     "                   program stopped by a signal leaves its report (CUSCOPE_REPORT_EVERY)\n"
+    "A relative FILE is taken from the folder cuscope run is run in, wherever COMMAND goes.\n"
     "\n"
     "Processes COMMAND starts inherit the injection: the first to start a session writes FILE, any\n"
     "other one FILE with its pid before the extension, and says so (docs/zero-code.md).\n"
@@ -71,6 +74,20 @@ std::string injection_library(std::string* looked) {
 
 void set(const char* variable, const std::string& value) { setenv(variable, value.c_str(), 1); }
 
+// A relative FILE of --json, --trace or --output, anchored here: COMMAND (or a script's command
+// after its `cd`) may change folder before its session starts, and the session takes a relative
+// path from the folder it starts in. A '%' of this folder's name is doubled, so that the session
+// does not expand it (%p, %r, %h). Without a working folder, the path stays as given.
+std::string anchored(const std::string& path) {
+  if (path.empty() || path.front() == '/') return path;
+  char* here = getcwd(nullptr, 0);
+  if (here == nullptr) return path;
+  std::string out;
+  for (const char* c = here; *c != '\0'; ++c) out += *c == '%' ? std::string("%%") : std::string(1, *c);
+  std::free(here);
+  return out + (out.back() == '/' ? "" : "/") + path;
+}
+
 // Another tool's injection (Nsight Systems sets NVTX_INJECTION64_PATH) cannot run beside cuscope's.
 void inject(const char* variable, const std::string& library) {
   if (const char* was = std::getenv(variable); was != nullptr && *was != '\0' && library != was)
@@ -79,18 +96,59 @@ void inject(const char* variable, const std::string& library) {
   set(variable, library);
 }
 
+// The file execvp would run for `command`: itself when it names a folder, else the first regular
+// file of that name in PATH ("/bin:/usr/bin" without one); "" when there is none.
+std::string program_file(const std::string& command) {
+  if (command.find('/') != std::string::npos) return command;
+  const char* path = std::getenv("PATH");
+  std::string folders = path != nullptr ? path : "/bin:/usr/bin";
+  for (std::size_t at = 0; at <= folders.size();) {
+    const std::size_t end = std::min(folders.find(':', at), folders.size());
+    const std::string folder = end > at ? folders.substr(at, end - at) : ".";
+    const std::string file = folder + "/" + command;
+    if (struct stat st{}; stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return file;
+    at = end + 1;
+  }
+  return {};
+}
+
+// Why execvp found no file (ENOENT) for `command` when its file is there: what that file names to
+// run it, which is missing. "" when the file is not there either.
+std::string missing_runner(const std::string& command) {
+  const std::string file = program_file(command);
+  std::FILE* f = file.empty() ? nullptr : std::fopen(file.c_str(), "rb");
+  if (f == nullptr) return {};
+  char head[256] = {};
+  const std::size_t n = std::fread(head, 1, sizeof(head) - 1, f);
+  std::fclose(f);
+  const std::string_view text(head, n);
+  if (text.substr(0, 2) == "#!") {
+    const std::size_t start = text.find_first_not_of(" \t", 2);
+    const std::size_t end = text.find_first_of(" \t\r\n", start);
+    if (start != std::string_view::npos)
+      return "its interpreter '" + std::string(text.substr(start, end - start)) +
+             "' (its #! line) is not found";
+  }
+  if (text.substr(0, 4) ==
+      "\x7f"
+      "ELF")
+    return "the dynamic loader it names is not found (built for another system?)";
+  return "it exists, but what it names to run it is not found";
+}
+
 }  // namespace
 
 int run(const Args& args) {
   struct Setting {
     const char* flag;
     const char* variable;
+    bool path;
   };
-  static constexpr Setting kSettings[] = {{"--json", "CUSCOPE_JSON"},
-                                          {"--trace", "CUSCOPE_TRACE"},
-                                          {"--output", "CUSCOPE_OUTPUT"},
-                                          {"--domains", "CUSCOPE_NVTX_DOMAINS"},
-                                          {"--report-every", "CUSCOPE_REPORT_EVERY"}};
+  static constexpr Setting kSettings[] = {{"--json", "CUSCOPE_JSON", true},
+                                          {"--trace", "CUSCOPE_TRACE", true},
+                                          {"--output", "CUSCOPE_OUTPUT", true},
+                                          {"--domains", "CUSCOPE_NVTX_DOMAINS", false},
+                                          {"--report-every", "CUSCOPE_REPORT_EVERY", false}};
   std::vector<std::pair<const char*, std::string>> settings;
   CommandLine cl("run", kHelp, args, kRunError);
   std::size_t command = args.size();
@@ -107,7 +165,9 @@ int run(const Args& args) {
     const Setting* s = nullptr;
     for (const Setting& k : kSettings) s = cl.value(k.flag, &v) ? &k : s;
     if (s == nullptr) return cl.unknown();
-    settings.emplace_back(s->variable, std::string(v));
+    // An empty FILE would set the variable to "", which writes no file and says nothing.
+    if (s->path && v.empty()) return cl.error(std::string(s->flag) + " needs a file name, not ''");
+    settings.emplace_back(s->variable, s->path ? anchored(std::string(v)) : std::string(v));
   }
   if (cl.stopped()) return cl.status();
   if (command >= args.size()) return cl.error("no command to run");
@@ -134,8 +194,9 @@ int run(const Args& args) {
   // that name no process; the others write theirs with their pid (docs/zero-code.md).
   timespec now{};
   clock_gettime(CLOCK_REALTIME, &now);
-  set("CUSCOPE_RUN_ID", std::to_string(getpid()) + "-" +
-                            std::to_string(std::uint64_t(now.tv_sec) * 1'000'000'000u + std::uint64_t(now.tv_nsec)));
+  set("CUSCOPE_RUN_ID",
+      std::to_string(getpid()) + "-" +
+          std::to_string(std::uint64_t(now.tv_sec) * 1'000'000'000u + std::uint64_t(now.tv_nsec)));
 
   std::vector<std::string> owned(args.begin() + static_cast<std::ptrdiff_t>(command), args.end());
   std::vector<char*> argv;
@@ -144,7 +205,9 @@ int run(const Args& args) {
   std::fflush(nullptr);
   execvp(argv[0], argv.data());
   const int err = errno;
-  std::fprintf(stderr, "cuscope run: cannot run '%s': %s\n", argv[0], std::strerror(err));
+  const std::string missing = err == ENOENT ? missing_runner(argv[0]) : std::string{};
+  std::fprintf(stderr, "cuscope run: cannot run '%s': %s\n", argv[0],
+               missing.empty() ? std::strerror(err) : missing.c_str());
   return err == ENOENT ? 127 : 126;
 }
 

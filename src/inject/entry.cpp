@@ -11,6 +11,7 @@
 #include <cuscope/session.hpp>
 #include <thread>
 
+#include "inject/static_program.hpp"
 #include "session/handover.hpp"
 #include "session/session.hpp"
 
@@ -32,6 +33,7 @@ extern "C" {
 /// The CUDA driver's entry point (CUDA_INJECTION64_PATH), called inside cuInit. CUDA cannot be
 /// called from here, so the session starts on its own thread, which waits for cuInit to finish.
 __attribute__((visibility("default"))) int InitializeInjection() {
+  if (cuscope::detail::inject::declined_static_program()) return 1;  // loaded, and nothing started
   try {
     std::thread([] { cuscope::start(); }).detach();
   } catch (...) {  // no thread: the first NVTX range starts the session instead

@@ -21,6 +21,7 @@
 #include "inject/domains.hpp"
 #include "inject/message_cache.hpp"
 #include "inject/open_ranges.hpp"
+#include "inject/static_program.hpp"
 #include "model/range_tree.hpp"
 #include "producers/clock.hpp"
 #include "session/session.hpp"
@@ -236,6 +237,9 @@ extern "C" {
 
 /// NVTX's entry point: called once per module that uses NVTX, with that module's tables.
 __attribute__((visibility("default"))) int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get) {
+  // Success with no table filled: NVTX makes every call a no-op and keeps the library loaded (an
+  // unload would run its destructors against that second C library, which faults as well).
+  if (cuscope::detail::inject::declined_static_program()) return 1;
   try {
     return cuscope::detail::inject::fill_tables(get);
   } catch (...) {
