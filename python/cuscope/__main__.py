@@ -27,6 +27,7 @@ and cuscope.scope ranges become one tree, GPU work is attributed to them, the ta
                    (CUSCOPE_NVTX_DOMAINS)
   --report-every S rewrite the JSON (and a table FILE) every S seconds while the script runs, so a
                    script stopped by a signal leaves its report (CUSCOPE_REPORT_EVERY)
+A relative FILE is taken from the folder this command is run in, wherever the script goes.
 
 Processes the script starts inherit the injection: the first to start a session writes FILE, any
 other one FILE with its pid before the extension, and says so (docs/zero-code.md).
@@ -37,7 +38,18 @@ library). CUSCOPE_INJECT_LIBRARY overrides where libcuscope_inject.so is looked 
 
 FLAGS = {"--json": "CUSCOPE_JSON", "--trace": "CUSCOPE_TRACE", "--output": "CUSCOPE_OUTPUT",
          "--domains": "CUSCOPE_NVTX_DOMAINS", "--report-every": "CUSCOPE_REPORT_EVERY"}
+PATH_FLAGS = ("--json", "--trace", "--output")
 RUN_ERROR = 125
+
+
+def anchored(path: str) -> str:
+    """A relative FILE taken from the folder this command runs in, as `cuscope run` takes it: the
+    script may change folder before its session starts, and the session takes a relative path from
+    the folder it starts in. A '%' of this folder's name is doubled, so that the session does not
+    expand it (%p, %r, %h)."""
+    if os.path.isabs(path):
+        return path
+    return os.path.join(os.getcwd().replace("%", "%%"), path)
 
 
 def fail(message: str) -> int:
@@ -73,6 +85,11 @@ def parse(args: List[str]):
                     raise ValueError(f"{a} needs a value")
                 i += 1
                 value = args[i]
+            if name in PATH_FLAGS:
+                # An empty FILE would set the variable to "", which writes no file and says nothing.
+                if not value:
+                    raise ValueError(f"{name} needs a file name, not ''")
+                value = anchored(value)
             settings[FLAGS[name]] = value
             i += 1
             continue

@@ -169,11 +169,26 @@ def test_python_m_cuscope_run_runs_a_module(tmp_path):
     assert ranges_of(out) == {"zc_mod": 1}
 
 
+def test_python_m_cuscope_run_takes_a_relative_file_from_where_it_runs(tmp_path):
+    # The script changes folder before its first scope: the report still lands where the command
+    # was run, as with `cuscope run`; a '%' in that folder's name is not expanded.
+    here = tmp_path / "100%p"
+    (here / "elsewhere").mkdir(parents=True)
+    (here / "zc_cd.py").write_text(
+        "import os\nos.chdir('elsewhere')\nimport cuscope\nwith cuscope.scope('zc_cd'):\n    pass\n")
+    p = run_script([sys.executable, "-m", "cuscope", "run", "--json", "cd.json", "zc_cd.py"], here)
+    assert p.returncode == 0, p.stderr
+    assert not (here / "elsewhere" / "cd.json").exists()
+    assert ranges_of(here / "cd.json") == {"zc_cd": 1}
+
+
 @pytest.mark.parametrize("args, message", [
     ([], "the only command is run"),
     (["run"], "no script to run"),
     (["run", "--json"], "--json needs a value"),
     (["run", "--bogus", "x.py"], "unknown option --bogus"),
+    (["run", "--json", "", "x.py"], "--json needs a file name, not ''"),
+    (["run", "--trace=", "x.py"], "--trace needs a file name, not ''"),
 ])
 def test_python_m_cuscope_run_refuses_a_bad_command_line(args, message, tmp_path):
     p = run_script([sys.executable, "-m", "cuscope", *args], tmp_path)
