@@ -17,21 +17,11 @@ import re
 import subprocess
 import sys
 
+from inject_kit import ENV, LAST, expect, fail
+
 CUSCOPE, NVTX, LINKED, WORK = sys.argv[1:5]
 PYTHON_LIB = sys.argv[5] if len(sys.argv) > 5 else None
 os.makedirs(WORK, exist_ok=True)
-ENV = {k: v for k, v in os.environ.items()
-       if not k.startswith("CUSCOPE_") and k not in ("NVTX_INJECTION64_PATH", "CUDA_INJECTION64_PATH")}
-
-
-LAST = {}  # the last command run, for the failure message
-
-
-def fail(what, detail):
-    print(f"FAIL: {what}\n{detail}")
-    if LAST:
-        print(f"last command: {LAST['args']}\nits stderr (last 3000 characters):\n{LAST['stderr'][-3000:]}")
-    sys.exit(1)
 
 
 def run(args, env_extra=None):
@@ -59,12 +49,6 @@ def spans(rep):
 def count_tables(err):
     """How many tables `err` holds: each opens with 'cuscope VERSION — device: ...'."""
     return sum(1 for line in err.splitlines() if line.startswith("cuscope ") and " — device: " in line)
-
-
-def expect(what, got, want):
-    if got != want:
-        fail(what, f"  got:  {got!r}\n  want: {want!r}")
-    print(f"ok: {what}")
 
 
 # Lines the table prints under a range row (src/views/table.cpp): top kernels, graph paths,

@@ -19,26 +19,12 @@ import shutil
 import subprocess
 import sys
 
+from inject_kit import ENV, LAST, expect
+
 CUSCOPE, NVTX, WORK = sys.argv[1:4]
 STATIC = sys.argv[4:]
 shutil.rmtree(WORK, ignore_errors=True)
 os.makedirs(WORK)
-ENV = {k: v for k, v in os.environ.items()
-       if not k.startswith("CUSCOPE_") and k not in ("NVTX_INJECTION64_PATH", "CUDA_INJECTION64_PATH")}
-LAST = {}
-
-
-def fail(what, detail):
-    print(f"FAIL: {what}\n{detail}")
-    if LAST:
-        print(f"last command: {LAST['args']}\nits stderr (last 3000 characters):\n{LAST['stderr'][-3000:]}")
-    sys.exit(1)
-
-
-def expect(what, got, want):
-    if got != want:
-        fail(what, f"  got:  {got!r}\n  want: {want!r}")
-    print(f"ok: {what}")
 
 
 def run(args, cwd=WORK):
