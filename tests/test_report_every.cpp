@@ -204,8 +204,10 @@ TEST_CASE(
   CHECK(S_ISLNK(st.st_mode));
   std::remove(link.c_str());
   std::remove(target.c_str());
-  // A folder that does not exist: false, and nothing made.
-  CHECK_FALSE(replace_file(temp_path("every_no_such_folder/report.json"), "x"));
+  // A folder that does not exist: false, nothing made, and why.
+  std::string why;
+  CHECK_FALSE(replace_file(temp_path("every_no_such_folder/report.json"), "x", &why));
+  CHECK(why == "No such file or directory");
 }
 
 TEST_CASE("replace_file keeps the permissions of the file it replaces", "[session][report_every]") {
@@ -236,10 +238,12 @@ TEST_CASE("replace_file: a write that fails (no room: here the file-size limit) 
   small.rlim_cur = 4096;
   auto* const handler = std::signal(SIGXFSZ, SIG_IGN);  // a write past the limit fails (EFBIG) instead
   REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
-  const bool replaced = replace_file(path, std::string(10'000, 'x'));
+  std::string why;
+  const bool replaced = replace_file(path, std::string(10'000, 'x'), &why);
   ::setrlimit(RLIMIT_FSIZE, &before);
   std::signal(SIGXFSZ, handler);
   CHECK_FALSE(replaced);
+  CHECK(why == "File too large");  // EFBIG, the write's, not a later call's
   CHECK(read_file(path) == "the last whole report\n");
   CHECK(files_starting("cuscope_test_every_no_room.json.cuscope-tmp.") == 0);
   std::remove(path.c_str());

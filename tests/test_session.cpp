@@ -198,7 +198,8 @@ TEST_CASE("an output path that cannot be written falls back to stderr with a not
   const auto notes = cuscope::snapshot().notes;
   REQUIRE(notes.size() == 1);
   CHECK(notes[0] ==
-        "could not write the table to '/nonexistent-dir/cuscope/table.txt'; printing it to stderr instead");
+        "could not write the table to '/nonexistent-dir/cuscope/table.txt' (No such file or directory); printing "
+        "it to stderr instead");
 }
 
 TEST_CASE("a max_depth outside 1-256 given to start() falls back to the default with a note", "[session]") {

@@ -77,8 +77,9 @@ void sweep_stale_temporaries(const Options& o);
 bool has_report_file(const Options& o);
 /// Replaces the file at `path` by `text`, whole, with its permissions: written beside it and
 /// renamed over it (in place when it is not a regular file, or when no file can be made beside it
-/// or renamed over it); false when it could not, the old file then whole unless written in place.
-bool replace_file(const std::string& path, const std::string& text);
+/// or renamed over it); false when it could not, the old file then whole unless written in place,
+/// and `*why` (when given) says why (the system's words: "No such file or directory").
+bool replace_file(const std::string& path, const std::string& text, std::string* why = nullptr);
 
 // fork.cpp
 

@@ -19,8 +19,8 @@
 #include <charconv>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -31,25 +31,35 @@
 namespace cuscope::inline v0::detail {
 namespace {
 
-bool write_to(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::trunc);
-  out << text;
-  out.close();
-  return static_cast<bool>(out);
+// Writes all of `text` to `fd`, then closes it; whether every byte was written and kept (else errno
+// says why).
+bool write_and_close(int fd, const std::string& text);
+
+// Writes `text` over what `path` holds, in place; false with `*error` (an errno) when it could not.
+bool write_to(const std::string& path, const std::string& text, int* error) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd >= 0 && write_and_close(fd, text)) return true;
+  *error = errno != 0 ? errno : EIO;
+  return false;
 }
 
-// Writes all of `text` to `fd`, then closes it; whether every byte was written and kept.
 bool write_and_close(int fd, const std::string& text) {
   const char* at = text.data();
   std::size_t left = text.size();
+  int error = 0;
   while (left > 0) {
     const ssize_t n = ::write(fd, at, left);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
+    if (n <= 0) {
+      error = n < 0 ? errno : EIO;
+      break;
+    }
     at += n;
     left -= static_cast<std::size_t>(n);
   }
-  return ::close(fd) == 0 && left == 0;
+  if (::close(fd) != 0 && error == 0) error = errno;
+  errno = error;
+  return error == 0;
 }
 
 // The temporary a write of `path` by process `pid` goes through (replace_file), which
@@ -72,35 +82,48 @@ std::FILE* standard_stream(const std::string& path) {
   return nullptr;
 }
 
-bool replace_file(const std::string& path, const std::string& text) {
+namespace {
+
+// replace_file, with why as an errno.
+bool replace_in(const std::string& path, const std::string& text, int* error) {
   struct stat st {};
   const bool exists = ::lstat(path.c_str(), &st) == 0;
   // Not a regular file (/dev/stdout, a pipe), or a symbolic link (which a rename would replace by
   // a file): written in place.
-  if (exists && !S_ISREG(st.st_mode)) return write_to(path, text);
+  if (exists && !S_ISREG(st.st_mode)) return write_to(path, text, error);
   const std::string temp = temporary_of(path, ::getpid());
   std::remove(temp.c_str());  // one left by a process of the same id; never written through
   const mode_t mode = exists ? st.st_mode & 0777 : 0666;
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
   // No file made beside it (a folder cuscope may not create files in): the file may be writable.
-  if (fd < 0) return write_to(path, text);
+  if (fd < 0) return write_to(path, text, error);
   if (exists) ::fchmod(fd, mode);  // the file's permissions, whatever the umask took off
   const bool written = write_and_close(fd, text);
+  if (!written) *error = errno;
   if (written && std::rename(temp.c_str(), path.c_str()) == 0) return true;
   std::remove(temp.c_str());
   // Not written (no room): the old file stays whole. Written but not renamed over the file (a
   // sticky folder lets cuscope make files but not replace another user's): in place.
-  return written && write_to(path, text);
+  return written && write_to(path, text, error);
+}
+
+}  // namespace
+
+bool replace_file(const std::string& path, const std::string& text, std::string* why) {
+  int error = 0;
+  const bool done = replace_in(path, text, &error);
+  if (!done && why != nullptr) *why = std::strerror(error);
+  return done;
 }
 
 void write_report_files(const Options& o, const Report& r, ReportMoment when) {
   const bool at_exit = when == ReportMoment::exit;
-  const auto failed = [at_exit](const std::string& path, const char* what) {
+  const auto failed = [at_exit](const std::string& path, const char* what, const std::string& why) {
     if (at_exit) {
-      warn_once(fmt::format("could not write the {} to '{}'; printing it to stderr instead", what, path));
+      warn_once(fmt::format("could not write the {} to '{}' ({}); printing it to stderr instead", what, path, why));
     } else {
-      warn_once(fmt::format("CUSCOPE_REPORT_EVERY: could not write the {} to '{}'; trying again later", what,
-                            path));
+      warn_once(fmt::format("CUSCOPE_REPORT_EVERY: could not write the {} to '{}' ({}); trying again later",
+                            what, path, why));
     }
     return at_exit;
   };
@@ -113,7 +136,7 @@ void write_report_files(const Options& o, const Report& r, ReportMoment when) {
     if (stream != nullptr) {
       std::fputs(text.c_str(), stream);
       std::fflush(stream);
-    } else if (!replace_file(path, text) && failed(path, what)) {
+    } else if (std::string why; !replace_file(path, text, &why) && failed(path, what, why)) {
       std::fputs(text.c_str(), stderr);
     }
   };
