@@ -31,19 +31,9 @@
 namespace cuscope::inline v0::detail {
 namespace {
 
-// Writes all of `text` to `fd`, then closes it; whether every byte was written and kept (else errno
-// says why).
-bool write_and_close(int fd, const std::string& text);
-
-// Writes `text` over what `path` holds, in place; false with `*error` (an errno) when it could not.
-bool write_to(const std::string& path, const std::string& text, int* error) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd >= 0 && write_and_close(fd, text)) return true;
-  *error = errno != 0 ? errno : EIO;
-  return false;
-}
-
-bool write_and_close(int fd, const std::string& text) {
+// Writes all of `text` to `fd`, then closes it: 0 when every byte was written and kept, else the
+// errno of the call that failed (the write's, not a later close's).
+int write_and_close(int fd, const std::string& text) {
   const char* at = text.data();
   std::size_t left = text.size();
   int error = 0;
@@ -58,8 +48,13 @@ bool write_and_close(int fd, const std::string& text) {
     left -= static_cast<std::size_t>(n);
   }
   if (::close(fd) != 0 && error == 0) error = errno;
-  errno = error;
-  return error == 0;
+  return error;
+}
+
+// Writes `text` over what `path` holds, in place: 0, or the errno of the call that failed.
+int write_to(const std::string& path, const std::string& text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  return fd < 0 ? errno : write_and_close(fd, text);
 }
 
 // The temporary a write of `path` by process `pid` goes through (replace_file), which
@@ -84,36 +79,34 @@ std::FILE* standard_stream(const std::string& path) {
 
 namespace {
 
-// replace_file, with why as an errno.
-bool replace_in(const std::string& path, const std::string& text, int* error) {
+// replace_file: 0 when replaced, else the errno of the call that failed.
+int replace_in(const std::string& path, const std::string& text) {
   struct stat st {};
   const bool exists = ::lstat(path.c_str(), &st) == 0;
   // Not a regular file (/dev/stdout, a pipe), or a symbolic link (which a rename would replace by
   // a file): written in place.
-  if (exists && !S_ISREG(st.st_mode)) return write_to(path, text, error);
+  if (exists && !S_ISREG(st.st_mode)) return write_to(path, text);
   const std::string temp = temporary_of(path, ::getpid());
   std::remove(temp.c_str());  // one left by a process of the same id; never written through
   const mode_t mode = exists ? st.st_mode & 0777 : 0666;
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
   // No file made beside it (a folder cuscope may not create files in): the file may be writable.
-  if (fd < 0) return write_to(path, text, error);
+  if (fd < 0) return write_to(path, text);
   if (exists) ::fchmod(fd, mode);  // the file's permissions, whatever the umask took off
-  const bool written = write_and_close(fd, text);
-  if (!written) *error = errno;
-  if (written && std::rename(temp.c_str(), path.c_str()) == 0) return true;
+  const int not_written = write_and_close(fd, text);
+  if (not_written == 0 && std::rename(temp.c_str(), path.c_str()) == 0) return 0;
   std::remove(temp.c_str());
   // Not written (no room): the old file stays whole. Written but not renamed over the file (a
   // sticky folder lets cuscope make files but not replace another user's): in place.
-  return written && write_to(path, text, error);
+  return not_written != 0 ? not_written : write_to(path, text);
 }
 
 }  // namespace
 
 bool replace_file(const std::string& path, const std::string& text, std::string* why) {
-  int error = 0;
-  const bool done = replace_in(path, text, &error);
-  if (!done && why != nullptr) *why = std::strerror(error);
-  return done;
+  const int error = replace_in(path, text);
+  if (error != 0 && why != nullptr) *why = std::strerror(error);
+  return error == 0;
 }
 
 void write_report_files(const Options& o, const Report& r, ReportMoment when) {
