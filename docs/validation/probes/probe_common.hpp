@@ -129,6 +129,9 @@ class Buffers {
     PROBE_CUPTI(cuptiActivityRegisterCallbacks(&requested, &completed));
   }
   static void flush_forced() { cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); }
+  /// A normal flush (flag 0), as a tracer's collector makes: what CUPTI holds complete, not the
+  /// records it may still be filling.
+  static void flush() { cuptiActivityFlushAll(0); }
   static std::mutex& records_mutex() { return records_mutex_; }
 
  private:

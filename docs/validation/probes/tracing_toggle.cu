@@ -17,6 +17,16 @@
 // kernel records and launch callbacks per state against the launches made (on: one record each;
 // every other state: none). CONCLUSION lines are computed from the data.
 //
+// INFLIGHT, once after the rounds and their lines: what a tracer that pauses at a step boundary,
+// while the program's GPU work still runs, gets of that work. While `on`: a kernel spinning about
+// 5 ms, then 1000 empty kernels, a cudaMemsetAsync and a small device-to-device cudaMemcpyAsync on
+// the same stream, not waited for; at once paused as `paused` is reached (kinds, then callbacks,
+// disabled) but with no forced flush; whether the stream still ran then (if not, the check is
+// void); then, once the stream is waited for, the kernel, set and copy records that came with a
+// normal flush (cuptiActivityFlushAll(0)), and with a forced flush after it, and how many of them
+// have a zero start or end. Then on again: one record for each of 1000 launches? CONCLUSION
+// inflight is computed from those counts.
+//
 // Never: cuscope, or a figure not measured here.
 #include <cuda_runtime.h>
 #include <cupti.h>
@@ -39,14 +49,56 @@ constexpr int kRounds = 7;
 constexpr int kBatches = 10;
 constexpr int kLaunchesPerBatch = 1000;
 constexpr unsigned kWatchdogSeconds = 45;  // about 10 s expected; a stuck switch must not eat the lease
+constexpr int kInFlightLaunches = 1000;    // empty kernels queued behind the spinning one
+constexpr std::uint64_t kSpinNs = 5'000'000;
+constexpr std::size_t kCopyBytes = 4096;
 
 __global__ void empty_kernel() {}
 
+__device__ std::uint64_t globaltimer_ns() {
+  std::uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+/// Busy-waits `ns` of the GPU's global timer: work still running when the tracer pauses.
+__global__ void spin_kernel(std::uint64_t ns) {
+  const std::uint64_t t0 = globaltimer_ns();
+  while (globaltimer_ns() - t0 < ns) {
+  }
+}
+
 std::atomic<std::uint64_t> g_kernel_records{0};
+std::atomic<std::uint64_t> g_memset_records{0};
+std::atomic<std::uint64_t> g_memcpy_records{0};
+std::atomic<std::uint64_t> g_zero_timestamps{0};  // kernel, set and copy records with a zero start or end
 std::atomic<std::uint64_t> g_launch_callbacks{0};
 
+void count(std::atomic<std::uint64_t>& records, std::uint64_t start_ns, std::uint64_t end_ns) {
+  records.fetch_add(1, std::memory_order_relaxed);
+  if (start_ns == 0 || end_ns == 0) g_zero_timestamps.fetch_add(1, std::memory_order_relaxed);
+}
+
 void parse(const CUpti_Activity* r) {
-  if (r->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) g_kernel_records.fetch_add(1, std::memory_order_relaxed);
+  switch (r->kind) {
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+      const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(r);
+      count(g_kernel_records, k->start, k->end);
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMSET: {
+      const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(r);
+      count(g_memset_records, m->start, m->end);
+      return;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY: {
+      const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(r);
+      count(g_memcpy_records, m->start, m->end);
+      return;
+    }
+    default:
+      return;
+  }
 }
 
 void CUPTIAPI on_launch(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void* data) {
@@ -92,8 +144,7 @@ class Tracer {
       for (CUpti_ActivityKind k : kKinds) PROBE_CUPTI(cuptiActivityEnable(k));
     } else {
       if (state_ == kOn) {
-        for (CUpti_ActivityKind k : kKinds) PROBE_CUPTI(cuptiActivityDisable(k));
-        for (CUpti_CallbackId id : ids_) PROBE_CUPTI(cuptiEnableCallback(0, sub_, CUPTI_CB_DOMAIN_DRIVER_API, id));
+        disable();
         probe::Buffers::flush_forced();  // the window's records, before they can be lost
       }
       if (to != kPaused && sub_ != nullptr) {
@@ -121,7 +172,21 @@ class Tracer {
   std::size_t callbacks() const { return ids_.size(); }
   bool finalize_refused() const { return finalize_refused_; }
 
+  /// From `on` to `paused` as go() switches, but with no flush: the records of work still running
+  /// stay wherever CUPTI keeps them (the in-flight check). Not a TOGGLE sample.
+  void pause_unflushed() {
+    if (state_ != kOn) return;
+    disable();
+    state_ = kPaused;
+  }
+
  private:
+  void disable() {
+    for (CUpti_ActivityKind k : kKinds) PROBE_CUPTI(cuptiActivityDisable(k));
+    for (CUpti_CallbackId id : ids_)
+      PROBE_CUPTI(cuptiEnableCallback(0, sub_, CUPTI_CB_DOMAIN_DRIVER_API, id));
+  }
+
   State state_ = kUnsubscribed;
   CUpti_SubscriberHandle sub_ = nullptr;
   std::vector<CUpti_CallbackId> ids_;
@@ -146,6 +211,141 @@ std::vector<double> batches(cudaStream_t s) {
   std::vector<double> v;
   for (int b = 0; b < kBatches; ++b) v.push_back(batch(s));
   return v;
+}
+
+/// The record counters at one moment; since() gives what came between two moments.
+struct Tally {
+  std::uint64_t kernels = 0, memsets = 0, memcpys = 0, zero_timestamps = 0;
+
+  static Tally now() {
+    return {g_kernel_records.load(), g_memset_records.load(), g_memcpy_records.load(),
+            g_zero_timestamps.load()};
+  }
+  Tally since(const Tally& before) const {
+    return {kernels - before.kernels, memsets - before.memsets, memcpys - before.memcpys,
+            zero_timestamps - before.zero_timestamps};
+  }
+  /// Exactly the records of `kernels_launched` kernels, one set and one copy, each with its start and end.
+  bool complete(std::uint64_t kernels_launched) const {
+    return kernels == kernels_launched && memsets == 1 && memcpys == 1 && zero_timestamps == 0;
+  }
+  /// Of the kernels_launched + 2 records expected, how many never came.
+  std::uint64_t missing(std::uint64_t kernels_launched) const {
+    return (kernels < kernels_launched ? kernels_launched - kernels : 0) + (memsets == 0 ? 1 : 0) +
+           (memcpys == 0 ? 1 : 0);
+  }
+};
+
+void print_tally(const char* key, const Tally& t, const char* what) {
+  std::printf(
+      "INFLIGHT %s kernel_records=%llu zero_timestamps=%llu memset_records=%llu memcpy_records=%llu | %s\n",
+      key, static_cast<unsigned long long>(t.kernels), static_cast<unsigned long long>(t.zero_timestamps),
+      static_cast<unsigned long long>(t.memsets), static_cast<unsigned long long>(t.memcpys), what);
+}
+
+/// Whether the stream's work is still running (cudaStreamQuery: not ready).
+bool still_running(cudaStream_t s) {
+  const cudaError_t status = cudaStreamQuery(s);
+  if (status == cudaErrorNotReady) return true;
+  PROBE_CUDA(status);
+  return false;
+}
+
+void launch_empty(cudaStream_t s, int n) {
+  for (int i = 0; i < n; ++i) empty_kernel<<<1, 1, 0, s>>>();
+}
+
+/// The in-flight check (the header's INFLIGHT): work traced while `on` and still running when the
+/// kinds are disabled; then `on` again. Leaves CUPTI paused; its switches are not TOGGLE samples.
+void in_flight(Tracer& tracer, cudaStream_t s) {
+  std::vector<double> not_timed[kStates][kStates];
+  char* device = nullptr;
+  PROBE_CUDA(cudaMalloc(&device, 2 * kCopyBytes));
+  // Untimed and untraced (CUPTI's kinds are off here): the first set and copy's own setup.
+  PROBE_CUDA(cudaMemsetAsync(device, 0, kCopyBytes, s));
+  PROBE_CUDA(cudaMemcpyAsync(device + kCopyBytes, device, kCopyBytes, cudaMemcpyDeviceToDevice, s));
+  spin_kernel<<<1, 1, 0, s>>>(1000);
+  PROBE_CUDA(cudaStreamSynchronize(s));
+
+  tracer.go(kOn, not_timed);
+  // One traced launch waited for and flushed: what switching on costs a first launch is paid here.
+  launch_empty(s, 1);
+  PROBE_CUDA(cudaStreamSynchronize(s));
+  probe::Buffers::flush_forced();
+  const Tally before = Tally::now();
+  spin_kernel<<<1, 1, 0, s>>>(kSpinNs);
+  launch_empty(s, kInFlightLaunches);
+  PROBE_CUDA(cudaMemsetAsync(device, 0, kCopyBytes, s));
+  PROBE_CUDA(cudaMemcpyAsync(device + kCopyBytes, device, kCopyBytes, cudaMemcpyDeviceToDevice, s));
+  const bool running_before_pause = still_running(s);
+  const std::uint64_t pause_start = probe::now_ns();
+  tracer.pause_unflushed();
+  const double pause_us = static_cast<double>(probe::now_ns() - pause_start) / 1e3;
+  const bool running = still_running(s);
+  PROBE_CUDA(cudaStreamSynchronize(s));
+  probe::Buffers::flush();
+  const Tally normal = Tally::now().since(before);
+  probe::Buffers::flush_forced();
+  const Tally forced = Tally::now().since(before);
+
+  tracer.go(kOn, not_timed);
+  const Tally resume_before = Tally::now();
+  launch_empty(s, kInFlightLaunches);
+  PROBE_CUDA(cudaStreamSynchronize(s));
+  probe::Buffers::flush();
+  const Tally resumed = Tally::now().since(resume_before);
+  probe::Buffers::flush_forced();
+  const Tally resumed_forced = Tally::now().since(resume_before);
+  tracer.go(kPaused, not_timed);
+  PROBE_CUDA(cudaFree(device));
+
+  const std::uint64_t launches = kInFlightLaunches + 1;  // the spinning kernel too
+  std::printf(
+      "INFLIGHT still_running=%d running_before_pause=%d pause_us=%.1f launches=%llu memsets=1 memcpys=1\n",
+      running ? 1 : 0, running_before_pause ? 1 : 0, pause_us, static_cast<unsigned long long>(launches));
+  print_tally("normal_flush", normal, "after the stream was waited for and a normal flush");
+  print_tally("after_forced", forced, "after a forced flush too (both flushes together)");
+  const bool resumed_right = resumed_forced.kernels == kInFlightLaunches &&
+                             resumed_forced.zero_timestamps == 0 && resumed_forced.memsets == 0 &&
+                             resumed_forced.memcpys == 0;
+  std::printf(
+      "INFLIGHT resumed launches=%d kernel_records=%llu zero_timestamps=%llu after_forced=%llu "
+      "copy_records=%llu %s\n",
+      kInFlightLaunches, static_cast<unsigned long long>(resumed.kernels),
+      static_cast<unsigned long long>(resumed.zero_timestamps),
+      static_cast<unsigned long long>(resumed_forced.kernels),
+      static_cast<unsigned long long>(resumed_forced.memsets + resumed_forced.memcpys),
+      resumed_right ? "as expected" : "NOT as expected");
+
+  const unsigned long long expected = launches + 2;
+  std::printf("CONCLUSION inflight: ");
+  if (!running) {
+    std::printf(
+        "void: the stream had finished when the kinds were disabled (still running just before: %s; "
+        "the pause took %.1f us), so the counts say nothing of work in flight",
+        running_before_pause ? "yes" : "no", pause_us);
+  } else if (normal.complete(launches)) {
+    std::printf(
+        "records of the work running when the kinds were disabled all arrived complete (%llu, non-zero "
+        "start and end) once it finished and a normal flush was made",
+        expected);
+  } else if (forced.complete(launches)) {
+    std::printf(
+        "records of the work running when the kinds were disabled arrived complete only with a forced "
+        "flush: after the normal flush %llu of %llu missing, %llu zero-timestamped",
+        static_cast<unsigned long long>(normal.missing(launches)), expected,
+        static_cast<unsigned long long>(normal.zero_timestamps));
+  } else {
+    std::printf(
+        "records of the work running when the kinds were disabled: %llu of %llu lost, %llu "
+        "zero-timestamped, even after a forced flush (kernel records %llu for %llu launches)",
+        static_cast<unsigned long long>(forced.missing(launches)), expected,
+        static_cast<unsigned long long>(forced.zero_timestamps),
+        static_cast<unsigned long long>(forced.kernels), static_cast<unsigned long long>(launches));
+  }
+  std::printf("; on again: %s\n", resumed_right
+                                      ? "one complete record per launch"
+                                      : "NOT one complete record per launch (see INFLIGHT resumed)");
 }
 
 /// The child process: one round of batches in a process where CUPTI was never touched.
@@ -242,6 +442,7 @@ int main(int argc, char** argv) {
               probe::percentile(toggle_ns[kOn][kFinalized], 0.5) / 1e3,
               counts_right ? "every launch traced while on, none otherwise, re-attached after each detach"
                            : "the records or callbacks do NOT match the states (see COUNTS)");
+  in_flight(tracer, s);
   PROBE_CUDA(cudaStreamDestroy(s));
   return 0;
 }
