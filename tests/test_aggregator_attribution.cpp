@@ -124,6 +124,27 @@ TEST_CASE("GPU work of scopes outside the step window is counted and left out", 
   CHECK(r.find("(unscoped)")->self.kernel_calls == 1);
 }
 
+TEST_CASE("a window repeated many times keeps its latest windows, and counts older work as outside",
+          "[aggregator]") {
+  Fixture f;
+  // Windows [10 + 10 k, 15 + 10 k) for k = 0 .. kMaxWindows + 9: the oldest half goes once full.
+  const std::uint64_t cycles = cuscope::model::Attribution::kMaxWindows + 10;
+  for (std::uint64_t k = 0; k < cycles; ++k) {
+    f.agg.set_recording(true, 10 + 10 * k);
+    f.agg.set_recording(false, 15 + 10 * k);
+  }
+  const std::uint64_t last = 10 + 10 * (cycles - 1);
+  f.kernel(f.launch(kNoInstance, last + 1), last + 2, last + 3);  // in the last window: counted
+  f.kernel(f.launch(kNoInstance, last + 7), last + 8, last + 9);  // after it: outside
+  f.kernel(f.launch(kNoInstance, 11), 12, 13);                    // in the first window, forgotten: outside
+  const std::uint64_t kept = 10 + 10 * (cycles - cuscope::model::Attribution::kMaxWindows / 2 - 10);
+  f.kernel(f.launch(kNoInstance, kept + 1), kept + 2, kept + 3);  // in the oldest window kept: counted
+  const Report r = f.report();
+  CHECK(r.diagnostics.outside_window_records == 2);
+  REQUIRE(r.find("(unscoped)") != nullptr);
+  CHECK(r.find("(unscoped)")->self.kernel_calls == 2);
+}
+
 TEST_CASE("records with a zero timestamp are counted and dropped", "[aggregator]") {
   Fixture f;
   auto a = f.begin("a");

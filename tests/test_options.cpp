@@ -35,6 +35,7 @@ TEST_CASE("no variables keep every default", "[options]") {
   CHECK_FALSE(o.sync_records);  // off by default since the H200 run of 2026-11-26 (docs/cupti.md)
   CHECK_FALSE(o.memory_records);
   CHECK(o.warmup_steps == 0);
+  CHECK(o.repeat == 1);  // the window once
   CHECK(o.table.max_rows == 50);
   CHECK(o.max_depth == 64);
   CHECK(o.output_path.empty());
@@ -52,6 +53,7 @@ TEST_CASE("every variable sets its option", "[options]") {
                                     {"CUSCOPE_WAIT", "1"},
                                     {"CUSCOPE_WARMUP", " 3 "},
                                     {"CUSCOPE_ACTIVE", "10"},
+                                    {"CUSCOPE_REPEAT", "0"},
                                     {"CUSCOPE_PRINT", "0"},
                                     {"CUSCOPE_OUTPUT", "/tmp/table.txt"},
                                     {"CUSCOPE_JSON", "/tmp/report.json"},
@@ -74,6 +76,7 @@ TEST_CASE("every variable sets its option", "[options]") {
   CHECK(o.wait_steps == 1);
   CHECK(o.warmup_steps == 3);
   CHECK(o.active_steps == 10);
+  CHECK(o.repeat == 0);  // without end
   CHECK_FALSE(o.print_at_exit);
   CHECK(o.output_path == "/tmp/table.txt");
   CHECK(o.json_path == "/tmp/report.json");
@@ -118,6 +121,18 @@ TEST_CASE("a bad value names the variable and the value and keeps the default", 
   CHECK(errors[4].variable == "CUSCOPE_ROWS");
   CHECK(errors[4].message == "CUSCOPE_ROWS='ten' is not a whole number; keeping 50");
   CHECK(errors[5].message == "CUSCOPE_MAX_DEPTH='0' is out of range [1, 256]; keeping 64");
+}
+
+TEST_CASE("CUSCOPE_REPEAT: cycles of the step window, 0 without end, a bad value keeps one", "[options]") {
+  std::vector<cuscope::OptionError> errors;
+  CHECK(parse({{"CUSCOPE_REPEAT", "5"}}, errors).repeat == 5);
+  CHECK(parse({{"CUSCOPE_REPEAT", "0"}}, errors).repeat == 0);
+  CHECK(errors.empty());
+  CHECK(parse({{"CUSCOPE_REPEAT", "forever"}}, errors).repeat == 1);
+  CHECK(parse({{"CUSCOPE_REPEAT", "1000000001"}}, errors).repeat == 1);
+  REQUIRE(errors.size() == 2);
+  CHECK(errors[0].message == "CUSCOPE_REPEAT='forever' is not a whole number; keeping 1");
+  CHECK(errors[1].message == "CUSCOPE_REPEAT='1000000001' is out of range [0, 1000000000]; keeping 1");
 }
 
 TEST_CASE("a bad value keeps the base given, not the built-in default", "[options]") {

@@ -96,6 +96,11 @@ struct Options {
   std::uint32_t wait_steps = 0;    ///< CUSCOPE_WAIT: steps recorded nothing at all
   std::uint32_t warmup_steps = 0;  ///< CUSCOPE_WARMUP: then steps run traced but left out
   std::uint32_t active_steps = 0;  ///< CUSCOPE_ACTIVE: then steps recorded; 0 = every step after
+  /// CUSCOPE_REPEAT: how many times the wait, warm-up and active steps run, one cycle after the
+  /// other; 0 = without end (1, the default: once). Needs active_steps > 0 (start() keeps 1 and says
+  /// so otherwise). Outside the warm-up and active steps CUPTI's tracing is paused: a cycle of
+  /// wait 9, active 1, repeat 0 records one step in ten and traces only that one.
+  std::uint32_t repeat = 1;
   bool print_at_exit = true;       ///< CUSCOPE_PRINT: print the table at exit
   /// CUSCOPE_OUTPUT: write the exit table here ("" = stderr). In this path, CUSCOPE_JSON's and
   /// CUSCOPE_TRACE's, start() replaces %r by the process's rank in its job (Report::rank; 0 when

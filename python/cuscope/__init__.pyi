@@ -83,6 +83,7 @@ def start(
     wait_steps: Union[int, str] = ...,
     warmup_steps: Union[int, str] = ...,
     active_steps: Union[int, str] = ...,
+    repeat: Union[int, str] = ...,
     print_at_exit: Union[bool, str] = ...,
     output_path: Union[str, PathLike[str]] = ...,
     json_path: Union[str, PathLike[str]] = ...,

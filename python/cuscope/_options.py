@@ -23,6 +23,7 @@ OPTIONS: Dict[str, Tuple[str, str]] = {
     "wait_steps": ("CUSCOPE_WAIT", "int"),
     "warmup_steps": ("CUSCOPE_WARMUP", "int"),
     "active_steps": ("CUSCOPE_ACTIVE", "int"),
+    "repeat": ("CUSCOPE_REPEAT", "int"),
     "print_at_exit": ("CUSCOPE_PRINT", "bool"),
     "output_path": ("CUSCOPE_OUTPUT", "path"),
     "json_path": ("CUSCOPE_JSON", "path"),

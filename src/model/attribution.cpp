@@ -20,6 +20,9 @@ void Attribution::set_recording(bool recording, std::uint64_t now_ns) {
   if (recording == recording_) return;
   recording_ = recording;
   if (recording) {
+    // Records come within seconds of their launch: the oldest half of many windows is long past.
+    if (windows_.size() >= kMaxWindows)
+      windows_.erase(windows_.begin(), windows_.begin() + static_cast<std::ptrdiff_t>(kMaxWindows / 2));
     windows_.emplace_back(now_ns, UINT64_MAX);
   } else if (!windows_.empty()) {
     windows_.back().second = now_ns;

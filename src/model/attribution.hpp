@@ -87,8 +87,10 @@ class Attribution {
   Target locate(std::uint64_t correlation);
 
   /// The step window: work launched outside every scope counts only while recording. Before the
-  /// first call, everything records.
+  /// first call, everything records. A window that repeats (CUSCOPE_REPEAT) keeps its last
+  /// kMaxWindows recording intervals: work launched before the oldest kept one counts as outside.
   void set_recording(bool recording, std::uint64_t now_ns);
+  static constexpr std::size_t kMaxWindows = 4096;
 
   /// Whether `inst` is a call that may have left the table with its span counted: its records
   /// count in its range, but must not extend its span (or the call would count twice).

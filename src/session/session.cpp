@@ -47,7 +47,14 @@ std::atomic<Session*> g_session{nullptr};
 
 enum class Phase { Wait, Warmup, Record, Done };
 
+// The phase of step `step` (0-based): wait, warm-up and active steps, that cycle `o.repeat` times
+// (0: without end), then done.
 Phase phase_of(const Options& o, std::uint64_t step) {
+  const std::uint64_t cycle = std::uint64_t{o.wait_steps} + o.warmup_steps + o.active_steps;
+  if (o.repeat != 1 && o.active_steps != 0) {
+    if (o.repeat != 0 && step / cycle >= o.repeat) return Phase::Done;
+    step %= cycle;
+  }
   if (step < o.wait_steps) return Phase::Wait;
   if (step < std::uint64_t{o.wait_steps} + o.warmup_steps) return Phase::Warmup;
   if (o.active_steps == 0 || step < std::uint64_t{o.wait_steps} + o.warmup_steps + o.active_steps)
@@ -72,6 +79,17 @@ std::uint32_t flags_for(const Session& s, Phase p) {
     f |= kCorrelation;
   if (p == Phase::Record && trace_on()) f |= kTrace;
   return f;
+}
+
+// Whether CUPTI's tracing is paused in phase `p`: where nothing it records would count (wait steps,
+// and the steps after the last window). Warm-up steps trace, so that a window's first launches
+// (CUPTI instrumenting again after a pause) fall outside it.
+bool paused_in(Phase p) { return p == Phase::Wait || p == Phase::Done; }
+
+// Pauses or resumes CUPTI's tracing for phase `p` (the caller holds the lifecycle lock: one
+// transition at a time, and none once shutdown() began).
+void pause_for(const Session& s, Phase p) {
+  if (s.tracing.load(std::memory_order_acquire)) pause_activity_tracing(paused_in(p));
 }
 
 }  // namespace
@@ -227,8 +245,9 @@ void trace_with_fake_cupti_for_testing(CorrelationHook push, CorrelationPopHook 
   // tracing: "auto" records none.
   if (s.records_events() || s.gpu_timing.rfind("projected", 0) == 0)
     s.gpu_timing = event_timing(s.options, true, {}, true);
-  g_flags.store(flags_for(s, phase_of(s.options, s.steps.load(std::memory_order_relaxed))),
-                std::memory_order_relaxed);
+  const Phase now = phase_of(s.options, s.steps.load(std::memory_order_relaxed));
+  g_flags.store(flags_for(s, now), std::memory_order_relaxed);
+  pause_for(s, now);  // as start() does where CUPTI traces
 }
 
 bool start_from_scope() noexcept {
@@ -268,6 +287,12 @@ bool start(const Options& given) {
                             options.events_sample_every, kMaxEventSampleEvery, to_string(Options{}.events)));
       options.events = Options{}.events;
       options.events_sample_every = Options{}.events_sample_every;
+    }
+    if (options.repeat != 1 && options.active_steps == 0) {
+      // Nothing to repeat: every step after the first window is already active.
+      warn_once(fmt::format("Options::repeat={} needs active_steps > 0 (a window to repeat); the window runs once",
+                            options.repeat));
+      options.repeat = 1;
     }
     if (options.report_every_s > kMaxReportEvery) {
       warn_once(
@@ -312,6 +337,8 @@ bool start(const Options& given) {
       s.activity_status = probe.reason;
     } else {
       s.activity_status = start_activity_tracing(s);
+      if (s.tracing.load(std::memory_order_relaxed) && (options.wait_steps != 0 || options.active_steps != 0))
+        s.activity_status += "; paused outside the step window";
     }
     if (wants_cupti_event_clock(options) && !s.tracing.load(std::memory_order_relaxed))
       warn_once(fmt::format("CUSCOPE_EVENT_TIMESTAMPS=cupti: CUPTI does not trace ({}); CUDA events time themselves",
@@ -320,6 +347,7 @@ bool start(const Options& given) {
         event_timing(options, probe.available, probe.reason, s.tracing.load(std::memory_order_relaxed));
     g_event_sample_every.store(options.events == EventTiming::sampled ? options.events_sample_every : 0,
                                std::memory_order_relaxed);
+    pause_for(s, phase_of(options, 0));  // a session that begins with wait steps traces nothing yet
     if (!options.metrics.empty()) s.counters_status = probe.available ? start_counters(s) : probe.reason;
     if (probe.available) s.peaks = device_peaks();
     if (std::string off = start_trace(s); !off.empty()) warn_once(off);
@@ -359,6 +387,7 @@ void step() {
   g_flags.store(flags_for(s, next), std::memory_order_relaxed);  // also ends the counters' steps
   trace_step(now_ns(), finished + 1, next == Phase::Record);
   if (was == next) return;
+  if (paused_in(was) != paused_in(next)) pause_for(s, next);
   if ((was == Phase::Record) != (next == Phase::Record)) {
     std::lock_guard agg(s.aggregator_mutex);
     s.aggregator.set_recording(next == Phase::Record, now_ns());

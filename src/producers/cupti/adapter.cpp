@@ -5,6 +5,7 @@
 #include <cupti.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <mutex>
@@ -50,6 +51,11 @@ struct State {
   std::atomic<Sink*> target{nullptr};
   BufferPool buffers{kBufferLimits};
   std::vector<CUpti_ActivityKind> enabled;  // kinds to disable at stop
+  // Between step windows (pause_activity_tracing): the kinds disabled, in the order they were on.
+  std::vector<CUpti_ActivityKind> paused_kinds;
+  bool paused = false;
+  bool pause_refused = false;  // a pause or resume was refused: tracing stays as it is from then on
+  bool launch_notes = false;   // the launch callbacks are on (what a pause turns off too)
 };
 
 State& state() {
@@ -229,6 +235,55 @@ const char* kind_name(CUpti_ActivityKind kind) {
   }
 }
 
+std::atomic<void (*)(bool)> g_pause_hook{nullptr};  // tests: stands for CUPTI in pause_activity_tracing()
+bool g_hook_paused = false;
+
+// The kinds and callbacks off, the kinds of launches first; "" or why not (what was paused by then
+// stays in paused_kinds, for resume()).
+std::string pause(State& s) {
+  std::vector<CUpti_ActivityKind> kept;  // still on: CUDA_EVENT, and from a refusal on, the rest
+  for (std::size_t i = 0; i < s.enabled.size(); ++i) {
+    const CUpti_ActivityKind kind = s.enabled[i];
+    if (kind == CUPTI_ACTIVITY_KIND_CUDA_EVENT) {
+      kept.push_back(kind);
+    } else if (CUptiResult r = cuptiActivityDisable(kind); r != CUPTI_SUCCESS) {
+      kept.insert(kept.end(), s.enabled.begin() + static_cast<std::ptrdiff_t>(i), s.enabled.end());
+      s.enabled = std::move(kept);
+      return refusal("cuptiActivityDisable", r);
+    } else {
+      s.paused_kinds.push_back(kind);
+    }
+  }
+  s.enabled = std::move(kept);
+  return s.launch_notes ? pause_launch_callbacks(true) : std::string{};
+}
+
+// The callbacks on, then the kinds in the reverse order: API records (with external correlation)
+// before the records that need them, and the kinds of launches last; "" or why not.
+std::string resume(State& s, Sink& sink) {
+  if (s.launch_notes) {
+    if (std::string why = pause_launch_callbacks(false); !why.empty()) return why;
+  }
+  const bool api = std::find(s.paused_kinds.begin(), s.paused_kinds.end(), CUPTI_ACTIVITY_KIND_RUNTIME) !=
+                   s.paused_kinds.end();
+  std::erase_if(s.paused_kinds, [](CUpti_ActivityKind k) {
+    return k == CUPTI_ACTIVITY_KIND_RUNTIME || k == CUPTI_ACTIVITY_KIND_DRIVER;
+  });
+  if (api) {
+    // The kind turns every call's records back on: trace_calls() turns the others off again.
+    if (CUptiResult r = trace_calls(s, record_choice(sink.options)); r != CUPTI_SUCCESS)
+      return refusal("cuptiActivityEnable(RUNTIME/DRIVER)", r);
+  }
+  while (!s.paused_kinds.empty()) {
+    const CUpti_ActivityKind kind = s.paused_kinds.back();
+    if (CUptiResult r = cuptiActivityEnable(kind); r != CUPTI_SUCCESS) return refusal(kind_name(kind), r);
+    s.enabled.push_back(kind);
+    s.paused_kinds.pop_back();
+  }
+  cuptiActivityEnableAllSyncRecords(0);  // as start_activity_tracing() left it
+  return {};
+}
+
 std::uint32_t loaded_version() {
   if (std::uint32_t fake = g_fake_version.load(std::memory_order_relaxed)) return fake;
   std::uint32_t v = 0;
@@ -332,6 +387,9 @@ std::string start_activity_tracing(Sink& sink) noexcept {
       r = trace_calls(s, want);
       if (r != CUPTI_SUCCESS) return fail(refusal("cuptiActivityEnable(RUNTIME/DRIVER)", r));
     }
+    s.launch_notes = sub.launches;
+    s.paused = s.pause_refused = false;
+    s.paused_kinds.clear();
     start_event_clock(s, sink, sub);
     sink.forest.record_instances.store(true, std::memory_order_relaxed);
     sink.launch_attributed.store(sub.launches, std::memory_order_release);
@@ -345,6 +403,47 @@ std::string start_activity_tracing(Sink& sink) noexcept {
     restore_buffers_zeroed();
     return fmt::format("CUPTI tracing could not start: {}", e.what());
   }
+}
+
+void pause_activity_tracing(bool paused) noexcept {
+  if (void (*hook)(bool) = g_pause_hook.load(std::memory_order_acquire)) {
+    if (paused != g_hook_paused) hook(paused);
+    g_hook_paused = paused;
+    return;
+  }
+  State& s = state();
+  Sink* target = s.target.load(std::memory_order_acquire);
+  if (target == nullptr || paused == s.paused || s.pause_refused) return;
+  try {
+    const std::string why = paused ? pause(s) : resume(s, *target);
+    if (why.empty()) {
+      s.paused = paused;
+      return;
+    }
+    s.pause_refused = true;
+    if (paused) {
+      const std::string back = resume(s, *target);  // tracing on, as without windows
+      warn_once(back.empty()
+                    ? fmt::format("CUPTI tracing cannot pause between step windows ({}); it traces on, and what "
+                                  "it records outside the window is counted as such",
+                                  why)
+                    : fmt::format("CUPTI tracing cannot pause between step windows ({}) nor resume ({}): GPU "
+                                  "work is no longer recorded",
+                                  why, back));
+      s.paused = !back.empty();
+    } else {
+      warn_once(fmt::format("CUPTI tracing could not resume after a pause between step windows ({}): later "
+                            "windows' GPU work is not recorded",
+                            why));
+    }
+  } catch (...) {  // out of memory saying why: as it is
+    s.pause_refused = true;
+  }
+}
+
+void set_pause_hook_for_testing(void (*hook)(bool paused)) noexcept {
+  g_pause_hook.store(hook, std::memory_order_release);
+  g_hook_paused = false;
 }
 
 void flush_activity() noexcept { deliver(0); }
@@ -370,6 +469,7 @@ void deliver_after_counters() noexcept {
 }
 
 void stop_activity_tracing() noexcept {
+  g_hook_paused = false;
   State& s = state();
   Sink* target = s.target.load(std::memory_order_acquire);
   if (target == nullptr) return;
@@ -387,6 +487,8 @@ void stop_activity_tracing() noexcept {
   if (event_timestamps_from_cupti()) cuptiActivityEnableCudaEventDeviceTimestamps(0);
   set_event_timestamps_from_cupti(false);
   disable_all(s);
+  s.paused_kinds.clear();  // off already
+  s.paused = false;
   deliver(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   restore_buffers_zeroed();  // CUPTI as found, for a client after this session
   unsubscribe();  // no cuscope lock held

@@ -56,6 +56,18 @@ void deliver_after_counters() noexcept;
 /// every kind and detaches the session. CUPTI is not finalized (see adapter.cpp).
 void stop_activity_tracing() noexcept;
 
+/// Pauses (`paused`) or resumes CUPTI's tracing of the program's work, between step windows
+/// (session.cpp: the wait steps and those after the last window): every kind the session enabled
+/// but CUDA_EVENT (cuscope's own records) is disabled, then the launch callbacks are; resuming
+/// turns the callbacks on first, then the kinds, the records of launches last, so that every record
+/// has its launch noted. What was recorded before the pause is delivered as it completes. The graph
+/// callbacks stay on (graphs captured while paused keep their breakdown). A refusal is one note and
+/// leaves CUPTI tracing, as before: its records outside the window counted as such. Nothing unless
+/// the session traces, and nothing when already so; the caller serializes calls.
+void pause_activity_tracing(bool paused) noexcept;
+/// Tests: `hook` stands for CUPTI, called with each change (nullptr: CUPTI again).
+void set_pause_hook_for_testing(void (*hook)(bool paused)) noexcept;
+
 /// The activity kinds a session enables: kernels, copies, sets and overhead always; synchronization
 /// and memory records as `want` asks; external correlations and internal launch API records unless
 /// launches are noted by callbacks.

@@ -32,6 +32,8 @@ std::atomic<bool> g_launches{false};        // the launch callbacks are on
 // The driver calls whose entry notes a launch (traced_call()), by callback id; written before
 // their callbacks are enabled.
 std::array<bool, CUPTI_DRIVER_TRACE_CBID_SIZE> g_launch_cbids{};
+// The launch callbacks enable_launch_callbacks() turned on: what a pause turns off and on again.
+std::vector<std::pair<CUpti_CallbackDomain, CUpti_CallbackId>> g_launch_callbacks_on;
 
 // The calls that record an event, by both APIs (the runtime's calls the driver's): at their entry
 // the callback notes the correlation id of cuscope's own records (event_timestamps.hpp).
@@ -269,7 +271,9 @@ std::string enable_launch_callbacks(CUpti_SubscriberHandle handle, RecordChoice 
   for (const Callback& c : callbacks) {
     if (!timed_call_kind(c.second, want)) g_launch_cbids[c.second] = true;
   }
-  return enable(handle, callbacks, "DRIVER_API, launch notes");
+  std::string why = enable(handle, callbacks, "DRIVER_API, launch notes");
+  if (why.empty()) g_launch_callbacks_on = callbacks;
+  return why;
 }
 
 std::atomic<int> g_fake_subscribe{0};  // tests: what cuptiSubscribe returns (0: call it)
@@ -377,8 +381,23 @@ std::vector<CUpti_CallbackId> launch_note_callbacks(RecordChoice want) {
   return ids;
 }
 
+std::string pause_launch_callbacks(bool paused) noexcept {
+  if (g_handle == nullptr || !g_launches.load(std::memory_order_acquire)) return {};
+  try {
+    for (auto [domain, cbid] : g_launch_callbacks_on) {
+      if (CUptiResult r = cuptiEnableCallback(paused ? 0 : 1, g_handle, domain, cbid); r != CUPTI_SUCCESS)
+        return cupti_refusal(paused ? "cuptiEnableCallback(0, launch notes)" : "cuptiEnableCallback(1, launch notes)",
+                             r);
+    }
+  } catch (...) {  // out of memory saying why
+    return "out of memory";
+  }
+  return {};
+}
+
 void unsubscribe() noexcept {
   g_launches.store(false, std::memory_order_release);
+  g_launch_callbacks_on.clear();
   if (g_handle != nullptr) cuptiUnsubscribe(g_handle);  // no cuscope lock held
   g_handle = nullptr;
   g_launch_cbids.fill(false);

@@ -39,6 +39,9 @@ struct Subscribed {
 Subscribed subscribe(Sink& sink, bool launches) noexcept;
 /// Ends the subscription, if any (no cuscope lock held).
 void unsubscribe() noexcept;
+/// Turns the launch callbacks subscribe() turned on off (`paused`) or on again: "" or why not.
+/// Nothing when they are not on. The graph and event record callbacks stay as they are.
+std::string pause_launch_callbacks(bool paused) noexcept;
 
 /// The driver calls whose callbacks subscribe() enables for launch notes when a session asks for
 /// `want`: every call that launches, copies or sets (and waits, allocates or frees, where their

@@ -1,0 +1,127 @@
+// The step window repeated (CUSCOPE_REPEAT): each cycle's active steps recorded, the others left out
+// and counted, and CUPTI's tracing paused where nothing it records would count (wait steps, and
+// after the last window) and resumed for the warm-up steps, with a fake standing for CUPTI.
+// Never here: a GPU, or CUPTI itself (tests/gpu/test_gpu_activity.cu checks the real pause).
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "producers/cupti/adapter.hpp"
+#include "session/session.hpp"
+#include "session_fixture.hpp"
+
+namespace {
+
+// (steps marked so far, paused) for each change the session asked of CUPTI.
+std::vector<std::pair<std::uint64_t, bool>>* g_changes = nullptr;
+
+void record_change(bool paused) {
+  g_changes->emplace_back(cuscope::detail::session().steps.load(std::memory_order_relaxed), paused);
+}
+
+void fake_push(std::uint64_t) noexcept {}
+void fake_pop() noexcept {}
+
+// A session traced by fake CUPTI whose pauses land in `changes`.
+struct PausedSession {
+  cuscope_test::WithoutGpu no_gpu;
+  cuscope_test::Session session;
+  std::vector<std::pair<std::uint64_t, bool>> changes;
+  explicit PausedSession(const cuscope::Options& o) : session(o) {
+    g_changes = &changes;
+    cuscope::detail::set_pause_hook_for_testing(&record_change);
+    cuscope::detail::trace_with_fake_cupti_for_testing(fake_push, fake_pop, true);
+  }
+  ~PausedSession() {
+    cuscope::detail::set_pause_hook_for_testing(nullptr);
+    g_changes = nullptr;
+  }
+  PausedSession(const PausedSession&) = delete;
+  PausedSession& operator=(const PausedSession&) = delete;
+};
+
+// `steps` steps, each one scope named `name`, then the report.
+cuscope::Report run_steps(int steps, const char* name) {
+  for (int i = 0; i < steps; ++i) {
+    { cuscope::Scope scope(name); }
+    cuscope::step();
+  }
+  return cuscope::snapshot();
+}
+
+}  // namespace
+
+TEST_CASE("a repeated window records the active steps of each cycle, then nothing", "[session][window]") {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.wait_steps = 1;
+  o.warmup_steps = 1;
+  o.active_steps = 2;
+  o.repeat = 2;  // steps 2, 3 and 6, 7 recorded; 8 and 9 after the last window
+  cuscope_test::Session session(o);
+  const cuscope::Report r = run_steps(10, "cycled");
+  CHECK(r.steps == 10);
+  CHECK(r.recorded_steps == 4);
+  CHECK(r.window_start_step == 2);
+  REQUIRE(r.find("cycled") != nullptr);
+  CHECK(r.find("cycled")->calls == 4);
+  CHECK(r.diagnostics.outside_window_scopes == 6);
+}
+
+TEST_CASE("repeat 0 cycles the window without end", "[session][window]") {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.wait_steps = 2;
+  o.active_steps = 1;
+  o.repeat = 0;  // one step in three: steps 2, 5, 8, ...
+  cuscope_test::Session session(o);
+  const cuscope::Report r = run_steps(30, "one_in_three");
+  CHECK(r.recorded_steps == 10);
+  CHECK(r.find("one_in_three")->calls == 10);
+  CHECK(r.diagnostics.outside_window_scopes == 20);
+}
+
+TEST_CASE("repeat without active steps runs the window once, with a note", "[session][window]") {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.wait_steps = 1;
+  o.repeat = 3;  // nothing to repeat: every step after the wait is active
+  cuscope_test::Session session(o);
+  CHECK(cuscope::current_options().repeat == 1);
+  const cuscope::Report r = run_steps(5, "once");
+  CHECK(r.recorded_steps == 4);
+  CHECK(r.find("once")->calls == 4);
+  CHECK(r.notes == std::vector<std::string>{"Options::repeat=3 needs active_steps > 0 (a window to repeat); the "
+                                            "window runs once"});
+}
+
+TEST_CASE("CUPTI's tracing pauses in wait steps and after the last window, and resumes for warm-up",
+          "[session][window][tracing]") {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.wait_steps = 1;
+  o.warmup_steps = 1;
+  o.active_steps = 1;
+  o.repeat = 2;  // wait 0, warm-up 1, active 2, wait 3, warm-up 4, active 5, then done
+  PausedSession traced(o);
+  const cuscope::Report r = run_steps(8, "paused_between");
+  CHECK(traced.changes == std::vector<std::pair<std::uint64_t, bool>>{
+                              {0, true}, {1, false}, {3, true}, {4, false}, {6, true}});
+  CHECK(r.recorded_steps == 2);
+  CHECK(r.find("paused_between")->calls == 2);
+}
+
+TEST_CASE("a window that opens at once and never closes never pauses CUPTI", "[session][window][tracing]") {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.warmup_steps = 2;  // traced from the start; no active bound: no step after the window
+  PausedSession traced(o);
+  run_steps(6, "never_paused");
+  CHECK(traced.changes.empty());
+}
+
+TEST_CASE("an active window without repeat pauses CUPTI once, when it ends", "[session][window][tracing]") {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.active_steps = 3;
+  PausedSession traced(o);
+  const cuscope::Report r = run_steps(6, "then_paused");
+  CHECK(traced.changes == std::vector<std::pair<std::uint64_t, bool>>{{3, true}});
+  CHECK(r.find("then_paused")->calls == 3);
+}
