@@ -198,6 +198,16 @@ int main(int argc, char** argv) {
       end_session();
       m.step_minimal_callbacks.insert(m.step_minimal_callbacks.end(), t.begin(), t.end());
     };
+    // The defaults recording one step in kWindowCycle (CUSCOPE_REPEAT=0), CUPTI paused in the
+    // others: one untimed cycle first, so that the timed steps are whole cycles from their first.
+    auto windowed = [&] {
+      const char* key = "transformer.windowed";
+      if (!part(key)) return;
+      restart_windowed_session(kWindowWait, 1, 1);
+      const std::vector<double> t = step_ns(static_cast<int>(kWindowCycle), args.steps);
+      end_session();
+      m.step_windowed.insert(m.step_windowed.end(), t.begin(), t.end());
+    };
     // The step's configurations, in round_order as the launch loops are; transformer.with
     // runs last in every round (its report is the notes').
     const std::function<void()> sessions[] = {
@@ -247,7 +257,8 @@ int main(int argc, char** argv) {
             restart_session(true, EventTiming::always, true, 3, "", 0, cuscope::Options{}.attribution, false,
                             cuscope::EventTimestamps::cupti);
           });
-        }};
+        },
+        windowed};
     constexpr int kSessions = sizeof sessions / sizeof sessions[0];
     for (const int i : cuscope_bench::round_order(kSessions, round)) sessions[i]();
     // Last: its report is the notes' "last transformer run".

@@ -129,6 +129,10 @@ constexpr LaunchConfig kLaunchConfigs[] = {
      cuscope::EventTimestamps::cupti},
 };
 constexpr int kLaunchConfigCount = sizeof kLaunchConfigs / sizeof kLaunchConfigs[0];
+/// transformer.windowed's step window, repeated without end: kWindowWait steps with CUPTI paused,
+/// one warm-up step traced and left out, one step recorded.
+constexpr std::uint32_t kWindowWait = 8;
+constexpr std::uint32_t kWindowCycle = kWindowWait + 2;
 /// Indices into kLaunchConfigs, for the ratios.
 enum : int {
   kBare,

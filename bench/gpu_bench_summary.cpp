@@ -74,6 +74,25 @@ Summary summarize(const Args& args, const BenchMachine& machine, const Measured&
     s.measurements.push_back({std::string("ratio.") + part.key + "_over_without",
                               std::string("ratio: ") + part.label + " / without", t / without, "x"});
   }
+  // The windowed step: per step, the mean of its cycle (cycle_means), and the step without cuscope
+  // taken the same way, so that the two are compared alike.
+  const auto steps_in_round = static_cast<std::size_t>(args.steps);
+  const std::vector<double> windowed = cycle_means(m.step_windowed, steps_in_round, kWindowCycle);
+  const std::vector<double> without_cycles = cycle_means(m.step_without, steps_in_round, kWindowCycle);
+  const std::string windowed_label =
+      "transformer step, cuscope's defaults recording one step in " + std::to_string(kWindowCycle) +
+      " (CUSCOPE_WAIT=" + std::to_string(kWindowWait) +
+      " CUSCOPE_WARMUP=1 CUSCOPE_ACTIVE=1 CUSCOPE_REPEAT=0), mean over each cycle";
+  s.measurements.push_back(
+      {"transformer.windowed", windowed_label, median(windowed), "ns", coefficient_of_variation(windowed)});
+  s.measurements.push_back({"ratio.transformer.windowed_over_without",
+                            "ratio: " + windowed_label +
+                                " / without, "
+                                "its cycles' means too",
+                            median(windowed) / median(without_cycles), "x"});
+  s.measurements.push_back(paired_ratio("paired.transformer.windowed_over_without",
+                                        "paired: " + windowed_label + " / without, its cycles' means too",
+                                        round_ratios(windowed, without_cycles, steps_in_round)));
   // cuscope's own share of the step: its configurations over the step that CUPTI traces for a
   // client doing nothing else (where goal.defaults_step is missed, whether CUPTI or cuscope).
   const double minimal_step = median(m.step_minimal);

@@ -22,6 +22,9 @@ struct Measured {
   // The step with cuscope's parts one at a time: where the full configuration's cost comes from.
   std::vector<double> step_host, step_events, step_tracing, step_defaults, step_sampled, step_external,
       step_records, step_events_cupti;
+  // The defaults with a step window of kWindowCycle steps repeated without end (kWindowWait paused,
+  // one warm-up, one recorded): what one recorded step in kWindowCycle costs the program.
+  std::vector<double> step_windowed;
   // The step under the minimal CUPTI client, cuscope off: what tracing kernels costs the step before
   // cuscope does anything, the floor under goal.defaults_step.
   std::vector<double> step_minimal;

@@ -69,6 +69,18 @@ void restart_session(bool enabled, cuscope::EventTiming events, bool activities,
   cuscope::start(o);
 }
 
+void restart_windowed_session(std::uint32_t wait, std::uint32_t warmup, std::uint32_t active) {
+  if (!g_ended) cuscope::detail::reset_for_testing();
+  g_ended = false;
+  cuscope::Options o;
+  o.print_at_exit = false;
+  o.wait_steps = wait;
+  o.warmup_steps = warmup;
+  o.active_steps = active;
+  o.repeat = 0;
+  cuscope::start(o);
+}
+
 double launch_ns(cudaStream_t s, int launches, Wrap wrap, bool step_per_batch) {
   std::uint64_t timed = 0;
   for (int done = -kBatch; done < launches; done += kBatch) {

@@ -31,6 +31,11 @@ void restart_session(bool enabled, cuscope::EventTiming events, bool activities,
                      bool sync_and_memory_records = cuscope::Options{}.sync_records,
                      cuscope::EventTimestamps timestamps = cuscope::EventTimestamps::cuda);
 
+/// Replaces the cuscope session by one with cuscope's defaults and a step window that repeats
+/// without end: `wait` steps paused, `warmup` traced and left out, `active` recorded (CUSCOPE_WAIT,
+/// CUSCOPE_WARMUP, CUSCOPE_ACTIVE, CUSCOPE_REPEAT=0).
+void restart_windowed_session(std::uint32_t wait, std::uint32_t warmup, std::uint32_t active);
+
 /// Ends the current session (reset_for_testing), leaving none started. A part of the bench ends its
 /// session before the next part begins, so that a teardown that stalls (CUPTI's flushes, disabling
 /// kinds, unsubscribing) is named as the part whose session it was, and --skip of that part avoids it.

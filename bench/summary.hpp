@@ -66,6 +66,24 @@ inline double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/// `v` with each sample replaced by the mean of its cycle: rounds of `per_round` samples, each cut
+/// into cycles of `cycle` consecutive samples (a round's last, shorter cycle its own). For a step
+/// window that records one step in N and runs the others paused (CUSCOPE_REPEAT), the median of
+/// single steps is a paused step's: the mean over whole cycles is what the program pays.
+inline std::vector<double> cycle_means(std::vector<double> v, std::size_t per_round, std::size_t cycle) {
+  if (per_round == 0 || cycle == 0) return v;
+  for (std::size_t round = 0; round < v.size(); round += per_round) {
+    const std::size_t round_end = std::min(v.size(), round + per_round);
+    for (std::size_t begin = round; begin < round_end; begin += cycle) {
+      const std::size_t end = std::min(round_end, begin + cycle);
+      double sum = 0;
+      for (std::size_t i = begin; i < end; ++i) sum += v[i];
+      for (std::size_t i = begin; i < end; ++i) v[i] = sum / static_cast<double>(end - begin);
+    }
+  }
+  return v;
+}
+
 /// The rounds' ratios of two configurations measured in the same rounds: for each round, the median
 /// of `a`'s samples over the median of `b`'s, with `per_round` samples a round in each (the samples
 /// of round r are [r * per_round, (r + 1) * per_round)). Rounds either lacks (a run cut short, a

@@ -201,3 +201,16 @@ TEST_CASE("bench: the GPU summary's goals read each round's ratio, and the floor
                  "'transformer.defaults'; the run went on.";
         }) == 1);
 }
+
+TEST_CASE("cycle means: each sample the mean of its cycle, cycles cut within each round", "[bench]") {
+  // Two rounds of 5 samples, cycles of 2: [1 3][5 7][9] | [2 2][4 8][6].
+  const std::vector<double> v{1, 3, 5, 7, 9, 2, 2, 4, 8, 6};
+  CHECK(cuscope_bench::cycle_means(v, 5, 2) == std::vector<double>{2, 2, 6, 6, 9, 2, 2, 6, 6, 6});
+  // One step recorded in 4, the rest paused: the median of steps is a paused step's, that of the
+  // cycle means what the program paid.
+  const std::vector<double> windowed{10, 10, 10, 30, 10, 10, 10, 30};
+  CHECK(cuscope_bench::median(windowed) == 10);
+  CHECK(cuscope_bench::median(cuscope_bench::cycle_means(windowed, 8, 4)) == 15);
+  CHECK(cuscope_bench::cycle_means(v, 0, 2) == v);  // nothing to cut
+  CHECK(cuscope_bench::cycle_means({}, 5, 2).empty());
+}

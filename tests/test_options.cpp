@@ -311,7 +311,8 @@ TEST_CASE("sampled:N times the first 10 calls of a range, then one call in N", "
 TEST_CASE("CUSCOPE_SYNC_RECORDS and CUSCOPE_MEMORY_RECORDS: a bad value keeps the records off and says why",
           "[options]") {
   std::vector<cuscope::OptionError> errors;
-  const cuscope::Options o = parse({{"CUSCOPE_SYNC_RECORDS", "some"}, {"CUSCOPE_MEMORY_RECORDS", ""}}, errors);
+  const cuscope::Options o =
+      parse({{"CUSCOPE_SYNC_RECORDS", "some"}, {"CUSCOPE_MEMORY_RECORDS", ""}}, errors);
   CHECK_FALSE(o.sync_records);
   CHECK_FALSE(o.memory_records);
   REQUIRE(errors.size() == 2);
@@ -321,9 +322,10 @@ TEST_CASE("CUSCOPE_SYNC_RECORDS and CUSCOPE_MEMORY_RECORDS: a bad value keeps th
   CHECK(errors[1].value.empty());
 }
 
-TEST_CASE("CUSCOPE_ATTRIBUTION and CUSCOPE_EVENT_TIMESTAMPS take their two values, anything else keeps the "
-          "value and names both",
-          "[options]") {
+TEST_CASE(
+    "CUSCOPE_ATTRIBUTION and CUSCOPE_EVENT_TIMESTAMPS take their two values, anything else keeps the "
+    "value and names both",
+    "[options]") {
   std::vector<cuscope::OptionError> errors;
   cuscope::Options o = parse({}, errors);
   CHECK(o.attribution == cuscope::Attribution::launch);  // the default since the H200 run of 2026-11-26
@@ -341,7 +343,8 @@ TEST_CASE("CUSCOPE_ATTRIBUTION and CUSCOPE_EVENT_TIMESTAMPS take their two value
   REQUIRE(errors.size() == 2);
   CHECK(errors[0].message ==
         "CUSCOPE_EVENT_TIMESTAMPS='gpu' is not an event timestamp source (cuda or cupti); keeping cuda");
-  CHECK(errors[1].message == "CUSCOPE_ATTRIBUTION='proton' is not an attribution (external or launch); keeping launch");
+  CHECK(errors[1].message ==
+        "CUSCOPE_ATTRIBUTION='proton' is not an attribution (external or launch); keeping launch");
 }
 
 TEST_CASE("CUSCOPE_REPORT_EVERY: whole seconds up to a day, anything else keeps the report at exit only",

@@ -90,8 +90,9 @@ TEST_CASE("repeat without active steps runs the window once, with a note", "[ses
   const cuscope::Report r = run_steps(5, "once");
   CHECK(r.recorded_steps == 4);
   CHECK(r.find("once")->calls == 4);
-  CHECK(r.notes == std::vector<std::string>{"Options::repeat=3 needs active_steps > 0 (a window to repeat); the "
-                                            "window runs once"});
+  CHECK(r.notes ==
+        std::vector<std::string>{"Options::repeat=3 needs active_steps > 0 (a window to repeat); the "
+                                 "window runs once"});
 }
 
 TEST_CASE("CUPTI's tracing pauses in wait steps and after the last window, and resumes for warm-up",
@@ -103,8 +104,8 @@ TEST_CASE("CUPTI's tracing pauses in wait steps and after the last window, and r
   o.repeat = 2;  // wait 0, warm-up 1, active 2, wait 3, warm-up 4, active 5, then done
   PausedSession traced(o);
   const cuscope::Report r = run_steps(8, "paused_between");
-  CHECK(traced.changes == std::vector<std::pair<std::uint64_t, bool>>{
-                              {0, true}, {1, false}, {3, true}, {4, false}, {6, true}});
+  CHECK(traced.changes ==
+        std::vector<std::pair<std::uint64_t, bool>>{{0, true}, {1, false}, {3, true}, {4, false}, {6, true}});
   CHECK(r.recorded_steps == 2);
   CHECK(r.find("paused_between")->calls == 2);
 }

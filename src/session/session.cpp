@@ -75,7 +75,8 @@ std::uint32_t flags_for(const Session& s, Phase p) {
     }
   }
   if (tracing && (f & kRecording)) f |= kInstances;
-  if (tracing && !s.launch_attributed.load(std::memory_order_relaxed) && (p == Phase::Record || p == Phase::Warmup))
+  if (tracing && !s.launch_attributed.load(std::memory_order_relaxed) &&
+      (p == Phase::Record || p == Phase::Warmup))
     f |= kCorrelation;
   if (p == Phase::Record && trace_on()) f |= kTrace;
   return f;
@@ -105,8 +106,9 @@ std::string event_timing(const Options& o, bool gpu_available, const std::string
     return "projected: each call's span of GPU work as CUPTI traces it, no CUDA events (CUSCOPE_EVENTS=auto; "
            "'always' adds them)";
   // CUSCOPE_EVENT_TIMESTAMPS=cupti, once CUPTI records the events' device timestamps.
-  const std::string clock =
-      tracing && event_timestamps_from_cupti() ? "device timestamps from CUPTI (CUSCOPE_EVENT_TIMESTAMPS=cupti)" : "";
+  const std::string clock = tracing && event_timestamps_from_cupti()
+                                ? "device timestamps from CUPTI (CUSCOPE_EVENT_TIMESTAMPS=cupti)"
+                                : "";
   if (o.events == EventTiming::sampled)
     return fmt::format("on, sampled: the first {} calls of each range, then one in {}{}", kFirstTimedCalls,
                        o.events_sample_every, clock.empty() ? "" : "; " + clock);
@@ -219,7 +221,7 @@ void reset_for_testing() noexcept {
   g_state.store(kNotStarted, std::memory_order_release);
   g_flags.store(0, std::memory_order_relaxed);
   disable_range_profiler();
-  stop_activity_tracing();  // the next session starts tracing again
+  stop_activity_tracing();                                       // the next session starts tracing again
   g_push_correlation.store(nullptr, std::memory_order_release);  // trace_with_fake_cupti_for_testing()'s
   g_pop_correlation.store(nullptr, std::memory_order_release);
   finish_trace();
@@ -233,7 +235,8 @@ void reset_for_testing() noexcept {
   release_path_claims();  // the next session's files are its own
 }
 
-void trace_with_fake_cupti_for_testing(CorrelationHook push, CorrelationPopHook pop, bool launch_notes) noexcept {
+void trace_with_fake_cupti_for_testing(CorrelationHook push, CorrelationPopHook pop,
+                                       bool launch_notes) noexcept {
   Session& s = session();
   std::lock_guard lock(s.lifecycle_mutex);
   s.forest.record_instances.store(true, std::memory_order_relaxed);
@@ -283,15 +286,17 @@ bool start(const Options& given) {
         (options.events_sample_every < 2 || options.events_sample_every > kMaxEventSampleEvery)) {
       // What CUSCOPE_EVENTS does with sampled:0 or sampled:1: keep the default, and say so (0 timed
       // every call, under a header saying "one in 0").
-      warn_once(fmt::format("Options::events_sample_every={} is out of range [2, {}] for sampled events; using {}",
-                            options.events_sample_every, kMaxEventSampleEvery, to_string(Options{}.events)));
+      warn_once(
+          fmt::format("Options::events_sample_every={} is out of range [2, {}] for sampled events; using {}",
+                      options.events_sample_every, kMaxEventSampleEvery, to_string(Options{}.events)));
       options.events = Options{}.events;
       options.events_sample_every = Options{}.events_sample_every;
     }
     if (options.repeat != 1 && options.active_steps == 0) {
       // Nothing to repeat: every step after the first window is already active.
-      warn_once(fmt::format("Options::repeat={} needs active_steps > 0 (a window to repeat); the window runs once",
-                            options.repeat));
+      warn_once(
+          fmt::format("Options::repeat={} needs active_steps > 0 (a window to repeat); the window runs once",
+                      options.repeat));
       options.repeat = 1;
     }
     if (options.report_every_s > kMaxReportEvery) {
@@ -338,11 +343,12 @@ bool start(const Options& given) {
     } else {
       s.activity_status = start_activity_tracing(s);
       if (s.tracing.load(std::memory_order_relaxed) && (options.wait_steps != 0 || options.active_steps != 0))
-        s.activity_status += "; paused outside the step window";
+        s.activity_status += ", paused outside the step window";
     }
     if (wants_cupti_event_clock(options) && !s.tracing.load(std::memory_order_relaxed))
-      warn_once(fmt::format("CUSCOPE_EVENT_TIMESTAMPS=cupti: CUPTI does not trace ({}); CUDA events time themselves",
-                            s.activity_status));
+      warn_once(fmt::format(
+          "CUSCOPE_EVENT_TIMESTAMPS=cupti: CUPTI does not trace ({}); CUDA events time themselves",
+          s.activity_status));
     s.gpu_timing =
         event_timing(options, probe.available, probe.reason, s.tracing.load(std::memory_order_relaxed));
     g_event_sample_every.store(options.events == EventTiming::sampled ? options.events_sample_every : 0,

@@ -83,7 +83,8 @@ void tell_buffers_zeroed() noexcept {
     g_zeroed_found = 0;
   std::uint8_t value = 1;
   size = sizeof(value);
-  const CUptiResult r = cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &size, &value);
+  const CUptiResult r =
+      cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &size, &value);
   g_zeroed_set = r == CUPTI_SUCCESS;
   if (!g_zeroed_set)
     warn_once(fmt::format("{}: CUPTI zeroes each activity buffer on the thread that asks for it",
@@ -364,9 +365,10 @@ std::string start_activity_tracing(Sink& sink) noexcept {
     const bool wants_launches = sink.options.attribution == Attribution::launch;
     const Subscribed sub = subscribe(sink, wants_launches);
     if (wants_launches && !sub.launches)
-      warn_once(fmt::format("CUSCOPE_ATTRIBUTION=launch: launch callbacks off ({}); scopes push external "
-                            "correlation ids instead",
-                            sub.why_not));
+      warn_once(
+          fmt::format("CUSCOPE_ATTRIBUTION=launch: launch callbacks off ({}); scopes push external "
+                      "correlation ids instead",
+                      sub.why_not));
     const auto fail = [&](const std::string& why) {
       disable_all(s);
       restore_buffers_zeroed();
@@ -423,18 +425,20 @@ void pause_activity_tracing(bool paused) noexcept {
     s.pause_refused = true;
     if (paused) {
       const std::string back = resume(s, *target);  // tracing on, as without windows
-      warn_once(back.empty()
-                    ? fmt::format("CUPTI tracing cannot pause between step windows ({}); it traces on, and what "
-                                  "it records outside the window is counted as such",
-                                  why)
-                    : fmt::format("CUPTI tracing cannot pause between step windows ({}) nor resume ({}): GPU "
-                                  "work is no longer recorded",
-                                  why, back));
+      warn_once(
+          back.empty()
+              ? fmt::format("CUPTI tracing cannot pause between step windows ({}); it traces on, and what "
+                            "it records outside the window is counted as such",
+                            why)
+              : fmt::format("CUPTI tracing cannot pause between step windows ({}) nor resume ({}): GPU "
+                            "work is no longer recorded",
+                            why, back));
       s.paused = !back.empty();
     } else {
-      warn_once(fmt::format("CUPTI tracing could not resume after a pause between step windows ({}): later "
-                            "windows' GPU work is not recorded",
-                            why));
+      warn_once(
+          fmt::format("CUPTI tracing could not resume after a pause between step windows ({}): later "
+                      "windows' GPU work is not recorded",
+                      why));
     }
   } catch (...) {  // out of memory saying why: as it is
     s.pause_refused = true;
@@ -491,7 +495,7 @@ void stop_activity_tracing() noexcept {
   s.paused = false;
   deliver(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   restore_buffers_zeroed();  // CUPTI as found, for a client after this session
-  unsubscribe();  // no cuscope lock held
+  unsubscribe();             // no cuscope lock held
   target->launch_attributed.store(false, std::memory_order_release);
   s.target.store(nullptr, std::memory_order_release);
   // Not cuptiFinalize: from an exit handler it can race CUDA's own teardown and other tools'

@@ -235,7 +235,8 @@ std::vector<Callback> graph_callbacks() {
 // The callbacks of launch notes for `want` (launch_note_callbacks()), as driver callbacks.
 std::vector<Callback> launch_callbacks(RecordChoice want) {
   std::vector<Callback> out;
-  for (CUpti_CallbackId cbid : launch_note_callbacks(want)) out.emplace_back(CUPTI_CB_DOMAIN_DRIVER_API, cbid);
+  for (CUpti_CallbackId cbid : launch_note_callbacks(want))
+    out.emplace_back(CUPTI_CB_DOMAIN_DRIVER_API, cbid);
   return out;
 }
 
@@ -386,8 +387,8 @@ std::string pause_launch_callbacks(bool paused) noexcept {
   try {
     for (auto [domain, cbid] : g_launch_callbacks_on) {
       if (CUptiResult r = cuptiEnableCallback(paused ? 0 : 1, g_handle, domain, cbid); r != CUPTI_SUCCESS)
-        return cupti_refusal(paused ? "cuptiEnableCallback(0, launch notes)" : "cuptiEnableCallback(1, launch notes)",
-                             r);
+        return cupti_refusal(
+            paused ? "cuptiEnableCallback(0, launch notes)" : "cuptiEnableCallback(1, launch notes)", r);
     }
   } catch (...) {  // out of memory saying why
     return "out of memory";
