@@ -28,6 +28,22 @@ def test_start_applies_the_options_and_starts_once(tmp_path):
     assert json.loads(out.read_text())["schema"] == "cuscope.report/1"
 
 
+def test_a_repeated_window_records_each_cycles_active_steps():
+    p = run_python("""
+        import cuscope
+        assert cuscope.start(print_at_exit=False, wait_steps=2, active_steps=1, repeat=0)
+        for i in range(9):  # steps 2, 5 and 8 recorded
+            with cuscope.scope("cycled"):
+                pass
+            cuscope.step()
+        r = cuscope.snapshot()
+        print(r.steps, r.recorded_steps, r.find("cycled").calls)
+    """)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["9", "3", "3"]
+    assert p.stderr == ""
+
+
 def test_start_takes_the_text_a_variable_holds():
     p = run_python("""
         import cuscope
