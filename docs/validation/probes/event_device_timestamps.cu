@@ -27,6 +27,7 @@
 
 #include "event_matching.hpp"
 #include "event_records.hpp"
+#include "probe_kernels.cuh"
 
 namespace {
 
@@ -34,17 +35,7 @@ using namespace event_probe;
 
 constexpr const char* kName = "event_device_timestamps";
 
-__device__ std::uint64_t globaltimer_ns() {
-  std::uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
-__global__ void spin_kernel(std::uint64_t ns) {
-  const std::uint64_t t0 = globaltimer_ns();
-  while (globaltimer_ns() - t0 < ns) {
-  }
-}
+using probe::spin_kernel;  // probe_kernels.cuh
 
 __global__ void empty_kernel() {}
 

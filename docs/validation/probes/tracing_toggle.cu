@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "probe_common.hpp"
+#include "probe_kernels.cuh"
 
 namespace {
 
@@ -55,18 +56,7 @@ constexpr std::size_t kCopyBytes = 4096;
 
 __global__ void empty_kernel() {}
 
-__device__ std::uint64_t globaltimer_ns() {
-  std::uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
-/// Busy-waits `ns` of the GPU's global timer: work still running when the tracer pauses.
-__global__ void spin_kernel(std::uint64_t ns) {
-  const std::uint64_t t0 = globaltimer_ns();
-  while (globaltimer_ns() - t0 < ns) {
-  }
-}
+using probe::spin_kernel;  // probe_kernels.cuh
 
 std::atomic<std::uint64_t> g_kernel_records{0};
 std::atomic<std::uint64_t> g_memset_records{0};
