@@ -1,12 +1,13 @@
 // The trace file itself: its layout (header, end record), the reader on bad input (one line each,
 // every prefix truncated, a Memcpy record of an older version or with bad kinds, a summary without
-// its own-work tail), the bound on the file's size, and the threads' rings (full rings drop, never
-// block; many threads at once).
+// its own-work tail), a cut trace's steps, the bound on the file's size, the writer's passes in the
+// file as they happen, and the threads' rings (full rings drop, never block; many threads at once).
 //
 // Never: a session or a GPU; never a trace file left behind.
 #include <fmt/format.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -254,6 +255,56 @@ TEST_CASE("a trace cut before its end or its summary replays what it held, parti
     CHECK(r.notes[0].rfind("this trace was cut short (truncated: no end record after byte ", 0) == 0);
   }
   std::remove(path.c_str());
+}
+
+TEST_CASE("a trace cut before its summary counts its steps from its step marks, as the session did",
+          "[trace][partial][window]") {
+  Recorded rec("cut_steps.cuscope");
+  rec.writer->meta("options",
+                   "gpu_events=1 activities=1 wait=1 warmup=1 active=1 repeat=2 max_depth=64 "
+                   "metrics='wait=9' trace_limit_mb=256");
+  // The marks a session with that window writes over 8 steps: wait, warm-up, active, twice, then done.
+  // Mark k says whether the steps from k on record: steps 2 and 5 (0-based) are recorded.
+  for (std::uint64_t k = 0; k <= 8; ++k) {
+    if (k == 2 || k == 5) {
+      rec.begin("step", 100 * k);
+      rec.end(1, 100 * k + 50);
+    }
+    rec.writer->step(100 * k + 90, k, k == 2 || k == 5);
+  }
+  rec.close();
+  const std::string good = read_file(rec.path);
+  const std::string path = temp_path("cut_steps_prefix.cuscope");
+  write_file(path, good.substr(0, offset_of(good, trace::RecordType::Summary)));
+  Report r;
+  std::string error;
+  REQUIRE(trace::replay_file(path, &r, &error, true));
+  CHECK(r.steps == 8);
+  CHECK(r.recorded_steps == 2);
+  CHECK(r.window_start_step == 2);  // wait + warm-up, from the options line (its metrics are not read)
+  CHECK(r.find("step")->calls == 2);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("each pass of the writer thread reaches the file, so a program killed mid-run leaves it",
+          "[trace][partial]") {
+  Recorded rec("passes.cuscope");
+  rec.writer->start();
+  rec.begin("step", 10);
+  rec.end(1, 20);
+  rec.writer->step(30, 1, true);
+  // A pass every 5 ms: read the file as `cuscope show --partial` would while the writer still runs.
+  Report r;
+  std::string error;
+  bool read = false;
+  for (int waited_ms = 0; waited_ms < 5000 && !read; waited_ms += 10) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    error.clear();
+    read = trace::replay_file(rec.path, &r, &error, true) && r.find("step") != nullptr;
+  }
+  CHECK(read);
+  CHECK(error == "");
+  rec.close();
 }
 
 TEST_CASE("records past the trace's bound are dropped, counted, and the file says so", "[trace]") {

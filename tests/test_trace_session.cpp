@@ -1,7 +1,8 @@
 // Trace mode in a live session: scopes, counts, steps and CUPTI buffers (handed to the decoder by
-// the test) replay to the exit report; a trace ended by a reset carries the session's summary; its
-// rank and world size; a path that cannot be written (and a file there never removed);
-// CUSCOPE_TRACE and CUSCOPE_TRACE_LIMIT.
+// the test) replay to the exit report; a trace ended by a reset carries the session's summary; a
+// repeated window's trace read before the session ends (as a killed program leaves it); its rank
+// and world size; a path that cannot be written (and a file there never removed); CUSCOPE_TRACE
+// and CUSCOPE_TRACE_LIMIT.
 //
 // Never: depend on a GPU (the CUPTI buffers are built in memory and handed to the decoder); never
 // a session, a trace file, a JSON file or RANK/WORLD_SIZE left behind past its case.
@@ -124,6 +125,39 @@ TEST_CASE("a session's trace ended by a reset carries the session's summary, as 
   CHECK_FALSE(replayed.clock.empty());  // not equal: the clock's calibration may end in between
   REQUIRE(replayed.find("work") != nullptr);
   CHECK(replayed.find("work")->calls == 1);
+}
+
+TEST_CASE("a repeated window's trace read while the program runs has the session's steps and calls",
+          "[trace][session][window][partial]") {
+  const std::string trace_path = temp_path("cycles.cuscope");
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.trace_path = trace_path;
+  o.wait_steps = 2;
+  o.warmup_steps = 1;
+  o.active_steps = 2;
+  o.repeat = 3;  // steps 3, 4, 8, 9, 13 and 14 recorded
+  cuscope_test::Session session(o);
+  for (int i = 0; i < 20; ++i) {
+    { CUSCOPE_SCOPE("cycled"); }
+    cuscope::step();
+  }
+  const Report live = cuscope::snapshot();
+  // What `cuscope show --partial` finds of a program killed now: the writer's passes, every 5 ms.
+  Report cut;
+  std::string error;
+  for (int waited_ms = 0; waited_ms < 5000 && cut.steps != live.steps; waited_ms += 10) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    cut = Report{};
+    trace::replay_file(trace_path, &cut, &error, true);
+  }
+  std::remove(trace_path.c_str());
+  CHECK(live.steps == 20);
+  CHECK(live.recorded_steps == 6);
+  CHECK(cut.steps == live.steps);
+  CHECK(cut.recorded_steps == live.recorded_steps);
+  CHECK(cut.window_start_step == live.window_start_step);
+  REQUIRE(cut.find("cycled") != nullptr);
+  CHECK(cut.find("cycled")->calls == 6);
 }
 
 TEST_CASE("a trace path that cannot be written turns trace mode off with a note", "[trace][session]") {

@@ -8,8 +8,10 @@
 #include <absl/container/flat_hash_map.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
+#include <string_view>
 #include <vector>
 
 #include "model/aggregator.hpp"
@@ -19,6 +21,27 @@
 namespace cuscope::trace {
 
 namespace {
+
+// The whole number after `key` ("wait=") in the first of the options line's space-separated
+// fields that starts with it; 0 when there is none or it is not one.
+std::uint64_t option_field(std::string_view line, std::string_view key) {
+  while (!line.empty()) {
+    const std::size_t end = std::min(line.find(' '), line.size());
+    const std::string_view field = line.substr(0, end);
+    if (field.starts_with(key)) {
+      const std::string_view digits = field.substr(key.size());
+      std::uint64_t n = 0;
+      if (digits.empty() || digits.size() > 18) return 0;
+      for (char c : digits) {
+        if (c < '0' || c > '9') return 0;
+        n = n * 10 + static_cast<std::uint64_t>(c - '0');
+      }
+      return n;
+    }
+    line.remove_prefix(std::min(end + 1, line.size()));
+  }
+  return 0;
+}
 
 class Replay final : public Visitor {
  public:
@@ -35,6 +58,7 @@ class Replay final : public Visitor {
       (key == "rank" ? rank_ : key == "world_size" ? world_size_ : pid_) = n;
       return;
     }
+    if (key == "options") window_start_ = option_field(value, "wait=") + option_field(value, "warmup=");
     if (key == "host") host_ = std::string(value);
     if (key == "device") device_ = std::string(value);
     if (key != "max_depth") return;
@@ -117,7 +141,12 @@ class Replay final : public Visitor {
       }
     }
   }
-  void step(std::uint64_t now_ns, std::uint64_t /*step*/, bool recording) override {
+  // Mark k ends step k (1-based); its flag says whether the steps after it record.
+  void step(std::uint64_t now_ns, std::uint64_t step, bool recording) override {
+    if (step != 0) {
+      marked_steps_ = step;
+      if (recording_) ++marked_recorded_;
+    }
     if (recording == recording_) return;
     recording_ = recording;
     agg_.set_recording(recording, now_ns);
@@ -134,6 +163,9 @@ class Replay final : public Visitor {
     if (!has_summary_) {  // cut before the session wrote its summary: what it would have said is unknown
       summary_.device = device_;
       summary_.gpu_timing = summary_.activity_status = "not known: the trace was cut before its summary";
+      summary_.steps = marked_steps_;  // the step marks say what the summary would have
+      summary_.recorded_steps = marked_recorded_;
+      summary_.window_start_step = window_start_;
     }
     if (!cut.empty()) {
       summary_.notes.push_back(
@@ -206,6 +238,8 @@ class Replay final : public Visitor {
   absl::flat_hash_map<std::uint32_t, std::uint32_t> names_;  // live name id -> replay id
   absl::flat_hash_map<std::uint32_t, model::ThreadTree*> trees_;
   bool recording_ = true;
+  // For a trace cut before its summary: the steps its marks count, and wait + warm-up from its options.
+  std::uint64_t marked_steps_ = 0, marked_recorded_ = 0, window_start_ = 0;
   Summary summary_;
   bool has_summary_ = false;
   std::string device_;  // from the trace's metadata, for a trace cut before its summary

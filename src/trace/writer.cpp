@@ -241,6 +241,8 @@ void Writer::pass() {
     put_record(chunk.substr(at, kRecordHeaderBytes + n), 1);
     at += kRecordHeaderBytes + n;
   }
+  // Each pass in the file, not in stdio's buffer: a program killed later leaves all of it.
+  if (!io_failed_ && std::fflush(file_) != 0) io_failed_ = true;
   if (done.empty()) return;
   std::lock_guard lock(rings_mutex_);
   for (Ring* r : done) {
