@@ -3,14 +3,23 @@
 // after the last window) and resumed for the warm-up steps, with a fake standing for CUPTI.
 // Never here: a GPU, or CUPTI itself (tests/gpu/test_gpu_activity.cu checks the real pause).
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
+#include "cupti_buffer.hpp"
+#include "producers/clock.hpp"
 #include "producers/cupti/adapter.hpp"
+#include "producers/cupti/decode.hpp"
 #include "session/session.hpp"
 #include "session_fixture.hpp"
+#include "trace/replay.hpp"
+#include "trace_kit.hpp"
 
 namespace {
 
@@ -125,4 +134,65 @@ TEST_CASE("an active window without repeat pauses CUPTI once, when it ends", "[s
   const cuscope::Report r = run_steps(6, "then_paused");
   CHECK(traced.changes == std::vector<std::pair<std::uint64_t, bool>>{{3, true}});
   CHECK(r.find("then_paused")->calls == 3);
+}
+
+namespace {
+
+// A pause that takes a while, as CUPTI's may (every kind, then every launch callback): the time
+// halfway through the last pause.
+std::uint64_t g_during_pause = 0;
+
+void slow_pause(bool paused) {
+  if (!paused) return;
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  g_during_pause = cuscope::detail::now_ns();
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+}
+
+}  // namespace
+
+// The window closes when its last step ends, before CUPTI pauses: work launched while the pause
+// runs (by another thread, outside every scope) is outside the window, live as in the replay.
+TEST_CASE("a window closes when its step ends, not after CUPTI's pause: live and replay agree",
+          "[session][window][tracing][trace]") {
+  using cuscope_test::trace_kit::read_file;
+  using cuscope_test::trace_kit::temp_path;
+  const std::string trace_path = temp_path("pause_window.cuscope");
+  const std::string json_path = temp_path("pause_window.json");
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.trace_path = trace_path;
+  o.json_path = json_path;
+  o.gpu_events = false;  // not in a trace: kept out of the live report
+  o.activities = false;  // fake CUPTI: the test hands buffers to the decoder itself
+  o.wait_steps = 1;
+  o.active_steps = 1;
+  o.repeat = 0;  // wait 0, active 1, wait 2, ...
+  {
+    cuscope_test::WithoutGpu no_gpu;
+    cuscope_test::Session session(o);
+    cuscope::detail::set_pause_hook_for_testing(&slow_pause);
+    cuscope::detail::trace_with_fake_cupti_for_testing(fake_push, fake_pop, false);
+    cuscope::step();  // the window opens
+    cuscope::step();  // and closes: CUPTI pauses
+    cuscope::detail::set_pause_hook_for_testing(nullptr);
+    auto& s = cuscope::detail::session();
+    cuscope_test::CuptiBuffer buffer;
+    const std::uint64_t t = g_during_pause;
+    buffer.api(7, t).kernel(7, t + 10, t + 20, "launched_during_pause");
+    {
+      std::lock_guard lock(s.aggregator_mutex);
+      cuscope::detail::consume_buffer(buffer.data(), buffer.size(), 0, s.aggregator);
+    }
+    const cuscope::Report live = cuscope::snapshot();
+    CHECK(live.diagnostics.outside_window_records == 1);
+    CHECK(live.find("(unscoped)") == nullptr);
+    cuscope::shutdown();
+  }
+  const std::string exit_json = read_file(json_path);
+  cuscope::Report replayed;
+  std::string error;
+  REQUIRE(cuscope::trace::replay_file(trace_path, &replayed, &error));
+  CHECK(cuscope::format_json(replayed) == exit_json);
+  std::remove(trace_path.c_str());
+  std::remove(json_path.c_str());
 }

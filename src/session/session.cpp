@@ -391,13 +391,16 @@ void step() {
   const Phase next = phase_of(o, finished + 1);
   if (was == Phase::Record) s.recorded_steps.fetch_add(1, std::memory_order_relaxed);
   g_flags.store(flags_for(s, next), std::memory_order_relaxed);  // also ends the counters' steps
-  trace_step(now_ns(), finished + 1, next == Phase::Record);
+  // One time for the step's end, in the model as in the trace (a replay finds the same windows):
+  // not after CUPTI's pause, which takes its time.
+  const std::uint64_t ended = now_ns();
+  trace_step(ended, finished + 1, next == Phase::Record);
   if (was == next) return;
-  if (paused_in(was) != paused_in(next)) pause_for(s, next);
   if ((was == Phase::Record) != (next == Phase::Record)) {
     std::lock_guard agg(s.aggregator_mutex);
-    s.aggregator.set_recording(next == Phase::Record, now_ns());
+    s.aggregator.set_recording(next == Phase::Record, ended);
   }
+  if (paused_in(was) != paused_in(next)) pause_for(s, next);
 }
 
 void set_enabled(bool on) {
