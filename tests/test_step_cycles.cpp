@@ -136,6 +136,36 @@ TEST_CASE("an active window without repeat pauses CUPTI once, when it ends", "[s
   CHECK(r.find("then_paused")->calls == 3);
 }
 
+// The activity status says "paused outside the step window" where some step pauses CUPTI
+// (pauses_tracing()): never for a window that repeats without end and has no wait steps, whose
+// warm-up steps trace.
+TEST_CASE("a window repeated without end and no wait steps never pauses CUPTI, nor says it does",
+          "[session][window][tracing]") {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.warmup_steps = 1;
+  o.active_steps = 9;
+  o.repeat = 0;  // one step in ten left out as warm-up, every one traced
+  PausedSession traced(o);
+  run_steps(25, "never_paused");
+  CHECK(traced.changes.empty());
+  CHECK_FALSE(cuscope::detail::pauses_tracing(cuscope::current_options()));
+}
+
+TEST_CASE("the windows that pause CUPTI say so", "[session][window][tracing]") {
+  cuscope::Options o;
+  CHECK_FALSE(cuscope::detail::pauses_tracing(o));  // every step recorded
+  o.warmup_steps = 3;
+  CHECK_FALSE(cuscope::detail::pauses_tracing(o));  // warm-up traces, and every step after records
+  o.active_steps = 2;
+  CHECK(cuscope::detail::pauses_tracing(o));  // after the window
+  o.repeat = 4;
+  CHECK(cuscope::detail::pauses_tracing(o));  // after the last window
+  o.repeat = 0;
+  CHECK_FALSE(cuscope::detail::pauses_tracing(o));  // no step after the last window
+  o.wait_steps = 1;
+  CHECK(cuscope::detail::pauses_tracing(o));  // each cycle's wait step
+}
+
 namespace {
 
 // A pause that takes a while, as CUPTI's may (every kind, then every launch callback): the time

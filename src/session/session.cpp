@@ -115,6 +115,10 @@ std::string event_timing(const Options& o, bool gpu_available, const std::string
   return clock.empty() ? "on" : "on, " + clock;
 }
 
+// Wait steps, or steps after the last window (phase_of: Done, which a window without an active
+// bound, or repeated without end, never reaches).
+bool pauses_tracing(const Options& o) { return o.wait_steps != 0 || (o.active_steps != 0 && o.repeat != 0); }
+
 Session::Session() = default;
 
 Session& session() {
@@ -342,7 +346,7 @@ bool start(const Options& given) {
       s.activity_status = probe.reason;
     } else {
       s.activity_status = start_activity_tracing(s);
-      if (s.tracing.load(std::memory_order_relaxed) && (options.wait_steps != 0 || options.active_steps != 0))
+      if (s.tracing.load(std::memory_order_relaxed) && pauses_tracing(options))
         s.activity_status += ", paused outside the step window";
     }
     if (wants_cupti_event_clock(options) && !s.tracing.load(std::memory_order_relaxed))
