@@ -2,6 +2,7 @@
 // and counted, and CUPTI's tracing paused where nothing it records would count (wait steps, and
 // after the last window) and resumed for the warm-up steps, with a fake standing for CUPTI.
 // Never here: a GPU, or CUPTI itself (tests/gpu/test_gpu_activity.cu checks the real pause).
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdint>
@@ -225,4 +226,54 @@ TEST_CASE("a window closes when its step ends, not after CUPTI's pause: live and
   CHECK(cuscope::format_json(replayed) == exit_json);
   std::remove(trace_path.c_str());
   std::remove(json_path.c_str());
+}
+
+namespace {
+
+// Each switch of an activity kind, as CUPTI would have been asked: "KERNEL off", "MEMCPY on", ...
+std::vector<std::string>* g_switches = nullptr;
+
+CUptiResult record_switch(CUpti_ActivityKind kind, bool on) {
+  const char* name = kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ? "KERNEL"
+                     : kind == CUPTI_ACTIVITY_KIND_MEMCPY          ? "MEMCPY"
+                     : kind == CUPTI_ACTIVITY_KIND_OVERHEAD        ? "OVERHEAD"
+                     : kind == CUPTI_ACTIVITY_KIND_CUDA_EVENT      ? "CUDA_EVENT"
+                                                                   : "other";
+  g_switches->push_back(std::string(name) + (on ? " on" : " off"));
+  return CUPTI_SUCCESS;
+}
+
+}  // namespace
+
+// The order is what keeps every record's launch known: the kernels off first and on last. A resume
+// that put the kinds back in its own order would turn them around at every other cycle.
+TEST_CASE("every pause and resume switches CUPTI's kinds in one order: kernels off first, on last",
+          "[session][window][tracing]") {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.wait_steps = 1;
+  o.active_steps = 1;
+  o.repeat = 0;  // wait 0, active 1, wait 2, active 3, wait 4, active 5
+  cuscope_test::WithoutGpu no_gpu;
+  cuscope_test::Session session(o);
+  std::vector<std::string> switches;
+  g_switches = &switches;
+  const std::vector<CUpti_ActivityKind> kinds = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+                                                 CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_OVERHEAD,
+                                                 CUPTI_ACTIVITY_KIND_CUDA_EVENT};
+  cuscope::detail::trace_kinds_with_fake_cupti_for_testing(cuscope::detail::session(), kinds, &record_switch);
+  cuscope::step();  // 0 -> 1: tracing, as it was
+  for (int cycle = 0; cycle < 2; ++cycle) {
+    switches.clear();
+    cuscope::step();  // paused
+    cuscope::step();  // resumed
+    INFO("cycle " << cycle);
+    // CUDA_EVENT (cuscope's own events) stays on.
+    CHECK(switches == std::vector<std::string>{"KERNEL off", "MEMCPY off", "OVERHEAD off", "OVERHEAD on",
+                                               "MEMCPY on", "KERNEL on"});
+  }
+  switches.clear();
+  cuscope::detail::reset_for_testing();  // stops: every kind off, once
+  std::sort(switches.begin(), switches.end());
+  CHECK(switches == std::vector<std::string>{"CUDA_EVENT off", "KERNEL off", "MEMCPY off", "OVERHEAD off"});
+  g_switches = nullptr;
 }
