@@ -277,3 +277,52 @@ TEST_CASE("every pause and resume switches CUPTI's kinds in one order: kernels o
   CHECK(switches == std::vector<std::string>{"CUDA_EVENT off", "KERNEL off", "MEMCPY off", "OVERHEAD off"});
   g_switches = nullptr;
 }
+
+// Trace mode: the replay finds each cycle's window from the step marks, as the live session had it.
+TEST_CASE("a repeated window replays from its trace to the exit report", "[session][window][trace]") {
+  using cuscope_test::trace_kit::read_file;
+  using cuscope_test::trace_kit::temp_path;
+  const std::string trace_path = temp_path("repeated_window.cuscope");
+  const std::string json_path = temp_path("repeated_window.json");
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.trace_path = trace_path;
+  o.json_path = json_path;
+  o.gpu_events = false;  // not in a trace: kept out of the live report
+  o.activities = false;  // fake CUPTI: the test hands buffers to the decoder itself
+  o.wait_steps = 1;
+  o.warmup_steps = 1;
+  o.active_steps = 1;
+  o.repeat = 2;  // wait 0, warm-up 1, active 2, wait 3, warm-up 4, active 5, then done
+  {
+    cuscope_test::WithoutGpu no_gpu;
+    cuscope_test::Session session(o);
+    cuscope::detail::trace_with_fake_cupti_for_testing(fake_push, fake_pop, false);
+    auto& s = cuscope::detail::session();
+    for (std::uint32_t step = 0; step < 8; ++step) {
+      { cuscope::Scope scope("cycled"); }
+      cuscope_test::CuptiBuffer buffer;  // one unscoped launch a step: in the window or out by its time
+      const std::uint64_t t = cuscope::detail::now_ns();
+      buffer.api(100 + step, t).kernel(100 + step, t + 10, t + 20, "unscoped_kernel");
+      {
+        std::lock_guard lock(s.aggregator_mutex);
+        cuscope::detail::consume_buffer(buffer.data(), buffer.size(), 0, s.aggregator);
+      }
+      cuscope::step();
+    }
+    const cuscope::Report live = cuscope::snapshot();
+    CHECK(live.recorded_steps == 2);
+    REQUIRE(live.find("(unscoped)") != nullptr);
+    CHECK(live.find("(unscoped)")->self.kernel_calls == 2);
+    CHECK(live.diagnostics.outside_window_records == 6);
+    cuscope::shutdown();
+  }
+  const std::string exit_json = read_file(json_path);
+  cuscope::Report replayed;
+  std::string error;
+  REQUIRE(cuscope::trace::replay_file(trace_path, &replayed, &error));
+  CHECK(cuscope::format_json(replayed) == exit_json);
+  REQUIRE(replayed.find("cycled") != nullptr);
+  CHECK(replayed.find("cycled")->calls == 2);
+  std::remove(trace_path.c_str());
+  std::remove(json_path.c_str());
+}
