@@ -2,15 +2,25 @@
 // and counted, and CUPTI's tracing paused where nothing it records would count (wait steps, and
 // after the last window) and resumed for the warm-up steps, with a fake standing for CUPTI.
 // Never here: a GPU, or CUPTI itself (tests/gpu/test_gpu_activity.cu checks the real pause).
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
+#include "cupti_buffer.hpp"
+#include "producers/clock.hpp"
 #include "producers/cupti/adapter.hpp"
+#include "producers/cupti/decode.hpp"
 #include "session/session.hpp"
 #include "session_fixture.hpp"
+#include "trace/replay.hpp"
+#include "trace_kit.hpp"
 
 namespace {
 
@@ -125,4 +135,194 @@ TEST_CASE("an active window without repeat pauses CUPTI once, when it ends", "[s
   const cuscope::Report r = run_steps(6, "then_paused");
   CHECK(traced.changes == std::vector<std::pair<std::uint64_t, bool>>{{3, true}});
   CHECK(r.find("then_paused")->calls == 3);
+}
+
+// The activity status says "paused outside the step window" where some step pauses CUPTI
+// (pauses_tracing()): never for a window that repeats without end and has no wait steps, whose
+// warm-up steps trace.
+TEST_CASE("a window repeated without end and no wait steps never pauses CUPTI, nor says it does",
+          "[session][window][tracing]") {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.warmup_steps = 1;
+  o.active_steps = 9;
+  o.repeat = 0;  // one step in ten left out as warm-up, every one traced
+  PausedSession traced(o);
+  run_steps(25, "never_paused");
+  CHECK(traced.changes.empty());
+  CHECK_FALSE(cuscope::detail::pauses_tracing(cuscope::current_options()));
+}
+
+TEST_CASE("the windows that pause CUPTI say so", "[session][window][tracing]") {
+  cuscope::Options o;
+  CHECK_FALSE(cuscope::detail::pauses_tracing(o));  // every step recorded
+  o.warmup_steps = 3;
+  CHECK_FALSE(cuscope::detail::pauses_tracing(o));  // warm-up traces, and every step after records
+  o.active_steps = 2;
+  CHECK(cuscope::detail::pauses_tracing(o));  // after the window
+  o.repeat = 4;
+  CHECK(cuscope::detail::pauses_tracing(o));  // after the last window
+  o.repeat = 0;
+  CHECK_FALSE(cuscope::detail::pauses_tracing(o));  // no step after the last window
+  o.wait_steps = 1;
+  CHECK(cuscope::detail::pauses_tracing(o));  // each cycle's wait step
+}
+
+namespace {
+
+// A pause that takes a while, as CUPTI's may (every kind, then every launch callback): the time
+// halfway through the last pause.
+std::uint64_t g_during_pause = 0;
+
+void slow_pause(bool paused) {
+  if (!paused) return;
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  g_during_pause = cuscope::detail::now_ns();
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+}
+
+}  // namespace
+
+// The window closes when its last step ends, before CUPTI pauses: work launched while the pause
+// runs (by another thread, outside every scope) is outside the window, live as in the replay.
+TEST_CASE("a window closes when its step ends, not after CUPTI's pause: live and replay agree",
+          "[session][window][tracing][trace]") {
+  using cuscope_test::trace_kit::read_file;
+  using cuscope_test::trace_kit::temp_path;
+  const std::string trace_path = temp_path("pause_window.cuscope");
+  const std::string json_path = temp_path("pause_window.json");
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.trace_path = trace_path;
+  o.json_path = json_path;
+  o.gpu_events = false;  // not in a trace: kept out of the live report
+  o.activities = false;  // fake CUPTI: the test hands buffers to the decoder itself
+  o.wait_steps = 1;
+  o.active_steps = 1;
+  o.repeat = 0;  // wait 0, active 1, wait 2, ...
+  {
+    cuscope_test::WithoutGpu no_gpu;
+    cuscope_test::Session session(o);
+    cuscope::detail::set_pause_hook_for_testing(&slow_pause);
+    cuscope::detail::trace_with_fake_cupti_for_testing(fake_push, fake_pop, false);
+    cuscope::step();  // the window opens
+    cuscope::step();  // and closes: CUPTI pauses
+    cuscope::detail::set_pause_hook_for_testing(nullptr);
+    auto& s = cuscope::detail::session();
+    cuscope_test::CuptiBuffer buffer;
+    const std::uint64_t t = g_during_pause;
+    buffer.api(7, t).kernel(7, t + 10, t + 20, "launched_during_pause");
+    {
+      std::lock_guard lock(s.aggregator_mutex);
+      cuscope::detail::consume_buffer(buffer.data(), buffer.size(), 0, s.aggregator);
+    }
+    const cuscope::Report live = cuscope::snapshot();
+    CHECK(live.diagnostics.outside_window_records == 1);
+    CHECK(live.find("(unscoped)") == nullptr);
+    cuscope::shutdown();
+  }
+  const std::string exit_json = read_file(json_path);
+  cuscope::Report replayed;
+  std::string error;
+  REQUIRE(cuscope::trace::replay_file(trace_path, &replayed, &error));
+  CHECK(cuscope::format_json(replayed) == exit_json);
+  std::remove(trace_path.c_str());
+  std::remove(json_path.c_str());
+}
+
+namespace {
+
+// Each switch of an activity kind, as CUPTI would have been asked: "KERNEL off", "MEMCPY on", ...
+std::vector<std::string>* g_switches = nullptr;
+
+CUptiResult record_switch(CUpti_ActivityKind kind, bool on) {
+  const char* name = kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ? "KERNEL"
+                     : kind == CUPTI_ACTIVITY_KIND_MEMCPY          ? "MEMCPY"
+                     : kind == CUPTI_ACTIVITY_KIND_OVERHEAD        ? "OVERHEAD"
+                     : kind == CUPTI_ACTIVITY_KIND_CUDA_EVENT      ? "CUDA_EVENT"
+                                                                   : "other";
+  g_switches->push_back(std::string(name) + (on ? " on" : " off"));
+  return CUPTI_SUCCESS;
+}
+
+}  // namespace
+
+// The order is what keeps every record's launch known: the kernels off first and on last. A resume
+// that put the kinds back in its own order would turn them around at every other cycle.
+TEST_CASE("every pause and resume switches CUPTI's kinds in one order: kernels off first, on last",
+          "[session][window][tracing]") {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.wait_steps = 1;
+  o.active_steps = 1;
+  o.repeat = 0;  // wait 0, active 1, wait 2, active 3, wait 4, active 5
+  cuscope_test::WithoutGpu no_gpu;
+  cuscope_test::Session session(o);
+  std::vector<std::string> switches;
+  g_switches = &switches;
+  const std::vector<CUpti_ActivityKind> kinds = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+                                                 CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_OVERHEAD,
+                                                 CUPTI_ACTIVITY_KIND_CUDA_EVENT};
+  cuscope::detail::trace_kinds_with_fake_cupti_for_testing(cuscope::detail::session(), kinds, &record_switch);
+  cuscope::step();  // 0 -> 1: tracing, as it was
+  for (int cycle = 0; cycle < 2; ++cycle) {
+    switches.clear();
+    cuscope::step();  // paused
+    cuscope::step();  // resumed
+    INFO("cycle " << cycle);
+    // CUDA_EVENT (cuscope's own events) stays on.
+    CHECK(switches == std::vector<std::string>{"KERNEL off", "MEMCPY off", "OVERHEAD off", "OVERHEAD on",
+                                               "MEMCPY on", "KERNEL on"});
+  }
+  switches.clear();
+  cuscope::detail::reset_for_testing();  // stops: every kind off, once
+  std::sort(switches.begin(), switches.end());
+  CHECK(switches == std::vector<std::string>{"CUDA_EVENT off", "KERNEL off", "MEMCPY off", "OVERHEAD off"});
+  g_switches = nullptr;
+}
+
+// Trace mode: the replay finds each cycle's window from the step marks, as the live session had it.
+TEST_CASE("a repeated window replays from its trace to the exit report", "[session][window][trace]") {
+  using cuscope_test::trace_kit::read_file;
+  using cuscope_test::trace_kit::temp_path;
+  const std::string trace_path = temp_path("repeated_window.cuscope");
+  const std::string json_path = temp_path("repeated_window.json");
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.trace_path = trace_path;
+  o.json_path = json_path;
+  o.gpu_events = false;  // not in a trace: kept out of the live report
+  o.activities = false;  // fake CUPTI: the test hands buffers to the decoder itself
+  o.wait_steps = 1;
+  o.warmup_steps = 1;
+  o.active_steps = 1;
+  o.repeat = 2;  // wait 0, warm-up 1, active 2, wait 3, warm-up 4, active 5, then done
+  {
+    cuscope_test::WithoutGpu no_gpu;
+    cuscope_test::Session session(o);
+    cuscope::detail::trace_with_fake_cupti_for_testing(fake_push, fake_pop, false);
+    auto& s = cuscope::detail::session();
+    for (std::uint32_t step = 0; step < 8; ++step) {
+      { cuscope::Scope scope("cycled"); }
+      cuscope_test::CuptiBuffer buffer;  // one unscoped launch a step: in the window or out by its time
+      const std::uint64_t t = cuscope::detail::now_ns();
+      buffer.api(100 + step, t).kernel(100 + step, t + 10, t + 20, "unscoped_kernel");
+      {
+        std::lock_guard lock(s.aggregator_mutex);
+        cuscope::detail::consume_buffer(buffer.data(), buffer.size(), 0, s.aggregator);
+      }
+      cuscope::step();
+    }
+    const cuscope::Report live = cuscope::snapshot();
+    CHECK(live.recorded_steps == 2);
+    REQUIRE(live.find("(unscoped)") != nullptr);
+    CHECK(live.find("(unscoped)")->self.kernel_calls == 2);
+    CHECK(live.diagnostics.outside_window_records == 6);
+    cuscope::shutdown();
+  }
+  const std::string exit_json = read_file(json_path);
+  cuscope::Report replayed;
+  std::string error;
+  REQUIRE(cuscope::trace::replay_file(trace_path, &replayed, &error));
+  CHECK(cuscope::format_json(replayed) == exit_json);
+  REQUIRE(replayed.find("cycled") != nullptr);
+  CHECK(replayed.find("cycled")->calls == 2);
+  std::remove(trace_path.c_str());
+  std::remove(json_path.c_str());
 }

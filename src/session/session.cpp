@@ -115,6 +115,10 @@ std::string event_timing(const Options& o, bool gpu_available, const std::string
   return clock.empty() ? "on" : "on, " + clock;
 }
 
+// Wait steps, or steps after the last window (phase_of: Done, which a window without an active
+// bound, or repeated without end, never reaches).
+bool pauses_tracing(const Options& o) { return o.wait_steps != 0 || (o.active_steps != 0 && o.repeat != 0); }
+
 Session::Session() = default;
 
 Session& session() {
@@ -342,7 +346,7 @@ bool start(const Options& given) {
       s.activity_status = probe.reason;
     } else {
       s.activity_status = start_activity_tracing(s);
-      if (s.tracing.load(std::memory_order_relaxed) && (options.wait_steps != 0 || options.active_steps != 0))
+      if (s.tracing.load(std::memory_order_relaxed) && pauses_tracing(options))
         s.activity_status += ", paused outside the step window";
     }
     if (wants_cupti_event_clock(options) && !s.tracing.load(std::memory_order_relaxed))
@@ -391,13 +395,16 @@ void step() {
   const Phase next = phase_of(o, finished + 1);
   if (was == Phase::Record) s.recorded_steps.fetch_add(1, std::memory_order_relaxed);
   g_flags.store(flags_for(s, next), std::memory_order_relaxed);  // also ends the counters' steps
-  trace_step(now_ns(), finished + 1, next == Phase::Record);
+  // One time for the step's end, in the model as in the trace (a replay finds the same windows):
+  // not after CUPTI's pause, which takes its time.
+  const std::uint64_t ended = now_ns();
+  trace_step(ended, finished + 1, next == Phase::Record);
   if (was == next) return;
-  if (paused_in(was) != paused_in(next)) pause_for(s, next);
   if ((was == Phase::Record) != (next == Phase::Record)) {
     std::lock_guard agg(s.aggregator_mutex);
-    s.aggregator.set_recording(next == Phase::Record, now_ns());
+    s.aggregator.set_recording(next == Phase::Record, ended);
   }
+  if (paused_in(was) != paused_in(next)) pause_for(s, next);
 }
 
 void set_enabled(bool on) {

@@ -109,4 +109,8 @@ void give_up_gpu_events() noexcept;
 /// events; "projected: ..." when CUPTI traces and events are not needed; else why neither.
 std::string event_timing(const Options& o, bool gpu_available, const std::string& no_gpu_reason, bool tracing);
 
+/// Whether some step of `o`'s window pauses CUPTI's tracing (a wait step, or one after the last
+/// window): the activity status then says "paused outside the step window".
+bool pauses_tracing(const Options& o);
+
 }  // namespace cuscope::inline v0::detail

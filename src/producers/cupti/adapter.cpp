@@ -207,11 +207,20 @@ void start_event_clock(State& s, Sink& sink, const Subscribed& sub) {
   }
 }
 
+// Tests: stands for cuptiActivityEnable (`on`) and cuptiActivityDisable in pauses, resumes and
+// stop (trace_kinds_with_fake_cupti_for_testing()).
+std::atomic<CUptiResult (*)(CUpti_ActivityKind, bool)> g_fake_switch{nullptr};
+
+CUptiResult switch_kind(CUpti_ActivityKind kind, bool on) {
+  if (auto* fake = g_fake_switch.load(std::memory_order_acquire)) return fake(kind, on);
+  return on ? cuptiActivityEnable(kind) : cuptiActivityDisable(kind);
+}
+
 // Disabling a kind ends its calls' records too; the calls turned off stay off until the kind is
 // enabled again, which turns every call back on (CUPTI: the kind overrides per-call settings made
 // before it).
 void disable_all(State& s) {
-  for (CUpti_ActivityKind kind : s.enabled) cuptiActivityDisable(kind);
+  for (CUpti_ActivityKind kind : s.enabled) switch_kind(kind, false);
   s.enabled.clear();
 }
 
@@ -247,7 +256,7 @@ std::string pause(State& s) {
     const CUpti_ActivityKind kind = s.enabled[i];
     if (kind == CUPTI_ACTIVITY_KIND_CUDA_EVENT) {
       kept.push_back(kind);
-    } else if (CUptiResult r = cuptiActivityDisable(kind); r != CUPTI_SUCCESS) {
+    } else if (CUptiResult r = switch_kind(kind, false); r != CUPTI_SUCCESS) {
       kept.insert(kept.end(), s.enabled.begin() + static_cast<std::ptrdiff_t>(i), s.enabled.end());
       s.enabled = std::move(kept);
       return refusal("cuptiActivityDisable", r);
@@ -277,8 +286,10 @@ std::string resume(State& s, Sink& sink) {
   }
   while (!s.paused_kinds.empty()) {
     const CUpti_ActivityKind kind = s.paused_kinds.back();
-    if (CUptiResult r = cuptiActivityEnable(kind); r != CUPTI_SUCCESS) return refusal(kind_name(kind), r);
-    s.enabled.push_back(kind);
+    if (CUptiResult r = switch_kind(kind, true); r != CUPTI_SUCCESS) return refusal(kind_name(kind), r);
+    // Back in the order they were on (the API kinds after them, as trace_calls() put them at
+    // start): the next pause turns them off in the same order, the kernels first.
+    s.enabled.insert(s.enabled.begin(), kind);
     s.paused_kinds.pop_back();
   }
   cuptiActivityEnableAllSyncRecords(0);  // as start_activity_tracing() left it
@@ -450,6 +461,21 @@ void set_pause_hook_for_testing(void (*hook)(bool paused)) noexcept {
   g_hook_paused = false;
 }
 
+void trace_kinds_with_fake_cupti_for_testing(Sink& sink, const std::vector<CUpti_ActivityKind>& kinds,
+                                             CUptiResult (*fake)(CUpti_ActivityKind kind, bool on)) noexcept {
+  State& s = state();
+  g_fake_switch.store(fake, std::memory_order_release);
+  try {
+    s.enabled = kinds;
+  } catch (...) {  // out of memory: none
+    s.enabled.clear();
+  }
+  s.paused_kinds.clear();
+  s.paused = s.pause_refused = s.launch_notes = false;
+  s.target.store(&sink, std::memory_order_release);
+  sink.tracing.store(true, std::memory_order_release);
+}
+
 void flush_activity() noexcept { deliver(0); }
 
 void flush_activity_forced() noexcept { deliver(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); }
@@ -491,7 +517,8 @@ void stop_activity_tracing() noexcept {
   if (event_timestamps_from_cupti()) cuptiActivityEnableCudaEventDeviceTimestamps(0);
   set_event_timestamps_from_cupti(false);
   disable_all(s);
-  s.paused_kinds.clear();  // off already
+  g_fake_switch.store(nullptr, std::memory_order_release);  // the next session's kinds are CUPTI's
+  s.paused_kinds.clear();                                   // off already
   s.paused = false;
   deliver(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   restore_buffers_zeroed();  // CUPTI as found, for a client after this session

@@ -12,8 +12,9 @@
 // subscriber (subscriber.hpp) also gets the graph node callbacks that tie replayed kernels to
 // capture-time scopes; when another tool holds it, tracing goes on without that breakdown and with
 // external correlation (one note says why).
-// No cuscope lock is held while calling into CUPTI, and the buffer callback calls nothing in CUPTI
-// under a lock.
+// No lock that CUPTI's callbacks take (the aggregator's, the pool's, the notes') is held while
+// calling into CUPTI: start and the pauses between step windows run under the session's lifecycle
+// lock, which no callback takes. The buffer callback calls nothing in CUPTI under a lock.
 #pragma once
 
 #include <cupti.h>
@@ -67,6 +68,11 @@ void stop_activity_tracing() noexcept;
 void pause_activity_tracing(bool paused) noexcept;
 /// Tests: `hook` stands for CUPTI, called with each change (nullptr: CUPTI again).
 void set_pause_hook_for_testing(void (*hook)(bool paused)) noexcept;
+/// Tests: `sink` traced as start_activity_tracing() leaves a session that enabled `kinds` (no launch
+/// callbacks, no CUPTI call), with `fake` standing for cuptiActivityEnable (`on`) and
+/// cuptiActivityDisable in pause_activity_tracing() and stop_activity_tracing(), until the stop.
+void trace_kinds_with_fake_cupti_for_testing(Sink& sink, const std::vector<CUpti_ActivityKind>& kinds,
+                                             CUptiResult (*fake)(CUpti_ActivityKind kind, bool on)) noexcept;
 
 /// The activity kinds a session enables: kernels, copies, sets and overhead always; synchronization
 /// and memory records as `want` asks; external correlations and internal launch API records unless
