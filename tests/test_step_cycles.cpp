@@ -234,11 +234,14 @@ namespace {
 std::vector<std::string>* g_switches = nullptr;
 
 CUptiResult record_switch(CUpti_ActivityKind kind, bool on) {
-  const char* name = kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ? "KERNEL"
-                     : kind == CUPTI_ACTIVITY_KIND_MEMCPY          ? "MEMCPY"
-                     : kind == CUPTI_ACTIVITY_KIND_OVERHEAD        ? "OVERHEAD"
-                     : kind == CUPTI_ACTIVITY_KIND_CUDA_EVENT      ? "CUDA_EVENT"
-                                                                   : "other";
+  const char* name = kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL      ? "KERNEL"
+                     : kind == CUPTI_ACTIVITY_KIND_MEMCPY               ? "MEMCPY"
+                     : kind == CUPTI_ACTIVITY_KIND_OVERHEAD             ? "OVERHEAD"
+                     : kind == CUPTI_ACTIVITY_KIND_CUDA_EVENT           ? "CUDA_EVENT"
+                     : kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION ? "EXTERNAL"
+                     : kind == CUPTI_ACTIVITY_KIND_RUNTIME              ? "RUNTIME"
+                     : kind == CUPTI_ACTIVITY_KIND_DRIVER               ? "DRIVER"
+                                                                        : "other";
   g_switches->push_back(std::string(name) + (on ? " on" : " off"));
   return CUPTI_SUCCESS;
 }
@@ -275,6 +278,40 @@ TEST_CASE("every pause and resume switches CUPTI's kinds in one order: kernels o
   cuscope::detail::reset_for_testing();  // stops: every kind off, once
   std::sort(switches.begin(), switches.end());
   CHECK(switches == std::vector<std::string>{"CUDA_EVENT off", "KERNEL off", "MEMCPY off", "OVERHEAD off"});
+  g_switches = nullptr;
+}
+
+// External correlation: the API records and the external correlations tie the kernels to scopes,
+// so they come back before the kernels; the API kinds first of all (trace_calls() turns the calls
+// that launch nothing off again after each), and every cycle the same.
+TEST_CASE("with external correlation a resume turns the API kinds on first, the kernels last",
+          "[session][window][tracing]") {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.wait_steps = 1;
+  o.active_steps = 1;
+  o.repeat = 0;
+  cuscope_test::WithoutGpu no_gpu;
+  cuscope_test::Session session(o);
+  std::vector<std::string> switches;
+  g_switches = &switches;
+  // As start_activity_tracing() leaves them without launch notes: the record kinds, then the API's.
+  const std::vector<CUpti_ActivityKind> kinds = {
+      CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+      CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER};
+  cuscope::detail::trace_kinds_with_fake_cupti_for_testing(cuscope::detail::session(), kinds, &record_switch);
+  cuscope::step();  // 0 -> 1: tracing, as it was
+  for (int cycle = 0; cycle < 2; ++cycle) {
+    switches.clear();
+    cuscope::step();  // paused
+    cuscope::step();  // resumed
+    INFO("cycle " << cycle);
+    CHECK(switches == std::vector<std::string>{"KERNEL off", "MEMCPY off", "EXTERNAL off", "RUNTIME off",
+                                               "DRIVER off", "RUNTIME on", "DRIVER on", "EXTERNAL on",
+                                               "MEMCPY on", "KERNEL on"});
+  }
+  switches.clear();
+  cuscope::detail::reset_for_testing();
+  CHECK(switches.size() == 5);  // every kind off once at the stop
   g_switches = nullptr;
 }
 

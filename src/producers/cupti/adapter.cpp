@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "producers/clock.hpp"
+#include "producers/cupti/activity_kinds.hpp"
 #include "producers/cupti/buffer_pool.hpp"
 #include "producers/cupti/decode.hpp"
 #include "producers/cupti/errors.hpp"
@@ -35,27 +36,12 @@ constexpr BufferPool::Limits kBufferLimits{4u << 20, 256u << 10, 128u << 20, 256
 // Zeroed buffers kept ready for the next threads that launch (made on the collector's thread).
 constexpr std::size_t kSpareBuffers = 2;
 
-constexpr std::array kKinds = {
-    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,  // not KERNEL, which serializes kernels
-    CUPTI_ACTIVITY_KIND_MEMCPY,
-    CUPTI_ACTIVITY_KIND_MEMCPY2,  // peer-to-peer copies
-    CUPTI_ACTIVITY_KIND_MEMSET,
-    CUPTI_ACTIVITY_KIND_MEMORY2,
-    CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
-    CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
-    CUPTI_ACTIVITY_KIND_OVERHEAD,
-    CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API,  // launches CUDA makes for the program (their API records)
-};
-
 struct State {
   std::atomic<Sink*> target{nullptr};
   BufferPool buffers{kBufferLimits};
-  std::vector<CUpti_ActivityKind> enabled;  // kinds to disable at stop
-  // Between step windows (pause_activity_tracing): the kinds disabled, in the order they were on.
-  std::vector<CUpti_ActivityKind> paused_kinds;
+  ActivityKinds kinds;  // on, and paused between step windows
   bool paused = false;
   bool pause_refused = false;  // a pause or resume was refused: tracing stays as it is from then on
-  bool launch_notes = false;   // the launch callbacks are on (what a pause turns off too)
 };
 
 State& state() {
@@ -153,37 +139,6 @@ void pop_correlation() noexcept {
   cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
 }
 
-// Enables API records for the calls that launch work, and only those; returns the first refusal.
-// The whole kind first, then every other call turned off: on an H100 (CUDA 13.0, driver 580),
-// turning single calls on (cuptiActivityEnableRuntimeApi/DriverApi(cbid, 1)) without the kind gave
-// no API records at all, nor external correlations, for a context made before CUPTI was first
-// used (a program that called CUDA before its first scope): no kernel could be tied to a scope.
-// The kind, then calls turned off, gave exactly the wanted records for both (docs/cupti.md).
-CUptiResult trace_calls(State& s, RecordChoice want) {
-  struct Domain {
-    CUpti_CallbackDomain domain;
-    CUpti_CallbackId size;
-    CUpti_ActivityKind kind;
-  };
-  const Domain domains[] = {
-      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE, CUPTI_ACTIVITY_KIND_RUNTIME},
-      {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE, CUPTI_ACTIVITY_KIND_DRIVER}};
-  for (const Domain& d : domains) {
-    CUptiResult r = cuptiActivityEnable(d.kind);
-    if (r != CUPTI_SUCCESS) return r;
-    s.enabled.push_back(d.kind);
-    for (CUpti_CallbackId cbid = 1; cbid < d.size; ++cbid) {
-      const char* name = nullptr;
-      if (cuptiGetCallbackName(d.domain, cbid, &name) != CUPTI_SUCCESS || name == nullptr) continue;
-      if (traced_call(name, d.domain == CUPTI_CB_DOMAIN_DRIVER_API, want)) continue;
-      r = d.domain == CUPTI_CB_DOMAIN_RUNTIME_API ? cuptiActivityEnableRuntimeApi(cbid, 0)
-                                                  : cuptiActivityEnableDriverApi(cbid, 0);
-      if (r != CUPTI_SUCCESS) return r;
-    }
-  }
-  return CUPTI_SUCCESS;
-}
-
 // CUSCOPE_EVENT_TIMESTAMPS=cupti: CUDA_EVENT records with device timestamps, and the callbacks
 // that note cuscope's own records (subscribe() turned them on). Where any part is refused, CUDA
 // events time themselves, with a note saying why.
@@ -193,10 +148,9 @@ void start_event_clock(State& s, Sink& sink, const Subscribed& sub) {
   std::string why;
   if (!sub.event_records) {
     why = sub.why_not.empty() ? "no CUPTI subscriber" : sub.why_not;
-  } else if (CUptiResult r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CUDA_EVENT); r != CUPTI_SUCCESS) {
+  } else if (CUptiResult r = s.kinds.enable_event_records(); r != CUPTI_SUCCESS) {
     why = refusal("cuptiActivityEnable(CUDA_EVENT)", r);
   } else {
-    s.enabled.push_back(CUPTI_ACTIVITY_KIND_CUDA_EVENT);
     if (CUptiResult t = cuptiActivityEnableCudaEventDeviceTimestamps(1); t != CUPTI_SUCCESS)
       why = refusal("cuptiActivityEnableCudaEventDeviceTimestamps", t);
   }
@@ -207,94 +161,8 @@ void start_event_clock(State& s, Sink& sink, const Subscribed& sub) {
   }
 }
 
-// Tests: stands for cuptiActivityEnable (`on`) and cuptiActivityDisable in pauses, resumes and
-// stop (trace_kinds_with_fake_cupti_for_testing()).
-std::atomic<CUptiResult (*)(CUpti_ActivityKind, bool)> g_fake_switch{nullptr};
-
-CUptiResult switch_kind(CUpti_ActivityKind kind, bool on) {
-  if (auto* fake = g_fake_switch.load(std::memory_order_acquire)) return fake(kind, on);
-  return on ? cuptiActivityEnable(kind) : cuptiActivityDisable(kind);
-}
-
-// Disabling a kind ends its calls' records too; the calls turned off stay off until the kind is
-// enabled again, which turns every call back on (CUPTI: the kind overrides per-call settings made
-// before it).
-void disable_all(State& s) {
-  for (CUpti_ActivityKind kind : s.enabled) switch_kind(kind, false);
-  s.enabled.clear();
-}
-
-const char* kind_name(CUpti_ActivityKind kind) {
-  switch (kind) {
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-      return "cuptiActivityEnable(CONCURRENT_KERNEL)";
-    case CUPTI_ACTIVITY_KIND_MEMCPY:
-      return "cuptiActivityEnable(MEMCPY)";
-    case CUPTI_ACTIVITY_KIND_MEMSET:
-      return "cuptiActivityEnable(MEMSET)";
-    case CUPTI_ACTIVITY_KIND_MEMORY2:
-      return "cuptiActivityEnable(MEMORY2)";
-    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
-      return "cuptiActivityEnable(SYNCHRONIZATION)";
-    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
-      return "cuptiActivityEnable(EXTERNAL_CORRELATION)";
-    case CUPTI_ACTIVITY_KIND_OVERHEAD:
-      return "cuptiActivityEnable(OVERHEAD)";
-    default:
-      return "cuptiActivityEnable";
-  }
-}
-
 std::atomic<void (*)(bool)> g_pause_hook{nullptr};  // tests: stands for CUPTI in pause_activity_tracing()
 bool g_hook_paused = false;
-
-// The kinds and callbacks off, the kinds of launches first; "" or why not (what was paused by then
-// stays in paused_kinds, for resume()).
-std::string pause(State& s) {
-  std::vector<CUpti_ActivityKind> kept;  // still on: CUDA_EVENT, and from a refusal on, the rest
-  for (std::size_t i = 0; i < s.enabled.size(); ++i) {
-    const CUpti_ActivityKind kind = s.enabled[i];
-    if (kind == CUPTI_ACTIVITY_KIND_CUDA_EVENT) {
-      kept.push_back(kind);
-    } else if (CUptiResult r = switch_kind(kind, false); r != CUPTI_SUCCESS) {
-      kept.insert(kept.end(), s.enabled.begin() + static_cast<std::ptrdiff_t>(i), s.enabled.end());
-      s.enabled = std::move(kept);
-      return refusal("cuptiActivityDisable", r);
-    } else {
-      s.paused_kinds.push_back(kind);
-    }
-  }
-  s.enabled = std::move(kept);
-  return s.launch_notes ? pause_launch_callbacks(true) : std::string{};
-}
-
-// The callbacks on, then the kinds in the reverse order: API records (with external correlation)
-// before the records that need them, and the kinds of launches last; "" or why not.
-std::string resume(State& s, Sink& sink) {
-  if (s.launch_notes) {
-    if (std::string why = pause_launch_callbacks(false); !why.empty()) return why;
-  }
-  const bool api = std::find(s.paused_kinds.begin(), s.paused_kinds.end(), CUPTI_ACTIVITY_KIND_RUNTIME) !=
-                   s.paused_kinds.end();
-  std::erase_if(s.paused_kinds, [](CUpti_ActivityKind k) {
-    return k == CUPTI_ACTIVITY_KIND_RUNTIME || k == CUPTI_ACTIVITY_KIND_DRIVER;
-  });
-  if (api) {
-    // The kind turns every call's records back on: trace_calls() turns the others off again.
-    if (CUptiResult r = trace_calls(s, record_choice(sink.options)); r != CUPTI_SUCCESS)
-      return refusal("cuptiActivityEnable(RUNTIME/DRIVER)", r);
-  }
-  while (!s.paused_kinds.empty()) {
-    const CUpti_ActivityKind kind = s.paused_kinds.back();
-    if (CUptiResult r = switch_kind(kind, true); r != CUPTI_SUCCESS) return refusal(kind_name(kind), r);
-    // Back in the order they were on (the API kinds after them, as trace_calls() put them at
-    // start): the next pause turns them off in the same order, the kernels first.
-    s.enabled.insert(s.enabled.begin(), kind);
-    s.paused_kinds.pop_back();
-  }
-  cuptiActivityEnableAllSyncRecords(0);  // as start_activity_tracing() left it
-  return {};
-}
 
 std::uint32_t loaded_version() {
   if (std::uint32_t fake = g_fake_version.load(std::memory_order_relaxed)) return fake;
@@ -334,21 +202,6 @@ void deliver(std::uint32_t flags) {
 
 }  // namespace
 
-std::vector<CUpti_ActivityKind> activity_kinds(RecordChoice want, bool launch_notes) {
-  std::vector<CUpti_ActivityKind> kinds;
-  for (CUpti_ActivityKind kind : kKinds) {
-    // Launch notes stand for external correlations and the API records they ride on.
-    if (launch_notes &&
-        (kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION || kind == CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API))
-      continue;
-    if ((!want.syncs && kind == CUPTI_ACTIVITY_KIND_SYNCHRONIZATION) ||
-        (!want.memory && kind == CUPTI_ACTIVITY_KIND_MEMORY2))
-      continue;
-    kinds.push_back(kind);
-  }
-  return kinds;
-}
-
 void set_cupti_version_for_testing(std::uint32_t version) noexcept {
   g_fake_version.store(version, std::memory_order_relaxed);
 }
@@ -380,29 +233,15 @@ std::string start_activity_tracing(Sink& sink) noexcept {
           fmt::format("CUSCOPE_ATTRIBUTION=launch: launch callbacks off ({}); scopes push external "
                       "correlation ids instead",
                       sub.why_not));
-    const auto fail = [&](const std::string& why) {
-      disable_all(s);
+    const RecordChoice want = record_choice(sink.options);
+    if (std::string why = s.kinds.start(want, sub.launches); !why.empty()) {
+      s.kinds.off();
       restore_buffers_zeroed();
       unsubscribe();
       s.target.store(nullptr, std::memory_order_release);
       return why;
-    };
-    const RecordChoice want = record_choice(sink.options);
-    for (CUpti_ActivityKind kind : activity_kinds(want, sub.launches)) {
-      r = cuptiActivityEnable(kind);
-      if (r != CUPTI_SUCCESS) return fail(refusal(kind_name(kind), r));
-      s.enabled.push_back(kind);
     }
-    // Queries of events and streams whose work has not finished yet say nothing about waiting;
-    // without this every poll of a running event would be a record.
-    cuptiActivityEnableAllSyncRecords(0);
-    if (!sub.launches) {
-      r = trace_calls(s, want);
-      if (r != CUPTI_SUCCESS) return fail(refusal("cuptiActivityEnable(RUNTIME/DRIVER)", r));
-    }
-    s.launch_notes = sub.launches;
     s.paused = s.pause_refused = false;
-    s.paused_kinds.clear();
     start_event_clock(s, sink, sub);
     sink.forest.record_instances.store(true, std::memory_order_relaxed);
     sink.launch_attributed.store(sub.launches, std::memory_order_release);
@@ -428,14 +267,14 @@ void pause_activity_tracing(bool paused) noexcept {
   Sink* target = s.target.load(std::memory_order_acquire);
   if (target == nullptr || paused == s.paused || s.pause_refused) return;
   try {
-    const std::string why = paused ? pause(s) : resume(s, *target);
+    const std::string why = paused ? s.kinds.pause() : s.kinds.resume();
     if (why.empty()) {
       s.paused = paused;
       return;
     }
     s.pause_refused = true;
     if (paused) {
-      const std::string back = resume(s, *target);  // tracing on, as without windows
+      const std::string back = s.kinds.resume();  // tracing on, as without windows
       warn_once(
           back.empty()
               ? fmt::format("CUPTI tracing cannot pause between step windows ({}); it traces on, and what "
@@ -464,14 +303,12 @@ void set_pause_hook_for_testing(void (*hook)(bool paused)) noexcept {
 void trace_kinds_with_fake_cupti_for_testing(Sink& sink, const std::vector<CUpti_ActivityKind>& kinds,
                                              CUptiResult (*fake)(CUpti_ActivityKind kind, bool on)) noexcept {
   State& s = state();
-  g_fake_switch.store(fake, std::memory_order_release);
   try {
-    s.enabled = kinds;
+    s.kinds.fake_for_testing(kinds, fake);
   } catch (...) {  // out of memory: none
-    s.enabled.clear();
+    s.kinds.fake_for_testing({}, fake);
   }
-  s.paused_kinds.clear();
-  s.paused = s.pause_refused = s.launch_notes = false;
+  s.paused = s.pause_refused = false;
   s.target.store(&sink, std::memory_order_release);
   sink.tracing.store(true, std::memory_order_release);
 }
@@ -516,9 +353,7 @@ void stop_activity_tracing() noexcept {
   deliver(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   if (event_timestamps_from_cupti()) cuptiActivityEnableCudaEventDeviceTimestamps(0);
   set_event_timestamps_from_cupti(false);
-  disable_all(s);
-  g_fake_switch.store(nullptr, std::memory_order_release);  // the next session's kinds are CUPTI's
-  s.paused_kinds.clear();                                   // off already
+  s.kinds.off();
   s.paused = false;
   deliver(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   restore_buffers_zeroed();  // CUPTI as found, for a client after this session

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "producers/cupti/activity_kinds.hpp"  // activity_kinds()
 #include "producers/cupti/subscriber.hpp"
 #include "producers/cupti/traced_calls.hpp"
 
@@ -73,11 +74,6 @@ void set_pause_hook_for_testing(void (*hook)(bool paused)) noexcept;
 /// cuptiActivityDisable in pause_activity_tracing() and stop_activity_tracing(), until the stop.
 void trace_kinds_with_fake_cupti_for_testing(Sink& sink, const std::vector<CUpti_ActivityKind>& kinds,
                                              CUptiResult (*fake)(CUpti_ActivityKind kind, bool on)) noexcept;
-
-/// The activity kinds a session enables: kernels, copies, sets and overhead always; synchronization
-/// and memory records as `want` asks; external correlations and internal launch API records unless
-/// launches are noted by callbacks.
-std::vector<CUpti_ActivityKind> activity_kinds(RecordChoice want, bool launch_notes);
 
 /// What the buffer callback does with one completed buffer of `valid` bytes (CUPTI dropped
 /// `dropped` records before it): under the aggregator's lock, the launch notes made so far, then
