@@ -204,7 +204,13 @@ int main(int argc, char** argv) {
       const char* key = "transformer.windowed";
       if (!part(key)) return;
       restart_windowed_session(kWindowWait, 1, 1);
-      const std::vector<double> t = step_ns(static_cast<int>(kWindowCycle), args.steps);
+      // Whole cycles, each step its cycle's mean (cycle_means), then the round's steps: a last,
+      // cut cycle would be paused steps only.
+      const auto steps = static_cast<std::size_t>(args.steps);
+      const std::size_t whole = (steps + kWindowCycle - 1) / kWindowCycle * kWindowCycle;
+      std::vector<double> t =
+          cycle_means(step_ns(static_cast<int>(kWindowCycle), static_cast<int>(whole)), whole, kWindowCycle);
+      t.resize(steps);
       end_session();
       m.step_windowed.insert(m.step_windowed.end(), t.begin(), t.end());
     };

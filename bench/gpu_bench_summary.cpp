@@ -74,10 +74,10 @@ Summary summarize(const Args& args, const BenchMachine& machine, const Measured&
     s.measurements.push_back({std::string("ratio.") + part.key + "_over_without",
                               std::string("ratio: ") + part.label + " / without", t / without, "x"});
   }
-  // The windowed step: per step, the mean of its cycle (cycle_means), and the step without cuscope
+  // The windowed step: per step, the mean of its cycle (gpu_bench.cu), and the step without cuscope
   // taken the same way, so that the two are compared alike.
   const auto steps_in_round = static_cast<std::size_t>(args.steps);
-  const std::vector<double> windowed = cycle_means(m.step_windowed, steps_in_round, kWindowCycle);
+  const std::vector<double>& windowed = m.step_windowed;
   const std::vector<double> without_cycles = cycle_means(m.step_without, steps_in_round, kWindowCycle);
   const std::string windowed_label =
       "transformer step, cuscope's defaults recording one step in " + std::to_string(kWindowCycle) +
