@@ -60,7 +60,7 @@ def count(name: str, amount: float = 1.0) -> None:
     """
 
 def step() -> None:
-    """Marks the end of a step: drives the wait / warm-up / active window.
+    """Marks the end of a step: drives the wait / warm-up / active window (repeated by repeat=).
 
     Example::
 

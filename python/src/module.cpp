@@ -124,7 +124,7 @@ Example::
   m.def("_scopes_use_streams", &cuscope::detail::scope_streams_used,
         "Whether a scope entered now would time CUDA events on a stream (cuscope's torch stream lookup asks).");
   m.def("step", &cuscope::step, R"doc(Marks the end of a step (an iteration of the main loop): drives the
-wait / warm-up / active window of start(wait_steps=, warmup_steps=, active_steps=).
+wait / warm-up / active window of start(wait_steps=, warmup_steps=, active_steps=, repeat=).
 
 Example::
 
