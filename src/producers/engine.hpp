@@ -25,6 +25,9 @@ struct Engine {
   void (*push)(std::string_view, cudaStream_t) noexcept;
   void (*pop)() noexcept;
   bool (*start)(const Options&);
+  /// start() from the environment: the engine's copy reads it, so a bad value is said once, in the
+  /// report the engine writes (a forwarding copy that read it too said it again on its own).
+  bool (*start_from_env)();
   void (*step)();
   void (*set_enabled)(bool);
   bool (*enabled)();

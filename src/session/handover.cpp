@@ -27,7 +27,7 @@ namespace {
 
 // Bumped whenever a type that crosses between copies (Engine, Options, Report, Site, the token)
 // changes shape; the sizes catch most of what a forgotten bump would miss.
-constexpr std::uint32_t kEngineLayout = 2u ^ (static_cast<std::uint32_t>(sizeof(Options)) << 8) ^
+constexpr std::uint32_t kEngineLayout = 3u ^ (static_cast<std::uint32_t>(sizeof(Options)) << 8) ^
                                         (static_cast<std::uint32_t>(sizeof(Report)) << 16) ^
                                         (static_cast<std::uint32_t>(sizeof(Site)) << 24);
 
@@ -40,6 +40,7 @@ std::once_flag g_found_once;
 std::atomic<const Engine*> g_owner{nullptr};
 
 bool start_forwarded(const Options& o) { return cuscope::start(o); }
+bool start_from_env_forwarded() { return cuscope::start(); }
 void count_name_forwarded(std::string_view name, double amount) noexcept { cuscope::count(name, amount); }
 void push_forwarded(std::string_view name, cudaStream_t stream) noexcept { cuscope::push(name, stream); }
 
@@ -161,6 +162,7 @@ const Engine& this_engine() noexcept {
                              &push_forwarded,
                              &cuscope::pop,
                              &start_forwarded,
+                             &start_from_env_forwarded,
                              &cuscope::step,
                              &cuscope::set_enabled,
                              &cuscope::enabled,

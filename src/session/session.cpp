@@ -266,6 +266,8 @@ bool start_from_scope() noexcept {
 
 bool start() {
   if (detail::forked_child()) return false;
+  // A copy that forwards lets the engine read the environment: what is wrong with it said once.
+  if (const detail::Engine* e = detail::forward_target()) return e->start_from_env();
   return start(options_from_env());
 }
 

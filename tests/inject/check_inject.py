@@ -199,6 +199,16 @@ rep = report(out)
 expect("linked + injected: every scope once, NVTX ranges inside", ranges(rep),
        {"scoped": (2, 1), "scoped/raw": (2, 1)})
 expect("linked + injected: one table", count_tables(err), 1)
+# A bad value, read by the engine alone: one warning (the program's own copy read it too, and said it
+# again), and one note in the report.
+rc, stdout, err = run([CUSCOPE, "run", "--json", out, "--", LINKED], {"CUSCOPE_ROWS": "ten"})
+expect("linked + injected, a bad value: exit status", rc, 0)
+bad_rows = "CUSCOPE_ROWS='ten' is not a whole number; keeping 50"
+expect("linked + injected: a bad value is warned about exactly once",
+       [line for line in err.splitlines() if "CUSCOPE_ROWS" in line and line.startswith("cuscope:")],
+       ["cuscope: " + bad_rows])
+expect("linked + injected: a bad value is one note of the report",
+       [n for n in report(out)["notes"] if "CUSCOPE_ROWS" in n], [bad_rows])
 
 # Processes below one `cuscope run`: the first to start a session writes the files the options name;
 # any other one writes its own, with its pid, and says so. Here the program runs itself as a child.
