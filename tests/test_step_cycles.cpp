@@ -52,6 +52,28 @@ struct PausedSession {
   PausedSession& operator=(const PausedSession&) = delete;
 };
 
+// Options for a session whose trace must replay to its exit report: both files, and CUPTI faked
+// (the test hands buffers to the decoder itself; CUDA events are not in a trace).
+cuscope::Options replayable_options(const std::string& trace_path, const std::string& json_path) {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.trace_path = trace_path;
+  o.json_path = json_path;
+  o.gpu_events = false;
+  o.activities = false;
+  return o;
+}
+
+// The trace, replayed, gives the exit report's JSON; both files go.
+void check_replay_matches_exit(const std::string& trace_path, const std::string& json_path) {
+  const std::string exit_json = cuscope_test::trace_kit::read_file(json_path);
+  cuscope::Report replayed;
+  std::string error;
+  REQUIRE(cuscope::trace::replay_file(trace_path, &replayed, &error));
+  CHECK(cuscope::format_json(replayed) == exit_json);
+  std::remove(trace_path.c_str());
+  std::remove(json_path.c_str());
+}
+
 // `steps` steps, each one scope named `name`, then the report.
 cuscope::Report run_steps(int steps, const char* name) {
   for (int i = 0; i < steps; ++i) {
@@ -186,15 +208,10 @@ void slow_pause(bool paused) {
 // runs (by another thread, outside every scope) is outside the window, live as in the replay.
 TEST_CASE("a window closes when its step ends, not after CUPTI's pause: live and replay agree",
           "[session][window][tracing][trace]") {
-  using cuscope_test::trace_kit::read_file;
   using cuscope_test::trace_kit::temp_path;
   const std::string trace_path = temp_path("pause_window.cuscope");
   const std::string json_path = temp_path("pause_window.json");
-  cuscope::Options o = cuscope_test::quiet_options();
-  o.trace_path = trace_path;
-  o.json_path = json_path;
-  o.gpu_events = false;  // not in a trace: kept out of the live report
-  o.activities = false;  // fake CUPTI: the test hands buffers to the decoder itself
+  cuscope::Options o = replayable_options(trace_path, json_path);
   o.wait_steps = 1;
   o.active_steps = 1;
   o.repeat = 0;  // wait 0, active 1, wait 2, ...
@@ -219,13 +236,7 @@ TEST_CASE("a window closes when its step ends, not after CUPTI's pause: live and
     CHECK(live.find("(unscoped)") == nullptr);
     cuscope::shutdown();
   }
-  const std::string exit_json = read_file(json_path);
-  cuscope::Report replayed;
-  std::string error;
-  REQUIRE(cuscope::trace::replay_file(trace_path, &replayed, &error));
-  CHECK(cuscope::format_json(replayed) == exit_json);
-  std::remove(trace_path.c_str());
-  std::remove(json_path.c_str());
+  check_replay_matches_exit(trace_path, json_path);
 }
 
 namespace {
@@ -246,12 +257,10 @@ CUptiResult record_switch(CUpti_ActivityKind kind, bool on) {
   return CUPTI_SUCCESS;
 }
 
-}  // namespace
-
-// The order is what keeps every record's launch known: the kernels off first and on last. A resume
-// that put the kinds back in its own order would turn them around at every other cycle.
-TEST_CASE("every pause and resume switches CUPTI's kinds in one order: kernels off first, on last",
-          "[session][window][tracing]") {
+// A window of one wait and one active step, repeated, with `kinds` on and faked: each of two cycles'
+// pause and resume switches them as `cycle` says, and the stop turns each off once (`stop`, sorted).
+void check_switches(const std::vector<CUpti_ActivityKind>& kinds, const std::vector<std::string>& cycle,
+                    const std::vector<std::string>& stop) {
   cuscope::Options o = cuscope_test::quiet_options();
   o.wait_steps = 1;
   o.active_steps = 1;
@@ -260,25 +269,33 @@ TEST_CASE("every pause and resume switches CUPTI's kinds in one order: kernels o
   cuscope_test::Session session(o);
   std::vector<std::string> switches;
   g_switches = &switches;
-  const std::vector<CUpti_ActivityKind> kinds = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
-                                                 CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_OVERHEAD,
-                                                 CUPTI_ACTIVITY_KIND_CUDA_EVENT};
   cuscope::detail::trace_kinds_with_fake_cupti_for_testing(cuscope::detail::session(), kinds, &record_switch);
   cuscope::step();  // 0 -> 1: tracing, as it was
-  for (int cycle = 0; cycle < 2; ++cycle) {
+  for (int c = 0; c < 2; ++c) {
     switches.clear();
     cuscope::step();  // paused
     cuscope::step();  // resumed
-    INFO("cycle " << cycle);
-    // CUDA_EVENT (cuscope's own events) stays on.
-    CHECK(switches == std::vector<std::string>{"KERNEL off", "MEMCPY off", "OVERHEAD off", "OVERHEAD on",
-                                               "MEMCPY on", "KERNEL on"});
+    INFO("cycle " << c);
+    CHECK(switches == cycle);
   }
   switches.clear();
-  cuscope::detail::reset_for_testing();  // stops: every kind off, once
+  cuscope::detail::reset_for_testing();  // stops
   std::sort(switches.begin(), switches.end());
-  CHECK(switches == std::vector<std::string>{"CUDA_EVENT off", "KERNEL off", "MEMCPY off", "OVERHEAD off"});
+  CHECK(switches == stop);
   g_switches = nullptr;
+}
+
+}  // namespace
+
+// The order is what keeps every record's launch known: the kernels off first and on last. A resume
+// that put the kinds back in its own order would turn them around at every other cycle.
+TEST_CASE("every pause and resume switches CUPTI's kinds in one order: kernels off first, on last",
+          "[session][window][tracing]") {
+  // CUDA_EVENT (cuscope's own events) stays on, and goes off at the stop.
+  check_switches({CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                  CUPTI_ACTIVITY_KIND_OVERHEAD, CUPTI_ACTIVITY_KIND_CUDA_EVENT},
+                 {"KERNEL off", "MEMCPY off", "OVERHEAD off", "OVERHEAD on", "MEMCPY on", "KERNEL on"},
+                 {"CUDA_EVENT off", "KERNEL off", "MEMCPY off", "OVERHEAD off"});
 }
 
 // External correlation: the API records and the external correlations tie the kernels to scopes,
@@ -286,46 +303,21 @@ TEST_CASE("every pause and resume switches CUPTI's kinds in one order: kernels o
 // that launch nothing off again after each), and every cycle the same.
 TEST_CASE("with external correlation a resume turns the API kinds on first, the kernels last",
           "[session][window][tracing]") {
-  cuscope::Options o = cuscope_test::quiet_options();
-  o.wait_steps = 1;
-  o.active_steps = 1;
-  o.repeat = 0;
-  cuscope_test::WithoutGpu no_gpu;
-  cuscope_test::Session session(o);
-  std::vector<std::string> switches;
-  g_switches = &switches;
   // As start_activity_tracing() leaves them without launch notes: the record kinds, then the API's.
-  const std::vector<CUpti_ActivityKind> kinds = {
-      CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-      CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER};
-  cuscope::detail::trace_kinds_with_fake_cupti_for_testing(cuscope::detail::session(), kinds, &record_switch);
-  cuscope::step();  // 0 -> 1: tracing, as it was
-  for (int cycle = 0; cycle < 2; ++cycle) {
-    switches.clear();
-    cuscope::step();  // paused
-    cuscope::step();  // resumed
-    INFO("cycle " << cycle);
-    CHECK(switches == std::vector<std::string>{"KERNEL off", "MEMCPY off", "EXTERNAL off", "RUNTIME off",
-                                               "DRIVER off", "RUNTIME on", "DRIVER on", "EXTERNAL on",
-                                               "MEMCPY on", "KERNEL on"});
-  }
-  switches.clear();
-  cuscope::detail::reset_for_testing();
-  CHECK(switches.size() == 5);  // every kind off once at the stop
-  g_switches = nullptr;
+  check_switches(
+      {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+       CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER},
+      {"KERNEL off", "MEMCPY off", "EXTERNAL off", "RUNTIME off", "DRIVER off", "RUNTIME on", "DRIVER on",
+       "EXTERNAL on", "MEMCPY on", "KERNEL on"},
+      {"DRIVER off", "EXTERNAL off", "KERNEL off", "MEMCPY off", "RUNTIME off"});
 }
 
 // Trace mode: the replay finds each cycle's window from the step marks, as the live session had it.
 TEST_CASE("a repeated window replays from its trace to the exit report", "[session][window][trace]") {
-  using cuscope_test::trace_kit::read_file;
   using cuscope_test::trace_kit::temp_path;
   const std::string trace_path = temp_path("repeated_window.cuscope");
   const std::string json_path = temp_path("repeated_window.json");
-  cuscope::Options o = cuscope_test::quiet_options();
-  o.trace_path = trace_path;
-  o.json_path = json_path;
-  o.gpu_events = false;  // not in a trace: kept out of the live report
-  o.activities = false;  // fake CUPTI: the test hands buffers to the decoder itself
+  cuscope::Options o = replayable_options(trace_path, json_path);
   o.wait_steps = 1;
   o.warmup_steps = 1;
   o.active_steps = 1;
@@ -348,18 +340,12 @@ TEST_CASE("a repeated window replays from its trace to the exit report", "[sessi
     }
     const cuscope::Report live = cuscope::snapshot();
     CHECK(live.recorded_steps == 2);
+    REQUIRE(live.find("cycled") != nullptr);
+    CHECK(live.find("cycled")->calls == 2);
     REQUIRE(live.find("(unscoped)") != nullptr);
     CHECK(live.find("(unscoped)")->self.kernel_calls == 2);
     CHECK(live.diagnostics.outside_window_records == 6);
     cuscope::shutdown();
   }
-  const std::string exit_json = read_file(json_path);
-  cuscope::Report replayed;
-  std::string error;
-  REQUIRE(cuscope::trace::replay_file(trace_path, &replayed, &error));
-  CHECK(cuscope::format_json(replayed) == exit_json);
-  REQUIRE(replayed.find("cycled") != nullptr);
-  CHECK(replayed.find("cycled")->calls == 2);
-  std::remove(trace_path.c_str());
-  std::remove(json_path.c_str());
+  check_replay_matches_exit(trace_path, json_path);  // 'cycled' twice, as live
 }
