@@ -119,7 +119,7 @@ inline Measurement paired_ratio(std::string key, std::string label, const std::v
 /// The order of `n` interleaved configurations in round `round`, a Williams design (the rows of a
 /// balanced Latin square): place j holds (round + w[j]) mod n, w = 0, 1, n-1, 2, n-2, ... Over n
 /// rounds each configuration takes each place once, and the one before it changes from round to
-/// round (over 5 rounds of 10 or 11, at least 4 different ones). A fixed order puts a warm-up effect
+/// round (over 5 rounds of 10 to 13, at least 4 different ones). A fixed order puts a warm-up effect
 /// on the first and each configuration's after-effects on the same next one every round; a merely
 /// rotated order keeps every neighbour but one.
 inline std::vector<int> round_order(int n, int round) {

@@ -52,7 +52,7 @@ TEST_CASE("bench: each round's order puts each configuration in each place once,
   CHECK(cuscope_bench::round_order(11, 0) == std::vector<int>{0, 1, 10, 2, 9, 3, 8, 4, 7, 5, 6});
   CHECK(cuscope_bench::round_order(1, 3) == std::vector<int>{0});
   CHECK(cuscope_bench::round_order(0, 2).empty());
-  for (const int n : {5, 10, 11}) {
+  for (const int n : {5, 10, 11, 13}) {
     for (int place = 0; place < n; ++place) {  // over n rounds, every configuration in every place
       std::vector<int> seen;
       for (int round = 0; round < n; ++round) seen.push_back(cuscope_bench::round_order(n, round)[place]);
@@ -62,17 +62,19 @@ TEST_CASE("bench: each round's order puts each configuration in each place once,
       CHECK(seen == all);
     }
   }
-  // The bench's 11 launch loops over gpu-check's 5 rounds: each configuration comes after at least 4
-  // different ones (a rotated order gave 6 of them the same one in every round).
-  std::vector<std::set<int>> before(11);
-  for (int round = 0; round < 5; ++round) {
-    const std::vector<int> order = cuscope_bench::round_order(11, round);
-    for (std::size_t i = 1; i < order.size(); ++i)
-      before[static_cast<std::size_t>(order[i])].insert(order[i - 1]);
-  }
-  for (int c = 0; c < 11; ++c) {
-    INFO("configuration " << c);
-    CHECK(before[static_cast<std::size_t>(c)].size() >= 4);
+  // The bench's 11 launch loops and 13 transformer configurations over 5 rounds: each configuration
+  // comes after at least 4 different ones (a rotated order gave 6 of them the same one in every round).
+  for (const int n : {11, 13}) {
+    std::vector<std::set<int>> before(static_cast<std::size_t>(n));
+    for (int round = 0; round < 5; ++round) {
+      const std::vector<int> order = cuscope_bench::round_order(n, round);
+      for (std::size_t i = 1; i < order.size(); ++i)
+        before[static_cast<std::size_t>(order[i])].insert(order[i - 1]);
+    }
+    for (int c = 0; c < n; ++c) {
+      INFO(n << " configurations, configuration " << c);
+      CHECK(before[static_cast<std::size_t>(c)].size() >= 4);
+    }
   }
 }
 
