@@ -45,8 +45,14 @@ Options apply(const Settings& settings, const Options& base, Problems* problems)
   return o;
 }
 
-// start(): the environment first, the settings on top; nothing starts when one is bad.
+// start(): the environment first, the settings on top; nothing starts when one is bad. Without
+// settings, cuscope::start() itself: a copy that forwards (under `cuscope run`) lets the engine read
+// the environment, so what is wrong with it is said once, not by this copy and again by the engine.
 std::pair<bool, Problems> start_with(const Settings& settings) {
+  if (settings.empty()) {
+    nb::gil_scoped_release release;
+    return {cuscope::start(), {}};
+  }
   Problems problems;
   const Options o = apply(settings, options_from_env(), &problems);
   if (!problems.empty()) return {false, problems};
