@@ -23,8 +23,6 @@ constexpr std::array kKinds = {
     CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API,  // launches CUDA makes for the program (their API records)
 };
 
-std::string refusal(const char* what, CUptiResult r) { return cupti_refusal(what, static_cast<int>(r)); }
-
 const char* kind_name(CUpti_ActivityKind kind) {
   switch (kind) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
@@ -109,7 +107,7 @@ std::string ActivityKinds::start(RecordChoice want, bool launch_notes) {
   launch_notes_ = launch_notes;
   paused_.clear();
   for (CUpti_ActivityKind kind : activity_kinds(want, launch_notes)) {
-    if (CUptiResult r = switch_kind(kind, true); r != CUPTI_SUCCESS) return refusal(kind_name(kind), r);
+    if (CUptiResult r = switch_kind(kind, true); r != CUPTI_SUCCESS) return cupti_refusal(kind_name(kind), r);
     enabled_.push_back(kind);
   }
   // Queries of events and streams whose work has not finished yet say nothing about waiting;
@@ -117,7 +115,7 @@ std::string ActivityKinds::start(RecordChoice want, bool launch_notes) {
   cuptiActivityEnableAllSyncRecords(0);
   if (!launch_notes) {
     if (CUptiResult r = trace_calls(); r != CUPTI_SUCCESS)
-      return refusal("cuptiActivityEnable(RUNTIME/DRIVER)", r);
+      return cupti_refusal("cuptiActivityEnable(RUNTIME/DRIVER)", r);
   }
   return {};
 }
@@ -147,7 +145,7 @@ std::string ActivityKinds::pause() {
     } else if (CUptiResult r = switch_kind(kind, false); r != CUPTI_SUCCESS) {
       kept.insert(kept.end(), enabled_.begin() + static_cast<std::ptrdiff_t>(i), enabled_.end());
       enabled_ = std::move(kept);
-      return refusal("cuptiActivityDisable", r);
+      return cupti_refusal("cuptiActivityDisable", r);
     } else {
       paused_.push_back(kind);
     }
@@ -165,11 +163,11 @@ std::string ActivityKinds::resume() {
   if (api) {
     // The kind turns every call's records back on: trace_calls() turns the others off again.
     if (CUptiResult r = trace_calls(); r != CUPTI_SUCCESS)
-      return refusal("cuptiActivityEnable(RUNTIME/DRIVER)", r);
+      return cupti_refusal("cuptiActivityEnable(RUNTIME/DRIVER)", r);
   }
   while (!paused_.empty()) {
     const CUpti_ActivityKind kind = paused_.back();
-    if (CUptiResult r = switch_kind(kind, true); r != CUPTI_SUCCESS) return refusal(kind_name(kind), r);
+    if (CUptiResult r = switch_kind(kind, true); r != CUPTI_SUCCESS) return cupti_refusal(kind_name(kind), r);
     // Back in the order they were on (the API kinds after them, as at the start): the next pause
     // turns them off in the same order, the kernels first.
     enabled_.insert(enabled_.begin(), kind);

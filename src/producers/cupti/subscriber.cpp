@@ -33,7 +33,7 @@ std::atomic<bool> g_launches{false};        // the launch callbacks are on
 // their callbacks are enabled.
 std::array<bool, CUPTI_DRIVER_TRACE_CBID_SIZE> g_launch_cbids{};
 // The launch callbacks enable_launch_callbacks() turned on: what a pause turns off and on again.
-std::vector<std::pair<CUpti_CallbackDomain, CUpti_CallbackId>> g_launch_callbacks_on;
+std::vector<Callback> g_launch_callbacks_on;
 
 // The calls that record an event, by both APIs (the runtime's calls the driver's): at their entry
 // the callback notes the correlation id of cuscope's own records (event_timestamps.hpp).
@@ -215,9 +215,11 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
 }
 
 // Enables `callbacks` on `handle`; "" or why not (`what`: which of them, for the message).
-std::string enable(CUpti_SubscriberHandle handle, const std::vector<Callback>& callbacks, const char* what) {
+// `on` 0 turns them off again (the launch callbacks' pauses: pause_launch_callbacks()).
+std::string enable(CUpti_SubscriberHandle handle, const std::vector<Callback>& callbacks, const char* what,
+                   std::uint32_t on = 1) {
   for (auto [domain, cbid] : callbacks) {
-    if (CUptiResult r = cuptiEnableCallback(1, handle, domain, cbid); r != CUPTI_SUCCESS)
+    if (CUptiResult r = cuptiEnableCallback(on, handle, domain, cbid); r != CUPTI_SUCCESS)
       return cupti_refusal(fmt::format("cuptiEnableCallback({})", what).c_str(), r);
   }
   return {};
@@ -385,15 +387,11 @@ std::vector<CUpti_CallbackId> launch_note_callbacks(RecordChoice want) {
 std::string pause_launch_callbacks(bool paused) noexcept {
   if (g_handle == nullptr || !g_launches.load(std::memory_order_acquire)) return {};
   try {
-    for (auto [domain, cbid] : g_launch_callbacks_on) {
-      if (CUptiResult r = cuptiEnableCallback(paused ? 0 : 1, g_handle, domain, cbid); r != CUPTI_SUCCESS)
-        return cupti_refusal(
-            paused ? "cuptiEnableCallback(0, launch notes)" : "cuptiEnableCallback(1, launch notes)", r);
-    }
+    return enable(g_handle, g_launch_callbacks_on, paused ? "0, launch notes" : "1, launch notes",
+                  paused ? 0 : 1);
   } catch (...) {  // out of memory saying why
     return "out of memory";
   }
-  return {};
 }
 
 void unsubscribe() noexcept {
