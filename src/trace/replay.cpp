@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -22,22 +23,25 @@ namespace cuscope::trace {
 
 namespace {
 
+// `text` as a decimal number of 1 to `max_digits` digits (at most 18: no overflow); nullopt when
+// it is not one.
+std::optional<std::uint64_t> decimal(std::string_view text, std::size_t max_digits) {
+  if (text.empty() || text.size() > max_digits) return std::nullopt;
+  std::uint64_t n = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    n = n * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  return n;
+}
+
 // The whole number after `key` ("wait=") in the first of the options line's space-separated
 // fields that starts with it; 0 when there is none or it is not one.
 std::uint64_t option_field(std::string_view line, std::string_view key) {
   while (!line.empty()) {
     const std::size_t end = std::min(line.find(' '), line.size());
     const std::string_view field = line.substr(0, end);
-    if (field.starts_with(key)) {
-      const std::string_view digits = field.substr(key.size());
-      std::uint64_t n = 0;
-      if (digits.empty() || digits.size() > 18) return 0;
-      for (char c : digits) {
-        if (c < '0' || c > '9') return 0;
-        n = n * 10 + static_cast<std::uint64_t>(c - '0');
-      }
-      return n;
-    }
+    if (field.starts_with(key)) return decimal(field.substr(key.size()), 18).value_or(0);
     line.remove_prefix(std::min(end + 1, line.size()));
   }
   return 0;
@@ -49,13 +53,9 @@ class Replay final : public Visitor {
 
   void meta(std::string_view key, std::string_view value) override {
     if (key == "rank" || key == "world_size" || key == "pid") {
-      std::int64_t n = 0;  // a value that is not a small decimal number leaves the field unknown
-      if (value.empty() || value.size() > 9) return;
-      for (char c : value) {
-        if (c < '0' || c > '9') return;
-        n = n * 10 + (c - '0');
-      }
-      (key == "rank" ? rank_ : key == "world_size" ? world_size_ : pid_) = n;
+      // A value that is not a small decimal number leaves the field unknown.
+      if (const std::optional<std::uint64_t> n = decimal(value, 9))
+        (key == "rank" ? rank_ : key == "world_size" ? world_size_ : pid_) = static_cast<std::int64_t>(*n);
       return;
     }
     if (key == "options") window_start_ = option_field(value, "wait=") + option_field(value, "warmup=");
