@@ -86,9 +86,7 @@ Summary summarize(const Args& args, const BenchMachine& machine, const Measured&
   s.measurements.push_back(
       {"transformer.windowed", windowed_label, median(windowed), "ns", coefficient_of_variation(windowed)});
   s.measurements.push_back({"ratio.transformer.windowed_over_without",
-                            "ratio: " + windowed_label +
-                                " / without, "
-                                "its cycles' means too",
+                            "ratio: " + windowed_label + " / without, its cycles' means too",
                             median(windowed) / median(without_cycles), "x"});
   s.measurements.push_back(paired_ratio("paired.transformer.windowed_over_without",
                                         "paired: " + windowed_label + " / without, its cycles' means too",

@@ -42,6 +42,14 @@ std::uint64_t over_loop_ranges(const cuscope::Report& r, Field field) {
   return n;
 }
 
+// Replaces the cuscope session by a fresh one with `o`, the exit table off.
+void restart_with(cuscope::Options o) {
+  if (!g_ended) cuscope::detail::reset_for_testing();
+  g_ended = false;
+  o.print_at_exit = false;
+  cuscope::start(o);
+}
+
 }  // namespace
 
 void end_session() {
@@ -53,8 +61,6 @@ void restart_session(bool enabled, cuscope::EventTiming events, bool activities,
                      const std::string& trace_path, std::uint32_t sample_every,
                      cuscope::Attribution attribution, bool sync_and_memory_records,
                      cuscope::EventTimestamps timestamps) {
-  if (!g_ended) cuscope::detail::reset_for_testing();
-  g_ended = false;
   cuscope::Options o;
   o.event_timestamps = timestamps;
   o.sync_records = o.memory_records = sync_and_memory_records;
@@ -64,21 +70,17 @@ void restart_session(bool enabled, cuscope::EventTiming events, bool activities,
   o.events = events;
   o.events_sample_every = sample_every;
   o.activities = activities;
-  o.print_at_exit = false;
   o.warmup_steps = warmup_steps;
-  cuscope::start(o);
+  restart_with(o);
 }
 
 void restart_windowed_session(std::uint32_t wait, std::uint32_t warmup, std::uint32_t active) {
-  if (!g_ended) cuscope::detail::reset_for_testing();
-  g_ended = false;
   cuscope::Options o;
-  o.print_at_exit = false;
   o.wait_steps = wait;
   o.warmup_steps = warmup;
   o.active_steps = active;
   o.repeat = 0;
-  cuscope::start(o);
+  restart_with(o);
 }
 
 double launch_ns(cudaStream_t s, int launches, Wrap wrap, bool step_per_batch) {
