@@ -19,7 +19,8 @@ CITED = re.compile(r"[\w./\-]*(?:bench/results|validation)/[\w.\-]+\.(?:json|log
                    r"|(?<=\]\()[\w./\-]+\.(?:json|log)(?=[)#])")
 # A number as pages write it: 1,663 or 19.8 or 16.
 NUMBER = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
-# A key of the WHERE column, with an optional scale: "report.snapshot÷1e6", "scope.traced#cv×100".
+# A key of the WHERE column, with an optional scale: "report.snapshot÷1e6", "scope.traced#cv×100",
+# "paired.transformer.defaults_over_without#min".
 SCALED_KEY = re.compile(r"^(?P<key>.+?)(?:(?P<op>[×÷])(?P<by>[\d.e+]+))?$")
 
 
@@ -39,8 +40,8 @@ def one_space(text):
 def json_value(data, key):
     """A value of a results JSON: a path "a > b", a measurement's or target's key, or a top key."""
     field = "value"
-    if key.endswith("#cv"):
-        key, field = key[:-3], "cv"
+    if "#" in key:  # a row's other field: "#cv", or a paired figure's rounds' "#min" and "#max"
+        key, field = key.rsplit("#", 1)
     if " > " in key:
         for part in key.split(" > "):
             data = data[part]
@@ -49,8 +50,8 @@ def json_value(data, key):
         if row["key"] == key:
             return row[field]
     for row in data.get("targets", []):
-        if row["key"] == key and field == "value":
-            return row["measured"]
+        if row["key"] == key:
+            return row["measured" if field == "value" else field]
     return data[key]
 
 
