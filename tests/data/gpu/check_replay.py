@@ -14,7 +14,8 @@ import sys
 # memset_count / memset_bytes, syncs / sync_ns, alloc_count / alloc_bytes / free_count / free_bytes /
 # peak_bytes (self), events / events_ns (calls timed by CUDA events, their total), projected /
 # projected_ns (calls with a projected span, its total), sync_finding (the range has the
-# synchronization finding), graph ({capture-time path: kernels}). Counts are known from the
+# synchronization finding), graph ({capture-time path: kernels}), by_kernel ({kernel name: calls}, self).
+# A range path mapped to None must not be in the report. Counts are known from the
 # programs' code (tests/gpu/*.cu, cuda/transformer_demo.cu); times are the recording GPU's, replayed
 # exactly.
 MUST_BE_ZERO = ["dropped_records", "zero_timestamp_records", "unresolved_records", "unknown_records",
@@ -143,6 +144,30 @@ EXPECT = {
         "build/node_a": dict(calls=1, kernels=0),
         "(unscoped)": dict(kernels=0, syncs=2),
     },
+    # "warm-up steps' GPU work is left out and counted" (CUSCOPE_WARMUP=2, CUSCOPE_ACTIVE=3): 6 steps
+    # of one scope with two kernels, no warm-up kernel before them; steps 2 to 4 recorded, the two
+    # warm-up steps' 4 kernels traced and left out, the last step paused. The scopes have no
+    # stream: no CUDA events (projected spans only).
+    "h200-warmup-window.cuscope": {
+        "windowed_step": dict(calls=3, self_kernels=6, kernels=6, kernel_ns=3329, busy_ns=3329, events=0,
+                              projected=3, projected_ns=27072,
+                              by_kernel={"(anonymous namespace)::empty_kernel()": 6}),
+        "(unscoped)": None,
+    },
+    # "a repeated window traces its warm-up and active steps only, exactly, by either attribution"
+    # (CUSCOPE_WAIT=1, CUSCOPE_WARMUP=1, CUSCOPE_ACTIVE=1, CUSCOPE_REPEAT=2): 8 steps of one scope
+    # with a 100,000-cycle spin_kernel and an empty_kernel; steps wait, warm-up, active, wait,
+    # warm-up, active, then paused. The two active steps' 4 kernels, the spin kernels included
+    # (still running when the step ends and CUPTI pauses); the two warm-up steps' 4 left out. The
+    # case runs a session per attribution into one trace path: this file is its second session's,
+    # external correlation (tests/data/gpu/README.md).
+    "h200-repeated-window.cuscope": {
+        "cycled_step": dict(calls=2, self_kernels=4, kernels=4, kernel_ns=103263, busy_ns=103263, events=0,
+                            projected=2, projected_ns=105952,
+                            by_kernel={"(anonymous namespace)::spin_kernel(long long)": 2,
+                                       "(anonymous namespace)::empty_kernel()": 2}),
+        "(unscoped)": None,
+    },
 }
 
 # The report's own fields per trace: device (those written before 177fcb7 by a test session, ended
@@ -155,6 +180,8 @@ SEEN_BY_CALLBACKS = ("on, synchronizes and allocations seen by callbacks, withou
 # GPU timing under CUSCOPE_EVENTS=auto where CUPTI traces: projected spans, no CUDA events.
 PROJECTED = ("projected: each call's span of GPU work as CUPTI traces it, no CUDA events (CUSCOPE_EVENTS=auto; "
              "'always' adds them)")
+# CUPTI's status with a step window that pauses it.
+PAUSED = "on, paused outside the step window"
 EXPECT_REPORT = {
     "h100-graph-exec-update.cuscope": dict(device="NVIDIA H100 80GB HBM3 (sm_90)"),
     "h200-vmm.cuscope": dict(device=H200, activity_status="on, allocations seen by callbacks, without memory "
@@ -167,6 +194,14 @@ EXPECT_REPORT = {
         gpu_timing="on, device timestamps from CUPTI (CUSCOPE_EVENT_TIMESTAMPS=cupti)"),
     "h200-conditional.cuscope": dict(device=H200, diagnostics=dict(graph_kernels_no_launch=10)),
     "h200-graph-by-hand.cuscope": dict(device=H200),
+    # The step window: steps counted, those recorded, the first recorded one (wait + warm-up), and
+    # the scopes and GPU records left outside it (known from the programs' code).
+    "h200-warmup-window.cuscope": dict(
+        device=H200, gpu_timing="on", activity_status=PAUSED, steps=6, recorded_steps=3, window_start_step=2,
+        diagnostics=dict(outside_window_records=4, outside_window_scopes=3)),
+    "h200-repeated-window.cuscope": dict(
+        device=H200, gpu_timing="on", activity_status=PAUSED, steps=8, recorded_steps=2, window_start_step=2,
+        notes=[], diagnostics=dict(outside_window_records=4, outside_window_scopes=6)),
 }
 
 # `cuscope show` of the demo: the total line (the H100 run's table said "GPU busy 0 ns": fixed).
@@ -199,6 +234,7 @@ def field(r, name):
         "projected_ns": lambda: r["gpu_projected"]["total_ns"],
         "sync_finding": lambda: any(f["id"] == "synchronization" for f in r["findings"]),
         "graph": lambda: {g["path"]: g["kernel_calls"] for g in r["graph"]},
+        "by_kernel": lambda: {k["name"]: k["duration"]["count"] for k in r["kernels"]},
     }[name]()
 
 
@@ -254,6 +290,10 @@ def main():
         by_path = {r["path"]: r for r in report["ranges"][1:]}
         for rpath, fields in ranges.items():
             r = by_path.get(rpath)
+            if fields is None:
+                if r is not None:
+                    fail(f"{trace}: a range '{rpath}', where none must be")
+                continue
             if r is None:
                 fail(f"{trace}: no range '{rpath}'")
                 continue
