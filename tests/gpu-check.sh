@@ -445,7 +445,7 @@ check() {
   local torch=0 python_api=() minimal_cupti=()
   # The PyTorch step's configurations: those issue 24's goal is read from (bare, cuscope's defaults,
   # torch.profiler, the minimal client's floor) unless TORCH_OVERHEAD_CONFIGS names others. Each
-  # costs about 14 s a round on the H200 of 2026-11-27 (a fresh process: torch's import, CUDA's
+  # costs about 12 s a round on the H200 of 2026-11-27 (a fresh process: torch's import, CUDA's
   # start, warm-up, teardown; each round's line says where its seconds went); python_api (the
   # Python API, measured on 2026-11-27: 1.070x), cuscope_external and cuscope_records are left to
   # that variable, so that the whole check fits one call.
@@ -505,9 +505,9 @@ check() {
   echo "ctest: left out here (label devtools): $(ctest --test-dir "$BUILD_DIR" -N -L devtools 2>/dev/null |
     sed -n 's/^ *Test *#[0-9]*: //p' | paste -sd ';' -); and 'gpu: tests' (run above)" | tee -a "$log"
   section "ctest: the GPU tests, one at a time" ctest --test-dir "$BUILD_DIR" --output-on-failure -j 1 \
-    -L gpu -LE devtools -E '^gpu: tests$'
+    -L '^gpu$' -LE '^devtools$' -E '^gpu: tests$'
   section "ctest: the rest" env CMAKE_BUILD_PARALLEL_LEVEL=8 ctest --test-dir "$BUILD_DIR" --output-on-failure \
-    -j "$(nproc)" -LE 'devtools|gpu'
+    -j "$(nproc)" -LE '^(devtools|gpu)$'
   section demo env CUSCOPE_TRACE="$results/demo.cuscope" "$BUILD_DIR/cuda/cuscope_demo"
   # Issue 5: the demo with the sol counters on its MLP range prints a verdict per range.
   section "demo, counters: sol on step/mlp" env CUSCOPE_METRICS=sol CUSCOPE_METRIC_RANGES=step/mlp \
