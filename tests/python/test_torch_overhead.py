@@ -388,6 +388,17 @@ def test_rounds_end_to_end_with_a_stand_in_torch(tmp_path, stand_in):
     assert s["order"] == bench.rotation(CONFIGS, ROUNDS)
     assert list(s["figures"]) == CONFIGS
     assert all(len(f["round_medians_ns"]) == ROUNDS for f in s["figures"].values())
+    # Where each child's wall time went, every round, every phase (torch.profiler's stop only there).
+    phases = ["start", "torch", "model", "warmup", "steps", "exit", "wall"]
+    assert set(s["child_seconds"]) == set(CONFIGS)
+    for config, rounds in s["child_seconds"].items():
+        expected = phases[:5] + (["profiler_exit"] if config == "torch_profiler" else []) + phases[5:]
+        assert [list(r) for r in rounds] == [expected] * ROUNDS, config
+        assert all(v >= 0 for r in rounds for v in r.values()), config
+        assert all(r["wall"] == pytest.approx(sum(v for k, v in r.items() if k != "wall"), abs=0.01)
+                   for r in rounds), config
+    assert len([line for line in p.stdout.splitlines() if line.startswith("round ") and " wall " in line]) == \
+        ROUNDS * len(CONFIGS)
     assert set(s["added_ratio"]) == {"cuscope", "cuscope_external", "cuscope_records", "python_api", "minimal_cupti"}
     assert set(s["over_minimal_cupti"]) == set(CONFIGS) - {"bare", "minimal_cupti"}
     assert s["configurations"]["minimal_cupti"].startswith("CUDA_INJECTION64_PATH=")

@@ -21,12 +21,14 @@
 // while the program's GPU work still runs, gets of that work. While `on`: a kernel held on the GPU
 // until the host releases it (a flag in mapped host memory, set after the pause; kHoldMaxNs at
 // most: a fixed 5 ms spin, on 2026-11-27's H200, had ended before the 1000 launches behind it were
-// made, ~6.6 us each traced, and the check was void), then 1000 empty kernels, a cudaMemsetAsync
-// and a small device-to-device cudaMemcpyAsync on the same stream, not waited for; at once paused
-// as `paused` is reached (kinds, then callbacks, disabled) but with no forced flush; whether the
-// stream still ran then (if not, the check is void; gate= says whether the held kernel was
-// released or timed out); then the held kernel released; once the stream is waited for, the kernel, set and copy records that came with a
-// normal flush (cuptiActivityFlushAll(0)), and with a forced flush after it, and how many of them
+// made, ~6.6 us each traced, and the check was void), then 500 empty kernels (kHeldLaunches: well
+// under the launches CUDA queues before one waits for the GPU), a cudaMemsetAsync and a small
+// device-to-device cudaMemcpyAsync on the same stream, not waited for; at once paused as `paused`
+// is reached (kinds, then callbacks, disabled) but with no forced flush; whether the stream still
+// ran then (if not, the check is void; gate= says whether the held kernel was released or timed
+// out); then the held kernel released; once the stream is waited for, the kernel, set and copy
+// records that came with a normal flush (cuptiActivityFlushAll(0)), and with a forced flush after
+// it, and how many of them
 // have a zero start or end. Then on again: one record for each of 1000 launches? CONCLUSION
 // inflight is computed from those counts.
 //
@@ -53,7 +55,10 @@ constexpr int kRounds = 7;
 constexpr int kBatches = 10;
 constexpr int kLaunchesPerBatch = 1000;
 constexpr unsigned kWatchdogSeconds = 45;  // about 10 s expected; a stuck switch must not eat the lease
-constexpr int kInFlightLaunches = 1000;    // empty kernels queued behind the spinning one
+constexpr int kInFlightLaunches = 1000;    // empty kernels launched once on again
+// Empty kernels queued behind the held kernel: well under the ~1000 launches CUDA queues before a
+// launch waits for the GPU (a launch waiting behind the held kernel would wait out kHoldMaxNs).
+constexpr int kHeldLaunches = 500;
 constexpr std::uint64_t kHoldMaxNs = 2'000'000'000;  // the held kernel's limit: the probe never hangs on it
 constexpr std::size_t kCopyBytes = 4096;
 
@@ -275,7 +280,7 @@ void in_flight(Tracer& tracer, cudaStream_t s) {
   probe::Buffers::flush_forced();
   const Tally before = Tally::now();
   hold_kernel<<<1, 1, 0, s>>>(gate_on_device, gate_on_device + 1, kHoldMaxNs);
-  launch_empty(s, kInFlightLaunches);
+  launch_empty(s, kHeldLaunches);
   PROBE_CUDA(cudaMemsetAsync(device, 0, kCopyBytes, s));
   PROBE_CUDA(cudaMemcpyAsync(device + kCopyBytes, device, kCopyBytes, cudaMemcpyDeviceToDevice, s));
   const bool running_before_pause = still_running(s);
@@ -304,7 +309,7 @@ void in_flight(Tracer& tracer, cudaStream_t s) {
   PROBE_CUDA(cudaFree(device));
   PROBE_CUDA(cudaFreeHost(gate));
 
-  const std::uint64_t launches = kInFlightLaunches + 1;  // the held kernel too
+  const std::uint64_t launches = kHeldLaunches + 1;  // the held kernel too
   std::printf(
       "INFLIGHT still_running=%d running_before_pause=%d pause_us=%.1f launches=%llu memsets=1 memcpys=1 "
       "gate=%s\n",
