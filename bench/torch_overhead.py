@@ -39,8 +39,14 @@ activity_processing_ns, off the steps' threads unless a flush lands there) per r
 median per step: where cuscope's added time is not in that processing, it is on the launch path.
 With minimal_cupti, each configuration's step over that floor's (over_minimal_cupti): what a tool adds
 beyond CUPTI's own kernel tracing; the client's line on standard error must say it traced. A
-probe child runs under it once before the first round: a client that does not trace there is left
-out of every round (a problem, not a failed run), so the other configurations still measure.
+probe child runs under it once before the first round (and gives the versions, so no other probe
+runs): a client that does not trace there is left out of every round (a problem, not a failed run),
+so the other configurations still measure.
+
+Where each child's wall time went (child_seconds in the JSON, and on each round's line): start (the
+interpreter and the tool up to the child's first line), torch (torch's import and CUDA's start),
+model, warmup, steps, profiler_exit (torch.profiler's stop), exit (output and teardown: cuscope's
+report, torch's and CUDA's). Only the steps are measured; the rest is what a round costs the lease.
 
 Writes DIR/torch-overhead.json (the figures) and DIR/torch-overhead-steps.json (every step time);
 each configuration's standard error goes to DIR/stderr-CONFIG.log. Exit status: 2 on bad
@@ -60,6 +66,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_overhead_child  # noqa: E402  (beside this script)
@@ -235,28 +242,57 @@ def json_line(stdout):
     return found[0] if len(found) == 1 else None
 
 
+# A child's phases, from its marks (torch_overhead_child.py): (name, mark the phase ends at).
+PHASES = [("start", "main"), ("torch", "torch"), ("model", "model"), ("warmup", "warmup"), ("steps", "steps"),
+          ("profiler_exit", "profiler_exit")]
+
+
+def phase_seconds(launched, marks, ended):
+    """Where one child's wall time went, in s: start (the interpreter, and `cuscope run` or the
+    injected client, up to the child's first line), torch (its import and CUDA's initialization),
+    model, warmup, steps, profiler_exit (torch_profiler only), exit (after its last mark, its
+    output and the process's teardown: cuscope's report, torch's and CUDA's), and wall."""
+    out, last = {}, launched
+    for name, mark in PHASES:
+        if mark in marks:
+            out[name] = round(marks[mark] - last, 3)
+            last = marks[mark]
+    out["exit"] = round(ended - last, 3)
+    out["wall"] = round(ended - launched, 3)
+    return out
+
+
+def describe_phases(seconds):
+    """' (wall 12.3 s: start 0.2, torch 3.1, ...)' for the round's line."""
+    parts = ", ".join(f"{k} {v:.1f}" for k, v in seconds.items() if k != "wall")
+    return f"  wall {seconds['wall']:.1f} s ({parts})"
+
+
 def run_one(a, config, label):
-    """Runs one child; (its JSON line, what it wrote on standard error). Raises ChildFailed when it
-    fails."""
+    """Runs one child; (its JSON line, what it wrote on standard error, where its wall time went).
+    Raises ChildFailed when it fails."""
     argv, extra = command(a, config)
     log = stderr_path(a, config)
     with open(log, "a") as err:
         err.write(f"=== {label}: {describe(argv, extra)}\n")
         err.flush()
         start = err.tell()
+        launched = time.time()
         try:
             p = subprocess.run(argv, env=child_env(extra), stdout=subprocess.PIPE, stderr=err, text=True,
                                timeout=CHILD_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             raise ChildFailed(f"{config} ({label}) ran past {CHILD_TIMEOUT_S} s; its standard error: {log}")
+        ended = time.time()
     if p.returncode != 0:
         raise ChildFailed(f"{config} ({label}) exited {p.returncode}; its standard error: {log}")
     result = json_line(p.stdout)
     if result is None or result.get("config") != config:
         raise ChildFailed(f"{config} ({label}) printed no JSON line of its steps; its standard error: {log}")
+    seconds = phase_seconds(launched, result.get("marks", {}), ended)
     with open(log, errors="replace") as f:
         f.seek(start)
-        return result, f.read()
+        return result, f.read(), seconds
 
 
 def check_report(a, config):
@@ -279,16 +315,18 @@ def own_work_summary(rounds):
 
 
 def run_rounds(a, configs):
-    """({config: [step times per round]}, problems, {config: [own work per round]}), the
-    configurations interleaved round by round."""
+    """({config: [step times per round]}, problems, {config: [own work per round]}, {config: [where
+    each round's child spent its wall time]}), the configurations interleaved round by round."""
     step_ns = {config: [] for config in configs}
     own = {config: [] for config in configs if config in WITH_CUSCOPE}
+    seconds = {config: [] for config in configs}
     problems = []
     order = rotation(configs, a.rounds)
     for r, round_order in enumerate(order):
         for config in round_order:
-            result, stderr_text = run_one(a, config, f"round {r + 1}/{a.rounds}")
+            result, stderr_text, spent = run_one(a, config, f"round {r + 1}/{a.rounds}")
             step_ns[config].append(result["step_ns"])
+            seconds[config].append(spent)
             if config == "minimal_cupti":
                 problems += [f"round {r + 1}: {p}"
                              for p in minimal_cupti_problems(stderr_text, stderr_path(a, config))]
@@ -297,11 +335,11 @@ def run_rounds(a, configs):
                 problems += [f"round {r + 1}: {p}" for p in found]
                 own[config].append(work)
             print(f"round {r + 1}/{a.rounds}  {config:15} median step "
-                  f"{statistics.median(result['step_ns']) / 1e3:9.1f} µs", flush=True)
-    return step_ns, problems, own
+                  f"{statistics.median(result['step_ns']) / 1e3:9.1f} µs{describe_phases(spent)}", flush=True)
+    return step_ns, problems, own, seconds
 
 
-def summary(a, configs, versions, step_ns, problems, own):
+def summary(a, configs, versions, step_ns, problems, own, seconds=None):
     """The JSON written to torch-overhead.json."""
     figures = summarize(step_ns)
     added = added_ratios(figures)
@@ -322,6 +360,7 @@ def summary(a, configs, versions, step_ns, problems, own):
         "over_minimal_cupti": over_minimal_cupti(figures),
         "goal": {"what": "(cuscope - bare) / (torch_profiler - bare) <= 1/3", **goal},
         "own_work": {c: own_work_summary(rounds) for c, rounds in own.items()},
+        "child_seconds": seconds or {},
         "problems": problems,
     }
 
@@ -359,33 +398,49 @@ def probe_child(extra):
         raise ChildFailed(f"the probe ({describe(argv, extra)}) ran past {CHILD_TIMEOUT_S} s")
 
 
-def run_probe(a):
-    """The children's versions, or {'skipped': why} when this Python has no torch with CUDA."""
-    p, argv = probe_child({})
+def probe_versions(p, argv, extra):
+    """The versions a probe child printed, or {'skipped': why} when this Python has no torch with
+    CUDA. Raises ChildFailed when the probe failed otherwise."""
     result = json_line(p.stdout)
     if p.returncode not in (0, torch_overhead_child.SKIPPED) or result is None:
-        raise ChildFailed(f"the probe ({' '.join(argv)}) exited {p.returncode}: {p.stderr.strip()[-2000:]}")
+        raise ChildFailed(f"the probe ({describe(argv, extra)}) exited {p.returncode}: {p.stderr.strip()[-2000:]}")
+    result.pop("marks", None)
     return result
 
 
-def preflight_minimal_cupti(a):
-    """Why the minimal CUPTI client cannot measure the floor here ('' when it can): the probe child
-    once under it, before any round, so that a client that fails to load, refuses or crashes the
-    child is left out instead of stopping the whole run."""
+def run_probe(a):
+    """The children's versions, or {'skipped': why} when this Python has no torch with CUDA."""
+    p, argv = probe_child({})
+    return probe_versions(p, argv, {})
+
+
+def probe_under_minimal_cupti(a):
+    """(the children's versions or {'skipped': why}, why the minimal CUPTI client cannot measure the
+    floor here, '' when it can): the probe child once under the client, before any round, so that a
+    client that fails to load, refuses or crashes the child is left out instead of stopping the
+    whole run. The same child gives the versions (one torch import and CUDA start-up fewer than a
+    probe of its own); a plain probe only where the client's failed."""
     extra = command(a, "minimal_cupti")[1]  # the client, as its rounds' children have it
     try:
         p, argv = probe_child(extra)
     except ChildFailed as e:
-        return str(e)
+        return run_probe(a), str(e)
+    if p.returncode == torch_overhead_child.SKIPPED and json_line(p.stdout) is not None:
+        return probe_versions(p, argv, extra), ""  # no torch with CUDA: the run is skipped
     if p.returncode != 0:
-        return f"its probe ({describe(argv, extra)}) exited {p.returncode}: {p.stderr.strip()[-500:]}"
+        return run_probe(a), f"its probe ({describe(argv, extra)}) exited {p.returncode}: {p.stderr.strip()[-500:]}"
     found = minimal_cupti_problems(p.stderr, "the probe's standard error")
-    return found[0].removeprefix("minimal_cupti: ") if found else ""
+    why = found[0].removeprefix("minimal_cupti: ") if found else ""
+    return (probe_versions(p, argv, extra) if json_line(p.stdout) is not None else run_probe(a)), why
 
 
 def parent(a, configs):
+    why = ""
     try:
-        versions = run_probe(a)
+        if "minimal_cupti" in configs:
+            versions, why = probe_under_minimal_cupti(a)
+        else:
+            versions = run_probe(a)
     except ChildFailed as e:
         print(f"torch_overhead.py: {e}", file=sys.stderr)
         return 1
@@ -394,20 +449,18 @@ def parent(a, configs):
         return torch_overhead_child.SKIPPED
     os.makedirs(a.out, exist_ok=True)
     left_out = []
-    if "minimal_cupti" in configs:
-        why = preflight_minimal_cupti(a)
-        if why:
-            left_out.append(f"minimal_cupti left out of every round: {why}")
-            configs = [c for c in configs if c != "minimal_cupti"]
+    if why:
+        left_out.append(f"minimal_cupti left out of every round: {why}")
+        configs = [c for c in configs if c != "minimal_cupti"]
     for config in configs:
         open(stderr_path(a, config), "w").close()
     try:
-        step_ns, problems, own = run_rounds(a, configs)
+        step_ns, problems, own, seconds = run_rounds(a, configs)
     except ChildFailed as e:
         print(f"torch_overhead.py: a child failed: {e}", file=sys.stderr)
         return 1
     problems = left_out + problems
-    s = summary(a, configs, versions, step_ns, problems, own)
+    s = summary(a, configs, versions, step_ns, problems, own, seconds)
     with open(os.path.join(a.out, "torch-overhead.json"), "w") as f:
         json.dump(s, f, indent=2)
         f.write("\n")

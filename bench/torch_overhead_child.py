@@ -85,30 +85,43 @@ def timed_steps(step, count):
     return step_ns
 
 
-def run_child(config, warmup, steps):
-    """This configuration's warm-up, then its timed steps: their times in ns."""
+def run_child(config, warmup, steps, marks):
+    """This configuration's warm-up, then its timed steps: their times in ns. `marks` gets the
+    wall-clock time (time.time()) at which each phase ended: model (the model made), warmup,
+    steps (and torch.profiler's exit, where it ran)."""
     import torch
     if config == "python_api":
         import cuscope  # from --python-package (PYTHONPATH)
         step = make_step(torch, cuscope.scope)
     else:
         step = make_step(torch, torch.cuda.nvtx.range)
+    marks["model"] = time.time()
     for _ in range(warmup):
         step()
+    marks["warmup"] = time.time()
     if config != "torch_profiler":
-        return timed_steps(step, steps)
+        step_ns = timed_steps(step, steps)
+        marks["steps"] = time.time()
+        return step_ns
     activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
     with torch.profiler.profile(activities=activities):
-        return timed_steps(step, steps)
+        step_ns = timed_steps(step, steps)
+        marks["steps"] = time.time()
+    marks["profiler_exit"] = time.time()
+    return step_ns
 
 
 def child(config, warmup, steps):
+    marks = {"main": time.time()}  # the parent reads where a child's wall time went from these
     versions, why_not = probe()
+    marks["torch"] = time.time()  # torch imported, CUDA seen (not yet initialized)
     if versions is None:
         print(json.dumps({"skipped": why_not}))
         print(why_not, file=sys.stderr)
         return SKIPPED
     if config != "probe":
-        versions.update(config=config, warmup=warmup, steps=steps, step_ns=run_child(config, warmup, steps))
+        versions.update(config=config, warmup=warmup, steps=steps,
+                        step_ns=run_child(config, warmup, steps, marks))
+    versions["marks"] = marks
     print(json.dumps(versions), flush=True)
     return 0

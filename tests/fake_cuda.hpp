@@ -49,6 +49,13 @@ class FakeCuda {
     cupti_.store(on, std::memory_order_relaxed);
     cupti_by_driver_.store(by_driver, std::memory_order_relaxed);
   }
+  /// As CUPTI's normal flush (flag 0), which hands over only buffers whose every record is
+  /// complete: while any CUDA_EVENT record undelivered has an event that has not happened on the
+  /// device (complete_on_record(false), until complete_all()), no record is delivered, those of
+  /// finished events before and after it included (one buffer). Off (the default): each record
+  /// comes at the first delivery after its call, whether its event has happened or not. (An event
+  /// recorded again holds its earlier records back too: record each once before complete_all().)
+  void cupti_holds_unfinished(bool on) { cupti_holds_.store(on, std::memory_order_relaxed); }
   /// What a delivery of CUPTI's buffers does (adapter.cpp's deliver(0)): count it, then put
   /// every CUDA_EVENT record made since the last delivery. `lose`: the records never come. A record
   /// still being written (its thread between taking a slot and filling it) comes at a later
@@ -56,6 +63,14 @@ class FakeCuda {
   void deliver_cupti_records(bool lose = false) {
     cuscope::detail::event_timestamps().count_delivery();
     const std::size_t n = std::min(cupti_made_.load(std::memory_order_relaxed), kMaxEvents);
+    if (cupti_holds_.load(std::memory_order_relaxed)) {
+      for (std::size_t i = cupti_delivered_; i < n; ++i) {
+        const CuptiRecord& r = cupti_records_[i];
+        if (!r.delivered && (!r.ready.load(std::memory_order_acquire) ||
+                             !r.event->complete.load(std::memory_order_acquire)))
+          return;  // the buffer holds an incomplete record: none of it comes
+      }
+    }
     bool all_before = true;  // every record before i delivered: the low-water mark moves on
     for (std::size_t i = cupti_delivered_; i < n; ++i) {
       CuptiRecord& r = cupti_records_[i];
@@ -138,6 +153,7 @@ class FakeCuda {
   struct CuptiRecord {  // a CUDA_EVENT record: the record call's correlation id, the device's time
     std::uint32_t correlation = 0;
     std::uint64_t device_ns = 0;
+    Event* event = nullptr;          // the event recorded: its record is complete once it has happened
     std::atomic<bool> ready{false};  // written: a delivery on another thread may hand it over
     bool delivered = false;          // the delivering thread's own
   };
@@ -195,7 +211,7 @@ class FakeCuda {
       return cudaErrorInvalidResourceHandle;  // as CUDA: an event records on its own device's streams
     ev->at_ns.store(f.clock_ns_.load(std::memory_order_relaxed), std::memory_order_relaxed);
     ev->recorded.store(true, std::memory_order_relaxed);
-    if (f.cupti_.load(std::memory_order_relaxed)) f.cupti_record(ev->at_ns.load(std::memory_order_relaxed));
+    if (f.cupti_.load(std::memory_order_relaxed)) f.cupti_record(ev, ev->at_ns.load(std::memory_order_relaxed));
     ev->complete.store(f.complete_on_record_.load(std::memory_order_relaxed), std::memory_order_release);
     return cudaSuccess;
   }
@@ -268,7 +284,7 @@ class FakeCuda {
 
   // The callbacks at the record call's entry (runtime, then the driver call it makes), and the
   // CUDA_EVENT record CUPTI keeps until a delivery.
-  void cupti_record(std::uint64_t device_ns) {
+  void cupti_record(Event* ev, std::uint64_t device_ns) {
     const auto runtime = static_cast<std::uint32_t>(next_correlation_.fetch_add(2, std::memory_order_relaxed));
     cuscope::detail::note_event_record(false, runtime);
     cuscope::detail::note_event_record(true, runtime + 1);
@@ -276,6 +292,7 @@ class FakeCuda {
     if (i >= kMaxEvents) return;
     cupti_records_[i].correlation = cupti_by_driver_.load(std::memory_order_relaxed) ? runtime + 1 : runtime;
     cupti_records_[i].device_ns = device_ns;
+    cupti_records_[i].event = ev;
     cupti_records_[i].ready.store(true, std::memory_order_release);
   }
 
@@ -299,6 +316,7 @@ class FakeCuda {
   std::atomic<std::int64_t> record_busy_ns_{0};
   std::atomic<bool> cupti_{false};
   std::atomic<bool> cupti_by_driver_{false};
+  std::atomic<bool> cupti_holds_{false};
   std::atomic<std::uint64_t> next_correlation_{1001};
   std::unique_ptr<CuptiRecord[]> cupti_records_{new CuptiRecord[kMaxEvents]};
   std::atomic<std::size_t> cupti_made_{0};

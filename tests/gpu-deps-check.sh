@@ -80,7 +80,8 @@ step() {
 }
 step configure cmake --preset gpu -B "$build" "-DCMAKE_CUDA_ARCHITECTURES=${CUDAARCHS:-90}"
 step "build: everything" cmake --build "$build" -j "$jobs"
-# As gpu-check.sh's ctest section: all tests but label devtools, and not the GPU tests' Catch run.
+# As gpu-check.sh's two ctest sections together (there the GPU tests run alone first; here they
+# skip): all tests but label devtools, and not the GPU tests' Catch run.
 step ctest ctest --test-dir "$build" --output-on-failure -j "$jobs" -LE devtools -E '^gpu: tests$'
 grep -E "tests passed|tests failed" "$log" | tail -1
 say "gpu-deps-check: $([[ $status == 0 ]] && echo passed || echo FAILED); log: $log"

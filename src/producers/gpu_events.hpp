@@ -98,7 +98,15 @@ class GpuEvents {
   std::atomic<std::uint64_t> refused{0};
 
   static constexpr std::size_t kMaxAwaiting = 1u << 16;  // finished pairs waiting for CUPTI's timestamps
-  static constexpr std::uint64_t kMaxDeliveries = 4;     // deliveries a finished pair waits for them
+  // Deliveries a finished pair waits for its timestamps, counting only those while none of this
+  // thread's pairs was still unfinished on the GPU: CUPTI's normal flush holds back a whole buffer
+  // (a thread's records) while any record in it is incomplete, so a GPU running behind the thread
+  // holds its finished pairs' records for as long as it runs behind (docs/cupti.md).
+  static constexpr std::uint64_t kMaxDeliveries = 4;
+  // Deliveries a finished pair waits at most, however far behind the GPU runs (about 5 s of the
+  // collector's): a thread whose GPU never catches up (a pipelined loop) and whose records never
+  // come still has its pairs counted as failures, and the list stays short.
+  static constexpr std::uint64_t kMaxDeliveriesBehind = 50;
 
  private:
   struct Pair {
@@ -115,7 +123,9 @@ class GpuEvents {
   struct Awaiting {
     model::Node* node;
     EventIds start_ids, stop_ids;
-    std::uint64_t since;  // event_timestamps().generation() when its stop event had finished
+    std::uint64_t finished;    // event_timestamps().generation() when its stop event had finished
+    std::uint64_t seen = finished;  // the generation when last looked at
+    std::uint64_t waited = 0;  // deliveries since it finished while the pool had none unfinished
   };
   Pair* acquire(int device) noexcept;
   Pair* take(int device) noexcept;
@@ -127,7 +137,7 @@ class GpuEvents {
   void add_time(model::Node* node, std::uint64_t ns) noexcept;
   bool take_device_times(model::Node* node, const EventIds& start, const EventIds& stop) noexcept;
   void await(const Pair* p) noexcept;
-  bool resolve_awaiting() noexcept;
+  bool resolve_awaiting(bool gpu_caught_up) noexcept;
   void fail() noexcept { failures.fetch_add(1, std::memory_order_relaxed); }
   void spare(Pair* p) noexcept {
     p->next = spare_[p->device];

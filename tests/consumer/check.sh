@@ -14,7 +14,8 @@ if [[ $mode == find_package ]]; then
 else
   cmake -S "$here" -B "$work/build" "${common[@]}" -DCUSCOPE_SOURCE_DIR="$cuscope" >/dev/null
 fi
-cmake --build "$work/build" -j2 >/dev/null
+# 2 jobs unless CMAKE_BUILD_PARALLEL_LEVEL says (tests/gpu-check.sh: 8 on its 16 cores).
+cmake --build "$work/build" -j"${CMAKE_BUILD_PARALLEL_LEVEL:-2}" >/dev/null
 CUSCOPE_PRINT=0 "$work/build/consumer"
 if [[ $mode == find_package ]]; then
   # Zero-code mode from the install: bin/cuscope finds lib*/libcuscope_inject.so next to it.

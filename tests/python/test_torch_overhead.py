@@ -141,6 +141,18 @@ def test_own_work_reads_the_reports_processing_per_step():
     assert bench.own_work_summary([None])["median_per_step_ns"] is None
 
 
+def test_phase_seconds_say_where_a_childs_wall_time_went():
+    marks = {"main": 100.5, "torch": 103.0, "model": 104.0, "warmup": 105.25, "steps": 106.5}
+    assert bench.phase_seconds(100.0, marks, 110.0) == {
+        "start": 0.5, "torch": 2.5, "model": 1.0, "warmup": 1.25, "steps": 1.25, "exit": 3.5, "wall": 10.0}
+    profiled = bench.phase_seconds(100.0, {**marks, "profiler_exit": 108.0}, 110.0)
+    assert (profiled["profiler_exit"], profiled["exit"], profiled["wall"]) == (1.5, 2.0, 10.0)
+    # A child that printed no marks (an older child): all of it is "exit".
+    assert bench.phase_seconds(100.0, {}, 102.0) == {"exit": 2.0, "wall": 2.0}
+    assert bench.describe_phases(bench.phase_seconds(100.0, marks, 110.0)) == (
+        "  wall 10.0 s (start 0.5, torch 2.5, model 1.0, warmup 1.2, steps 1.2, exit 3.5)")
+
+
 def test_without_torch_it_exits_77_with_one_line(tmp_path):
     if importlib.util.find_spec("torch") is not None:
         pytest.skip("torch is importable here: the skip does not apply")
@@ -376,6 +388,17 @@ def test_rounds_end_to_end_with_a_stand_in_torch(tmp_path, stand_in):
     assert s["order"] == bench.rotation(CONFIGS, ROUNDS)
     assert list(s["figures"]) == CONFIGS
     assert all(len(f["round_medians_ns"]) == ROUNDS for f in s["figures"].values())
+    # Where each child's wall time went, every round, every phase (torch.profiler's stop only there).
+    phases = ["start", "torch", "model", "warmup", "steps", "exit", "wall"]
+    assert set(s["child_seconds"]) == set(CONFIGS)
+    for config, rounds in s["child_seconds"].items():
+        expected = phases[:5] + (["profiler_exit"] if config == "torch_profiler" else []) + phases[5:]
+        assert [list(r) for r in rounds] == [expected] * ROUNDS, config
+        assert all(v >= 0 for r in rounds for v in r.values()), config
+        assert all(r["wall"] == pytest.approx(sum(v for k, v in r.items() if k != "wall"), abs=0.01)
+                   for r in rounds), config
+    assert len([line for line in p.stdout.splitlines() if line.startswith("round ") and " wall " in line]) == \
+        ROUNDS * len(CONFIGS)
     assert set(s["added_ratio"]) == {"cuscope", "cuscope_external", "cuscope_records", "python_api", "minimal_cupti"}
     assert set(s["over_minimal_cupti"]) == set(CONFIGS) - {"bare", "minimal_cupti"}
     assert s["configurations"]["minimal_cupti"].startswith("CUDA_INJECTION64_PATH=")

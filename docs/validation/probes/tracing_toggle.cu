@@ -18,12 +18,17 @@
 // every other state: none). CONCLUSION lines are computed from the data.
 //
 // INFLIGHT, once after the rounds and their lines: what a tracer that pauses at a step boundary,
-// while the program's GPU work still runs, gets of that work. While `on`: a kernel spinning about
-// 5 ms, then 1000 empty kernels, a cudaMemsetAsync and a small device-to-device cudaMemcpyAsync on
-// the same stream, not waited for; at once paused as `paused` is reached (kinds, then callbacks,
-// disabled) but with no forced flush; whether the stream still ran then (if not, the check is
-// void); then, once the stream is waited for, the kernel, set and copy records that came with a
-// normal flush (cuptiActivityFlushAll(0)), and with a forced flush after it, and how many of them
+// while the program's GPU work still runs, gets of that work. While `on`: a kernel held on the GPU
+// until the host releases it (a flag in mapped host memory, set after the pause; kHoldMaxNs at
+// most: a fixed 5 ms spin, on 2026-11-27's H200, had ended before the 1000 launches behind it were
+// made, ~6.6 us each traced, and the check was void), then 500 empty kernels (kHeldLaunches: well
+// under the launches CUDA queues before one waits for the GPU), a cudaMemsetAsync and a small
+// device-to-device cudaMemcpyAsync on the same stream, not waited for; at once paused as `paused`
+// is reached (kinds, then callbacks, disabled) but with no forced flush; whether the stream still
+// ran then (if not, the check is void; gate= says whether the held kernel was released or timed
+// out); then the held kernel released; once the stream is waited for, the kernel, set and copy
+// records that came with a normal flush (cuptiActivityFlushAll(0)), and with a forced flush after
+// it, and how many of them
 // have a zero start or end. Then on again: one record for each of 1000 launches? CONCLUSION
 // inflight is computed from those counts.
 //
@@ -50,13 +55,17 @@ constexpr int kRounds = 7;
 constexpr int kBatches = 10;
 constexpr int kLaunchesPerBatch = 1000;
 constexpr unsigned kWatchdogSeconds = 45;  // about 10 s expected; a stuck switch must not eat the lease
-constexpr int kInFlightLaunches = 1000;    // empty kernels queued behind the spinning one
-constexpr std::uint64_t kSpinNs = 5'000'000;
+constexpr int kInFlightLaunches = 1000;    // empty kernels launched once on again
+// Empty kernels queued behind the held kernel: well under the ~1000 launches CUDA queues before a
+// launch waits for the GPU (a launch waiting behind the held kernel would wait out kHoldMaxNs).
+constexpr int kHeldLaunches = 500;
+constexpr std::uint64_t kHoldMaxNs = 2'000'000'000;  // the held kernel's limit: the probe never hangs on it
 constexpr std::size_t kCopyBytes = 4096;
 
 __global__ void empty_kernel() {}
 
-using probe::spin_kernel;  // probe_kernels.cuh
+using probe::hold_kernel;  // probe_kernels.cuh
+using probe::spin_kernel;
 
 std::atomic<std::uint64_t> g_kernel_records{0};
 std::atomic<std::uint64_t> g_memset_records{0};
@@ -251,6 +260,13 @@ void in_flight(Tracer& tracer, cudaStream_t s) {
   std::vector<double> not_timed[kStates][kStates];
   char* device = nullptr;
   PROBE_CUDA(cudaMalloc(&device, 2 * kCopyBytes));
+  // The held kernel's flags, in mapped host memory: [0] set by the host to release it, [1] written
+  // by the kernel (1 released, 2 timed out).
+  unsigned* gate = nullptr;
+  unsigned* gate_on_device = nullptr;
+  PROBE_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&gate), 2 * sizeof(unsigned), cudaHostAllocMapped));
+  PROBE_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void**>(&gate_on_device), gate, 0));
+  gate[0] = gate[1] = 0;
   // Untimed and untraced (CUPTI's kinds are off here): the first set and copy's own setup.
   PROBE_CUDA(cudaMemsetAsync(device, 0, kCopyBytes, s));
   PROBE_CUDA(cudaMemcpyAsync(device + kCopyBytes, device, kCopyBytes, cudaMemcpyDeviceToDevice, s));
@@ -263,8 +279,8 @@ void in_flight(Tracer& tracer, cudaStream_t s) {
   PROBE_CUDA(cudaStreamSynchronize(s));
   probe::Buffers::flush_forced();
   const Tally before = Tally::now();
-  spin_kernel<<<1, 1, 0, s>>>(kSpinNs);
-  launch_empty(s, kInFlightLaunches);
+  hold_kernel<<<1, 1, 0, s>>>(gate_on_device, gate_on_device + 1, kHoldMaxNs);
+  launch_empty(s, kHeldLaunches);
   PROBE_CUDA(cudaMemsetAsync(device, 0, kCopyBytes, s));
   PROBE_CUDA(cudaMemcpyAsync(device + kCopyBytes, device, kCopyBytes, cudaMemcpyDeviceToDevice, s));
   const bool running_before_pause = still_running(s);
@@ -272,7 +288,10 @@ void in_flight(Tracer& tracer, cudaStream_t s) {
   tracer.pause_unflushed();
   const double pause_us = static_cast<double>(probe::now_ns() - pause_start) / 1e3;
   const bool running = still_running(s);
+  reinterpret_cast<volatile unsigned*>(gate)[0] = 1;  // release the held kernel: the work behind it runs
   PROBE_CUDA(cudaStreamSynchronize(s));
+  const unsigned how = reinterpret_cast<volatile unsigned*>(gate)[1];
+  const char* gate_said = how == 1 ? "released" : how == 2 ? "timed_out" : "unknown";
   probe::Buffers::flush();
   const Tally normal = Tally::now().since(before);
   probe::Buffers::flush_forced();
@@ -288,11 +307,14 @@ void in_flight(Tracer& tracer, cudaStream_t s) {
   const Tally resumed_forced = Tally::now().since(resume_before);
   tracer.go(kPaused, not_timed);
   PROBE_CUDA(cudaFree(device));
+  PROBE_CUDA(cudaFreeHost(gate));
 
-  const std::uint64_t launches = kInFlightLaunches + 1;  // the spinning kernel too
+  const std::uint64_t launches = kHeldLaunches + 1;  // the held kernel too
   std::printf(
-      "INFLIGHT still_running=%d running_before_pause=%d pause_us=%.1f launches=%llu memsets=1 memcpys=1\n",
-      running ? 1 : 0, running_before_pause ? 1 : 0, pause_us, static_cast<unsigned long long>(launches));
+      "INFLIGHT still_running=%d running_before_pause=%d pause_us=%.1f launches=%llu memsets=1 memcpys=1 "
+      "gate=%s\n",
+      running ? 1 : 0, running_before_pause ? 1 : 0, pause_us, static_cast<unsigned long long>(launches),
+      gate_said);
   print_tally("normal_flush", normal, "after the stream was waited for and a normal flush");
   print_tally("after_forced", forced, "after a forced flush too (both flushes together)");
   const bool resumed_right = resumed_forced.kernels == kInFlightLaunches &&
@@ -312,8 +334,8 @@ void in_flight(Tracer& tracer, cudaStream_t s) {
   if (!running) {
     std::printf(
         "void: the stream had finished when the kinds were disabled (still running just before: %s; "
-        "the pause took %.1f us), so the counts say nothing of work in flight",
-        running_before_pause ? "yes" : "no", pause_us);
+        "the pause took %.1f us; the held kernel %s), so the counts say nothing of work in flight",
+        running_before_pause ? "yes" : "no", pause_us, gate_said);
   } else if (normal.complete(launches)) {
     std::printf(
         "records of the work running when the kinds were disabled all arrived complete (%llu, non-zero "
