@@ -30,9 +30,12 @@ unless --allow-few-steps), and prints one JSON line on standard output: its step
 Rounds (default 5): every configuration once per round, round r starting at configuration r mod n,
 so a slow drift of the machine spreads over every configuration. Per configuration: the median
 step of each round, the median of those round medians (the figure), their min and max, and the
-median of all steps pooled; ratios over `bare` of the same run; and
-added_ratio = (cuscope - bare) / (torch_profiler - bare), the goal being <= 1/3 (undefined when
-torch.profiler adds nothing). Each cuscope report must hold the range `step`, entered W + N times,
+median of all steps pooled; ratios over `bare` of the same run: each round's ratio of round
+medians (round_ratios_over_bare) and their median (paired_ratio_over_bare, the figure the goal reads:
+the bare step drifts between rounds, and a ratio of medians taken from different rounds can hide a
+tool's cost inside that drift), beside the ratio of the figures (ratio_over_bare); and
+added_ratio = (cuscope - bare) / (torch_profiler - bare) over the paired ratios, the goal being
+<= 1/3 (undefined when torch.profiler adds nothing). Each cuscope report must hold the range `step`, entered W + N times,
 with kernels attributed; otherwise the run did not measure what it means to. From the same reports,
 cuscope's own processing of CUPTI's records (diagnostics.activity_buffers and
 activity_processing_ns, off the steps' threads unless a flush lands there) per round, and its
@@ -112,6 +115,7 @@ def summarize(step_ns):
     for f in figures.values():
         f["ratio_over_bare"] = f["median_ns"] / bare["median_ns"]
         f["round_ratios_over_bare"] = [m / b for m, b in zip(f["round_medians_ns"], bare["round_medians_ns"])]
+        f["paired_ratio_over_bare"] = statistics.median(f["round_ratios_over_bare"])
     return figures
 
 
@@ -135,23 +139,23 @@ def added_ratios(figures):
     tracing alone takes."""
     if "torch_profiler" not in figures:
         return {}
-    bare_ns, profiler_ns = figures["bare"]["median_ns"], figures["torch_profiler"]["median_ns"]
+    profiler = figures["torch_profiler"]["paired_ratio_over_bare"]
     out = {}
     for config in WITH_CUSCOPE + ("minimal_cupti",):
         if config in figures:
-            value = added_ratio(bare_ns, figures[config]["median_ns"], profiler_ns)
+            value = added_ratio(1.0, figures[config]["paired_ratio_over_bare"], profiler)
             out[config] = {"value": value, "verdict": verdict(value)}
     return out
 
 
 def over_minimal_cupti(figures):
-    """{config: its median step / the minimal CUPTI client's} for every tool configuration, when the
-    run measured that floor; {} otherwise."""
+    """{config: the median over rounds of its round median / the minimal CUPTI client's} for every
+    tool configuration, when the run measured that floor; {} otherwise."""
     if "minimal_cupti" not in figures:
         return {}
-    floor_ns = figures["minimal_cupti"]["median_ns"]
-    return {config: f["median_ns"] / floor_ns for config, f in figures.items()
-            if config not in ("bare", "minimal_cupti")}
+    floor = figures["minimal_cupti"]["round_medians_ns"]
+    return {config: statistics.median(m / b for m, b in zip(f["round_medians_ns"], floor))
+            for config, f in figures.items() if config not in ("bare", "minimal_cupti")}
 
 
 def minimal_cupti_problems(stderr_text, log):
@@ -366,11 +370,15 @@ def summary(a, configs, versions, step_ns, problems, own, seconds=None):
 
 
 def print_table(s):
-    print(f"\n{'configuration':16} {'median step':>12} {'ratio':>7} {'round medians':>21} {'pooled':>10}")
+    print(f"\n{'configuration':16} {'median step':>12} {'paired':>7} {'rounds':>21} {'of medians':>10} "
+          f"{'round medians':>21} {'pooled':>10}")
     for config, f in s["figures"].items():
         rounds = f"{f['min_round_median_ns'] / 1e3:.1f}-{f['max_round_median_ns'] / 1e3:.1f} µs"
-        print(f"{config:16} {f['median_ns'] / 1e3:9.1f} µs {f['ratio_over_bare']:7.3f} {rounds:>21} "
-              f"{f['pooled_median_ns'] / 1e3:7.1f} µs")
+        ratios = f"{min(f['round_ratios_over_bare']):.3f}-{max(f['round_ratios_over_bare']):.3f}"
+        print(f"{config:16} {f['median_ns'] / 1e3:9.1f} µs {f['paired_ratio_over_bare']:7.3f} {ratios:>21} "
+              f"{f['ratio_over_bare']:10.3f} {rounds:>21} {f['pooled_median_ns'] / 1e3:7.1f} µs")
+    print("paired: the median of each round's ratio over that round's bare step (the goal reads it); "
+          "of medians: the ratio of the medians of the round medians")
     for config, r in s["added_ratio"].items():
         value = "undefined: torch.profiler added nothing"
         if r["value"] is not None:

@@ -52,6 +52,20 @@ def test_ratios_are_over_the_bare_step_of_the_same_rounds():
     assert figures["tool"]["median_ns"] == 165
     assert figures["tool"]["ratio_over_bare"] == pytest.approx(1.1)
     assert figures["tool"]["round_ratios_over_bare"] == pytest.approx([1.1, 1.1])
+    assert figures["tool"]["paired_ratio_over_bare"] == pytest.approx(1.1)
+
+
+def test_the_paired_ratio_keeps_a_cost_that_the_bare_steps_drift_hides():
+    # The H200 run of 2026-11-27 (a1456a7): the bare step drifted between rounds by more than the tool
+    # cost, and the ratio of medians read 1.000 where every round but one said about 1.18.
+    figures = bench.summarize({"bare": [[4258], [3399], [4270]], "tool": [[5054], [4015], [4259]],
+                               "torch_profiler": [[7996], [7791], [6739]]})
+    assert figures["tool"]["ratio_over_bare"] == pytest.approx(4259 / 4258)
+    assert figures["tool"]["paired_ratio_over_bare"] == pytest.approx(4015 / 3399)
+    assert figures["torch_profiler"]["paired_ratio_over_bare"] == pytest.approx(7996 / 4258)
+    added = bench.added_ratios({**figures, "cuscope": figures["tool"]})
+    assert added["cuscope"]["value"] == pytest.approx((4015 / 3399 - 1) / (7996 / 4258 - 1))
+    assert added["cuscope"]["verdict"] == "met"
 
 
 def test_added_ratio_and_its_verdict():
