@@ -4,6 +4,9 @@
 // across it, a refused finalize, and the windows that never detach. Fakes stand for CUPTI (the
 // observer of detach.hpp and the fake kinds of adapter.hpp); the collector thread runs for real.
 // Never here: a GPU, or CUPTI itself (tests/gpu/test_gpu_detach.cu checks the real detach).
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -17,6 +20,7 @@
 #include "producers/clock.hpp"
 #include "producers/cupti/adapter.hpp"
 #include "producers/cupti/detach.hpp"
+#include "producers/cupti/subscriber.hpp"
 #include "session/session.hpp"
 #include "session_fixture.hpp"
 
@@ -304,4 +308,44 @@ TEST_CASE("a shutdown before the API exit gives the armed detach up: CUPTI stopp
   CHECK(std::count(log.begin(), log.end(), "cuptiFinalize") == 0);
   CHECK(log.back() == "cuptiActivityFlushAll(FORCED)");  // the stop's, as without a detach
   CHECK_FALSE(cuscope::snapshot().activity_status.ends_with(" after the last step window"));
+}
+
+TEST_CASE("no detach where another tool holds CUPTI's subscriber: one note, CUPTI paused",
+          "[session][window][tracing][detach]") {
+  FakeCuptiSession traced(one_window());
+  // As start_activity_tracing() leaves a session whose cuptiSubscribe another tool refused.
+  cuscope::detail::set_subscribe_result_for_testing(CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
+  (void)cuscope::detail::subscribe(cuscope::detail::session(), false);
+  cuscope::detail::set_subscribe_result_for_testing(0);
+  REQUIRE(cuscope::detail::subscriber_refused());
+  cuscope::step();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  CHECK(cuscope::detail::detach_stage() == DetachStage::none);
+  CHECK(without_normal_flushes(logged()) == kPause);
+  const std::vector<std::string> notes = cuscope::snapshot().notes;
+  CHECK(std::count(notes.begin(), notes.end(),
+                   "CUPTI is paused, not detached, after the last step window: another tool holds CUPTI's "
+                   "subscriber, and detaching would detach it too") == 1);
+}
+
+TEST_CASE("a child made by fork() never makes its parent's armed detach",
+          "[session][window][tracing][detach]") {
+  FakeCuptiSession traced(one_window());
+  cuscope::step();
+  REQUIRE(reaches(DetachStage::armed));
+  const std::size_t before = logged().size();
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {                           // no Catch2 here: the child reports by its exit status
+    cuscope::detail::api_exit_for_testing();  // the child's first CUDA call returns
+    const bool kept = cuscope::detail::detach_stage() == DetachStage::kept;
+    ::_exit(kept && logged().size() == before ? 0 : 1);
+  }
+  int status = -1;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(cuscope::detail::detach_stage() == DetachStage::armed);  // the parent's goes on
+  cuscope::detail::api_exit_for_testing();
+  CHECK(cuscope::detail::detach_stage() == DetachStage::detached);
 }
