@@ -204,6 +204,34 @@ TEST_CASE("bench: the GPU summary's goals read each round's ratio, and the floor
         }) == 1);
 }
 
+TEST_CASE(
+    "bench: the step after the last window is paired with the step without, and a round not detached named",
+    "[bench]") {
+  using namespace cuscope_bench;
+  Args args;
+  args.rounds = 2;
+  args.steps = 2;
+  Measured m;
+  m.step_without = {100, 100, 200, 200};
+  m.step_after_window = {101, 101, 204, 204};  // 1.01, then 1.02
+  const Summary s = summarize(args, {"gpu", "cuda"}, m, 2);
+  const Measurement* after = measurement(s, "paired.transformer.after_window_over_without");
+  REQUIRE(after != nullptr);
+  CHECK(after->value == Approx(1.015));
+  CHECK(after->low == Approx(1.01));
+  CHECK(after->high == Approx(1.02));
+  REQUIRE(measurement(s, "transformer.after_window") != nullptr);
+  CHECK(measurement(s, "transformer.after_window")->value == Approx(152.5));
+  const auto not_detached = [](const Summary& summary) {
+    return std::count(summary.notes.begin(), summary.notes.end(),
+                      "NOT MEASURED AS MEANT: transformer.after_window: CUPTI had not detached 2 s after the "
+                      "window in 1 round(s); their steps ran with CUPTI paused, not detached");
+  };
+  CHECK(not_detached(s) == 0);
+  m.after_window_not_detached = 1;
+  CHECK(not_detached(summarize(args, {"gpu", "cuda"}, m, 2)) == 1);
+}
+
 TEST_CASE("cycle means: each sample the mean of its cycle, cycles cut within each round", "[bench]") {
   // Two rounds of 5 samples, cycles of 2: [1 3][5 7][9] | [2 2][4 8][6].
   const std::vector<double> v{1, 3, 5, 7, 9, 2, 2, 4, 8, 6};

@@ -12,6 +12,8 @@
 // subscriber (subscriber.hpp) also gets the graph node callbacks that tie replayed kernels to
 // capture-time scopes; when another tool holds it, tracing goes on without that breakdown and with
 // external correlation (one note says why).
+// After the last step window the session detaches CUPTI (request_detach(), advance_detach();
+// detach.hpp): from then on nothing here calls CUPTI.
 // No lock that CUPTI's callbacks take (the aggregator's, the pool's, the notes') is held while
 // calling into CUPTI: start and the pauses between step windows run under the session's lifecycle
 // lock, which no callback takes. The buffer callback calls nothing in CUPTI under a lock.
