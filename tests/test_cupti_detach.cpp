@@ -349,3 +349,25 @@ TEST_CASE("a child made by fork() never makes its parent's armed detach",
   cuscope::detail::api_exit_for_testing();
   CHECK(cuscope::detail::detach_stage() == DetachStage::detached);
 }
+
+TEST_CASE("the activity status trades its pause for the detach's stage, and stays on for tracing_on()",
+          "[tracing][detach]") {
+  const std::string paused = "on, synchronizes seen by callbacks, paused outside the step window";
+  const auto status_at = [&](DetachStage stage) {
+    cuscope::detail::set_detach_stage(stage);
+    return cuscope::detail::with_detach_stage(paused);
+  };
+  CHECK(status_at(DetachStage::pending) ==
+        "on, synchronizes seen by callbacks, paused after the last step window; CUPTI detaches once the "
+        "window's records are in");
+  CHECK(status_at(DetachStage::finalizing) ==
+        "on, synchronizes seen by callbacks, paused after the last step window; CUPTI detaches at the "
+        "program's next CUDA call");
+  const std::string detached = status_at(DetachStage::detached);
+  CHECK(detached == "on, synchronizes seen by callbacks, detached after the last step window");
+  cuscope::Report r;
+  r.activity_status = detached;
+  CHECK(r.tracing_on());  // as for a paused session
+  CHECK(status_at(DetachStage::kept) == paused);  // refused: paused, as it says
+  CHECK(status_at(DetachStage::none) == paused);
+}

@@ -20,7 +20,6 @@
 #include <exception>
 #include <mutex>
 #include <optional>
-#include <string_view>
 
 #include "producers/clock.hpp"
 #include "producers/cuda_probe.hpp"
@@ -103,33 +102,6 @@ void detach_after_last_window(Session& s) {
   s.detach_asked = request_detach();
 }
 
-constexpr std::string_view kPausedSuffix = ", paused outside the step window";
-
-// The activity status as the detach after the last window has it: `status` (start's) with its
-// pause suffix replaced by the detach's stage, where one was asked for.
-std::string with_detach_stage(std::string status, bool asked) {
-  if (!asked) return status;
-  const char* stage = nullptr;
-  switch (detach_stage()) {
-    case DetachStage::pending:
-      stage = ", paused after the last step window; CUPTI detaches once the window's records are in";
-      break;
-    case DetachStage::armed:
-    case DetachStage::finalizing:
-      stage = ", paused after the last step window; CUPTI detaches at the program's next CUDA call";
-      break;
-    case DetachStage::detached:
-      stage = ", detached after the last step window";
-      break;
-    default:
-      return status;  // refused, or given up at the stop: paused, as said
-  }
-  if (status.size() >= kPausedSuffix.size() &&
-      status.compare(status.size() - kPausedSuffix.size(), kPausedSuffix.size(), kPausedSuffix) == 0)
-    status.resize(status.size() - kPausedSuffix.size());
-  return status + stage;
-}
-
 }  // namespace
 
 // Whether scopes record CUDA events, and why not ("on..." when they do): CUSCOPE_EVENTS against
@@ -188,7 +160,7 @@ Report live_report(Session& s) noexcept {
       std::lock_guard lock(s.lifecycle_mutex);
       r.device = s.device;
       r.gpu_timing = s.gpu_timing;
-      r.activity_status = with_detach_stage(s.activity_status, s.detach_asked);
+      r.activity_status = s.detach_asked ? with_detach_stage(s.activity_status) : s.activity_status;
       r.counters_status = s.counters_status;
       r.clock = clock_description();
       r.rank = s.rank;

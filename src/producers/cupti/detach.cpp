@@ -2,6 +2,7 @@
 #include "producers/cupti/detach.hpp"
 
 #include <atomic>
+#include <string_view>
 
 namespace cuscope::inline v0::detail {
 namespace {
@@ -32,6 +33,27 @@ void set_detach_stage(DetachStage stage) noexcept { g_stage.store(stage, std::me
 
 bool move_detach_stage(DetachStage from, DetachStage to) noexcept {
   return g_stage.compare_exchange_strong(from, to, std::memory_order_acq_rel);
+}
+
+std::string with_detach_stage(std::string status) {
+  constexpr std::string_view kPaused = ", paused outside the step window";
+  const char* stage = nullptr;
+  switch (detach_stage()) {
+    case DetachStage::pending:
+      stage = ", paused after the last step window; CUPTI detaches once the window's records are in";
+      break;
+    case DetachStage::armed:
+    case DetachStage::finalizing:
+      stage = ", paused after the last step window; CUPTI detaches at the program's next CUDA call";
+      break;
+    case DetachStage::detached:
+      stage = ", detached after the last step window";
+      break;
+    default:
+      return status;  // none, refused or kept: paused, as it says
+  }
+  if (status.ends_with(kPaused)) status.resize(status.size() - kPaused.size());
+  return status + stage;
 }
 
 bool cupti_callable() noexcept { return !off_limits(detach_stage()); }

@@ -9,13 +9,15 @@
 // paused, not detached (refused, or not asked for). From armed on cuscope makes no CUPTI call: any
 // would attach CUPTI again.
 //
-// Never here: a lock or an allocation (finalize_at_api_exit() runs in the program's CUDA calls), a
-// note to the user (the adapter says why, off the program's threads), the session.
+// Never here: a lock or an allocation on the callback's path (finalize_at_api_exit() runs in the
+// program's CUDA calls), a note to the user (the adapter says why, off the program's threads), the
+// session.
 #pragma once
 
 #include <cupti.h>
 
 #include <cstdint>
+#include <string>
 
 namespace cuscope::inline v0::detail {
 
@@ -35,6 +37,12 @@ DetachStage detach_stage() noexcept;
 void set_detach_stage(DetachStage stage) noexcept;
 /// From `from` to `to`, if the stage is `from`: true when it was.
 bool move_detach_stage(DetachStage from, DetachStage to) noexcept;
+/// A session's activity status (`status`, ending ", paused outside the step window" where the window
+/// pauses) as the detach has it now: that suffix replaced by ", paused after the last step window;
+/// CUPTI detaches once the window's records are in" (pending), "...; CUPTI detaches at the program's
+/// next CUDA call" (armed, finalizing) or ", detached after the last step window"; as it is when
+/// kept or not asked for.
+std::string with_detach_stage(std::string status);
 /// Whether cuscope may call CUPTI: false while armed, finalizing or detached.
 bool cupti_callable() noexcept;
 /// What cuptiFinalize returned (CUPTI_SUCCESS before it ran).
