@@ -214,6 +214,17 @@ int main(int argc, char** argv) {
       end_session();
       m.step_windowed.insert(m.step_windowed.end(), t.begin(), t.end());
     };
+    // The defaults after a step window that ended before the timed steps: CUPTI detached
+    // (CUSCOPE_DETACH) before the first of them, as in a program after its last window. A round
+    // whose CUPTI had not detached 2 s after the window is timed all the same, and counted.
+    auto after_window = [&] {
+      const char* key = "transformer.after_window";
+      if (!part(key)) return;
+      if (!restart_after_window_session()) ++m.after_window_not_detached;
+      const std::vector<double> t = step_ns(3, args.steps);
+      end_session();
+      m.step_after_window.insert(m.step_after_window.end(), t.begin(), t.end());
+    };
     // The step's configurations, in round_order as the launch loops are; transformer.with
     // runs last in every round (its report is the notes').
     const std::function<void()> sessions[] = {
@@ -264,7 +275,8 @@ int main(int argc, char** argv) {
                             cuscope::EventTimestamps::cupti);
           });
         },
-        windowed};
+        windowed,
+        after_window};
     constexpr int kSessions = sizeof sessions / sizeof sessions[0];
     for (const int i : cuscope_bench::round_order(kSessions, round)) sessions[i]();
     // Last: its report is the notes' "last transformer run".

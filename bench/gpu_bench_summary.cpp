@@ -91,6 +91,17 @@ Summary summarize(const Args& args, const BenchMachine& machine, const Measured&
   s.measurements.push_back(paired_ratio("paired.transformer.windowed_over_without",
                                         "paired: " + windowed_label + " / without, its cycles' means too",
                                         round_ratios(windowed, without_cycles, steps_in_round)));
+  const std::string after_window_label =
+      "transformer step, cuscope's defaults after a step window that ended before it (CUSCOPE_WARMUP=1 "
+      "CUSCOPE_ACTIVE=1: CUPTI detached, CUSCOPE_DETACH=1)";
+  s.measurements.push_back({"transformer.after_window", after_window_label, median(m.step_after_window), "ns",
+                            coefficient_of_variation(m.step_after_window)});
+  s.measurements.push_back({"ratio.transformer.after_window_over_without",
+                            "ratio: " + after_window_label + " / without",
+                            median(m.step_after_window) / without, "x"});
+  s.measurements.push_back(paired_ratio("paired.transformer.after_window_over_without",
+                                        "paired: " + after_window_label + " / without",
+                                        round_ratios(m.step_after_window, m.step_without, steps_in_round)));
   // cuscope's own share of the step: its configurations over the step that CUPTI traces for a
   // client doing nothing else (where goal.defaults_step is missed, whether CUPTI or cuscope).
   const double minimal_step = median(m.step_minimal);
@@ -232,6 +243,12 @@ Summary summarize(const Args& args, const BenchMachine& machine, const Measured&
                 std::to_string(m.event_timed[c]) + ");";
   }
   s.notes.push_back(per_loop);
+  if (m.after_window_not_detached != 0)
+    s.notes.push_back(
+        "NOT MEASURED AS MEANT: transformer.after_window: CUPTI had not detached 2 s after the "
+        "window in " +
+        std::to_string(m.after_window_not_detached) +
+        " round(s); their steps ran with CUPTI paused, not detached");
   for (const Measured::Refusal& r : m.floor_refused)
     s.notes.push_back("NOT MEASURED from round " + std::to_string(r.round) + " on: " + r.key +
                       ", CUPTI set up as cuscope's defaults (" + r.why + "); " +

@@ -25,6 +25,10 @@ struct Measured {
   // The defaults with a step window of kWindowCycle steps repeated without end (kWindowWait paused,
   // one warm-up, one recorded): what one recorded step in kWindowCycle costs the program.
   std::vector<double> step_windowed;
+  // The defaults after a window that ended before the timed steps (CUSCOPE_WARMUP=1 CUSCOPE_ACTIVE=1):
+  // CUPTI detached (CUSCOPE_DETACH), what a program's steps cost after its last window.
+  std::vector<double> step_after_window;
+  int after_window_not_detached = 0;  ///< rounds whose CUPTI had not detached 2 s after the window
   // The step under the minimal CUPTI client, cuscope off: what tracing kernels costs the step before
   // cuscope does anything, the floor under goal.defaults_step.
   std::vector<double> step_minimal;

@@ -83,6 +83,20 @@ void restart_windowed_session(std::uint32_t wait, std::uint32_t warmup, std::uin
   restart_with(o);
 }
 
+bool restart_after_window_session() {
+  cuscope::Options o;
+  o.warmup_steps = 1;
+  o.active_steps = 1;  // repeat 1: the window ends with the second step
+  restart_with(o);
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  for (int step = 1;; ++step) {
+    cuscope_bench::transformer_step_ns();
+    if (step >= 2 && cuscope::snapshot().activity_status.ends_with(", detached after the last step window"))
+      return true;
+    if (std::chrono::steady_clock::now() > give_up) return false;
+  }
+}
+
 double launch_ns(cudaStream_t s, int launches, Wrap wrap, bool step_per_batch) {
   std::uint64_t timed = 0;
   for (int done = -kBatch; done < launches; done += kBatch) {

@@ -36,6 +36,13 @@ void restart_session(bool enabled, cuscope::EventTiming events, bool activities,
 /// CUSCOPE_WARMUP, CUSCOPE_ACTIVE, CUSCOPE_REPEAT=0).
 void restart_windowed_session(std::uint32_t wait, std::uint32_t warmup, std::uint32_t active);
 
+/// Replaces the cuscope session by one with cuscope's defaults and a step window that ends at once
+/// (CUSCOPE_WARMUP=1 CUSCOPE_ACTIVE=1, CUSCOPE_REPEAT=1), runs its two steps, then untimed steps (each
+/// calls CUDA, at whose exit CUPTI detaches: CUSCOPE_DETACH) until the activity status says CUPTI
+/// detached, 2 s at most: true when it did. The steps after it run as a program's do after its
+/// last window.
+bool restart_after_window_session();
+
 /// Ends the current session (reset_for_testing), leaving none started. A part of the bench ends its
 /// session before the next part begins, so that a teardown that stalls (CUPTI's flushes, disabling
 /// kinds, unsubscribing) is named as the part whose session it was, and --skip of that part avoids it.

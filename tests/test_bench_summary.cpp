@@ -52,7 +52,7 @@ TEST_CASE("bench: each round's order puts each configuration in each place once,
   CHECK(cuscope_bench::round_order(11, 0) == std::vector<int>{0, 1, 10, 2, 9, 3, 8, 4, 7, 5, 6});
   CHECK(cuscope_bench::round_order(1, 3) == std::vector<int>{0});
   CHECK(cuscope_bench::round_order(0, 2).empty());
-  for (const int n : {5, 10, 11, 13}) {
+  for (const int n : {5, 10, 11, 13, 14}) {
     for (int place = 0; place < n; ++place) {  // over n rounds, every configuration in every place
       std::vector<int> seen;
       for (int round = 0; round < n; ++round) seen.push_back(cuscope_bench::round_order(n, round)[place]);
@@ -62,9 +62,9 @@ TEST_CASE("bench: each round's order puts each configuration in each place once,
       CHECK(seen == all);
     }
   }
-  // The bench's 11 launch loops and 13 transformer configurations over 5 rounds: each configuration
+  // The bench's 11 launch loops and 14 transformer configurations over 5 rounds: each configuration
   // comes after at least 4 different ones (a rotated order gave 6 of them the same one in every round).
-  for (const int n : {11, 13}) {
+  for (const int n : {11, 14}) {
     std::vector<std::set<int>> before(static_cast<std::size_t>(n));
     for (int round = 0; round < 5; ++round) {
       const std::vector<int> order = cuscope_bench::round_order(n, round);
@@ -202,6 +202,34 @@ TEST_CASE("bench: the GPU summary's goals read each round's ratio, and the floor
                  "PARTIAL: 1 of 2 rounds done when this was written, and the parts of the next before "
                  "'transformer.defaults'; the run went on.";
         }) == 1);
+}
+
+TEST_CASE(
+    "bench: the step after the last window is paired with the step without, and a round not detached named",
+    "[bench]") {
+  using namespace cuscope_bench;
+  Args args;
+  args.rounds = 2;
+  args.steps = 2;
+  Measured m;
+  m.step_without = {100, 100, 200, 200};
+  m.step_after_window = {101, 101, 204, 204};  // 1.01, then 1.02
+  const Summary s = summarize(args, {"gpu", "cuda"}, m, 2);
+  const Measurement* after = measurement(s, "paired.transformer.after_window_over_without");
+  REQUIRE(after != nullptr);
+  CHECK(after->value == Approx(1.015));
+  CHECK(after->low == Approx(1.01));
+  CHECK(after->high == Approx(1.02));
+  REQUIRE(measurement(s, "transformer.after_window") != nullptr);
+  CHECK(measurement(s, "transformer.after_window")->value == Approx(152.5));
+  const auto not_detached = [](const Summary& summary) {
+    return std::count(summary.notes.begin(), summary.notes.end(),
+                      "NOT MEASURED AS MEANT: transformer.after_window: CUPTI had not detached 2 s after the "
+                      "window in 1 round(s); their steps ran with CUPTI paused, not detached");
+  };
+  CHECK(not_detached(s) == 0);
+  m.after_window_not_detached = 1;
+  CHECK(not_detached(summarize(args, {"gpu", "cuda"}, m, 2)) == 1);
 }
 
 TEST_CASE("cycle means: each sample the mean of its cycle, cycles cut within each round", "[bench]") {

@@ -54,6 +54,7 @@ TEST_CASE("every variable sets its option", "[options]") {
                                     {"CUSCOPE_WARMUP", " 3 "},
                                     {"CUSCOPE_ACTIVE", "10"},
                                     {"CUSCOPE_REPEAT", "0"},
+                                    {"CUSCOPE_DETACH", "0"},
                                     {"CUSCOPE_PRINT", "0"},
                                     {"CUSCOPE_OUTPUT", "/tmp/table.txt"},
                                     {"CUSCOPE_JSON", "/tmp/report.json"},
@@ -77,6 +78,7 @@ TEST_CASE("every variable sets its option", "[options]") {
   CHECK(o.warmup_steps == 3);
   CHECK(o.active_steps == 10);
   CHECK(o.repeat == 0);  // without end
+  CHECK_FALSE(o.detach);
   CHECK_FALSE(o.print_at_exit);
   CHECK(o.output_path == "/tmp/table.txt");
   CHECK(o.json_path == "/tmp/report.json");
@@ -133,6 +135,20 @@ TEST_CASE("CUSCOPE_REPEAT: cycles of the step window, 0 without end, a bad value
   REQUIRE(errors.size() == 2);
   CHECK(errors[0].message == "CUSCOPE_REPEAT='forever' is not a whole number; keeping 1");
   CHECK(errors[1].message == "CUSCOPE_REPEAT='1000000001' is out of range [0, 1000000000]; keeping 1");
+}
+
+TEST_CASE("CUSCOPE_DETACH: on by default, 0 pauses only, a bad value keeps the default", "[options]") {
+  std::vector<cuscope::OptionError> errors;
+  CHECK(parse({}, errors).detach);  // detach CUPTI after the last step window
+  CHECK_FALSE(parse({{"CUSCOPE_DETACH", "0"}}, errors).detach);
+  CHECK_FALSE(parse({{"CUSCOPE_DETACH", " off "}}, errors).detach);
+  CHECK(parse({{"CUSCOPE_DETACH", "yes"}}, errors).detach);
+  CHECK(errors.empty());
+  CHECK(parse({{"CUSCOPE_DETACH", "later"}}, errors).detach);
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0].variable == "CUSCOPE_DETACH");
+  CHECK(errors[0].message ==
+        "CUSCOPE_DETACH='later' is not a boolean (use 1/0, true/false, yes/no, on/off); keeping 1");
 }
 
 TEST_CASE("a bad value keeps the base given, not the built-in default", "[options]") {

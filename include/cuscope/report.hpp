@@ -244,8 +244,8 @@ struct Diagnostics {
   std::uint64_t overhead_records = 0;        ///< CUPTI overhead records (their time is in overhead_ns)
   std::uint64_t overhead_ns = 0;
   std::uint64_t counter_ranges_dropped = 0;  ///< replayed kernels whose counters could not be read
-  std::uint64_t incomplete_at_exit =
-      0;  ///< GPU work still running at shutdown (records CUPTI could not complete)
+  std::uint64_t incomplete_at_exit = 0;  ///< GPU work still running at shutdown, or at the detach after the
+                                         ///< last step window (records CUPTI could not complete)
   std::uint64_t activity_buffers_refused =
       0;  ///< CUPTI buffer requests past cuscope's memory bound (records dropped)
   std::uint64_t scopes_in_capture =
@@ -340,8 +340,9 @@ struct Report {
   std::string gpu_timing;
   /// "on" when CUPTI traced every kind of record; "on, ..." when it traced with some kinds off
   /// (by default the synchronization and memory records: "on, synchronizes and allocations seen by
-  /// callbacks, without their records (...)"); or one line saying why CUPTI tracing is off.
-  /// tracing_on() tells the two apart.
+  /// callbacks, without their records (...)"); either may end ", paused outside the step window", or
+  /// ", detached after the last step window" once cuscope detached CUPTI after its last window
+  /// (Options::detach); or one line saying why CUPTI tracing is off. tracing_on() tells the two apart.
   std::string activity_status;
   std::string counters_status{kCountersNotRequested};  ///< "on: ...", or why hardware counters are off
                                                        ///< (the table prints "off — <reason>")

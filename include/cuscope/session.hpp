@@ -101,6 +101,12 @@ struct Options {
   /// so otherwise). Outside the warm-up and active steps CUPTI's tracing is paused: a cycle of
   /// wait 9, active 1, repeat 0 records one step in ten and traces only that one.
   std::uint32_t repeat = 1;
+  /// CUSCOPE_DETACH: after the last window (active_steps > 0, repeat >= 1), detach CUPTI
+  /// (cuptiFinalize, at the exit of the program's next CUDA call) instead of only pausing it: a
+  /// paused CUPTI still cost a launch 1.05x on an H200, a detached one nothing measurable
+  /// (docs/cupti.md). Not where hardware counters run (CUSCOPE_METRICS) or another tool holds
+  /// CUPTI's subscriber. false: paused only, as between windows. Not yet run on a GPU.
+  bool detach = true;
   bool print_at_exit = true;       ///< CUSCOPE_PRINT: print the table at exit
   /// CUSCOPE_OUTPUT: write the exit table here ("" = stderr). In this path, CUSCOPE_JSON's and
   /// CUSCOPE_TRACE's, start() replaces %r by the process's rank in its job (Report::rank; 0 when

@@ -84,6 +84,7 @@ def start(
     warmup_steps: Union[int, str] = ...,
     active_steps: Union[int, str] = ...,
     repeat: Union[int, str] = ...,
+    detach: Union[bool, str] = ...,
     print_at_exit: Union[bool, str] = ...,
     output_path: Union[str, PathLike[str]] = ...,
     json_path: Union[str, PathLike[str]] = ...,

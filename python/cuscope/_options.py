@@ -24,6 +24,7 @@ OPTIONS: Dict[str, Tuple[str, str]] = {
     "warmup_steps": ("CUSCOPE_WARMUP", "int"),
     "active_steps": ("CUSCOPE_ACTIVE", "int"),
     "repeat": ("CUSCOPE_REPEAT", "int"),
+    "detach": ("CUSCOPE_DETACH", "bool"),
     "print_at_exit": ("CUSCOPE_PRINT", "bool"),
     "output_path": ("CUSCOPE_OUTPUT", "path"),
     "json_path": ("CUSCOPE_JSON", "path"),

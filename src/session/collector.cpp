@@ -1,7 +1,8 @@
 // session/collector.cpp — the session's collector thread and the CUDA-event resolver: every 10 ms
 // it resolves the CUDA events scopes recorded, keeps the clock calibrated and (with launch notes)
 // drains the threads' launch rings, and every 100 ms asks CUPTI for its completed buffers, so a
-// snapshot sees recent work without a flush and CUPTI's buffers stay few. A second thread, the
+// snapshot sees recent work without a flush and CUPTI's buffers stay few. After the last step
+// window it detaches CUPTI (advance_detach(), off the program's threads). A second thread, the
 // reporter, rewrites the report's files every CUSCOPE_REPORT_EVERY seconds (report_files.cpp).
 //
 // Never: let cuscope's own CUDA calls disturb the program's (they run in relaxed capture mode, and
@@ -35,7 +36,9 @@ void collector_loop(Session* s) {
     resolve_gpu_events();
     recalibrate_clock();  // does something about once a second
     if (s->tracing.load(std::memory_order_acquire)) {
-      if (tick % 10 == 0) {
+      if (advance_detach()) {
+        // A detach under way after the last step window: its normal flush, each tick.
+      } else if (tick % 10 == 0) {
         poll_activity();
       } else {
         drain_launch_notes(*s);  // launch rings between polls: a fast launcher fills one in ~16 ms

@@ -10,6 +10,7 @@
 
 #include <atomic>
 
+#include "producers/cupti/detach.hpp"
 #include "session/internal.hpp"
 
 namespace cuscope::inline v0::detail {
@@ -45,7 +46,8 @@ void after_fork_in_child() noexcept {
   g_forked_child.store(true, std::memory_order_relaxed);
   g_state.store(kOff, std::memory_order_release);
   g_flags.store(0, std::memory_order_relaxed);
-  detach_this_thread();  // the child's thread exit releases nothing
+  forget_detach_in_forked_child();  // no cuptiFinalize in a child: an atomic store, no CUPTI call
+  detach_this_thread();             // the child's thread exit releases nothing
 }
 
 [[gnu::constructor]] void register_fork_handlers_at_load() { register_fork_handlers(); }

@@ -230,6 +230,7 @@ constexpr const char* kKnown[] = {"CUSCOPE_ENABLE",         "CUSCOPE_GPU_EVENTS"
                                   "CUSCOPE_ATTRIBUTION",    "CUSCOPE_SYNC_RECORDS",
                                   "CUSCOPE_MEMORY_RECORDS", "CUSCOPE_EVENT_TIMESTAMPS",
                                   "CUSCOPE_REPORT_EVERY",   "CUSCOPE_REPEAT",
+                                  "CUSCOPE_DETACH",
                                   // Not options: set by `cuscope run` for the processes below it.
                                   "CUSCOPE_INJECT_LIBRARY", "CUSCOPE_RUN_ID"};
 
@@ -271,6 +272,7 @@ Options options_from(EnvLookup lookup, Options base, std::vector<OptionError>* e
   r.number("CUSCOPE_WARMUP", base.warmup_steps, 0, 1'000'000'000);
   r.number("CUSCOPE_ACTIVE", base.active_steps, 0, 1'000'000'000);
   r.number("CUSCOPE_REPEAT", base.repeat, 0, 1'000'000'000);
+  r.boolean("CUSCOPE_DETACH", base.detach);
   r.boolean("CUSCOPE_PRINT", base.print_at_exit);
   r.path("CUSCOPE_OUTPUT", base.output_path);
   r.path("CUSCOPE_JSON", base.json_path);

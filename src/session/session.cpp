@@ -24,6 +24,7 @@
 #include "producers/clock.hpp"
 #include "producers/cuda_probe.hpp"
 #include "producers/cupti/adapter.hpp"
+#include "producers/cupti/detach.hpp"
 #include "producers/cupti/range_profiler.hpp"
 #include "producers/event_timestamps.hpp"
 #include "producers/gpu_events.hpp"
@@ -93,6 +94,14 @@ void pause_for(const Session& s, Phase p) {
   if (s.tracing.load(std::memory_order_acquire)) pause_activity_tracing(paused_in(p));
 }
 
+// The step that ends the last window (it enters Phase::Done, right after the pause; the caller
+// holds the lifecycle lock): CUPTI is detached rather than left paused (CUSCOPE_DETACH, docs/cupti.md),
+// where the session traces and no hardware counters run (the range profiler is CUPTI's too).
+void detach_after_last_window(Session& s) {
+  if (!s.options.detach || !s.options.metrics.empty() || !s.tracing.load(std::memory_order_acquire)) return;
+  s.detach_asked = request_detach();
+}
+
 }  // namespace
 
 // Whether scopes record CUDA events, and why not ("on..." when they do): CUSCOPE_EVENTS against
@@ -151,7 +160,7 @@ Report live_report(Session& s) noexcept {
       std::lock_guard lock(s.lifecycle_mutex);
       r.device = s.device;
       r.gpu_timing = s.gpu_timing;
-      r.activity_status = s.activity_status;
+      r.activity_status = s.detach_asked ? with_detach_stage(s.activity_status) : s.activity_status;
       r.counters_status = s.counters_status;
       r.clock = clock_description();
       r.rank = s.rank;
@@ -237,6 +246,8 @@ void reset_for_testing() noexcept {
   detach_this_thread();
   forget_warnings();
   release_path_claims();  // the next session's files are its own
+  // Last, once the old session's report is built: the next session may call CUPTI.
+  set_detach_stage(DetachStage::none);
 }
 
 void trace_with_fake_cupti_for_testing(CorrelationHook push, CorrelationPopHook pop,
@@ -407,6 +418,7 @@ void step() {
     s.aggregator.set_recording(next == Phase::Record, ended);
   }
   if (paused_in(was) != paused_in(next)) pause_for(s, next);
+  if (next == Phase::Done) detach_after_last_window(s);
 }
 
 void set_enabled(bool on) {

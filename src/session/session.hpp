@@ -70,6 +70,8 @@ class Session : public Sink {
   // shutdown() has collected everything: CUDA may be torn down next (static destructors after
   // it), so step(), flush() and snapshot() touch nothing of CUDA, CUPTI or the window any more.
   std::atomic<bool> closed{false};
+  // The last window's end began detaching CUPTI (producers/cupti/detach.hpp: where it stands).
+  bool detach_asked = false;
   // What snapshot() returns once shutdown() closed the session (guarded by lifecycle_mutex).
   std::optional<Report> final_report;
 

@@ -137,6 +137,7 @@ TEST_CASE("warm-up steps' GPU work is left out and counted", "[gpu][cupti]") {
   cuscope::Options o = cuscope_test::quiet_options();
   o.warmup_steps = 2;
   o.active_steps = 3;
+  o.detach = false;  // paused after the window, as between windows (test_gpu_detach.cu: the detach)
   cuscope_test::Session session(o);
   for (int i = 0; i < 6; ++i) {
     {

@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -17,6 +19,7 @@
 #include "producers/cupti/activity_kinds.hpp"
 #include "producers/cupti/buffer_pool.hpp"
 #include "producers/cupti/decode.hpp"
+#include "producers/cupti/detach.hpp"
 #include "producers/cupti/errors.hpp"
 #include "producers/cupti/traced_calls.hpp"
 #include "producers/event_timestamps.hpp"
@@ -42,6 +45,8 @@ struct State {
   ActivityKinds kinds;  // on, and paused between step windows
   bool paused = false;
   bool pause_refused = false;  // a pause or resume was refused: tracing stays as it is from then on
+  std::atomic<std::uint64_t> detach_paused_ns{0};      // when the pause before a detach began
+  std::atomic<std::uint64_t> buffers_with_records{0};  // buffers take_buffer() had records in
 };
 
 State& state() {
@@ -54,6 +59,15 @@ std::atomic<std::uint32_t> g_fake_version{0};  // tests: a libcupti of another A
 std::string refusal(const char* what, CUptiResult r) { return cupti_refusal(what, static_cast<int>(r)); }
 
 std::uint64_t CUPTIAPI timestamp() { return now_ns(); }
+
+// `call` (a CUPTI call named `name`), unless CUPTI is detached or about to be (detach.hpp: any call
+// would attach it again, or race the finalize); a test's observer stands for CUPTI.
+template <class Call>
+CUptiResult call_cupti(const char* name, Call&& call) {
+  if (!cupti_callable()) return CUPTI_ERROR_NOT_INITIALIZED;
+  if (CuptiObserver observer = cupti_observer()) return observer(name);
+  return call();
+}
 
 // CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, as cuscope found it when it set it (restored when
 // tracing ends), and whether cuscope set it.
@@ -80,8 +94,10 @@ void tell_buffers_zeroed() noexcept {
 // The attribute back as cuscope found it (for a client after this session).
 void restore_buffers_zeroed() noexcept {
   if (!g_zeroed_set) return;
-  std::size_t size = sizeof(g_zeroed_found);
-  cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &size, &g_zeroed_found);
+  call_cupti("cuptiActivitySetAttribute(ZEROED_OUT_ACTIVITY_BUFFER)", [] {
+    std::size_t size = sizeof(g_zeroed_found);
+    return cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &size, &g_zeroed_found);
+  });
   g_zeroed_set = false;
 }
 
@@ -120,6 +136,7 @@ void CUPTIAPI buffer_completed(CUcontext context, std::uint32_t stream, std::uin
 }  // namespace
 
 void take_buffer(Sink& sink, std::uint8_t* buffer, std::size_t valid, std::size_t dropped) noexcept {
+  if (valid != 0) state().buffers_with_records.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard lock(sink.aggregator_mutex);
   own_processing(sink, 1, [&] {
     take_launch_notes(sink);  // before the records of the launches they name
@@ -175,10 +192,17 @@ std::uint32_t loaded_version() {
 // (ThreadSanitizer saw one allocate what the other locked), and two flushes at once gain nothing.
 // Taken with no other cuscope lock held; CUPTI calls buffer_completed under it, which takes the
 // aggregator's (so: this lock, then that one, never the other way).
-void flush_cupti(std::uint32_t flags) {
+// The same lock arms a detach (detach_now()): a flush checks for it under the lock, so that none runs
+// into the finalize.
+std::mutex& flush_mutex() {
   static auto* one_at_a_time = new std::mutex;  // leaked, as the state: a flush may run at exit
-  std::lock_guard lock(*one_at_a_time);
-  cuptiActivityFlushAll(flags);
+  return *one_at_a_time;
+}
+
+void flush_cupti(std::uint32_t flags) {
+  std::lock_guard lock(flush_mutex());
+  call_cupti(flags == 0 ? "cuptiActivityFlushAll(0)" : "cuptiActivityFlushAll(FORCED)",
+             [flags] { return cuptiActivityFlushAll(flags); });
 }
 
 // Delivers buffers CUPTI has completed (`flags` 0), or every buffer, incomplete records included
@@ -191,13 +215,67 @@ void deliver(std::uint32_t flags) {
   if (Sink* target = state().target.load(std::memory_order_acquire)) {
     // Spare buffers for the next threads that launch, made here, off the launching threads (only
     // for a session CUPTI traces for: fake CUPTI in tests has none).
-    if (flags == 0) state().buffers.keep_spares(kSpareBuffers);
+    if (flags == 0 && cupti_callable()) state().buffers.keep_spares(kSpareBuffers);
     std::lock_guard lock(target->aggregator_mutex);
     own_processing(*target, 0, [&] {
       take_launch_notes(*target);
       target->aggregator.settle();
     });
   }
+}
+
+void event_timestamps_off() {
+  if (event_timestamps_from_cupti())
+    call_cupti("cuptiActivityEnableCudaEventDeviceTimestamps(0)",
+               [] { return cuptiActivityEnableCudaEventDeviceTimestamps(0); });
+  set_event_timestamps_from_cupti(false);
+}
+
+void say_refused_finalize() {
+  warn_once(fmt::format("CUPTI is paused, not detached, after the last step window: {}",
+                        refusal("cuptiFinalize", finalize_result())));
+}
+
+// The detach after the last step window, on the collector's thread once the window's records are in
+// (advance_detach()): what stop_activity_tracing() does (a forced flush, what it hands back incomplete
+// counted as at exit; every kind off; the buffers' attribute back), the subscriber kept, then the
+// finalize armed for the next CUDA call's exit. Refused: one note, CUPTI left attached and paused.
+void detach_now(State& s) {
+  Sink* target = s.target.load(std::memory_order_acquire);
+  if (target == nullptr) return;
+  g_push_correlation.store(nullptr, std::memory_order_release);  // no scope, no own call calls CUPTI
+  g_pop_correlation.store(nullptr, std::memory_order_release);
+  {
+    std::lock_guard lock(target->aggregator_mutex);
+    target->aggregator.set_final_flush(true);
+    if (trace::Writer* w = trace::g_writer.load(std::memory_order_acquire)) w->final_flush();
+  }
+  deliver(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  event_timestamps_off();
+  s.kinds.off();  // the paused ones are off already: CUDA_EVENT
+  deliver(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  restore_buffers_zeroed();
+  target->launch_attributed.store(false, std::memory_order_release);
+  std::string why;
+  {
+    std::lock_guard lock(flush_mutex());  // no flush of another thread's runs into the finalize
+    why = arm_finalize_at_api_exit();
+  }
+  if (why.empty()) return;
+  set_detach_stage(DetachStage::kept);
+  warn_once(fmt::format("CUPTI is paused, not detached, after the last step window: {}", why));
+}
+
+// At the stop: a detach still pending or armed is given up (CUPTI then stopped as without one: a
+// finalize at exit could race CUDA's own teardown), a finalize under way waited for (a bounded time).
+// True when cuscope may call CUPTI.
+bool settle_detach_for_stop() {
+  move_detach_stage(DetachStage::pending, DetachStage::kept);
+  move_detach_stage(DetachStage::armed, DetachStage::kept);
+  for (int i = 0; i < 1000 && detach_stage() == DetachStage::finalizing; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (move_detach_stage(DetachStage::refused, DetachStage::kept)) say_refused_finalize();
+  return cupti_callable();
 }
 
 }  // namespace
@@ -209,6 +287,7 @@ void set_cupti_version_for_testing(std::uint32_t version) noexcept {
 std::string start_activity_tracing(Sink& sink) noexcept {
   try {
     State& s = state();
+    set_detach_stage(DetachStage::none);  // a session after a detached one attaches CUPTI again
     const std::uint32_t version = loaded_version();
     const LayoutCheck layouts = check_layouts(version, CUPTI_API_VERSION);
     if (!layouts.refusal.empty()) return layouts.refusal;
@@ -265,7 +344,7 @@ void pause_activity_tracing(bool paused) noexcept {
   }
   State& s = state();
   Sink* target = s.target.load(std::memory_order_acquire);
-  if (target == nullptr || paused == s.paused || s.pause_refused) return;
+  if (target == nullptr || paused == s.paused || s.pause_refused || !cupti_callable()) return;
   try {
     const std::string why = paused ? s.kinds.pause() : s.kinds.resume();
     if (why.empty()) {
@@ -309,6 +388,7 @@ void trace_kinds_with_fake_cupti_for_testing(Sink& sink, const std::vector<CUpti
     s.kinds.fake_for_testing({}, fake);
   }
   s.paused = s.pause_refused = false;
+  set_detach_stage(DetachStage::none);
   s.target.store(&sink, std::memory_order_release);
   sink.tracing.store(true, std::memory_order_release);
 }
@@ -343,6 +423,17 @@ void stop_activity_tracing() noexcept {
   target->tracing.store(false, std::memory_order_release);
   g_push_correlation.store(nullptr, std::memory_order_release);
   g_pop_correlation.store(nullptr, std::memory_order_release);
+  if (!settle_detach_for_stop()) {
+    // Detached, or a thread inside cuptiFinalize: no CUPTI call (detach_now() delivered everything,
+    // and the subscriber went with CUPTI), only cuscope's side.
+    set_event_timestamps_from_cupti(false);
+    s.kinds.off();  // empty since the detach: no call
+    s.paused = false;
+    unsubscribe();  // no CUPTI call after a detach
+    target->launch_attributed.store(false, std::memory_order_release);
+    s.target.store(nullptr, std::memory_order_release);
+    return;
+  }
   deliver(0);  // everything that finished, complete
   {
     // What a forced flush hands back with zero timestamps was still running: counted apart.
@@ -351,8 +442,7 @@ void stop_activity_tracing() noexcept {
     if (trace::Writer* w = trace::g_writer.load(std::memory_order_acquire)) w->final_flush();
   }
   deliver(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  if (event_timestamps_from_cupti()) cuptiActivityEnableCudaEventDeviceTimestamps(0);
-  set_event_timestamps_from_cupti(false);
+  event_timestamps_off();
   s.kinds.off();
   s.paused = false;
   deliver(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
@@ -362,6 +452,42 @@ void stop_activity_tracing() noexcept {
   s.target.store(nullptr, std::memory_order_release);
   // Not cuptiFinalize: from an exit handler it can race CUDA's own teardown and other tools'
   // CUPTI use. Disabled kinds and a detached target leave CUPTI nothing to call cuscope for.
+}
+
+bool request_detach() noexcept {
+  State& s = state();
+  if (s.target.load(std::memory_order_acquire) == nullptr || s.pause_refused) return false;
+  if (subscriber_refused()) {
+    warn_once(
+        "CUPTI is paused, not detached, after the last step window: another tool holds CUPTI's subscriber, "
+        "and detaching would detach it too");
+    return false;
+  }
+  s.detach_paused_ns.store(now_ns(), std::memory_order_relaxed);
+  set_detach_stage(DetachStage::pending);  // release: the collector sees the pause's switches
+  return true;
+}
+
+bool advance_detach() noexcept {
+  State& s = state();
+  switch (detach_stage()) {
+    case DetachStage::pending: {
+      const std::uint64_t before = s.buffers_with_records.load(std::memory_order_relaxed);
+      deliver(0);
+      const bool quiet = s.buffers_with_records.load(std::memory_order_relaxed) == before;
+      const std::uint64_t waited =
+          model::elapsed_ns(s.detach_paused_ns.load(std::memory_order_relaxed), now_ns());
+      if ((quiet && waited >= kDetachQuietAfterNs) || waited >= kDetachWaitAtMostNs) detach_now(s);
+      return true;
+    }
+    case DetachStage::refused:  // set by the callback's thread; only this one moves it on
+      stop_api_callbacks();     // CUPTI stays attached: every CUDA call would reach the callback
+      say_refused_finalize();
+      set_detach_stage(DetachStage::kept);
+      return false;
+    default:
+      return false;
+  }
 }
 
 }  // namespace cuscope::inline v0::detail

@@ -12,6 +12,8 @@
 // subscriber (subscriber.hpp) also gets the graph node callbacks that tie replayed kernels to
 // capture-time scopes; when another tool holds it, tracing goes on without that breakdown and with
 // external correlation (one note says why).
+// After the last step window the session detaches CUPTI (request_detach(), advance_detach();
+// detach.hpp): from then on nothing here calls CUPTI.
 // No lock that CUPTI's callbacks take (the aggregator's, the pool's, the notes') is held while
 // calling into CUPTI: start and the pauses between step windows run under the session's lifecycle
 // lock, which no callback takes. The buffer callback calls nothing in CUPTI under a lock.
@@ -55,8 +57,25 @@ void drain_launch_notes(Sink& sink) noexcept;
 /// holds one: without this, every later record of that thread would wait for the session's end.
 void deliver_after_counters() noexcept;
 /// Delivers what is complete, then forces out the rest (counted as incomplete at exit), disables
-/// every kind and detaches the session. CUPTI is not finalized (see adapter.cpp).
+/// every kind and detaches the session. CUPTI is not finalized (see adapter.cpp). After a detach
+/// (detach.hpp) no CUPTI call: the detach delivered everything; a detach not yet made is given up.
 void stop_activity_tracing() noexcept;
+
+/// Detaching CUPTI after the last step window (docs/cupti.md, "Detaching after the last step window";
+/// the stages are detach.hpp's). The step that ends the last window, right after its pause (the
+/// lifecycle lock held): the detach begins (pending), unless this session's CUPTI is not paused
+/// (a refused pause) or another tool holds CUPTI's subscriber (one note). True when it began.
+bool request_detach() noexcept;
+/// The collector's tick while a detach is under way. Pending: a normal flush; then, once the window's
+/// work is in (a normal flush that delivers no buffer with records, kDetachQuietAfterNs or more
+/// after the pause) or kDetachWaitAtMostNs after the pause, what stop_activity_tracing() does (a
+/// forced flush, what it hands back incomplete counted as at exit; every kind off; the buffers'
+/// attribute back) and the finalize armed for the next CUDA call's exit (subscriber.hpp). Refused:
+/// one note, the API callbacks off, CUPTI left attached and paused. True when it delivered (the
+/// tick's poll is done).
+bool advance_detach() noexcept;
+inline constexpr std::uint64_t kDetachQuietAfterNs = 50'000'000;
+inline constexpr std::uint64_t kDetachWaitAtMostNs = 1'000'000'000;
 
 /// Pauses (`paused`) or resumes CUPTI's tracing of the program's work, between step windows
 /// (session.cpp: the wait steps and those after the last window): every kind the session enabled

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "producers/cupti/call_callbacks.hpp"
+#include "producers/cupti/detach.hpp"
 #include "producers/cupti/errors.hpp"
 #include "producers/cupti/traced_calls.hpp"
 #include "producers/event_timestamps.hpp"
@@ -29,6 +30,7 @@ namespace {
 std::atomic<Sink*> g_target{nullptr};       // the subscribed session's; null: callbacks do nothing
 CUpti_SubscriberHandle g_handle = nullptr;  // set and cleared by the session's start and stop
 std::atomic<bool> g_launches{false};        // the launch callbacks are on
+bool g_subscribe_refused = false;  // the session's cuptiSubscribe was refused (another tool holds it)
 // The driver calls whose entry notes a launch (traced_call()), by callback id; written before
 // their callbacks are enabled.
 std::array<bool, CUPTI_DRIVER_TRACE_CBID_SIZE> g_launch_cbids{};
@@ -182,6 +184,8 @@ void graph_event(Sink& sink, const Event& e) noexcept {
 }
 
 void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  // A detach armed or made (detach.hpp): at most the one cuptiFinalize, nothing else of cuscope's.
+  if (finalize_at_api_exit(domain, data)) return;
   if (data == nullptr) return;
   Sink* target = g_target.load(std::memory_order_acquire);
   if (target == nullptr) return;
@@ -324,6 +328,7 @@ Subscribed subscribe(Sink& sink, bool launches) noexcept {
       const int fake = g_fake_subscribe.load(std::memory_order_relaxed);
       const CUptiResult r =
           fake != 0 ? static_cast<CUptiResult>(fake) : cuptiSubscribe(&handle, &on_callback, nullptr);
+      g_subscribe_refused = r != CUPTI_SUCCESS;
       if (r != CUPTI_SUCCESS) {
         out.why_not = cupti_refusal("cuptiSubscribe", r);
       } else {
@@ -397,11 +402,70 @@ std::string pause_launch_callbacks(bool paused) noexcept {
 void unsubscribe() noexcept {
   g_launches.store(false, std::memory_order_release);
   g_launch_callbacks_on.clear();
-  if (g_handle != nullptr) cuptiUnsubscribe(g_handle);  // no cuscope lock held
+  // Not after a detach (armed or made): CUPTI would attach again, or race the finalize. Its
+  // subscriber is gone with it.
+  if (g_handle != nullptr && cupti_callable()) {
+    if (CuptiObserver observer = cupti_observer()) {
+      observer("cuptiUnsubscribe");
+    } else {
+      cuptiUnsubscribe(g_handle);  // no cuscope lock held
+    }
+  }
   g_handle = nullptr;
+  g_subscribe_refused = false;
   g_launch_cbids.fill(false);
   clear_call_callbacks();
   g_target.store(nullptr, std::memory_order_release);
+}
+
+bool subscriber_refused() noexcept { return g_subscribe_refused; }
+
+namespace {
+
+constexpr std::array<CUpti_CallbackDomain, 2> kApiDomains = {CUPTI_CB_DOMAIN_RUNTIME_API,
+                                                             CUPTI_CB_DOMAIN_DRIVER_API};
+
+// Every callback of both API domains on (1) or off (0): the first refusal, or success.
+CUptiResult enable_api_domains(std::uint32_t on) {
+  if (CuptiObserver observer = cupti_observer())
+    return observer(on != 0 ? "cuptiEnableDomain(1, RUNTIME_API, DRIVER_API)"
+                            : "cuptiEnableDomain(0, RUNTIME_API, DRIVER_API)");
+  for (CUpti_CallbackDomain domain : kApiDomains) {
+    if (CUptiResult r = cuptiEnableDomain(on, g_handle, domain); r != CUPTI_SUCCESS) return r;
+  }
+  return CUPTI_SUCCESS;
+}
+
+}  // namespace
+
+std::string arm_finalize_at_api_exit() noexcept {
+  try {
+    // Paused already; from here every driver call reaches the callback, and none may note a launch.
+    g_launches.store(false, std::memory_order_release);
+    if (g_handle == nullptr && cupti_observer() == nullptr) {
+      // Nothing asked for a subscriber at the start (CUSCOPE_GRAPHS=0, external correlation): one
+      // now, for this callback only. Refused: another tool holds it, and CUPTI is not ours to detach.
+      CUpti_SubscriberHandle handle = nullptr;
+      const int fake = g_fake_subscribe.load(std::memory_order_relaxed);
+      const CUptiResult r =
+          fake != 0 ? static_cast<CUptiResult>(fake) : cuptiSubscribe(&handle, &on_callback, nullptr);
+      if (r != CUPTI_SUCCESS) return cupti_refusal("cuptiSubscribe", r);
+      g_handle = handle;
+    }
+    if (CUptiResult r = enable_api_domains(1); r != CUPTI_SUCCESS) {
+      enable_api_domains(0);
+      return cupti_refusal("cuptiEnableDomain(RUNTIME_API, DRIVER_API)", r);
+    }
+    // Last: from here a callback may finalize, and cuscope calls CUPTI no more.
+    move_detach_stage(DetachStage::pending, DetachStage::armed);
+    return {};
+  } catch (...) {  // out of memory saying why
+    return "out of memory";
+  }
+}
+
+void stop_api_callbacks() noexcept {
+  if (g_handle != nullptr || cupti_observer() != nullptr) enable_api_domains(0);
 }
 
 bool start_graph_breakdown(Sink& sink) noexcept { return subscribe(sink, false).graphs; }

@@ -37,11 +37,23 @@ struct Subscribed {
 /// subscriber (CUPTI refused: another tool holds it) none is on; a graph breakdown that is off is
 /// one note saying why, and the aggregator is told.
 Subscribed subscribe(Sink& sink, bool launches) noexcept;
-/// Ends the subscription, if any (no cuscope lock held).
+/// Ends the subscription, if any (no cuscope lock held). After a detach (armed or made) with no
+/// CUPTI call: the subscriber went with CUPTI.
 void unsubscribe() noexcept;
 /// Turns the launch callbacks subscribe() turned on off (`paused`) or on again: "" or why not.
 /// Nothing when they are not on. The graph and event record callbacks stay as they are.
 std::string pause_launch_callbacks(bool paused) noexcept;
+
+/// Whether the session's cuptiSubscribe was refused (another tool holds CUPTI's one subscriber).
+bool subscriber_refused() noexcept;
+/// Detaching after the last step window (detach.hpp): every runtime and driver API callback on (a
+/// subscriber made for it if the session has none), then the detach armed, so that the next CUDA
+/// call's exit finalizes CUPTI: "" or why not (nothing armed then, the domains off again). Called
+/// once the kinds are off and the launch callbacks paused, by the adapter (no cuscope lock held).
+std::string arm_finalize_at_api_exit() noexcept;
+/// After a refused finalize: the API callbacks arm_finalize_at_api_exit() turned on, off (CUPTI stays
+/// attached and paused; the graph exec-update callbacks go too: no window follows).
+void stop_api_callbacks() noexcept;
 
 /// The driver calls whose callbacks subscribe() enables for launch notes when a session asks for
 /// `want`: every call that launches, copies or sets (and waits, allocates or frees, where their

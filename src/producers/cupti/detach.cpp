@@ -1,0 +1,88 @@
+// producers/cupti/detach.cpp — see detach.hpp.
+#include "producers/cupti/detach.hpp"
+
+#include <atomic>
+#include <string_view>
+
+namespace cuscope::inline v0::detail {
+namespace {
+
+// Constant-initialized: the callback may run before and after any static constructor.
+std::atomic<DetachStage> g_stage{DetachStage::none};
+std::atomic<CUptiResult> g_finalize_result{CUPTI_SUCCESS};
+std::atomic<CuptiObserver> g_observer{nullptr};
+
+bool off_limits(DetachStage s) {
+  return s == DetachStage::armed || s == DetachStage::finalizing || s == DetachStage::detached;
+}
+
+// The one cuptiFinalize: the thread that moves armed to finalizing makes it.
+void finalize_once() noexcept {
+  if (!move_detach_stage(DetachStage::armed, DetachStage::finalizing)) return;
+  const CuptiObserver observer = g_observer.load(std::memory_order_acquire);
+  const CUptiResult r = observer != nullptr ? observer("cuptiFinalize") : cuptiFinalize();
+  g_finalize_result.store(r, std::memory_order_relaxed);
+  set_detach_stage(r == CUPTI_SUCCESS ? DetachStage::detached : DetachStage::refused);
+}
+
+}  // namespace
+
+DetachStage detach_stage() noexcept { return g_stage.load(std::memory_order_acquire); }
+
+void set_detach_stage(DetachStage stage) noexcept { g_stage.store(stage, std::memory_order_release); }
+
+bool move_detach_stage(DetachStage from, DetachStage to) noexcept {
+  return g_stage.compare_exchange_strong(from, to, std::memory_order_acq_rel);
+}
+
+std::string with_detach_stage(std::string status) {
+  constexpr std::string_view kPaused = ", paused outside the step window";
+  const char* stage = nullptr;
+  switch (detach_stage()) {
+    case DetachStage::pending:
+      stage = ", paused after the last step window; CUPTI detaches once the window's records are in";
+      break;
+    case DetachStage::armed:
+    case DetachStage::finalizing:
+      stage = ", paused after the last step window; CUPTI detaches at the program's next CUDA call";
+      break;
+    case DetachStage::detached:
+      stage = ", detached after the last step window";
+      break;
+    default:
+      return status;  // none, refused or kept: paused, as it says
+  }
+  if (status.ends_with(kPaused)) status.resize(status.size() - kPaused.size());
+  return status + stage;
+}
+
+bool cupti_callable() noexcept { return !off_limits(detach_stage()); }
+
+CUptiResult finalize_result() noexcept { return g_finalize_result.load(std::memory_order_relaxed); }
+
+bool finalize_at_api_exit(CUpti_CallbackDomain domain, const void* data) noexcept {
+  // The hot path's cost while no detach is armed: this load.
+  const DetachStage stage = g_stage.load(std::memory_order_relaxed);
+  if (!off_limits(stage)) return false;
+  if (stage == DetachStage::armed && data != nullptr &&
+      (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) &&
+      static_cast<const CUpti_CallbackData*>(data)->callbackSite == CUPTI_API_EXIT)
+    finalize_once();
+  return true;
+}
+
+void forget_detach_in_forked_child() noexcept { move_detach_stage(DetachStage::armed, DetachStage::kept); }
+
+void set_cupti_observer_for_testing(CuptiObserver observer) noexcept {
+  g_observer.store(observer, std::memory_order_release);
+}
+
+CuptiObserver cupti_observer() noexcept { return g_observer.load(std::memory_order_acquire); }
+
+void api_exit_for_testing() noexcept {
+  CUpti_CallbackData exit{};
+  exit.callbackSite = CUPTI_API_EXIT;
+  finalize_at_api_exit(CUPTI_CB_DOMAIN_DRIVER_API, &exit);
+}
+
+}  // namespace cuscope::inline v0::detail

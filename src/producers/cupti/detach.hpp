@@ -1,0 +1,69 @@
+// producers/cupti/detach.hpp — where a session's detach of CUPTI after its last step window stands
+// (docs/cupti.md, "Detaching after the last step window"), and the one cuptiFinalize, made at the
+// exit site of a CUDA API callback on whatever thread next calls CUDA, as NVIDIA's header asks and
+// Kineto does (pytorch/kineto#686): cuptiFinalize from another thread races that thread inside CUPTI.
+//
+// The stages, in order: pending (the step that ended the last window paused CUPTI; the collector
+// delivers the window's records), armed (every kind off, the API callbacks on, nothing of cuscope's
+// calls CUPTI any more), finalizing (a callback's thread inside cuptiFinalize), detached. Or kept:
+// paused, not detached (refused, or not asked for). From armed on cuscope makes no CUPTI call: any
+// would attach CUPTI again.
+//
+// Never here: a lock or an allocation on the callback's path (finalize_at_api_exit() runs in the
+// program's CUDA calls), a note to the user (the adapter says why, off the program's threads), the
+// session.
+#pragma once
+
+#include <cupti.h>
+
+#include <cstdint>
+#include <string>
+
+namespace cuscope::inline v0::detail {
+
+enum class DetachStage : std::uint8_t {
+  none,        ///< no detach asked for (or the session stopped)
+  pending,     ///< paused after the last window; its records still being delivered
+  armed,       ///< everything off; cuptiFinalize waits for the next CUDA API call's exit
+  finalizing,  ///< a thread is inside cuptiFinalize
+  detached,    ///< cuptiFinalize returned success: CUPTI is gone from the process
+  refused,     ///< cuptiFinalize refused (finalize_result() says how); the adapter has not said so yet
+  kept,        ///< paused and left attached: a refusal said, or no detach possible
+};
+
+/// The stage now (acquire).
+DetachStage detach_stage() noexcept;
+/// Sets the stage (release).
+void set_detach_stage(DetachStage stage) noexcept;
+/// From `from` to `to`, if the stage is `from`: true when it was.
+bool move_detach_stage(DetachStage from, DetachStage to) noexcept;
+/// A session's activity status (`status`, ending ", paused outside the step window" where the window
+/// pauses) as the detach has it now: that suffix replaced by ", paused after the last step window;
+/// CUPTI detaches once the window's records are in" (pending), "...; CUPTI detaches at the program's
+/// next CUDA call" (armed, finalizing) or ", detached after the last step window"; as it is when
+/// kept or not asked for.
+std::string with_detach_stage(std::string status);
+/// Whether cuscope may call CUPTI: false while armed, finalizing or detached.
+bool cupti_callable() noexcept;
+/// What cuptiFinalize returned (CUPTI_SUCCESS before it ran).
+CUptiResult finalize_result() noexcept;
+
+/// For the subscriber's callback, first thing: true when a detach is armed or done, and the callback
+/// must do nothing else (nothing of cuscope's may call CUPTI). While armed, at the exit site of a
+/// runtime or driver API call, the first thread to get here calls cuptiFinalize, once.
+bool finalize_at_api_exit(CUpti_CallbackDomain domain, const void* data) noexcept;
+
+/// A forked child: an armed detach is never made there (kept), with no CUPTI call.
+void forget_detach_in_forked_child() noexcept;
+
+/// Tests: `observer` stands for CUPTI in every call the detach makes or gates (the flushes, the event
+/// timestamps, cuptiEnableDomain, cuptiFinalize, cuptiUnsubscribe), each named as it happens; what
+/// it returns is the call's result. nullptr: CUPTI again.
+using CuptiObserver = CUptiResult (*)(const char* call);
+void set_cupti_observer_for_testing(CuptiObserver observer) noexcept;
+/// The observer, if a test set one.
+CuptiObserver cupti_observer() noexcept;
+/// Tests: what the subscriber's callback does at the exit site of a driver API call (no CUPTI).
+void api_exit_for_testing() noexcept;
+
+}  // namespace cuscope::inline v0::detail

@@ -1,0 +1,77 @@
+// GPU test of the detach after the last step window (CUSCOPE_DETACH, docs/cupti.md): the window's
+// counts exact across the pause and the detach, CUPTI detached at a later CUDA call's exit, and the
+// program's launches after it still run. Not yet run on a GPU.
+#include <cuda_runtime.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "gpu_kit.cuh"
+#include "producers/cupti/detach.hpp"
+#include "session_fixture.hpp"
+
+namespace {
+
+__global__ void write_value(int* out, int value) { *out = value; }
+
+constexpr int kLaunchesPerStep = 4;
+
+}  // namespace
+
+TEST_CASE("after the last step window CUPTI detaches, the window's counts exact, later launches run",
+          "[gpu][cupti][detach]") {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.events = cuscope::EventTiming::automatic;
+  o.wait_steps = 1;
+  o.warmup_steps = 1;
+  o.active_steps = 2;  // repeat 1: wait 0, warm-up 1, active 2 and 3, then detached
+  cuscope_test::Session session(o);
+  warm_up();  // in the wait step: paused, no record
+  const long long ms = cycles_for_ms(1.0);
+  for (int step = 0; step < 4; ++step) {
+    {
+      CUSCOPE_SCOPE("detach_step");
+      spin_kernel<<<1, 1>>>(ms);  // the last active step's still running at the pause
+      for (int i = 1; i < kLaunchesPerStep; ++i) empty_kernel<<<1, 1>>>();
+    }
+    cuscope::step();
+  }
+  // The program goes on launching; the detach comes at one of these calls' exit, once the window's
+  // records are in (50 ms of quiet at least): a bounded wait for it.
+  bool detached = false;
+  for (int i = 0; i < 5000 && !detached; ++i) {
+    {
+      CUSCOPE_SCOPE("after_window");
+      empty_kernel<<<1, 1>>>();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    detached = cuscope::snapshot().activity_status.ends_with(", detached after the last step window");
+  }
+  INFO("activity status: " << cuscope::snapshot().activity_status);
+  REQUIRE(detached);
+  CHECK(cuscope::detail::detach_stage() == cuscope::detail::DetachStage::detached);
+
+  int* value = nullptr;  // CUDA after the detach: launches and copies run as without CUPTI
+  CHECK_CUDA(cudaMalloc(&value, sizeof(int)));
+  write_value<<<1, 1>>>(value, 42);
+  int back = 0;
+  CHECK_CUDA(cudaMemcpy(&back, value, sizeof(int), cudaMemcpyDeviceToHost));
+  CHECK(back == 42);
+  CHECK_CUDA(cudaFree(value));
+
+  const cuscope::Report r = settled();  // its flush calls no CUPTI (the CPU tests check that)
+  CHECK(r.recorded_steps == 2);
+  CHECK(range(r, "detach_step").calls == 2);
+  CHECK(range(r, "detach_step").self.kernel_calls == 2 * kLaunchesPerStep);
+  CHECK(r.diagnostics.outside_window_records == kLaunchesPerStep);  // the warm-up step's
+  CHECK(r.diagnostics.unresolved_records == 0);
+  CHECK(r.diagnostics.zero_timestamp_records == 0);
+  CHECK(r.diagnostics.incomplete_at_exit == 0);  // everything had finished by the detach
+  CHECK(r.diagnostics.dropped_records == 0);
+  CHECK(r.diagnostics.launch_notes_lost == 0);
+  CHECK(r.find("after_window") == nullptr);  // after the window: not recorded
+  CHECK(r.find("(unscoped)") == nullptr);
+  for (const std::string& note : r.notes) CHECK(note.find("not detached") == std::string::npos);
+}
