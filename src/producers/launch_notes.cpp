@@ -101,11 +101,19 @@ std::uint64_t launching_instance(const Sink& sink) noexcept {
 
 bool drain_if_free(Sink& sink) noexcept;  // below, beside drain_launches()
 
+// The note of launch `correlation` made now on this thread.
+LaunchNote launch_note(const Sink& sink, std::uint64_t correlation) noexcept {
+  const std::uint64_t instance = launching_instance(sink);
+  return LaunchNote{correlation, instance, instance == model::kNoInstance ? now_ns() : 0};
+}
+
 // A note its ring refused: noted after the thread drained the rings itself, when it could without
-// waiting; else lost (counted). Off the hot path: only a full ring comes here.
+// waiting; else lost (counted). Off the hot path: only a full ring comes here. The note is made
+// again here (the same scope; outside every scope, a time some nanoseconds later): passing it kept
+// one more register across every note_launch, 2 instructions a launch by callgrind.
 [[gnu::noinline, gnu::cold]] void note_refused(Sink& sink, LaunchRing* ring,
-                                               const LaunchNote& note) noexcept {
-  if (ring != nullptr && drain_if_free(sink) && ring->push(note)) return;
+                                               std::uint64_t correlation) noexcept {
+  if (ring != nullptr && drain_if_free(sink) && ring->push(launch_note(sink, correlation))) return;
   registry().lost.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -113,9 +121,7 @@ bool drain_if_free(Sink& sink) noexcept;  // below, beside drain_launches()
 
 void note_launch(Sink& sink, std::uint64_t correlation) noexcept {
   LaunchRing* ring = t_lease != nullptr && t_lease->ring != nullptr ? t_lease->ring : lease_ring();
-  const std::uint64_t instance = launching_instance(sink);
-  const LaunchNote note{correlation, instance, instance == model::kNoInstance ? now_ns() : 0};
-  if (ring == nullptr || !ring->push(note)) note_refused(sink, ring, note);
+  if (ring == nullptr || !ring->push(launch_note(sink, correlation))) note_refused(sink, ring, correlation);
 }
 
 void note_call(Sink& sink, const CallNote& note) noexcept {
