@@ -66,6 +66,10 @@ std::vector<std::uint64_t> ids(std::uint64_t first, std::uint64_t last) {
   return out;
 }
 
+// The collector's processing so far (its last tick runs as it stops): the baseline of a case that
+// stopped it.
+std::uint64_t processing_ns() { return cuscope::snapshot().diagnostics.activity_processing_ns; }
+
 }  // namespace
 
 TEST_CASE("a launch ring keeps its notes in order and refuses past its bound", "[launch]") {
@@ -113,10 +117,6 @@ TEST_CASE("launch notes tie each launch to the scope open on its thread", "[laun
   CHECK(r.diagnostics.launch_notes_lost == 0);
   CHECK(cuscope::detail::take_lost_launch_notes() == 0);
 }
-
-// The collector's processing so far (its last tick runs as it stops): the baseline of a case that
-// stopped it.
-std::uint64_t processing_ns() { return cuscope::snapshot().diagnostics.activity_processing_ns; }
 
 // No collector here (stopped): only the writer's own drain can make room. Past a full ring, the
 // first refused note drains every ring into the model (its locks are free), then goes in.
