@@ -1,10 +1,13 @@
 // Launch attribution (CUSCOPE_ATTRIBUTION=launch) without CUPTI: note_launch() called as the launch
 // callback calls it, inside and outside scopes, on many threads, drained into the model; kernel
 // records with those correlation ids must land in exactly the scope that was open at the launch.
+// A full ring drains itself when the drainer's locks are free, and refuses (counts) the note when
+// they are not.
 #include <catch2/catch.hpp>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -13,6 +16,7 @@
 #include "model/events.hpp"
 #include "noted_session.hpp"
 #include "producers/launch_notes.hpp"
+#include "session/internal.hpp"
 #include "session/session.hpp"
 
 using cuscope::detail::LaunchNote;
@@ -26,6 +30,45 @@ std::uint64_t kernels_in(const cuscope::Report& r, const char* path) {
   const cuscope::RangeStats* range = r.find(path);
   return range != nullptr ? range->self.kernel_calls : 0;
 }
+
+// Holds `m` on a thread of its own from construction until release(): a drainer busy elsewhere
+// (try_lock on a mutex the calling thread holds itself would be undefined).
+class HeldElsewhere {
+ public:
+  explicit HeldElsewhere(std::mutex& m) {
+    std::future<void> held = held_.get_future();
+    holder_ = std::thread([this, &m, until = release_.get_future()] {
+      std::lock_guard lock(m);
+      held_.set_value();
+      until.wait();
+    });
+    held.wait();
+  }
+  ~HeldElsewhere() { release(); }
+  HeldElsewhere(const HeldElsewhere&) = delete;
+  HeldElsewhere& operator=(const HeldElsewhere&) = delete;
+  void release() {
+    if (!holder_.joinable()) return;
+    release_.set_value();
+    holder_.join();
+  }
+
+ private:
+  std::promise<void> held_;
+  std::promise<void> release_;
+  std::thread holder_;
+};
+
+// Correlation ids first..last.
+std::vector<std::uint64_t> ids(std::uint64_t first, std::uint64_t last) {
+  std::vector<std::uint64_t> out;
+  for (std::uint64_t c = first; c <= last; ++c) out.push_back(c);
+  return out;
+}
+
+// The collector's processing so far (its last tick runs as it stops): the baseline of a case that
+// stopped it.
+std::uint64_t processing_ns() { return cuscope::snapshot().diagnostics.activity_processing_ns; }
 
 }  // namespace
 
@@ -75,19 +118,60 @@ TEST_CASE("launch notes tie each launch to the scope open on its thread", "[laun
   CHECK(cuscope::detail::take_lost_launch_notes() == 0);
 }
 
-TEST_CASE("a launch the ring could not note is counted, and its kernel is unresolved", "[launch]") {
+// No collector here (stopped): only the writer's own drain can make room. Past a full ring, the
+// first refused note drains every ring into the model (its locks are free), then goes in.
+TEST_CASE("a full launch ring drains itself when the model is free, so no note is lost", "[launch]") {
   NotedSession s;
+  cuscope::detail::stop_collector(s.sink());
+  const std::uint64_t collector_ns = processing_ns();
+  constexpr std::uint64_t kMore = 1'000;  // past the ring's bound, less than a second ring
+  {
+    CUSCOPE_SCOPE("first");
+    for (std::uint64_t c = 1; c <= LaunchRing::kNotes; ++c) s.note(c);
+  }
+  CHECK(cuscope::detail::launch_notes_pending_for_testing() == LaunchRing::kNotes);
+  {
+    CUSCOPE_SCOPE("then");
+    // CUPTI never reuses an id; here the note that finds the ring full names id 1 again, so the
+    // model's last word on id 1 says whether it came after the ring's earlier notes.
+    s.note(1);
+    for (std::uint64_t c = LaunchRing::kNotes + 1; c < LaunchRing::kNotes + kMore; ++c) s.note(c);
+  }
+  // The ring's 4,096 went to the model; the kMore since wait in it.
+  CHECK(cuscope::detail::launch_notes_pending_for_testing() == kMore);
+  CHECK(cuscope::detail::take_lost_launch_notes() == 0);
+  const cuscope::Report drained = cuscope::snapshot();
+  CHECK(drained.diagnostics.activity_processing_ns > collector_ns);  // the writer's drain, as cuscope's own
+  CHECK(drained.diagnostics.activity_buffers == 0);
+  s.kernels(ids(1, LaunchRing::kNotes + kMore - 1));
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(kernels_in(r, "first") == LaunchRing::kNotes - 1);
+  CHECK(kernels_in(r, "then") == kMore);
+  CHECK(r.diagnostics.unresolved_records == 0);
+  CHECK(r.diagnostics.launch_notes_lost == 0);
+}
+
+// The model's lock held elsewhere (the decoder inside CUPTI's buffer callback, a report being
+// built): the writer never waits for it, and each note past the full ring is refused and counted.
+TEST_CASE("a full launch ring whose model lock is busy refuses exactly the notes past it, counted",
+          "[launch]") {
+  NotedSession s;
+  cuscope::detail::stop_collector(s.sink());
+  const std::uint64_t collector_ns = processing_ns();
+  constexpr std::uint64_t kMore = 1'000;
+  HeldElsewhere busy(s.sink().aggregator_mutex);
   {
     CUSCOPE_SCOPE("flood");
-    // The collector drains every 10 ms, under the model's lock: held here, no drain comes mid-flood.
-    std::lock_guard no_drain(s.sink().aggregator_mutex);
-    for (std::uint64_t c = 1; c <= LaunchRing::kNotes + 3; ++c) s.note(c);
+    for (std::uint64_t c = 1; c <= LaunchRing::kNotes + kMore; ++c) s.note(c);
   }
-  CHECK(cuscope::detail::take_lost_launch_notes() == 3);
-  s.kernels({1, LaunchRing::kNotes, LaunchRing::kNotes + 1});
+  CHECK(cuscope::detail::launch_notes_pending_for_testing() == LaunchRing::kNotes);
+  busy.release();
+  CHECK(cuscope::detail::take_lost_launch_notes() == kMore);
+  s.kernels(ids(1, LaunchRing::kNotes + kMore));
   const cuscope::Report r = cuscope::snapshot();
-  CHECK(kernels_in(r, "flood") == 2);
-  CHECK(r.diagnostics.unresolved_records == 1);
+  CHECK(kernels_in(r, "flood") == LaunchRing::kNotes);
+  CHECK(r.diagnostics.unresolved_records == kMore);
+  CHECK(r.diagnostics.activity_processing_ns == collector_ns);  // no drain of the writer's: none counted
 }
 
 TEST_CASE("launch notes from many threads, drained while they launch, are exact", "[launch][threads]") {
@@ -151,4 +235,38 @@ TEST_CASE("the collector drains launch rings between CUPTI deliveries so a threa
   const cuscope::Report r = cuscope::snapshot();
   CHECK(kernels_in(r, "fast_launcher") == kTotal);
   CHECK(r.diagnostics.unresolved_records == 0);
+}
+
+// Writers overflowing their rings at once, each draining all rings when it gets the locks, beside a
+// drainer that takes the model's lock as the decoder does (and the collector's ticks): whoever
+// drains, every note is either in the model or counted as lost, and each lost note's kernel is
+// unresolved. Which are lost depends on the timing; that none is lost silently does not.
+TEST_CASE("writers overflowing their rings while another thread drains lose no note silently",
+          "[launch][threads]") {
+  NotedSession s;
+  constexpr int kThreads = 4;
+  constexpr std::uint64_t kLaunches = 3 * LaunchRing::kNotes;
+  std::atomic<int> done{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      CUSCOPE_SCOPE("overflowing");
+      for (std::uint64_t i = 0; i < kLaunches; ++i) s.note(1 + t * kLaunches + i);
+      done.fetch_add(1);
+    });
+  }
+  while (done.load() < kThreads) {
+    {
+      std::lock_guard lock(s.sink().aggregator_mutex);
+      cuscope::detail::drain_launches(s.sink());
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  for (auto& th : threads) th.join();
+  s.kernels(ids(1, kThreads * kLaunches));
+  const cuscope::Report r = cuscope::snapshot();
+  const std::uint64_t lost = r.diagnostics.launch_notes_lost + cuscope::detail::take_lost_launch_notes();
+  CHECK(kernels_in(r, "overflowing") + lost == kThreads * kLaunches);
+  CHECK(r.diagnostics.unresolved_records == lost);
+  CHECK(cuscope::detail::launch_notes_pending_for_testing() == 0);
 }

@@ -10,10 +10,16 @@
 //
 // CUDA-free: the CUPTI subscriber (cupti/subscriber.cpp) calls note_launch() with CUPTI's
 // correlation id, and cupti/call_callbacks.cpp calls note_call(); tests call them the same way.
-// Never here: a lock or an allocation on a launch's writing side after a thread's first note (a call
-// note takes the queue's short lock, and allocates twice per process: the queue and the drain's
-// vector it swaps with); waiting for the reader (a full ring or queue refuses the note, and the
-// refusal is counted: its work is counted as unresolved, its call as lost).
+// A full ring drains itself where it can: the thread whose note it refuses tries the drainer's two
+// locks (try_lock only: the model's, then the registry's) and, holding both, drains every ring into
+// the model as the collector does (counted as cuscope's own processing), then notes; so a thread
+// whose collector is starved by a loaded machine keeps its attribution.
+// Never here: a lock or an allocation on a launch's writing side after a thread's first note while
+// its ring has room (a call note takes the queue's short lock, and allocates twice per process: the
+// queue and the drain's vector it swaps with); waiting for the reader, or for any lock held across
+// a CUDA or CUPTI call (a full ring whose drainer's locks are busy refuses the note, and so does a
+// full queue, and the refusal is counted: its work is counted as unresolved, its call as lost); a
+// CUDA or CUPTI call from a drain (it runs inside a CUDA call's callback on the program's thread).
 #pragma once
 
 #include <atomic>
@@ -34,7 +40,8 @@ struct LaunchNote {
 };
 
 /// One writer (the thread that holds it), one reader at a time (the drainer, under the registry's
-/// lock). Bounded: kNotes not yet drained at most.
+/// lock: the collector, the decoder, or the writer itself when its ring is full). Bounded: kNotes
+/// not yet drained at most.
 class LaunchRing {
  public:
   static constexpr std::uint32_t kNotes = 4096;
@@ -82,13 +89,17 @@ struct CallNote {
 inline constexpr std::size_t kMaxCallNotes = 16384;
 
 /// Called by the launch callback at the entry of a CUDA call that launches work into `sink`'s
-/// session: notes `correlation` with the calling thread's innermost open scope instance.
+/// session: notes `correlation` with the calling thread's innermost open scope instance. The
+/// thread's ring full, it drains every ring into `sink`'s model first if sink.aggregator_mutex and
+/// the registry's lock are both free (never waiting for either); else the note is lost (counted).
+/// The caller holds neither lock (a CUDA call is never made under them).
 void note_launch(Sink& sink, std::uint64_t correlation) noexcept;
 /// Called by the call callbacks at the exit of a successful synchronize, allocation or free: notes
 /// it with the calling thread's innermost open scope instance (the instance its entry saw).
 void note_call(Sink& sink, const CallNote& note) noexcept;
 /// Hands every note made so far to `sink`'s model (and to the trace, in trace mode), in each
-/// thread's order. The caller holds sink.aggregator_mutex.
+/// thread's order. The caller holds sink.aggregator_mutex (the lock order: it, then the registry's
+/// lock, then the call queue's).
 void drain_launches(Sink& sink) noexcept;
 /// Notes refused since the last call (a full ring or call queue, or no memory for either).
 std::uint64_t take_lost_launch_notes() noexcept;

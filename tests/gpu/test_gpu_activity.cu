@@ -214,7 +214,8 @@ TEST_CASE("a million kernel launches: none dropped, all counted", "[gpu][cupti][
 }
 
 // With launch notes (the default) a thread's ring of 4,096 notes fills in about 10 ms at this
-// rate, and only the collector's drains between CUPTI's deliveries keep it from refusing notes.
+// rate: the collector's drains between CUPTI's deliveries empty it, and where they come late the
+// launching thread drains it itself when the drainer's locks are free.
 TEST_CASE("100,000 launches without a wait: every kernel attributed, no launch note lost", "[gpu][cupti]") {
   check_tight_loop("tight_loop", 100'000);
 }

@@ -49,7 +49,8 @@ std::uint64_t activity_buffers_written_past_valid() noexcept;
 void poll_activity() noexcept;
 /// With launch notes: the threads' launch rings into `sink`'s model now, no CUPTI call (the
 /// collector's call between polls: a ring holds 4,096 notes, which a fast launcher fills in about
-/// 16 ms). Nothing when `sink` is not attributed by launch notes.
+/// 16 ms; a full one drains itself where these locks are free, launch_notes.hpp). Nothing when
+/// `sink` is not attributed by launch notes.
 void drain_launch_notes(Sink& sink) noexcept;
 /// After a counter window has closed (its kernels finished: the range profiler's decode synchronized
 /// the context): hands back every buffer, incomplete ones too. Kernels replayed for counters get
