@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdint>
@@ -17,10 +18,14 @@
 #include <vector>
 
 #include "cupti_buffer.hpp"
+#include "cuscope/cuscope.hpp"
+#include "noted_session.hpp"
 #include "producers/clock.hpp"
 #include "producers/cupti/adapter.hpp"
 #include "producers/cupti/detach.hpp"
 #include "producers/cupti/subscriber.hpp"
+#include "producers/launch_notes.hpp"
+#include "producers/scope_state.hpp"
 #include "session/session.hpp"
 #include "session_fixture.hpp"
 
@@ -350,6 +355,56 @@ TEST_CASE("a child made by fork() never makes its parent's armed detach",
   CHECK(cuscope::detail::detach_stage() == DetachStage::detached);
 }
 
+// With launch notes (the default) the correlation hooks mark cuscope's own CUDA calls (collector.cpp's
+// OwnCudaCalls: a snapshot's event queries, on whatever thread asks) and call no CUPTI. A thread
+// between the mark's begin and end when the collector detaches must still end it: else the mark stays
+// on that thread, and in a later session (tests, the GPU bench) its launches count as cuscope's own.
+TEST_CASE(
+    "an own-calls mark begun before the detach ends after it: a later session's launches are the program's",
+    "[session][window][tracing][detach][launch]") {
+  std::atomic<int> at{0};
+  const auto wait_for = [&](int stage) {
+    for (int i = 0; i < 10'000 && at.load() < stage; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  };
+  std::thread program;
+  {
+    FakeCuptiSession traced(one_window());
+    cuscope::detail::trace_with_fake_cupti_for_testing(&cuscope::detail::own_calls_begin,
+                                                       &cuscope::detail::own_calls_end, true);
+    program = std::thread([&] {
+      // As OwnCudaCalls around a snapshot's event queries: the mark begins before the detach...
+      if (auto push = cuscope::detail::g_push_correlation.load()) push(cuscope::model::kCuscopeInternal);
+      at = 1;
+      wait_for(2);
+      // ...and ends after it.
+      if (auto pop = cuscope::detail::g_pop_correlation.load()) pop();
+      at = 3;
+      wait_for(4);
+      {
+        CUSCOPE_SCOPE("next_session");
+        cuscope::detail::note_launch(cuscope::detail::session(), 301);
+      }
+      at = 5;
+    });
+    wait_for(1);
+    cuscope::step();
+    CHECK(reaches(DetachStage::armed));
+    at = 2;
+    wait_for(3);
+    cuscope::detail::api_exit_for_testing();
+    CHECK(cuscope::detail::detach_stage() == DetachStage::detached);
+  }
+  cuscope_test::NotedSession next;
+  at = 4;
+  wait_for(5);
+  program.join();
+  next.kernels({301});
+  const cuscope::Report r = cuscope::snapshot();
+  REQUIRE(r.find("next_session") != nullptr);
+  CHECK(r.find("next_session")->self.kernel_calls == 1);
+}
+
 TEST_CASE("the activity status trades its pause for the detach's stage, and stays on for tracing_on()",
           "[tracing][detach]") {
   const std::string paused = "on, synchronizes seen by callbacks, paused outside the step window";
@@ -367,7 +422,7 @@ TEST_CASE("the activity status trades its pause for the detach's stage, and stay
   CHECK(detached == "on, synchronizes seen by callbacks, detached after the last step window");
   cuscope::Report r;
   r.activity_status = detached;
-  CHECK(r.tracing_on());  // as for a paused session
+  CHECK(r.tracing_on());                          // as for a paused session
   CHECK(status_at(DetachStage::kept) == paused);  // refused: paused, as it says
   CHECK(status_at(DetachStage::none) == paused);
 }

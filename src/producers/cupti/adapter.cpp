@@ -243,8 +243,14 @@ void say_refused_finalize() {
 void detach_now(State& s) {
   Sink* target = s.target.load(std::memory_order_acquire);
   if (target == nullptr) return;
-  g_push_correlation.store(nullptr, std::memory_order_release);  // no scope, no own call calls CUPTI
-  g_pop_correlation.store(nullptr, std::memory_order_release);
+  // The external correlation hooks call CUPTI: off, so that no scope or own call calls it. With launch
+  // notes they only mark cuscope's own calls on their thread (own_calls_begin/end, no CUPTI) and stay:
+  // a thread between the two now (a snapshot's event queries) must end its mark, or its launches in a
+  // later session would count as cuscope's own.
+  if (!target->launch_attributed.load(std::memory_order_acquire)) {
+    g_push_correlation.store(nullptr, std::memory_order_release);
+    g_pop_correlation.store(nullptr, std::memory_order_release);
+  }
   {
     std::lock_guard lock(target->aggregator_mutex);
     target->aggregator.set_final_flush(true);
