@@ -43,11 +43,15 @@ CUptiResult g_finalize_result = CUPTI_SUCCESS;
 cuscope_test::CuptiBuffer* g_at_pending_flush = nullptr;
 cuscope_test::CuptiBuffer* g_at_forced_flush = nullptr;
 // A buffer CUPTI holds back while a record in it is incomplete (a kernel the GPU has not run yet): a
-// normal flush hands `g_held_complete` back once the clock reaches g_held_until_ns; a forced flush
-// before that hands back `g_held_incomplete` (the same kernel with zero timestamps).
-cuscope_test::CuptiBuffer* g_held_complete = nullptr;
-cuscope_test::CuptiBuffer* g_held_incomplete = nullptr;
-std::atomic<std::uint64_t> g_held_until_ns{0};
+// normal flush hands its complete form back once the clock reaches `until_ns`; a forced flush before
+// that hands back its incomplete form (the same kernel with zero timestamps). Set while the collector
+// polls: atomic.
+struct HeldBuffer {
+  cuscope_test::CuptiBuffer* complete = nullptr;
+  cuscope_test::CuptiBuffer* incomplete = nullptr;
+  std::uint64_t until_ns = 0;
+};
+std::atomic<HeldBuffer*> g_held{nullptr};
 
 void log_call(const std::string& call) {
   std::lock_guard lock(g_log_mutex);
@@ -73,13 +77,13 @@ CUptiResult observe(const char* call) {
   if (c == "cuptiActivityFlushAll(0)" && cuscope::detail::detach_stage() == DetachStage::pending)
     hand_back(g_at_pending_flush);
   if (c == "cuptiActivityFlushAll(FORCED)") hand_back(g_at_forced_flush);
-  if (g_held_complete != nullptr) {
+  if (HeldBuffer* held = g_held.load()) {
     if (c == "cuptiActivityFlushAll(FORCED)") {
-      g_held_complete = nullptr;
-      hand_back(g_held_incomplete);
-    } else if (c == "cuptiActivityFlushAll(0)" && cuscope::detail::now_ns() >= g_held_until_ns.load()) {
-      g_held_incomplete = nullptr;
-      hand_back(g_held_complete);
+      g_held = nullptr;
+      hand_back(held->incomplete);
+    } else if (c == "cuptiActivityFlushAll(0)" && cuscope::detail::now_ns() >= held->until_ns) {
+      g_held = nullptr;
+      hand_back(held->complete);
     }
   }
   return CUPTI_SUCCESS;
@@ -114,7 +118,8 @@ struct FakeCuptiSession {
   ~FakeCuptiSession() {
     cuscope::detail::reset_for_testing();  // stops while the observer still stands for CUPTI
     cuscope::detail::set_cupti_observer_for_testing(nullptr);
-    g_at_pending_flush = g_at_forced_flush = g_held_complete = g_held_incomplete = nullptr;
+    g_at_pending_flush = g_at_forced_flush = nullptr;
+    g_held = nullptr;
   }
   FakeCuptiSession(const FakeCuptiSession&) = delete;
   FakeCuptiSession& operator=(const FakeCuptiSession&) = delete;
@@ -244,9 +249,8 @@ TEST_CASE(
   complete.api(1, t).kernel(1, t + 10, t + 20, "behind_the_pause");
   cuscope_test::CuptiBuffer incomplete;
   incomplete.api(1, t).kernel(1, 0, 0, "behind_the_pause");
-  g_held_until_ns = t + 300'000'000;
-  g_held_incomplete = &incomplete;
-  g_held_complete = &complete;
+  HeldBuffer held{&complete, &incomplete, t + 300'000'000};
+  g_held = &held;
   cuscope::step();
   REQUIRE(reaches(DetachStage::armed));
   cuscope::detail::api_exit_for_testing();
