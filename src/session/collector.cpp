@@ -37,7 +37,7 @@ void collector_loop(Session* s) {
     recalibrate_clock();  // does something about once a second
     if (s->tracing.load(std::memory_order_acquire)) {
       if (advance_detach()) {
-        // A detach under way after the last step window: its normal flush, each tick.
+        // The detach after the last step window, made this tick: its flushes delivered.
       } else if (tick % 10 == 0) {
         poll_activity();
       } else {

@@ -39,7 +39,7 @@ TEST_CASE("after the last step window CUPTI detaches, the window's counts exact,
     cuscope::step();
   }
   // The program goes on launching; the detach comes at one of these calls' exit, once the window's
-  // records are in (50 ms of quiet at least): a bounded wait for it.
+  // records are in (1 s after the pause, kDetachWaitNs): a bounded wait for it.
   bool detached = false;
   for (int i = 0; i < 5000 && !detached; ++i) {
     {

@@ -45,8 +45,7 @@ struct State {
   ActivityKinds kinds;  // on, and paused between step windows
   bool paused = false;
   bool pause_refused = false;  // a pause or resume was refused: tracing stays as it is from then on
-  std::atomic<std::uint64_t> detach_paused_ns{0};      // when the pause before a detach began
-  std::atomic<std::uint64_t> buffers_with_records{0};  // buffers take_buffer() had records in
+  std::atomic<std::uint64_t> detach_paused_ns{0};  // when the pause before a detach began
 };
 
 State& state() {
@@ -136,7 +135,6 @@ void CUPTIAPI buffer_completed(CUcontext context, std::uint32_t stream, std::uin
 }  // namespace
 
 void take_buffer(Sink& sink, std::uint8_t* buffer, std::size_t valid, std::size_t dropped) noexcept {
-  if (valid != 0) state().buffers_with_records.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard lock(sink.aggregator_mutex);
   own_processing(sink, 1, [&] {
     take_launch_notes(sink);  // before the records of the launches they name
@@ -243,8 +241,14 @@ void say_refused_finalize() {
 void detach_now(State& s) {
   Sink* target = s.target.load(std::memory_order_acquire);
   if (target == nullptr) return;
-  g_push_correlation.store(nullptr, std::memory_order_release);  // no scope, no own call calls CUPTI
-  g_pop_correlation.store(nullptr, std::memory_order_release);
+  // The external correlation hooks call CUPTI: off, so that no scope or own call calls it. With launch
+  // notes they only mark cuscope's own calls on their thread (own_calls_begin/end, no CUPTI) and stay:
+  // a thread between the two now (a snapshot's event queries) must end its mark, or its launches in a
+  // later session would count as cuscope's own.
+  if (!target->launch_attributed.load(std::memory_order_acquire)) {
+    g_push_correlation.store(nullptr, std::memory_order_release);
+    g_pop_correlation.store(nullptr, std::memory_order_release);
+  }
   {
     std::lock_guard lock(target->aggregator_mutex);
     target->aggregator.set_final_flush(true);
@@ -472,12 +476,12 @@ bool advance_detach() noexcept {
   State& s = state();
   switch (detach_stage()) {
     case DetachStage::pending: {
-      const std::uint64_t before = s.buffers_with_records.load(std::memory_order_relaxed);
-      deliver(0);
-      const bool quiet = s.buffers_with_records.load(std::memory_order_relaxed) == before;
-      const std::uint64_t waited =
-          model::elapsed_ns(s.detach_paused_ns.load(std::memory_order_relaxed), now_ns());
-      if ((quiet && waited >= kDetachQuietAfterNs) || waited >= kDetachWaitAtMostNs) detach_now(s);
+      // Not sooner: a normal flush that brings nothing does not say the window's records are in, since
+      // CUPTI holds back every buffer with an incomplete record (a GPU running behind the pause).
+      if (model::elapsed_ns(s.detach_paused_ns.load(std::memory_order_relaxed), now_ns()) < kDetachWaitNs)
+        return false;  // the collector's polls, as between windows
+      deliver(0);      // what finished since the last poll, complete
+      detach_now(s);
       return true;
     }
     case DetachStage::refused:  // set by the callback's thread; only this one moves it on

@@ -67,16 +67,17 @@ void stop_activity_tracing() noexcept;
 /// lifecycle lock held): the detach begins (pending), unless this session's CUPTI is not paused
 /// (a refused pause) or another tool holds CUPTI's subscriber (one note). True when it began.
 bool request_detach() noexcept;
-/// The collector's tick while a detach is under way. Pending: a normal flush; then, once the window's
-/// work is in (a normal flush that delivers no buffer with records, kDetachQuietAfterNs or more
-/// after the pause) or kDetachWaitAtMostNs after the pause, what stop_activity_tracing() does (a
-/// forced flush, what it hands back incomplete counted as at exit; every kind off; the buffers'
-/// attribute back) and the finalize armed for the next CUDA call's exit (subscriber.hpp). Refused:
-/// one note, the API callbacks off, CUPTI left attached and paused. True when it delivered (the
-/// tick's poll is done).
+/// The collector's tick while a detach is under way. Pending: nothing (the collector polls as between
+/// windows) until kDetachWaitNs after the pause, then a normal flush and what stop_activity_tracing()
+/// does (a forced flush, what it hands back incomplete counted as at exit; every kind off; the
+/// buffers' attribute back) and the finalize armed for the next CUDA call's exit (subscriber.hpp). No
+/// sooner: CUPTI's normal flush holds back every buffer with an incomplete record, so one that brings
+/// nothing does not say the window's work is in (a GPU behind the pause). Refused: one note, the API
+/// callbacks off, CUPTI left attached and paused. True when it delivered (the tick's poll is done).
 bool advance_detach() noexcept;
-inline constexpr std::uint64_t kDetachQuietAfterNs = 50'000'000;
-inline constexpr std::uint64_t kDetachWaitAtMostNs = 1'000'000'000;
+/// How long the window's records have to come complete after the pause: a GPU further behind than
+/// this has the rest counted as incomplete, as at exit.
+inline constexpr std::uint64_t kDetachWaitNs = 1'000'000'000;
 
 /// Pauses (`paused`) or resumes CUPTI's tracing of the program's work, between step windows
 /// (session.cpp: the wait steps and those after the last window): every kind the session enabled
