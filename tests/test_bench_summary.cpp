@@ -129,17 +129,24 @@ const Target* target(const Summary& s, const std::string& key) {
   return nullptr;
 }
 
+// Two rounds of two steps each, the step without cuscope 100 ns, then 200 (the machine twice as slow
+// in the second round): what the paired figures' cases summarize.
+struct TwoRounds {
+  cuscope_bench::Args args;
+  cuscope_bench::Measured m;
+  TwoRounds() {
+    args.rounds = 2;
+    args.steps = 2;
+    m.step_without = {100, 100, 200, 200};
+  }
+};
+
 }  // namespace
 
 TEST_CASE("bench: the GPU summary's goals read each round's ratio, and the floors split the step's cost",
           "[bench]") {
   using namespace cuscope_bench;
-  Args args;
-  args.rounds = 2;
-  args.steps = 2;
-  Measured m;
-  // Two rounds of two steps each; the machine ran twice as slow in the second round.
-  m.step_without = {100, 100, 200, 200};
+  auto [args, m] = TwoRounds();
   m.step_defaults = {104, 104, 220, 220};           // 1.04, then 1.10
   m.step_minimal_callbacks = {102, 102, 210, 210};  // 1.02, then 1.05
   m.launch[kDefaults] = {110, 210};                 // per launch, each round's mean
@@ -208,11 +215,7 @@ TEST_CASE(
     "bench: the step after the last window is paired with the step without, and a round not detached named",
     "[bench]") {
   using namespace cuscope_bench;
-  Args args;
-  args.rounds = 2;
-  args.steps = 2;
-  Measured m;
-  m.step_without = {100, 100, 200, 200};
+  auto [args, m] = TwoRounds();
   m.step_after_window = {101, 101, 204, 204};  // 1.01, then 1.02
   const Summary s = summarize(args, {"gpu", "cuda"}, m, 2);
   const Measurement* after = measurement(s, "paired.transformer.after_window_over_without");
