@@ -59,15 +59,6 @@ std::string refusal(const char* what, CUptiResult r) { return cupti_refusal(what
 
 std::uint64_t CUPTIAPI timestamp() { return now_ns(); }
 
-// `call` (a CUPTI call named `name`), unless CUPTI is detached or about to be (detach.hpp: any call
-// would attach it again, or race the finalize); a test's observer stands for CUPTI.
-template <class Call>
-CUptiResult call_cupti(const char* name, Call&& call) {
-  if (!cupti_callable()) return CUPTI_ERROR_NOT_INITIALIZED;
-  if (CuptiObserver observer = cupti_observer()) return observer(name);
-  return call();
-}
-
 // CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, as cuscope found it when it set it (restored when
 // tracing ends), and whether cuscope set it.
 std::uint8_t g_zeroed_found = 0;
@@ -229,9 +220,27 @@ void event_timestamps_off() {
   set_event_timestamps_from_cupti(false);
 }
 
-void say_refused_finalize() {
-  warn_once(fmt::format("CUPTI is paused, not detached, after the last step window: {}",
-                        refusal("cuptiFinalize", finalize_result())));
+// The one note of a detach not made: CUPTI stays attached and paused, and `why`.
+void say_kept(std::string_view why) {
+  warn_once(fmt::format("CUPTI is paused, not detached, after the last step window: {}", why));
+}
+
+void say_refused_finalize() { say_kept(refusal("cuptiFinalize", finalize_result())); }
+
+// The last of a session's records, then its kinds off, as the stop at exit and the detach both end:
+// what a forced flush hands back incomplete was still running (counted apart), the event timestamps
+// and every kind off, one more forced flush, the buffers' attribute as cuscope found it.
+void last_records_and_kinds_off(State& s, Sink& target) {
+  {
+    std::lock_guard lock(target.aggregator_mutex);
+    target.aggregator.set_final_flush(true);
+    if (trace::Writer* w = trace::g_writer.load(std::memory_order_acquire)) w->final_flush();
+  }
+  deliver(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  event_timestamps_off();
+  s.kinds.off();
+  deliver(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  restore_buffers_zeroed();  // CUPTI as found, for a client after this session
 }
 
 // The detach after the last step window, on the collector's thread once the window's records are in
@@ -249,16 +258,7 @@ void detach_now(State& s) {
     g_push_correlation.store(nullptr, std::memory_order_release);
     g_pop_correlation.store(nullptr, std::memory_order_release);
   }
-  {
-    std::lock_guard lock(target->aggregator_mutex);
-    target->aggregator.set_final_flush(true);
-    if (trace::Writer* w = trace::g_writer.load(std::memory_order_acquire)) w->final_flush();
-  }
-  deliver(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  event_timestamps_off();
-  s.kinds.off();  // the paused ones are off already: CUDA_EVENT
-  deliver(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  restore_buffers_zeroed();
+  last_records_and_kinds_off(s, *target);  // of the kinds, only CUDA_EVENT was still on (paused)
   target->launch_attributed.store(false, std::memory_order_release);
   std::string why;
   {
@@ -267,7 +267,7 @@ void detach_now(State& s) {
   }
   if (why.empty()) return;
   set_detach_stage(DetachStage::kept);
-  warn_once(fmt::format("CUPTI is paused, not detached, after the last step window: {}", why));
+  say_kept(why);
 }
 
 // At the stop: a detach still pending or armed is given up (CUPTI then stopped as without one: a
@@ -427,31 +427,17 @@ void stop_activity_tracing() noexcept {
   target->tracing.store(false, std::memory_order_release);
   g_push_correlation.store(nullptr, std::memory_order_release);
   g_pop_correlation.store(nullptr, std::memory_order_release);
-  if (!settle_detach_for_stop()) {
+  if (settle_detach_for_stop()) {
+    deliver(0);  // everything that finished, complete
+    last_records_and_kinds_off(s, *target);
+  } else {
     // Detached, or a thread inside cuptiFinalize: no CUPTI call (detach_now() delivered everything,
     // and the subscriber went with CUPTI), only cuscope's side.
     set_event_timestamps_from_cupti(false);
     s.kinds.off();  // empty since the detach: no call
-    s.paused = false;
-    unsubscribe();  // no CUPTI call after a detach
-    target->launch_attributed.store(false, std::memory_order_release);
-    s.target.store(nullptr, std::memory_order_release);
-    return;
   }
-  deliver(0);  // everything that finished, complete
-  {
-    // What a forced flush hands back with zero timestamps was still running: counted apart.
-    std::lock_guard lock(target->aggregator_mutex);
-    target->aggregator.set_final_flush(true);
-    if (trace::Writer* w = trace::g_writer.load(std::memory_order_acquire)) w->final_flush();
-  }
-  deliver(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  event_timestamps_off();
-  s.kinds.off();
   s.paused = false;
-  deliver(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  restore_buffers_zeroed();  // CUPTI as found, for a client after this session
-  unsubscribe();             // no cuscope lock held
+  unsubscribe();  // no cuscope lock held; no CUPTI call after a detach
   target->launch_attributed.store(false, std::memory_order_release);
   s.target.store(nullptr, std::memory_order_release);
   // Not cuptiFinalize: from an exit handler it can race CUDA's own teardown and other tools'
@@ -462,9 +448,7 @@ bool request_detach() noexcept {
   State& s = state();
   if (s.target.load(std::memory_order_acquire) == nullptr || s.pause_refused) return false;
   if (subscriber_refused()) {
-    warn_once(
-        "CUPTI is paused, not detached, after the last step window: another tool holds CUPTI's subscriber, "
-        "and detaching would detach it too");
+    say_kept("another tool holds CUPTI's subscriber, and detaching would detach it too");
     return false;
   }
   s.detach_paused_ns.store(now_ns(), std::memory_order_relaxed);

@@ -63,6 +63,15 @@ using CuptiObserver = CUptiResult (*)(const char* call);
 void set_cupti_observer_for_testing(CuptiObserver observer) noexcept;
 /// The observer, if a test set one.
 CuptiObserver cupti_observer() noexcept;
+
+/// `call` (the CUPTI call named `name`), unless cuscope may call CUPTI no more (cupti_callable(): any
+/// call would attach it again, or race the finalize); a test's observer stands for CUPTI.
+template <class Call>
+CUptiResult call_cupti(const char* name, Call&& call) {
+  if (!cupti_callable()) return CUPTI_ERROR_NOT_INITIALIZED;
+  if (CuptiObserver observer = cupti_observer()) return observer(name);
+  return call();
+}
 /// Tests: what the subscriber's callback does at the exit site of a driver API call (no CUPTI).
 void api_exit_for_testing() noexcept;
 

@@ -285,6 +285,12 @@ std::string enable_launch_callbacks(CUpti_SubscriberHandle handle, RecordChoice 
 
 std::atomic<int> g_fake_subscribe{0};  // tests: what cuptiSubscribe returns (0: call it)
 
+// cuptiSubscribe with cuscope's callback into `handle`, or what a test makes it return.
+CUptiResult subscribe_callback(CUpti_SubscriberHandle* handle) {
+  const int fake = g_fake_subscribe.load(std::memory_order_relaxed);
+  return fake != 0 ? static_cast<CUptiResult>(fake) : cuptiSubscribe(handle, &on_callback, nullptr);
+}
+
 }  // namespace
 
 void graph_node_created(Sink& sink, std::uint64_t node_id, std::uint32_t graph_id) noexcept {
@@ -325,9 +331,7 @@ Subscribed subscribe(Sink& sink, bool launches) noexcept {
   try {
     if (graphs || launches || event_records) {
       CUpti_SubscriberHandle handle = nullptr;
-      const int fake = g_fake_subscribe.load(std::memory_order_relaxed);
-      const CUptiResult r =
-          fake != 0 ? static_cast<CUptiResult>(fake) : cuptiSubscribe(&handle, &on_callback, nullptr);
+      const CUptiResult r = subscribe_callback(&handle);
       g_subscribe_refused = r != CUPTI_SUCCESS;
       if (r != CUPTI_SUCCESS) {
         out.why_not = cupti_refusal("cuptiSubscribe", r);
@@ -404,13 +408,8 @@ void unsubscribe() noexcept {
   g_launch_callbacks_on.clear();
   // Not after a detach (armed or made): CUPTI would attach again, or race the finalize. Its
   // subscriber is gone with it.
-  if (g_handle != nullptr && cupti_callable()) {
-    if (CuptiObserver observer = cupti_observer()) {
-      observer("cuptiUnsubscribe");
-    } else {
-      cuptiUnsubscribe(g_handle);  // no cuscope lock held
-    }
-  }
+  if (g_handle != nullptr)
+    call_cupti("cuptiUnsubscribe", [] { return cuptiUnsubscribe(g_handle); });  // no cuscope lock held
   g_handle = nullptr;
   g_subscribe_refused = false;
   g_launch_cbids.fill(false);
@@ -446,9 +445,7 @@ std::string arm_finalize_at_api_exit() noexcept {
       // Nothing asked for a subscriber at the start (CUSCOPE_GRAPHS=0, external correlation): one
       // now, for this callback only. Refused: another tool holds it, and CUPTI is not ours to detach.
       CUpti_SubscriberHandle handle = nullptr;
-      const int fake = g_fake_subscribe.load(std::memory_order_relaxed);
-      const CUptiResult r =
-          fake != 0 ? static_cast<CUptiResult>(fake) : cuptiSubscribe(&handle, &on_callback, nullptr);
+      const CUptiResult r = subscribe_callback(&handle);
       if (r != CUPTI_SUCCESS) return cupti_refusal("cuptiSubscribe", r);
       g_handle = handle;
     }
