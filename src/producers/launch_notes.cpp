@@ -205,7 +205,7 @@ bool drain_if_free(Sink& sink) noexcept {
   if (!rings_lock.owns_lock()) return false;
   const std::uint64_t start = now_ns();
   drain_held(sink, r);
-  sink.aggregator.add_lost_launch_notes(take_lost_launch_notes());
+  count_lost_launch_notes(sink);
   sink.aggregator.add_processing(0, model::elapsed_ns(start, now_ns()));
   return true;
 }
@@ -220,6 +220,11 @@ void drain_launches(Sink& sink) noexcept {
 
 std::uint64_t take_lost_launch_notes() noexcept {
   return registry().lost.exchange(0, std::memory_order_relaxed);
+}
+
+void count_lost_launch_notes(Sink& sink) noexcept {
+  if (!sink.launch_attributed.load(std::memory_order_acquire)) return;
+  sink.aggregator.add_lost_launch_notes(take_lost_launch_notes());
 }
 
 void own_calls_begin(std::uint64_t instance) noexcept {

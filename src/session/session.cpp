@@ -28,6 +28,7 @@
 #include "producers/cupti/range_profiler.hpp"
 #include "producers/event_timestamps.hpp"
 #include "producers/gpu_events.hpp"
+#include "producers/launch_notes.hpp"
 #include "producers/log.hpp"
 #include "producers/nvtx_domain.hpp"
 #include "session/handover.hpp"
@@ -153,6 +154,7 @@ Report live_report(Session& s) noexcept {
     if (!s.closed.load(std::memory_order_acquire)) resolve_gpu_events();  // else CUDA may be gone
     {
       std::lock_guard agg(s.aggregator_mutex);
+      count_lost_launch_notes(s);  // refused since the collector's last drain: counted now
       s.aggregator.build(r);
     }
     s.spans.build(s.forest.names, r);

@@ -101,7 +101,7 @@ void CUPTIAPI buffer_requested(std::uint8_t** buffer, std::size_t* size, std::si
 void take_launch_notes(Sink& sink) noexcept {
   if (!sink.launch_attributed.load(std::memory_order_acquire)) return;
   drain_launches(sink);
-  sink.aggregator.add_lost_launch_notes(take_lost_launch_notes());
+  count_lost_launch_notes(sink);
 }
 
 // Runs `work` (the caller holds the aggregator's lock) and counts it as cuscope's own processing,
