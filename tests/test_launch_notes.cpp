@@ -1,8 +1,8 @@
 // Launch attribution (CUSCOPE_ATTRIBUTION=launch) without CUPTI: note_launch() called as the launch
 // callback calls it, inside and outside scopes, on many threads, drained into the model; kernel
 // records with those correlation ids must land in exactly the scope that was open at the launch.
-// A full ring drains itself when the drainer's locks are free, and refuses (counts) the note when
-// they are not.
+// A full ring drains itself when the drainer's locks are free, spills behind itself when they are
+// not, and refuses (counts) the note past its spill rings.
 #include <catch2/catch.hpp>
 #include <atomic>
 #include <chrono>
@@ -152,29 +152,74 @@ TEST_CASE("a full launch ring drains itself when the model is free, so no note i
 }
 
 // The model's lock held elsewhere (the decoder inside CUPTI's buffer callback, a report being
-// built): the writer never waits for it, and each note past the full ring is refused and counted,
-// in the next report already (the collector stopped: no drain has taken the count before it).
-TEST_CASE("a full launch ring whose model lock is busy refuses exactly the notes past it, counted",
+// built): the writer never waits for it; each note past the full ring spills into a ring of the
+// thread's own behind it, and every note lands once the lock is free. The spill ring is kept: the
+// next flood while the lock is busy makes none.
+TEST_CASE("a full launch ring whose model lock is busy spills behind it, and every note lands",
           "[launch]") {
   NotedSession s;
   cuscope::detail::stop_collector(s.sink());
   const std::uint64_t collector_ns = processing_ns();
   constexpr std::uint64_t kMore = 1'000;
-  HeldElsewhere busy(s.sink().aggregator_mutex);
+  constexpr std::uint64_t kFlood = LaunchRing::kNotes + kMore;
+  const std::uint64_t pending_before = cuscope::detail::launch_notes_pending_for_testing();
+  const auto before = cuscope::detail::launch_ring_counts_for_testing();
   {
+    HeldElsewhere busy(s.sink().aggregator_mutex);
     CUSCOPE_SCOPE("flood");
-    for (std::uint64_t c = 1; c <= LaunchRing::kNotes + kMore; ++c) s.note(c);
+    for (std::uint64_t c = 1; c <= kFlood; ++c) s.note(c);
+    CHECK(cuscope::detail::launch_notes_pending_for_testing() == pending_before + kFlood);
   }
-  CHECK(cuscope::detail::launch_notes_pending_for_testing() == LaunchRing::kNotes);
-  busy.release();
-  CHECK(cuscope::snapshot().diagnostics.launch_notes_lost == kMore);
-  CHECK(cuscope::detail::take_lost_launch_notes() == 0);  // the report took them
-  s.kernels(ids(1, LaunchRing::kNotes + kMore));
+  const auto spilled = cuscope::detail::launch_ring_counts_for_testing();
+  CHECK(spilled.spills <= before.spills + 1);  // one made, or none: the leased ring kept one from a case before
+  CHECK(spilled.made <= before.made + 1);  // the ring this thread leased at its first note, if new
+  s.kernels(ids(1, kFlood));
   const cuscope::Report r = cuscope::snapshot();
-  CHECK(kernels_in(r, "flood") == LaunchRing::kNotes);
-  CHECK(r.diagnostics.unresolved_records == kMore);
-  CHECK(r.diagnostics.launch_notes_lost == kMore);
+  CHECK(kernels_in(r, "flood") == kFlood);
+  CHECK(r.diagnostics.unresolved_records == 0);
+  CHECK(r.diagnostics.launch_notes_lost == 0);
   CHECK(r.diagnostics.activity_processing_ns == collector_ns);  // no drain of the writer's: none counted
+  {
+    HeldElsewhere busy(s.sink().aggregator_mutex);
+    CUSCOPE_SCOPE("again");
+    for (std::uint64_t c = kFlood + 1; c <= 2 * kFlood; ++c) s.note(c);
+  }
+  CHECK(cuscope::detail::launch_ring_counts_for_testing().spills == spilled.spills);
+  s.kernels(ids(kFlood + 1, 2 * kFlood));
+  CHECK(kernels_in(cuscope::snapshot(), "again") == kFlood);
+  CHECK(cuscope::detail::take_lost_launch_notes() == 0);
+}
+
+// Past every spill ring the process may make, with the model's lock busy throughout: each note past
+// them is refused and counted, in the next report already (the collector stopped: no drain has
+// taken the count before it), and its work is unresolved. In a process of its own (CTest's) the
+// notes held are exactly the ring's and kMaxSpillRings spill rings'.
+TEST_CASE("past its spill rings a launch note is refused and counted in the next report", "[launch]") {
+  NotedSession s;
+  cuscope::detail::stop_collector(s.sink());
+  constexpr std::uint64_t kRooms = 1 + cuscope::detail::kMaxSpillRings;
+  constexpr std::uint64_t kTotal = kRooms * LaunchRing::kNotes + 1'000;
+  const std::uint64_t pending_before = cuscope::detail::launch_notes_pending_for_testing();
+  const auto before = cuscope::detail::launch_ring_counts_for_testing();
+  std::uint64_t held = 0;
+  {
+    HeldElsewhere busy(s.sink().aggregator_mutex);
+    CUSCOPE_SCOPE("flood");
+    for (std::uint64_t c = 1; c <= kTotal; ++c) s.note(c);
+    held = cuscope::detail::launch_notes_pending_for_testing() - pending_before;
+  }
+  CHECK(cuscope::detail::launch_ring_counts_for_testing().spills == cuscope::detail::kMaxSpillRings);
+  CHECK(held % LaunchRing::kNotes == 0);  // the ring and each spill ring full
+  CHECK(held >= (kRooms - before.spills) * LaunchRing::kNotes);
+  CHECK(held <= kRooms * LaunchRing::kNotes);
+  if (before.spills == 0) CHECK(held == kRooms * LaunchRing::kNotes);
+  CHECK(cuscope::snapshot().diagnostics.launch_notes_lost == kTotal - held);
+  CHECK(cuscope::detail::take_lost_launch_notes() == 0);  // the report took them
+  s.kernels(ids(1, kTotal));
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(kernels_in(r, "flood") == held);
+  CHECK(r.diagnostics.unresolved_records == kTotal - held);
+  CHECK(r.diagnostics.launch_notes_lost == kTotal - held);
 }
 
 TEST_CASE("launch notes from many threads, drained while they launch, are exact", "[launch][threads]") {

@@ -7,6 +7,7 @@
 #include <new>
 #include <vector>
 
+#include "model/attribution.hpp"
 #include "model/events.hpp"
 #include "producers/clock.hpp"
 #include "producers/hot_tls.hpp"
@@ -19,11 +20,14 @@ namespace cuscope::inline v0::detail {
 namespace {
 
 // Every ring ever made, leased to one thread at a time; a thread's ring goes back to the free list
-// when the thread exits. A new thread gets a free ring already drained, else a new one (threads
-// that launch and exit faster than the decoder drains would otherwise share one ring's room), and
-// past kMaxRings the last free ring, notes and all (its room is then shared; a note refused is
-// counted). So the rings are about as many as the threads that launched within one drain.
+// when the thread exits, with its spill rings. A new thread gets a free ring already drained (its
+// spill rings too), else a new one (threads that launch and exit faster than the decoder drains
+// would otherwise share one ring's room), and past kMaxRings the last free ring, notes and all (its
+// room is then shared; a note refused is counted). So the rings are about as many as the threads
+// that launched within one drain.
 constexpr std::size_t kMaxRings = 256;  // 256 x 96 KiB
+static_assert(2 * (1 + kMaxSpillRings) * LaunchRing::kNotes <= model::Attribution::kCorrelationSlots,
+              "a ring and every spill ring hold at most half the correlations the model remembers");
 // A call note as queued: the note and the scope instance of its thread then.
 struct QueuedCall {
   CallNote note;
@@ -38,11 +42,19 @@ struct Registry {
   std::vector<QueuedCall> draining;                // the drainer's (under mutex); swapped with calls,
                                                    // so reserved too at the note after the first drain
   std::atomic<std::uint64_t> lost{0};
+  std::atomic<std::size_t> spills{0};  // spill rings made (claimed before made): kMaxSpillRings at most
 };
 
 Registry& registry() {
   static Registry* r = new Registry();  // leaked: CUDA calls may come until the process ends
   return *r;
+}
+
+// Notes pushed and not drained, over `ring` and its spill rings (the reader's view).
+std::uint64_t chain_pending(const LaunchRing& ring) {
+  std::uint64_t pending = 0;
+  for (const LaunchRing* g = &ring; g != nullptr; g = g->spill()) pending += g->pending();
+  return pending;
 }
 
 // A thread's lease, freed at its exit by make_thread_owned's key (producers/hot_tls.hpp).
@@ -71,7 +83,8 @@ CUSCOPE_HOT_TLS constinit thread_local std::uint32_t t_own_depth = 0;
   Registry& r = registry();
   try {
     std::lock_guard lock(r.mutex);
-    auto drained = std::find_if(r.free.begin(), r.free.end(), [](const LaunchRing* g) { return g->drained(); });
+    auto drained =
+        std::find_if(r.free.begin(), r.free.end(), [](const LaunchRing* g) { return chain_pending(*g) == 0; });
     if (drained == r.free.end() && (r.free.empty() || r.rings.size() < kMaxRings)) {
       r.rings.push_back(std::make_unique<LaunchRing>());
       r.free.reserve(r.rings.size());  // room for every ring to come back without allocating
@@ -107,13 +120,40 @@ LaunchNote launch_note(const Sink& sink, std::uint64_t correlation) noexcept {
   return LaunchNote{correlation, instance, instance == model::kNoInstance ? now_ns() : 0};
 }
 
+// `note` into a spill ring behind the writer's full `ring` (the writer's side): the first with room,
+// else a new one linked behind the last, while the process has made fewer than kMaxSpillRings.
+// False: none had room and none could be made.
+bool spill(LaunchRing& ring, const LaunchNote& note) noexcept {
+  LaunchRing* last = &ring;
+  for (LaunchRing* g = ring.spill(); g != nullptr; g = g->spill()) {
+    if (g->push(note)) return true;
+    last = g;
+  }
+  Registry& r = registry();
+  if (r.spills.fetch_add(1, std::memory_order_relaxed) >= kMaxSpillRings) {
+    r.spills.fetch_sub(1, std::memory_order_relaxed);
+    return false;
+  }
+  auto* fresh = new (std::nothrow) LaunchRing();
+  if (fresh == nullptr) {
+    r.spills.fetch_sub(1, std::memory_order_relaxed);
+    return false;
+  }
+  fresh->push(note);        // before the link: a reader that sees the ring sees the note
+  last->link_spill(fresh);  // kept: the registry and its rings live until the process ends
+  return true;
+}
+
 // A note its ring refused: noted after the thread drained the rings itself, when it could without
-// waiting; else lost (counted). Off the hot path: only a full ring comes here. The note is made
-// again here (the same scope; outside every scope, a time some nanoseconds later): passing it kept
-// one more register across every note_launch, 2 instructions a launch by callgrind.
+// waiting; else in a spill ring; else lost (counted). Off the hot path: only a full ring comes here.
+// The note is made again here (the same scope; outside every scope, a time some nanoseconds later):
+// passing it kept one more register across every note_launch, 2 instructions a launch by callgrind.
 [[gnu::noinline, gnu::cold]] void note_refused(Sink& sink, LaunchRing* ring,
                                                std::uint64_t correlation) noexcept {
-  if (ring != nullptr && drain_if_free(sink) && ring->push(launch_note(sink, correlation))) return;
+  if (ring != nullptr) {
+    if (drain_if_free(sink) && ring->push(launch_note(sink, correlation))) return;
+    if (spill(*ring, launch_note(sink, correlation))) return;
+  }
   registry().lost.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -184,10 +224,11 @@ void drain_held(Sink& sink, Registry& r) noexcept {
   const auto emit = [&](const auto& e) { to_model_and_trace(sink, w, e); };
   for (const QueuedCall& call : r.draining) call_events(call, emit);
   r.draining.clear();
+  const auto note_events = [&](const LaunchNote& n) {
+    caller_events(n.correlation, n.instance, n.api_start_ns, n.api_start_ns, emit);
+  };
   for (const auto& ring : r.rings) {
-    ring->drain([&](const LaunchNote& n) {
-      caller_events(n.correlation, n.instance, n.api_start_ns, n.api_start_ns, emit);
-    });
+    for (LaunchRing* g = ring.get(); g != nullptr; g = g->spill()) g->drain(note_events);
   }
 }
 
@@ -240,14 +281,14 @@ std::uint64_t launch_notes_pending_for_testing() noexcept {
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
   std::uint64_t pending = 0;
-  for (const auto& ring : r.rings) pending += ring->pending();
+  for (const auto& ring : r.rings) pending += chain_pending(*ring);
   return pending;
 }
 
 LaunchRingCounts launch_ring_counts_for_testing() noexcept {
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
-  return {r.rings.size() - r.free.size(), r.rings.size()};
+  return {r.rings.size() - r.free.size(), r.rings.size(), r.spills.load(std::memory_order_relaxed)};
 }
 
 }  // namespace cuscope::inline v0::detail

@@ -13,13 +13,17 @@
 // A full ring drains itself where it can: the thread whose note it refuses tries the drainer's two
 // locks (try_lock only: the model's, then the registry's) and, holding both, drains every ring into
 // the model as the collector does (counted as cuscope's own processing), then notes; so a thread
-// whose collector is starved by a loaded machine keeps its attribution.
+// whose collector is starved by a loaded machine keeps its attribution. Where a lock is busy (the
+// decoder taking a buffer, a report being built), the note spills into a ring of the thread's own
+// chained behind its full one, made then (kMaxSpillRings in the process, kept for reuse), which
+// every drain empties with it; only past them is a note refused.
 // Never here: a lock or an allocation on a launch's writing side after a thread's first note while
 // its ring has room (a call note takes the queue's short lock, and allocates twice per process: the
-// queue and the drain's vector it swaps with); waiting for the reader, or for any lock held across
-// a CUDA or CUPTI call (a full ring whose drainer's locks are busy refuses the note, and so does a
-// full queue, and the refusal is counted: its work is counted as unresolved, its call as lost); a
-// CUDA or CUPTI call from a drain (it runs inside a CUDA call's callback on the program's thread).
+// queue and the drain's vector it swaps with; a spill allocates, once per spill ring); waiting for
+// the reader, or for any lock held across a CUDA or CUPTI call (a note that finds its ring and its
+// spill rings full and the drainer's locks busy is refused, and so is one past a full queue, and the
+// refusal is counted: its work is counted as unresolved, its call as lost); a CUDA or CUPTI call
+// from a drain (it runs inside a CUDA call's callback on the program's thread).
 #pragma once
 
 #include <atomic>
@@ -41,7 +45,8 @@ struct LaunchNote {
 
 /// One writer (the thread that holds it), one reader at a time (the drainer, under the registry's
 /// lock: the collector, the decoder, or the writer itself when its ring is full). Bounded: kNotes
-/// not yet drained at most.
+/// not yet drained at most. A ring may have a spill ring behind it, set once by its writer (which
+/// then writes there too, when this one is full) and drained by the same reader.
 class LaunchRing {
  public:
   static constexpr std::uint32_t kNotes = 4096;
@@ -52,8 +57,6 @@ class LaunchRing {
     head_.store(head + 1, std::memory_order_release);
     return true;
   }
-  /// Whether every note pushed has been drained (the reader's view).
-  [[nodiscard]] bool drained() const { return pending() == 0; }
   /// Notes pushed and not drained yet (the reader's view).
   [[nodiscard]] std::uint32_t pending() const {
     return head_.load(std::memory_order_acquire) - tail_.load(std::memory_order_acquire);
@@ -65,8 +68,13 @@ class LaunchRing {
     for (; tail != head; ++tail) f(notes_[tail & (kNotes - 1)]);
     tail_.store(tail, std::memory_order_release);
   }
+  /// The ring behind this one, or nullptr (either side). Its notes pushed before the link are seen.
+  [[nodiscard]] LaunchRing* spill() const { return spill_.load(std::memory_order_acquire); }
+  /// The writer links `next` behind this ring, once (no spill ring yet).
+  void link_spill(LaunchRing* next) { spill_.store(next, std::memory_order_release); }
 
  private:
+  std::atomic<LaunchRing*> spill_{nullptr};  // never unlinked: kept with the ring for its next writer
   alignas(64) std::atomic<std::uint32_t> head_{0};
   alignas(64) std::atomic<std::uint32_t> tail_{0};
   LaunchNote notes_[kNotes];
@@ -85,13 +93,20 @@ struct CallNote {
   std::uint64_t address = 0;
   std::uint64_t bytes = 0;
 };
+/// Spill rings in the process at most (31 x 96 KiB): made only while a full ring's drainer's locks
+/// are busy, and kept, each behind the ring it spilled from. With one ring, they hold half as many
+/// notes as the model remembers correlations (model::Attribution::kCorrelationSlots): more notes
+/// waiting than that would push out the oldest before their kernels come.
+inline constexpr std::size_t kMaxSpillRings = 31;
+
 /// Call notes waiting for the drain at most; past it a note is refused and counted as lost.
 inline constexpr std::size_t kMaxCallNotes = 16384;
 
 /// Called by the launch callback at the entry of a CUDA call that launches work into `sink`'s
 /// session: notes `correlation` with the calling thread's innermost open scope instance. The
 /// thread's ring full, it drains every ring into `sink`'s model first if sink.aggregator_mutex and
-/// the registry's lock are both free (never waiting for either); else the note is lost (counted).
+/// the registry's lock are both free (never waiting for either); else the note goes to a spill
+/// ring of the thread's (kMaxSpillRings in the process); else it is lost (counted).
 /// The caller holds neither lock (a CUDA call is never made under them).
 void note_launch(Sink& sink, std::uint64_t correlation) noexcept;
 /// Called by the call callbacks at the exit of a successful synchronize, allocation or free: notes
@@ -112,13 +127,14 @@ void count_lost_launch_notes(Sink& sink) noexcept;
 void own_calls_begin(std::uint64_t instance) noexcept;
 void own_calls_end() noexcept;
 
-/// Threads holding a ring now, and rings made (tests).
+/// Threads holding a ring now, rings made, and spill rings made (tests).
 struct LaunchRingCounts {
   std::uint64_t leased = 0;
   std::uint64_t made = 0;
+  std::uint64_t spills = 0;
 };
 LaunchRingCounts launch_ring_counts_for_testing() noexcept;
-/// Notes made and not drained yet, over every ring (tests).
+/// Notes made and not drained yet, over every ring and spill ring (tests).
 std::uint64_t launch_notes_pending_for_testing() noexcept;
 
 }  // namespace cuscope::inline v0::detail
