@@ -144,6 +144,17 @@ run_if_built() {
   fi
 }
 
+# gpu_detach_test NAME: the GPU tests' detach case alone (its tag [detach]), as a counted section;
+# past 30 s every thread's stack, then it is ended (run_with_stacks).
+gpu_detach_test() {
+  local exe=$BUILD_DIR/tests/gpu/cuscope_gpu_tests
+  if [[ ! -x $exe ]]; then
+    skip "$1" "$exe not built"
+    return
+  fi
+  section "$1" bash -c "$(declare -f run_with_stacks); run_with_stacks \"\$@\"" run_with_stacks 30 "$exe" '[detach]'
+}
+
 # run_with_stacks SECONDS COMMAND...: runs COMMAND; past SECONDS, prints every thread's stack
 # (gdb, else eu-stack, else cuda-gdb, where the machine has one) and ends it (exit 124). For the
 # trial below: a hang there named only the test case it was in (2026-11-27).

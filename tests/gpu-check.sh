@@ -37,7 +37,8 @@ usage: tests/gpu-check.sh [--probes | --fetch-deps | --help]
                 every counted step before the informational ones:
                   1. build what the cost check needs (GPU tests, GPU bench, CLI, demo, injection,
                      the minimal CUPTI client's injection library, Python module); the GPU tests
-                     with each attribution (launch notes, the default, then external correlation);
+                     with each attribution (launch notes, the default, then external correlation),
+                     their detach case apart after each (past 30 s, every thread's stack);
                      the GPU bench (its JSON next to the log); the PyTorch step bare, under
                      `cuscope run`, under torch.profiler and under the minimal CUPTI client
                      (bench/torch_overhead.py);
@@ -236,14 +237,20 @@ check() {
   # Each GPU test case's session also writes a trace (tests/session_fixture.hpp), packed next to
   # the log: what tests/data/gpu/ replays in CI comes from here.
   rm -rf "$traces" && mkdir -p "$traces"
+  # The detach case ([detach]: the first cuptiFinalize on a GPU, from a CUDA call's exit callback)
+  # runs apart from the others, once per attribution, under run_with_stacks: a hang there would
+  # otherwise take a 300 s section limit twice, with no word of where (it takes about 1.2 s).
   export GPU_TEST_TRACE_DIR="$PWD/$traces"
-  run_if_built "gpu tests" "$BUILD_DIR/tests/gpu/cuscope_gpu_tests"
+  run_if_built "gpu tests" "$BUILD_DIR/tests/gpu/cuscope_gpu_tests" '~[detach]'
+  gpu_detach_test "gpu test: CUPTI detached after the last step window"
   unset GPU_TEST_TRACE_DIR
   tar czf "$results/gpu-test-traces.tgz" -C "$traces" . 2>/dev/null
   # The same exact expectations with CUSCOPE_ATTRIBUTION=external (docs/cupti.md, "Attribution"):
   # external correlation and API records instead of the default's launch callbacks.
   export GPU_TEST_ATTRIBUTION=external
-  run_if_built "gpu tests, external correlation (CUSCOPE_ATTRIBUTION=external)" "$BUILD_DIR/tests/gpu/cuscope_gpu_tests"
+  run_if_built "gpu tests, external correlation (CUSCOPE_ATTRIBUTION=external)" "$BUILD_DIR/tests/gpu/cuscope_gpu_tests" \
+    '~[detach]'
+  gpu_detach_test "gpu test: CUPTI detached after the last step window, external correlation"
   unset GPU_TEST_ATTRIBUTION
   # Benchmarks (bench/README.md): their tables go to the log, their JSON next to it. The bench names
   # each part on stderr, and a part stalled past --stall-limit prints every thread's stack and exits
@@ -256,22 +263,29 @@ check() {
   section_timeout=${GPU_BENCH_TIMEOUT:-180}
   run_if_built "gpu bench" "$BUILD_DIR/bench/cuscope_gpu_bench" --json="$results/gpu-bench.json" --show-traced \
     --git-commit="$commit" "${bench_args[@]}"
-  # A stalled part: the bench once more without it (and without its launch or transformer twin), so
-  # that the other figures still come back in this lease.
-  local stalled
+  # A stalled part, or one the bench crashed in (a signal: the last part it named; the after_window
+  # parts detach CUPTI and attach it again every round, never yet on a GPU): the bench once more
+  # without it (and without its launch or transformer twin), so that the other figures still come
+  # back in this lease.
+  local stalled how=stalled bench_exit
   stalled=$(sed -n "s/^cuscope_gpu_bench: STALLED: 'round [0-9]*\/[0-9]*: \([a-z]*\.[a-z_]*\)'.*/\1/p" "$log" | tail -n 1)
+  bench_exit=$(sed -n 's/^=== gpu bench (exit \([0-9]*\), .*/\1/p' "$log" | tail -n 1)
+  if [[ -z $stalled && $bench_exit =~ ^(134|135|136|139)$ ]]; then
+    stalled=$(sed -n 's/^cuscope_gpu_bench: round [0-9]*\/[0-9]*: \([a-z]*\.[a-z_]*\)$/\1/p' "$log" | tail -n 1)
+    how="crashed, exit $bench_exit"
+  fi
   if [[ -n $stalled ]]; then
     # What the stalled run measured before the stall (the bench writes its JSON before each part):
     # into the log, since the rerun writes gpu-bench.json anew.
     if [[ -f $results/gpu-bench.json ]]; then
       {
         echo
-        echo "=== gpu bench: the stalled run's partial JSON (gpu-bench.json before the rerun) ==="
+        echo "=== gpu bench: the $how run's partial JSON (gpu-bench.json before the rerun) ==="
         cat "$results/gpu-bench.json"
       } >>"$log"
     fi
     local twins="$stalled,launch.${stalled#*.},transformer.${stalled#*.}"
-    run_if_built "gpu bench, without $twins (stalled above)" \
+    run_if_built "gpu bench, without $twins ($how above)" \
       "$BUILD_DIR/bench/cuscope_gpu_bench" --json="$results/gpu-bench.json" --git-commit="$commit" \
       "${bench_args[@]}" --skip="$twins"
   fi
@@ -392,7 +406,7 @@ check() {
     export GPU_TEST_EVENT_TIMESTAMPS=cupti
     informational "gpu tests, events timed by CUPTI (CUSCOPE_EVENT_TIMESTAMPS=cupti; a trial, not counted)" \
       bash -c "$(declare -f run_with_stacks); run_with_stacks \"\$@\"" run_with_stacks \
-      20 "$BUILD_DIR/tests/gpu/cuscope_gpu_tests" --durations yes
+      20 "$BUILD_DIR/tests/gpu/cuscope_gpu_tests" --durations yes '~[detach]'
     unset GPU_TEST_EVENT_TIMESTAMPS
     section_timeout=$counted_timeout
   fi

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <cuscope/cuscope.hpp>
+#include <filesystem>
 #include <string>
 
 #include "producers/cuda_probe.hpp"
@@ -25,12 +26,15 @@ inline cuscope::Options quiet_options() {
   // GPU_TEST_ATTRIBUTION (tests/gpu-check.sh runs the GPU tests both ways): "external" or "launch";
   // unset, the default's.
   const char* attribution = std::getenv("GPU_TEST_ATTRIBUTION");
-  if (attribution != nullptr && std::string(attribution) == "launch") o.attribution = cuscope::Attribution::launch;
-  if (attribution != nullptr && std::string(attribution) == "external") o.attribution = cuscope::Attribution::external;
+  if (attribution != nullptr && std::string(attribution) == "launch")
+    o.attribution = cuscope::Attribution::launch;
+  if (attribution != nullptr && std::string(attribution) == "external")
+    o.attribution = cuscope::Attribution::external;
   // GPU_TEST_EVENT_TIMESTAMPS=cupti (tests/gpu-check.sh's trial run): the events timed by CUPTI's
   // CUDA_EVENT records, the candidate default for `always` and `sampled` (docs/cupti.md).
   const char* timestamps = std::getenv("GPU_TEST_EVENT_TIMESTAMPS");
-  if (timestamps != nullptr && std::string(timestamps) == "cupti") o.event_timestamps = cuscope::EventTimestamps::cupti;
+  if (timestamps != nullptr && std::string(timestamps) == "cupti")
+    o.event_timestamps = cuscope::EventTimestamps::cupti;
   return o;
 }
 inline cuscope::Options default_events(cuscope::Options o = quiet_options()) {
@@ -39,8 +43,9 @@ inline cuscope::Options default_events(cuscope::Options o = quiet_options()) {
 }
 
 // GPU_TEST_TRACE_DIR (tests/gpu-check.sh): each test case's session also writes a trace there,
-// named after the case, which CPU tests replay (tests/data/gpu/). Not a CUSCOPE_ name: cuscope
-// warns of those it does not know.
+// named after the case, which CPU tests replay (tests/data/gpu/); a case's later sessions get
+// _2, _3, ... (the repeated-window case runs one per attribution: the second once overwrote the
+// first). Not a CUSCOPE_ name: cuscope warns of those it does not know.
 inline cuscope::Options traced_if_asked(cuscope::Options o) {
 #ifdef CATCH_VERSION_MAJOR
   const char* dir = std::getenv("GPU_TEST_TRACE_DIR");
@@ -49,7 +54,10 @@ inline cuscope::Options traced_if_asked(cuscope::Options o) {
   for (char& c : name) {
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
   }
-  o.trace_path = std::string(dir) + "/" + name.substr(0, 60) + ".cuscope";
+  const std::string stem = std::string(dir) + "/" + name.substr(0, 60);
+  o.trace_path = stem + ".cuscope";
+  for (int n = 2; std::filesystem::exists(o.trace_path); ++n)
+    o.trace_path = stem + "_" + std::to_string(n) + ".cuscope";
 #endif
   return o;
 }

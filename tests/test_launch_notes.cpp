@@ -3,8 +3,8 @@
 // records with those correlation ids must land in exactly the scope that was open at the launch.
 // A full ring drains itself when the drainer's locks are free, spills behind itself when they are
 // not, and refuses (counts) the note past its spill rings.
-#include <catch2/catch.hpp>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdint>
 #include <future>
@@ -155,8 +155,7 @@ TEST_CASE("a full launch ring drains itself when the model is free, so no note i
 // built): the writer never waits for it; each note past the full ring spills into a ring of the
 // thread's own behind it, and every note lands once the lock is free. The spill ring is kept: the
 // next flood while the lock is busy makes none.
-TEST_CASE("a full launch ring whose model lock is busy spills behind it, and every note lands",
-          "[launch]") {
+TEST_CASE("a full launch ring whose model lock is busy spills behind it, and every note lands", "[launch]") {
   NotedSession s;
   cuscope::detail::stop_collector(s.sink());
   const std::uint64_t collector_ns = processing_ns();
@@ -171,7 +170,8 @@ TEST_CASE("a full launch ring whose model lock is busy spills behind it, and eve
     CHECK(cuscope::detail::launch_notes_pending_for_testing() == pending_before + kFlood);
   }
   const auto spilled = cuscope::detail::launch_ring_counts_for_testing();
-  CHECK(spilled.spills <= before.spills + 1);  // one made, or none: the leased ring kept one from a case before
+  CHECK(spilled.spills <=
+        before.spills + 1);                // one made, or none: the leased ring kept one from a case before
   CHECK(spilled.made <= before.made + 1);  // the ring this thread leased at its first note, if new
   s.kernels(ids(1, kFlood));
   const cuscope::Report r = cuscope::snapshot();
@@ -258,8 +258,10 @@ TEST_CASE("launch notes from many threads, drained while they launch, are exact"
 // buffer): a thread that notes more than a ring holds between two deliveries loses nothing as long
 // as it takes 10 ms to fill half a ring. Here: three rings' worth of notes, half a ring at a time,
 // each half waited out until the collector (no CUPTI here: no delivery at all) has drained it.
-TEST_CASE("the collector drains launch rings between CUPTI deliveries so a thread noting more than a ring loses none",
-          "[launch][threads]") {
+TEST_CASE(
+    "the collector drains launch rings between CUPTI deliveries so a thread noting more than a ring loses "
+    "none",
+    "[launch][threads]") {
   NotedSession s;
   constexpr std::uint64_t kHalf = LaunchRing::kNotes / 2;
   constexpr std::uint64_t kTotal = 3 * LaunchRing::kNotes;
@@ -270,7 +272,8 @@ TEST_CASE("the collector drains launch rings between CUPTI deliveries so a threa
       s.note(c);
       if (c % kHalf != 0) continue;
       const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-      while (cuscope::detail::launch_notes_pending_for_testing() != 0 && std::chrono::steady_clock::now() < give_up)
+      while (cuscope::detail::launch_notes_pending_for_testing() != 0 &&
+             std::chrono::steady_clock::now() < give_up)
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
       drained_each_time = drained_each_time && cuscope::detail::launch_notes_pending_for_testing() == 0;
     }

@@ -83,8 +83,8 @@ CUSCOPE_HOT_TLS constinit thread_local std::uint32_t t_own_depth = 0;
   Registry& r = registry();
   try {
     std::lock_guard lock(r.mutex);
-    auto drained =
-        std::find_if(r.free.begin(), r.free.end(), [](const LaunchRing* g) { return chain_pending(*g) == 0; });
+    auto drained = std::find_if(r.free.begin(), r.free.end(),
+                                [](const LaunchRing* g) { return chain_pending(*g) == 0; });
     if (drained == r.free.end() && (r.free.empty() || r.rings.size() < kMaxRings)) {
       r.rings.push_back(std::make_unique<LaunchRing>());
       r.free.reserve(r.rings.size());  // room for every ring to come back without allocating
@@ -185,8 +185,8 @@ namespace {
 // call's own times, which the step window judges. What CUPTI's API and external-correlation records
 // would have said.
 template <class Emit>
-void caller_events(std::uint64_t correlation, std::uint64_t instance, std::uint64_t start_ns, std::uint64_t end_ns,
-                   Emit&& emit) {
+void caller_events(std::uint64_t correlation, std::uint64_t instance, std::uint64_t start_ns,
+                   std::uint64_t end_ns, Emit&& emit) {
   if (instance == model::kNoInstance) {
     emit(model::ApiCall{correlation, start_ns, end_ns});
   } else {

@@ -66,6 +66,9 @@ void shutdown() {
       ~ReleaseClaims() { release_path_claims(); }
     } release_claims;
     stop_collector(s);
+    // An armed detach would finalize CUPTI at the exit of the next CUDA call: the event queries
+    // below, from this exit handler. Given up here (stop_activity_tracing() would, too late).
+    settle_detach_for_stop();
     // GPU work may still be running: wait for its events a bounded time, never forever. Events
     // timed by CUPTI (CUSCOPE_EVENT_TIMESTAMPS=cupti) also wait for CUPTI to deliver their records.
     const bool cupti_clock = event_timestamps_from_cupti();

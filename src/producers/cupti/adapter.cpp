@@ -117,7 +117,8 @@ void CUPTIAPI buffer_completed(CUcontext context, std::uint32_t stream, std::uin
                                std::size_t size, std::size_t valid) {
   State& s = state();
   std::size_t dropped = 0;
-  if (cuptiActivityGetNumDroppedRecords(context, stream, &dropped) != CUPTI_SUCCESS)
+  // Not from inside cuptiFinalize (a buffer it delivers): no CUPTI call once the finalize is armed.
+  if (!cupti_callable() || cuptiActivityGetNumDroppedRecords(context, stream, &dropped) != CUPTI_SUCCESS)
     dropped = 0;  // no lock held
   if (Sink* target = s.target.load(std::memory_order_acquire)) take_buffer(*target, buffer, valid, dropped);
   s.buffers.give_back(buffer, size, valid);  // zeroed where its records were, on this thread
@@ -270,19 +271,22 @@ void detach_now(State& s) {
   say_kept(why);
 }
 
-// At the stop: a detach still pending or armed is given up (CUPTI then stopped as without one: a
-// finalize at exit could race CUDA's own teardown), a finalize under way waited for (a bounded time).
-// True when cuscope may call CUPTI.
-bool settle_detach_for_stop() {
-  move_detach_stage(DetachStage::pending, DetachStage::kept);
-  move_detach_stage(DetachStage::armed, DetachStage::kept);
+// Waits, a bounded time (1 s), for a thread inside cuptiFinalize. True when none is (any longer).
+bool wait_out_finalize() {
   for (int i = 0; i < 1000 && detach_stage() == DetachStage::finalizing; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  if (move_detach_stage(DetachStage::refused, DetachStage::kept)) say_refused_finalize();
-  return cupti_callable();
+  return detach_stage() != DetachStage::finalizing;
 }
 
 }  // namespace
+
+bool settle_detach_for_stop() noexcept {
+  move_detach_stage(DetachStage::pending, DetachStage::kept);
+  move_detach_stage(DetachStage::armed, DetachStage::kept);
+  wait_out_finalize();
+  if (move_detach_stage(DetachStage::refused, DetachStage::kept)) say_refused_finalize();
+  return cupti_callable();
+}
 
 void set_cupti_version_for_testing(std::uint32_t version) noexcept {
   g_fake_version.store(version, std::memory_order_relaxed);
@@ -291,7 +295,10 @@ void set_cupti_version_for_testing(std::uint32_t version) noexcept {
 std::string start_activity_tracing(Sink& sink) noexcept {
   try {
     State& s = state();
-    set_detach_stage(DetachStage::none);  // a session after a detached one attaches CUPTI again
+    // A session after a detached one attaches CUPTI again; not while a finalize is still under way.
+    if (!wait_out_finalize())
+      return "CUPTI tracing could not start: the last session's cuptiFinalize is still under way";
+    set_detach_stage(DetachStage::none);
     const std::uint32_t version = loaded_version();
     const LayoutCheck layouts = check_layouts(version, CUPTI_API_VERSION);
     if (!layouts.refusal.empty()) return layouts.refusal;

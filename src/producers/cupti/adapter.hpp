@@ -61,6 +61,12 @@ void deliver_after_counters() noexcept;
 /// every kind and detaches the session. CUPTI is not finalized (see adapter.cpp). After a detach
 /// (detach.hpp) no CUPTI call: the detach delivered everything; a detach not yet made is given up.
 void stop_activity_tracing() noexcept;
+/// At a stop, before its last CUDA calls (shutdown()'s wait for CUDA events, a reset's): a detach
+/// still pending or armed is given up (CUPTI then stopped as without one: a finalize from an exit
+/// handler could race CUDA's own teardown, and an armed one would run at the exit of cuscope's own
+/// next CUDA call), a finalize under way waited for (1 s at most). True when cuscope may call CUPTI.
+/// stop_activity_tracing() does it too.
+bool settle_detach_for_stop() noexcept;
 
 /// Detaching CUPTI after the last step window (docs/cupti.md, "Detaching after the last step window";
 /// the stages are detach.hpp's). The step that ends the last window, right after its pause (the

@@ -22,7 +22,10 @@ void finalize_once() noexcept {
   const CuptiObserver observer = g_observer.load(std::memory_order_acquire);
   const CUptiResult r = observer != nullptr ? observer("cuptiFinalize") : cuptiFinalize();
   g_finalize_result.store(r, std::memory_order_relaxed);
-  set_detach_stage(r == CUPTI_SUCCESS ? DetachStage::detached : DetachStage::refused);
+  // From finalizing only: a stop that gave up waiting for it, and a next session that set none since,
+  // must not be marked detached (every flush of that session would then be gated).
+  move_detach_stage(DetachStage::finalizing,
+                    r == CUPTI_SUCCESS ? DetachStage::detached : DetachStage::refused);
 }
 
 }  // namespace
