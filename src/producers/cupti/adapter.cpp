@@ -137,13 +137,16 @@ void take_buffer(Sink& sink, std::uint8_t* buffer, std::size_t valid, std::size_
 
 namespace {
 
+// The external correlation hooks. A thread that read a hook just before a detach cleared it may call
+// it after the finalize was armed: then no CUPTI call (it would attach CUPTI again).
 void push_correlation(std::uint64_t instance) noexcept {
-  cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, instance);
+  if (cupti_callable())
+    cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, instance);
 }
 
 void pop_correlation() noexcept {
   std::uint64_t last = 0;
-  cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
+  if (cupti_callable()) cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
 }
 
 // CUSCOPE_EVENT_TIMESTAMPS=cupti: CUDA_EVENT records with device timestamps, and the callbacks
