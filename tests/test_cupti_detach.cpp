@@ -38,8 +38,8 @@ TEST_CASE("the last window's end pauses CUPTI, delivers its records, then detach
         ", paused after the last step window; CUPTI detaches once the window's records are in"));
   REQUIRE(reaches(DetachStage::armed));
   CHECK(cuscope::snapshot().activity_status.ends_with(
-      ", paused after the last step window; CUPTI detaches at the program's next CUDA call"));
-  cuscope::detail::api_exit_for_testing();  // the program's next CUDA call returns
+      ", paused after the last step window; CUPTI detaches now"));
+  cuscope::detail::api_exit_for_testing();  // the collector's next CUDA call returns
   CHECK(cuscope::detail::detach_stage() == DetachStage::detached);
   const std::vector<std::string> log = logged();
   CHECK(without_normal_flushes({log.begin(), std::find(log.begin(), log.end(), "MEMCPY off") + 1}) == kPause);
@@ -234,8 +234,7 @@ TEST_CASE("the activity status trades its pause for the detach's stage, and stay
         "on, synchronizes seen by callbacks, paused after the last step window; CUPTI detaches once the "
         "window's records are in");
   CHECK(status_at(DetachStage::finalizing) ==
-        "on, synchronizes seen by callbacks, paused after the last step window; CUPTI detaches at the "
-        "program's next CUDA call");
+        "on, synchronizes seen by callbacks, paused after the last step window; CUPTI detaches now");
   const std::string detached = status_at(DetachStage::detached);
   CHECK(detached == "on, synchronizes seen by callbacks, detached after the last step window");
   cuscope::Report r;

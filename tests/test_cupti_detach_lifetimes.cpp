@@ -1,12 +1,14 @@
-// Detaching CUPTI after the last step window, around the odd lifetimes of real programs: a stop
-// before the armed finalize's API exit, a finalize that returns after the next session began, a
-// session that starts while a finalize is under way, a child made by fork(), and an own-calls mark
-// that spans the detach. Fakes stand for CUPTI (detach_fixture.hpp); the collector thread runs for
+// Detaching CUPTI after the last step window, around the threads and odd lifetimes of real programs:
+// which thread finalizes (the collector's own CUDA call, never a program's), a stop before the
+// armed finalize's API exit, a finalize that returns after the next session began, a session that
+// starts while a finalize is under way, a child made by fork(), and an own-calls mark that spans
+// the detach. Fakes stand for CUPTI (detach_fixture.hpp); the collector thread runs for
 // real. Never here: a GPU, or CUPTI itself (tests/gpu/test_gpu_detach.cu).
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <string>
@@ -16,6 +18,7 @@
 #include "cuscope/cuscope.hpp"
 #include "detach_fixture.hpp"
 #include "noted_session.hpp"
+#include "producers/cuda_calls.hpp"
 #include "producers/cupti/adapter.hpp"
 #include "producers/cupti/detach.hpp"
 #include "producers/launch_notes.hpp"
@@ -28,7 +31,61 @@ namespace {
 using cuscope::detail::DetachStage;
 using namespace cuscope_test::detach;
 
+// The CUDA runtime's calls, but for the capture mode's exchange, which plays CUPTI's callback at the
+// call's exit on the calling thread (detach.hpp's api_exit_for_testing(false)): what the collector's
+// own CUDA call brings about while a detach is armed. Swapped in before the session, out after it.
+std::atomic<int> g_exchanges_armed{0};
+cudaError_t exchange_with_callback(cudaStreamCaptureMode*) {
+  if (cuscope::detail::detach_stage() == DetachStage::armed) {
+    g_exchanges_armed.fetch_add(1);
+    cuscope::detail::api_exit_for_testing(false);
+  }
+  return cudaSuccess;
+}
+struct CallbackAtExchange {
+  CallbackAtExchange() {
+    cuscope::detail::CudaCalls calls = cuscope::detail::g_cuda;
+    calls.exchange_capture_mode = &exchange_with_callback;
+    cuscope::detail::set_cuda_calls_for_testing(&calls);
+    g_exchanges_armed = 0;
+  }
+  ~CallbackAtExchange() { cuscope::detail::set_cuda_calls_for_testing(nullptr); }
+  CallbackAtExchange(const CallbackAtExchange&) = delete;
+  CallbackAtExchange& operator=(const CallbackAtExchange&) = delete;
+};
+
 }  // namespace
+
+// The finalize is the collector's to make, at the exit of a CUDA call of its own: the program's
+// threads never pay it inside one of their calls (or inside their stream capture), and a program
+// that makes no CUDA call after its last window is detached all the same.
+TEST_CASE("an armed detach finalizes at the collector's own CUDA call, with none of the program's",
+          "[session][window][tracing][detach]") {
+  CallbackAtExchange callback;  // made before the session, gone after it
+  FakeCuptiSession traced(one_window());
+  cuscope::step();
+  REQUIRE(reaches(DetachStage::detached));
+  CHECK(g_exchanges_armed.load() == 1);  // one call of the collector's, once armed
+  const std::vector<std::string> log = logged();
+  CHECK(after(log, "MEMCPY off") == kDetach);
+  CHECK(cuscope::snapshot().activity_status.ends_with(", detached after the last step window"));
+}
+
+TEST_CASE("a program thread's CUDA call never finalizes an armed detach",
+          "[session][window][tracing][detach]") {
+  FakeCuptiSession traced(one_window());
+  cuscope::step();
+  REQUIRE(reaches(DetachStage::armed));
+  cuscope::detail::api_exit_for_testing(false);  // this thread's CUDA call returns: not the collector's
+  std::thread([] { cuscope::detail::api_exit_for_testing(false); }).join();
+  CHECK(cuscope::detail::detach_stage() == DetachStage::armed);
+  const std::vector<std::string> log = logged();
+  CHECK(std::count(log.begin(), log.end(), "cuptiFinalize") == 0);
+  CHECK(cuscope::snapshot().activity_status.ends_with(
+      ", paused after the last step window; CUPTI detaches now"));
+  cuscope::detail::api_exit_for_testing();  // the collector's
+  CHECK(cuscope::detail::detach_stage() == DetachStage::detached);
+}
 
 TEST_CASE("a shutdown before the API exit gives the armed detach up: CUPTI stopped as without one",
           "[session][window][tracing][detach]") {

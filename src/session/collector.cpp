@@ -18,6 +18,7 @@
 #include "producers/clock.hpp"
 #include "producers/cuda_calls.hpp"
 #include "producers/cupti/adapter.hpp"
+#include "producers/cupti/detach.hpp"
 #include "session/internal.hpp"
 
 namespace cuscope::inline v0::detail {
@@ -28,6 +29,7 @@ void collector_loop(Session* s) {
   // that another thread runs in global mode (the default of cudaStreamBeginCapture).
   cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
   if (g_cuda.exchange_capture_mode(&mode) != cudaSuccess) g_cuda.get_last_error();
+  finalize_on_this_thread();  // an armed detach finalizes at this thread's CUDA calls, no other's
   s->collector_ready.store(true, std::memory_order_release);
   std::unique_lock lock(s->collector_mutex);
   for (unsigned tick = 1; !s->collector_stop; ++tick) {
@@ -43,6 +45,12 @@ void collector_loop(Session* s) {
       } else {
         drain_launch_notes(*s);  // launch rings between polls: a fast launcher fills one in ~16 ms
       }
+    }
+    if (detach_stage() == DetachStage::armed) {
+      // A CUDA call of this thread's own (relaxed capture mode, as it is; no lock held), at whose
+      // exit CUPTI's callback finalizes (detach.hpp): the tick that armed the detach, else the next.
+      cudaStreamCaptureMode same = cudaStreamCaptureModeRelaxed;
+      if (g_cuda.exchange_capture_mode(&same) != cudaSuccess) g_cuda.get_last_error();
     }
     lock.lock();
   }

@@ -1,6 +1,6 @@
 // GPU test of the detach after the last step window (CUSCOPE_DETACH, docs/cupti.md): the window's
-// counts exact across the pause and the detach, CUPTI detached at a later CUDA call's exit, and the
-// program's launches after it still run. Not yet run on a GPU.
+// counts exact across the pause and the detach, CUPTI detached at the exit of the collector's own
+// CUDA call, and the program's launches after it still run. Not yet run on a GPU.
 #include <cuda_runtime.h>
 
 #include <catch2/catch.hpp>
@@ -38,8 +38,8 @@ TEST_CASE("after the last step window CUPTI detaches, the window's counts exact,
     }
     cuscope::step();
   }
-  // The program goes on launching; the detach comes at one of these calls' exit, once the window's
-  // records are in (1 s after the pause, kDetachWaitNs): a bounded wait for it.
+  // The program goes on launching; the detach comes at the exit of a CUDA call of the collector's,
+  // once the window's records are in (1 s after the pause, kDetachWaitNs): a bounded wait for it.
   bool detached = false;
   for (int i = 0; i < 5000 && !detached; ++i) {
     {

@@ -250,7 +250,8 @@ void last_records_and_kinds_off(State& s, Sink& target) {
 // The detach after the last step window, on the collector's thread once the window's records are in
 // (advance_detach()): what stop_activity_tracing() does (a forced flush, what it hands back incomplete
 // counted as at exit; every kind off; the buffers' attribute back), the subscriber kept, then the
-// finalize armed for the next CUDA call's exit. Refused: one note, CUPTI left attached and paused.
+// finalize armed for the exit of the collector's next CUDA call. Refused: one note, CUPTI left
+// attached and paused.
 void detach_now(State& s) {
   Sink* target = s.target.load(std::memory_order_acquire);
   if (target == nullptr) return;

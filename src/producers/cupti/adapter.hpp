@@ -76,8 +76,8 @@ bool request_detach() noexcept;
 /// The collector's tick while a detach is under way. Pending: nothing (the collector polls as between
 /// windows) until kDetachWaitNs after the pause, then a normal flush and what stop_activity_tracing()
 /// does (a forced flush, what it hands back incomplete counted as at exit; every kind off; the
-/// buffers' attribute back) and the finalize armed for the next CUDA call's exit (subscriber.hpp). No
-/// sooner: CUPTI's normal flush holds back every buffer with an incomplete record, so one that brings
+/// buffers' attribute back) and the finalize armed for the exit of the collector's next CUDA call
+/// (subscriber.hpp; the collector makes one). No sooner: CUPTI's normal flush holds back every buffer with an incomplete record, so one that brings
 /// nothing does not say the window's work is in (a GPU behind the pause). Refused: one note, the API
 /// callbacks off, CUPTI left attached and paused. True when it delivered (the tick's poll is done).
 bool advance_detach() noexcept;

@@ -11,6 +11,7 @@ namespace {
 std::atomic<DetachStage> g_stage{DetachStage::none};
 std::atomic<CUptiResult> g_finalize_result{CUPTI_SUCCESS};
 std::atomic<CuptiObserver> g_observer{nullptr};
+constinit thread_local bool t_finalizing_thread = false;  // the collector's (finalize_on_this_thread)
 
 bool off_limits(DetachStage s) {
   return s == DetachStage::armed || s == DetachStage::finalizing || s == DetachStage::detached;
@@ -47,7 +48,7 @@ std::string with_detach_stage(std::string status) {
       break;
     case DetachStage::armed:
     case DetachStage::finalizing:
-      stage = ", paused after the last step window; CUPTI detaches at the program's next CUDA call";
+      stage = ", paused after the last step window; CUPTI detaches now";
       break;
     case DetachStage::detached:
       stage = ", detached after the last step window";
@@ -67,12 +68,14 @@ bool finalize_at_api_exit(CUpti_CallbackDomain domain, const void* data) noexcep
   // The hot path's cost while no detach is armed: this load.
   const DetachStage stage = g_stage.load(std::memory_order_relaxed);
   if (!off_limits(stage)) return false;
-  if (stage == DetachStage::armed && data != nullptr &&
+  if (stage == DetachStage::armed && t_finalizing_thread && data != nullptr &&
       (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) &&
       static_cast<const CUpti_CallbackData*>(data)->callbackSite == CUPTI_API_EXIT)
     finalize_once();
   return true;
 }
+
+void finalize_on_this_thread() noexcept { t_finalizing_thread = true; }
 
 void forget_detach_in_forked_child() noexcept { move_detach_stage(DetachStage::armed, DetachStage::kept); }
 
@@ -82,10 +85,13 @@ void set_cupti_observer_for_testing(CuptiObserver observer) noexcept {
 
 CuptiObserver cupti_observer() noexcept { return g_observer.load(std::memory_order_acquire); }
 
-void api_exit_for_testing() noexcept {
+void api_exit_for_testing(bool as_collector) noexcept {
   CUpti_CallbackData exit{};
   exit.callbackSite = CUPTI_API_EXIT;
+  const bool was = t_finalizing_thread;
+  if (as_collector) t_finalizing_thread = true;
   finalize_at_api_exit(CUPTI_CB_DOMAIN_DRIVER_API, &exit);
+  t_finalizing_thread = was;
 }
 
 }  // namespace cuscope::inline v0::detail

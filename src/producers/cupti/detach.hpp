@@ -1,7 +1,9 @@
 // producers/cupti/detach.hpp — where a session's detach of CUPTI after its last step window stands
 // (docs/cupti.md, "Detaching after the last step window"), and the one cuptiFinalize, made at the
-// exit site of a CUDA API callback on whatever thread next calls CUDA, as NVIDIA's header asks and
-// Kineto does (pytorch/kineto#686): cuptiFinalize from another thread races that thread inside CUPTI.
+// exit site of a CUDA API callback, as NVIDIA's header asks and Kineto does (pytorch/kineto#686:
+// cuptiFinalize outside a callback raced other threads inside CUPTI): the callback of the collector
+// thread's own CUDA call, made for it while armed. Never on a program's thread (it would pay the
+// finalize inside one of its calls, maybe inside its stream capture) or from an exit handler.
 //
 // The stages, in order: pending (the step that ended the last window paused CUPTI; the collector
 // delivers the window's records), armed (every kind off, the API callbacks on, nothing of cuscope's
@@ -24,7 +26,7 @@ namespace cuscope::inline v0::detail {
 enum class DetachStage : std::uint8_t {
   none,        ///< no detach asked for (or the session stopped)
   pending,     ///< paused after the last window; its records still being delivered
-  armed,       ///< everything off; cuptiFinalize waits for the next CUDA API call's exit
+  armed,       ///< everything off; cuptiFinalize waits for the collector's next CUDA call's exit
   finalizing,  ///< a thread is inside cuptiFinalize
   detached,    ///< cuptiFinalize returned success: CUPTI is gone from the process
   refused,     ///< cuptiFinalize refused (finalize_result() says how); the adapter has not said so yet
@@ -39,9 +41,8 @@ void set_detach_stage(DetachStage stage) noexcept;
 bool move_detach_stage(DetachStage from, DetachStage to) noexcept;
 /// A session's activity status (`status`, ending ", paused outside the step window" where the window
 /// pauses) as the detach has it now: that suffix replaced by ", paused after the last step window;
-/// CUPTI detaches once the window's records are in" (pending), "...; CUPTI detaches at the program's
-/// next CUDA call" (armed, finalizing) or ", detached after the last step window"; as it is when
-/// kept or not asked for.
+/// CUPTI detaches once the window's records are in" (pending), "...; CUPTI detaches now" (armed,
+/// finalizing) or ", detached after the last step window"; as it is when kept or not asked for.
 std::string with_detach_stage(std::string status);
 /// Whether cuscope may call CUPTI: false while armed, finalizing or detached.
 bool cupti_callable() noexcept;
@@ -50,8 +51,11 @@ CUptiResult finalize_result() noexcept;
 
 /// For the subscriber's callback, first thing: true when a detach is armed or done, and the callback
 /// must do nothing else (nothing of cuscope's may call CUPTI). While armed, at the exit site of a
-/// runtime or driver API call, the first thread to get here calls cuptiFinalize, once.
+/// runtime or driver API call made on the finalizing thread, cuptiFinalize, once.
 bool finalize_at_api_exit(CUpti_CallbackDomain domain, const void* data) noexcept;
+/// Makes the calling thread the finalizing one: the collector's, at its start. Its CUDA calls'
+/// exits finalize an armed detach; no other thread's do.
+void finalize_on_this_thread() noexcept;
 
 /// A forked child: an armed detach is never made there (kept), with no CUPTI call.
 void forget_detach_in_forked_child() noexcept;
@@ -72,7 +76,8 @@ CUptiResult call_cupti(const char* name, Call&& call) {
   if (CuptiObserver observer = cupti_observer()) return observer(name);
   return call();
 }
-/// Tests: what the subscriber's callback does at the exit site of a driver API call (no CUPTI).
-void api_exit_for_testing() noexcept;
+/// Tests: what the subscriber's callback does at the exit site of a driver API call (no CUPTI), on a
+/// finalizing thread (the collector's own call) or, `as_collector` false, on the calling thread as it is.
+void api_exit_for_testing(bool as_collector = true) noexcept;
 
 }  // namespace cuscope::inline v0::detail

@@ -47,8 +47,8 @@ std::string pause_launch_callbacks(bool paused) noexcept;
 /// Whether the session's cuptiSubscribe was refused (another tool holds CUPTI's one subscriber).
 bool subscriber_refused() noexcept;
 /// Detaching after the last step window (detach.hpp): every runtime and driver API callback on (a
-/// subscriber made for it if the session has none), then the detach armed, so that the next CUDA
-/// call's exit finalizes CUPTI: "" or why not (nothing armed then, the domains off again). Called
+/// subscriber made for it if the session has none), then the detach armed, so that the exit of the
+/// collector's next CUDA call finalizes CUPTI: "" or why not (nothing armed then, the domains off again). Called
 /// once the kinds are off and the launch callbacks paused, by the adapter (no cuscope lock held).
 std::string arm_finalize_at_api_exit() noexcept;
 /// After a refused finalize: the API callbacks arm_finalize_at_api_exit() turned on, off (CUPTI stays
