@@ -190,6 +190,55 @@ TEST_CASE("a full launch ring whose model lock is busy spills behind it, and eve
   CHECK(cuscope::detail::take_lost_launch_notes() == 0);
 }
 
+// Spill rings stay behind the ring they spilled from, which goes back to the free list when its thread
+// exits: a new thread gets a drained ring with spill rings before one without, so the process's
+// spill rings are used again before new ones are made (or, past kMaxSpillRings, notes refused).
+TEST_CASE("a thread that floods after one that spilled reuses its spill rings", "[launch][threads]") {
+  NotedSession s;
+  cuscope::detail::stop_collector(s.sink());
+  constexpr std::uint64_t kFlood = LaunchRing::kNotes + 1'000;
+  const auto flood = [&](std::uint64_t first) {
+    CUSCOPE_SCOPE("flood");
+    for (std::uint64_t c = first; c < first + kFlood; ++c) s.note(c);
+  };
+  {
+    // Two rings on the free list, the one without spill rings first: its thread (one note) exits
+    // while the other, which spilled, still runs.
+    std::promise<void> spilled;
+    std::promise<void> other_gone;
+    HeldElsewhere busy(s.sink().aggregator_mutex);
+    std::thread spiller([&] {
+      flood(1);
+      spilled.set_value();
+      other_gone.get_future().wait();
+    });
+    std::thread other([&] {
+      spilled.get_future().wait();
+      s.note(kFlood + 1);
+    });
+    other.join();
+    other_gone.set_value();
+    spiller.join();
+  }
+  {
+    std::lock_guard lock(s.sink().aggregator_mutex);
+    cuscope::detail::drain_launches(s.sink());
+  }
+  const auto before = cuscope::detail::launch_ring_counts_for_testing();
+  {
+    HeldElsewhere busy(s.sink().aggregator_mutex);
+    std::thread([&] { flood(kFlood + 2); }).join();
+  }
+  const auto after = cuscope::detail::launch_ring_counts_for_testing();
+  CHECK(after.spills == before.spills);
+  CHECK(after.made == before.made);
+  CHECK(cuscope::detail::launch_notes_pending_for_testing() == kFlood);
+  s.kernels(ids(1, 2 * kFlood + 1));
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(kernels_in(r, "flood") == 2 * kFlood);
+  CHECK(r.diagnostics.launch_notes_lost == 0);
+}
+
 // Past every spill ring the process may make, with the model's lock busy throughout: each note past
 // them is refused and counted, in the next report already (the collector stopped: no drain has
 // taken the count before it), and its work is unresolved. In a process of its own (CTest's) the

@@ -83,8 +83,14 @@ CUSCOPE_HOT_TLS constinit thread_local std::uint32_t t_own_depth = 0;
   Registry& r = registry();
   try {
     std::lock_guard lock(r.mutex);
-    auto drained = std::find_if(r.free.begin(), r.free.end(),
-                                [](const LaunchRing* g) { return chain_pending(*g) == 0; });
+    // A drained ring, one with spill rings behind it first: they are the process's, kept for reuse.
+    const auto drained_with = [&r](bool spills) {
+      return std::find_if(r.free.begin(), r.free.end(), [spills](const LaunchRing* g) {
+        return (g->spill() != nullptr) == spills && chain_pending(*g) == 0;
+      });
+    };
+    auto drained = drained_with(true);
+    if (drained == r.free.end()) drained = drained_with(false);
     if (drained == r.free.end() && (r.free.empty() || r.rings.size() < kMaxRings)) {
       r.rings.push_back(std::make_unique<LaunchRing>());
       r.free.reserve(r.rings.size());  // room for every ring to come back without allocating

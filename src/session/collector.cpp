@@ -35,25 +35,26 @@ void collector_loop(Session* s) {
   for (unsigned tick = 1; !s->collector_stop; ++tick) {
     s->collector_cv.wait_for(lock, std::chrono::milliseconds(10));
     lock.unlock();
+    if (detach_stage() == DetachStage::armed) {
+      // A CUDA call of this thread's own (relaxed capture mode, as it is), at whose exit CUPTI's
+      // callback finalizes (detach.hpp): first in the tick, before the event queries' calls (made
+      // under the resolver's lock: a finalize must hold no lock of cuscope's), and a tick after the
+      // arming (made late in a tick), not in it: a callback or hook of another thread that passed
+      // its check just before the arming (and may still call CUPTI) has had 10 ms to return. Again
+      // each tick while armed.
+      cudaStreamCaptureMode same = cudaStreamCaptureModeRelaxed;
+      if (g_cuda.exchange_capture_mode(&same) != cudaSuccess) g_cuda.get_last_error();
+    }
     resolve_gpu_events();
     recalibrate_clock();  // does something about once a second
-    bool armed_now = false;
     if (s->tracing.load(std::memory_order_acquire)) {
       if (advance_detach()) {
-        armed_now = true;  // the detach after the last step window, made this tick: its flushes delivered
+        // The detach after the last step window, made this tick: its flushes delivered.
       } else if (tick % 10 == 0) {
         poll_activity();
       } else {
         drain_launch_notes(*s);  // launch rings between polls: a fast launcher fills one in ~16 ms
       }
-    }
-    if (!armed_now && detach_stage() == DetachStage::armed) {
-      // A CUDA call of this thread's own (relaxed capture mode, as it is; no lock held), at whose
-      // exit CUPTI's callback finalizes (detach.hpp). A tick after the arming, not in it: a callback
-      // or hook of another thread that passed its check just before the arming (and may still call
-      // CUPTI) has had 10 ms to return. Again each tick while it stays armed.
-      cudaStreamCaptureMode same = cudaStreamCaptureModeRelaxed;
-      if (g_cuda.exchange_capture_mode(&same) != cudaSuccess) g_cuda.get_last_error();
     }
     lock.lock();
   }
