@@ -106,6 +106,9 @@ struct FakeCuptiSession {
       g_log.clear();
     }
     g_finalize_result = CUPTI_SUCCESS;
+    // The collector's calls reach no CUPTI callback here: an armed detach stays armed until the case
+    // plays the callback (api_exit_for_testing), however slow the machine, unless a case says less.
+    cuscope::detail::set_finalize_wait_for_testing(3'600'000'000'000);
     cuscope::detail::set_cupti_observer_for_testing(&observe);
     cuscope::detail::trace_kinds_with_fake_cupti_for_testing(
         cuscope::detail::session(),
@@ -115,6 +118,7 @@ struct FakeCuptiSession {
   ~FakeCuptiSession() {
     cuscope::detail::reset_for_testing();  // stops while the observer still stands for CUPTI
     cuscope::detail::set_cupti_observer_for_testing(nullptr);
+    cuscope::detail::set_finalize_wait_for_testing(0);
     g_at_pending_flush = g_at_forced_flush = nullptr;
     g_held = nullptr;
     g_inside_finalize = nullptr;

@@ -71,6 +71,28 @@ TEST_CASE("an armed detach finalizes at the collector's own CUDA call, with none
   CHECK(cuscope::snapshot().activity_status.ends_with(", detached after the last step window"));
 }
 
+// Where no call of the collector's reaches CUPTI's callback (a driver that calls back on neither of
+// its two calls), the armed detach is given up after the wait: one note, the API callbacks off (else
+// every CUDA call of the program reaches them), CUPTI paused as without a detach.
+TEST_CASE("an armed detach no call of the collector's finalizes is given up: one note, callbacks off",
+          "[session][window][tracing][detach]") {
+  FakeCuptiSession traced(one_window());
+  cuscope::detail::set_finalize_wait_for_testing(50'000'000);  // 50 ms
+  cuscope::step();
+  REQUIRE(reaches(DetachStage::kept));
+  const std::vector<std::string> log = logged();
+  CHECK(std::count(log.begin(), log.end(), "cuptiFinalize") == 0);
+  CHECK(after(log, "cuptiEnableDomain(1, RUNTIME_API, DRIVER_API)") ==
+        std::vector<std::string>{"cuptiEnableDomain(0, RUNTIME_API, DRIVER_API)"});
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(std::count(r.notes.begin(), r.notes.end(),
+                   "CUPTI is paused, not detached, after the last step window: no CUDA call of cuscope's "
+                   "collector reached CUPTI's callback, where it finalizes, within 1 s") == 1);
+  CHECK_FALSE(r.activity_status.ends_with(" after the last step window"));
+  cuscope::detail::api_exit_for_testing();  // a later call of the collector's: no finalize now
+  CHECK(cuscope::detail::detach_stage() == DetachStage::kept);
+}
+
 TEST_CASE("a program thread's CUDA call never finalizes an armed detach",
           "[session][window][tracing][detach]") {
   FakeCuptiSession traced(one_window());

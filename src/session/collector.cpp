@@ -42,8 +42,12 @@ void collector_loop(Session* s) {
       // arming (made late in a tick), not in it: a callback or hook of another thread that passed
       // its check just before the arming (and may still call CUPTI) has had 10 ms to return. Again
       // each tick while armed.
+      // Two calls in turn, in case one of them does not reach CUPTI's callback (advance_detach() gives
+      // the detach up after kFinalizeWaitNs).
       cudaStreamCaptureMode same = cudaStreamCaptureModeRelaxed;
-      if (g_cuda.exchange_capture_mode(&same) != cudaSuccess) g_cuda.get_last_error();
+      int device = 0;
+      if ((tick % 2 == 0 ? g_cuda.exchange_capture_mode(&same) : g_cuda.get_device(&device)) != cudaSuccess)
+        g_cuda.get_last_error();
     }
     resolve_gpu_events();
     recalibrate_clock();  // does something about once a second

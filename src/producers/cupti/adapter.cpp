@@ -38,6 +38,7 @@ namespace {
 constexpr BufferPool::Limits kBufferLimits{4u << 20, 256u << 10, 128u << 20, 256u << 20};
 // Zeroed buffers kept ready for the next threads that launch (made on the collector's thread).
 constexpr std::size_t kSpareBuffers = 2;
+std::atomic<std::uint64_t> g_finalize_wait_ns{kFinalizeWaitNs};  // tests change it
 
 struct State {
   std::atomic<Sink*> target{nullptr};
@@ -46,6 +47,7 @@ struct State {
   bool paused = false;
   bool pause_refused = false;  // a pause or resume was refused: tracing stays as it is from then on
   std::atomic<std::uint64_t> detach_paused_ns{0};  // when the pause before a detach began
+  std::uint64_t detach_armed_ns = 0;               // when it was armed (the collector's only)
 };
 
 State& state() {
@@ -268,6 +270,7 @@ void detach_now(State& s) {
   std::string why;
   {
     std::lock_guard lock(flush_mutex());  // no flush of another thread's runs into the finalize
+    s.detach_armed_ns = now_ns();
     why = arm_finalize_at_api_exit();
   }
   if (why.empty()) return;
@@ -290,6 +293,10 @@ bool settle_detach_for_stop() noexcept {
   wait_out_finalize();
   if (move_detach_stage(DetachStage::refused, DetachStage::kept)) say_refused_finalize();
   return cupti_callable();
+}
+
+void set_finalize_wait_for_testing(std::uint64_t ns) noexcept {
+  g_finalize_wait_ns.store(ns != 0 ? ns : kFinalizeWaitNs, std::memory_order_relaxed);
 }
 
 void set_cupti_version_for_testing(std::uint32_t version) noexcept {
@@ -483,6 +490,15 @@ bool advance_detach() noexcept {
       stop_api_callbacks();     // CUPTI stays attached: every CUDA call would reach the callback
       say_refused_finalize();
       set_detach_stage(DetachStage::kept);
+      return false;
+    case DetachStage::armed:
+      // The collector's calls each tick have not reached CUPTI's callback: given up, as refused.
+      if (model::elapsed_ns(s.detach_armed_ns, now_ns()) < g_finalize_wait_ns.load(std::memory_order_relaxed) ||
+          !move_detach_stage(DetachStage::armed, DetachStage::kept))
+        return false;
+      stop_api_callbacks();
+      say_kept(
+          "no CUDA call of cuscope's collector reached CUPTI's callback, where it finalizes, within 1 s");
       return false;
     default:
       return false;

@@ -77,13 +77,20 @@ bool request_detach() noexcept;
 /// windows) until kDetachWaitNs after the pause, then a normal flush and what stop_activity_tracing()
 /// does (a forced flush, what it hands back incomplete counted as at exit; every kind off; the
 /// buffers' attribute back) and the finalize armed for the exit of the collector's next CUDA call
-/// (subscriber.hpp; the collector makes one). No sooner: CUPTI's normal flush holds back every buffer with an incomplete record, so one that brings
-/// nothing does not say the window's work is in (a GPU behind the pause). Refused: one note, the API
-/// callbacks off, CUPTI left attached and paused. True when it delivered (the tick's poll is done).
+/// (subscriber.hpp; the collector makes one each tick while armed). No sooner: CUPTI's normal flush
+/// holds back every buffer with an incomplete record, so one that brings nothing does not say the
+/// window's work is in (a GPU behind the pause). Refused, or still armed kFinalizeWaitNs after the
+/// arming (no call of the collector's reached CUPTI's callback): one note, the API callbacks off
+/// (else every CUDA call of the program would reach them), CUPTI left attached and paused. True when
+/// it delivered (the tick's poll is done).
 bool advance_detach() noexcept;
 /// How long the window's records have to come complete after the pause: a GPU further behind than
 /// this has the rest counted as incomplete, as at exit.
 inline constexpr std::uint64_t kDetachWaitNs = 1'000'000'000;
+/// How long an armed detach waits for the collector's calls to finalize it before it is given up.
+inline constexpr std::uint64_t kFinalizeWaitNs = 1'000'000'000;
+/// Tests: that wait (0: kFinalizeWaitNs again), for cases that hold a detach armed, or give it up.
+void set_finalize_wait_for_testing(std::uint64_t ns) noexcept;
 
 /// Pauses (`paused`) or resumes CUPTI's tracing of the program's work, between step windows
 /// (session.cpp: the wait steps and those after the last window): every kind the session enabled
