@@ -66,6 +66,21 @@ std::vector<std::uint64_t> ids(std::uint64_t first, std::uint64_t last) {
   return out;
 }
 
+// `threads` threads, each noting `launches` launches (ids 1 up, thread by thread) inside one scope
+// `scope` (entered by name), then counting itself in `done`.
+std::vector<std::thread> noting_threads(NotedSession& s, const char* scope, int threads,
+                                        std::uint64_t launches, std::atomic<int>& done) {
+  std::vector<std::thread> out;
+  for (int t = 0; t < threads; ++t) {
+    out.emplace_back([&s, &done, scope, launches, t] {
+      const cuscope::Scope in_scope(scope);
+      for (std::uint64_t i = 0; i < launches; ++i) s.note(1 + t * launches + i);
+      done.fetch_add(1);
+    });
+  }
+  return out;
+}
+
 // The collector's processing so far (its last tick runs as it stops): the baseline of a case that
 // stopped it.
 std::uint64_t processing_ns() { return cuscope::snapshot().diagnostics.activity_processing_ns; }
@@ -277,22 +292,13 @@ TEST_CASE("launch notes from many threads, drained while they launch, are exact"
   constexpr std::uint64_t kLaunches = 3'000;
   const auto before = cuscope::detail::launch_ring_counts_for_testing();
   std::atomic<int> done{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      CUSCOPE_SCOPE("worker");
-      for (std::uint64_t i = 0; i < kLaunches; ++i) s.note(1 + t * kLaunches + i);
-      done.fetch_add(1);
-    });
-  }
-  std::vector<std::uint64_t> all;
-  for (std::uint64_t c = 1; c <= kThreads * kLaunches; ++c) all.push_back(c);
+  std::vector<std::thread> threads = noting_threads(s, "worker", kThreads, kLaunches, done);
   while (done.load() < kThreads) {  // the decoder drains while the threads note
     std::lock_guard lock(s.sink().aggregator_mutex);
     cuscope::detail::drain_launches(s.sink());
   }
   for (auto& th : threads) th.join();
-  s.kernels(all);
+  s.kernels(ids(1, kThreads * kLaunches));
   const cuscope::Report r = cuscope::snapshot();
   CHECK(kernels_in(r, "worker") == kThreads * kLaunches);
   CHECK(r.diagnostics.unresolved_records == 0);
@@ -329,9 +335,7 @@ TEST_CASE(
   }
   CHECK(drained_each_time);  // by the collector alone: nothing else drains in this case until kernels()
   CHECK(cuscope::detail::take_lost_launch_notes() == 0);
-  std::vector<std::uint64_t> all;
-  for (std::uint64_t c = 1; c <= kTotal; ++c) all.push_back(c);
-  s.kernels(all);
+  s.kernels(ids(1, kTotal));
   const cuscope::Report r = cuscope::snapshot();
   CHECK(kernels_in(r, "fast_launcher") == kTotal);
   CHECK(r.diagnostics.unresolved_records == 0);
@@ -349,14 +353,7 @@ TEST_CASE("writers overflowing their rings while another thread drains lose no n
   constexpr int kThreads = 4;
   constexpr std::uint64_t kLaunches = 3 * LaunchRing::kNotes;
   std::atomic<int> done{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      CUSCOPE_SCOPE("overflowing");
-      for (std::uint64_t i = 0; i < kLaunches; ++i) s.note(1 + t * kLaunches + i);
-      done.fetch_add(1);
-    });
-  }
+  std::vector<std::thread> threads = noting_threads(s, "overflowing", kThreads, kLaunches, done);
   while (done.load() < kThreads) {
     {
       std::lock_guard lock(s.sink().aggregator_mutex);

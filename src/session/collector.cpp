@@ -41,9 +41,8 @@ void collector_loop(Session* s) {
       // under the resolver's lock: a finalize must hold no lock of cuscope's), and a tick after the
       // arming (made late in a tick), not in it: a callback or hook of another thread that passed
       // its check just before the arming (and may still call CUPTI) has had 10 ms to return. Again
-      // each tick while armed.
-      // Two calls in turn, in case one of them does not reach CUPTI's callback (advance_detach() gives
-      // the detach up after kFinalizeWaitNs).
+      // each tick while armed, two calls in turn, in case one does not reach CUPTI's callback
+      // (advance_detach() gives the detach up after kFinalizeWaitNs).
       cudaStreamCaptureMode same = cudaStreamCaptureModeRelaxed;
       int device = 0;
       if ((tick % 2 == 0 ? g_cuda.exchange_capture_mode(&same) : g_cuda.get_device(&device)) != cudaSuccess)

@@ -66,8 +66,9 @@ void shutdown() {
       ~ReleaseClaims() { release_path_claims(); }
     } release_claims;
     stop_collector(s);
-    // An armed detach would finalize CUPTI at the exit of the next CUDA call: the event queries
-    // below, from this exit handler. Given up here (stop_activity_tracing() would, too late).
+    // The collector, which alone finalizes, is stopped: a detach not made by now never will be. Given
+    // up here, not only in stop_activity_tracing(): while armed, the CUPTI-timed events' flushes
+    // below would be gated as after a detach.
     settle_detach_for_stop();
     // GPU work may still be running: wait for its events a bounded time, never forever. Events
     // timed by CUPTI (CUSCOPE_EVENT_TIMESTAMPS=cupti) also wait for CUPTI to deliver their records.

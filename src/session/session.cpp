@@ -233,7 +233,7 @@ void reset_for_testing() noexcept {
     old.shut_down = true;
   }
   stop_collector(old);
-  settle_detach_for_stop();  // as shutdown() does: no finalize from the CUDA calls below
+  settle_detach_for_stop();  // as shutdown() does: the collector, which alone finalizes, is stopped
   g_state.store(kNotStarted, std::memory_order_release);
   g_flags.store(0, std::memory_order_relaxed);
   disable_range_profiler();

@@ -424,15 +424,18 @@ namespace {
 constexpr std::array<CUpti_CallbackDomain, 2> kApiDomains = {CUPTI_CB_DOMAIN_RUNTIME_API,
                                                              CUPTI_CB_DOMAIN_DRIVER_API};
 
-// Every callback of both API domains on (1) or off (0): the first refusal, or success.
+// Every callback of both API domains on (1) or off (0): the first refusal, or success. Called only
+// while cuscope may call CUPTI (before the arming; after a refusal or a give-up).
 CUptiResult enable_api_domains(std::uint32_t on) {
-  if (CuptiObserver observer = cupti_observer())
-    return observer(on != 0 ? "cuptiEnableDomain(1, RUNTIME_API, DRIVER_API)"
-                            : "cuptiEnableDomain(0, RUNTIME_API, DRIVER_API)");
-  for (CUpti_CallbackDomain domain : kApiDomains) {
-    if (CUptiResult r = cuptiEnableDomain(on, g_handle, domain); r != CUPTI_SUCCESS) return r;
-  }
-  return CUPTI_SUCCESS;
+  return call_cupti(on != 0 ? "cuptiEnableDomain(1, RUNTIME_API, DRIVER_API)"
+                            : "cuptiEnableDomain(0, RUNTIME_API, DRIVER_API)",
+                    [on] {
+                      for (CUpti_CallbackDomain domain : kApiDomains) {
+                        if (CUptiResult r = cuptiEnableDomain(on, g_handle, domain); r != CUPTI_SUCCESS)
+                          return r;
+                      }
+                      return CUPTI_SUCCESS;
+                    });
 }
 
 }  // namespace
