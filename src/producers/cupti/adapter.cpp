@@ -8,15 +8,13 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <chrono>
 #include <mutex>
-#include <string_view>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include "producers/clock.hpp"
 #include "producers/cupti/activity_kinds.hpp"
+#include "producers/cupti/adapter_state.hpp"
 #include "producers/cupti/buffer_pool.hpp"
 #include "producers/cupti/decode.hpp"
 #include "producers/cupti/detach.hpp"
@@ -31,33 +29,17 @@
 #include "trace/writer.hpp"
 
 namespace cuscope::inline v0::detail {
-namespace {
-
-// The activity buffers (buffer_pool.hpp): 4 MiB while 32 are out, then 256 KiB until 256 MiB in all,
-// then none (CUPTI drops records and counts them; cuscope counts the refusals too).
-constexpr BufferPool::Limits kBufferLimits{4u << 20, 256u << 10, 128u << 20, 256u << 20};
-// Zeroed buffers kept ready for the next threads that launch (made on the collector's thread).
-constexpr std::size_t kSpareBuffers = 2;
-std::atomic<std::uint64_t> g_finalize_wait_ns{kFinalizeWaitNs};  // tests change it
-
-struct State {
-  std::atomic<Sink*> target{nullptr};
-  BufferPool buffers{kBufferLimits};
-  ActivityKinds kinds;  // on, and paused between step windows
-  bool paused = false;
-  bool pause_refused = false;  // a pause or resume was refused: tracing stays as it is from then on
-  std::atomic<std::uint64_t> detach_paused_ns{0};  // when the pause before a detach began
-  std::uint64_t detach_armed_ns = 0;               // when it was armed (the collector's only)
-};
 
 State& state() {
   static State* s = new State();  // leaked: CUPTI may call back until the process ends
   return *s;
 }
 
-std::atomic<std::uint32_t> g_fake_version{0};  // tests: a libcupti of another API version
-
 std::string refusal(const char* what, CUptiResult r) { return cupti_refusal(what, static_cast<int>(r)); }
+
+namespace {
+
+std::atomic<std::uint32_t> g_fake_version{0};  // tests: a libcupti of another API version
 
 std::uint64_t CUPTIAPI timestamp() { return now_ns(); }
 
@@ -182,6 +164,8 @@ std::uint32_t loaded_version() {
   return cuptiGetVersion(&v) == CUPTI_SUCCESS ? v : 0;
 }
 
+}  // namespace
+
 // cuptiActivityFlushAll, one call at a time: cuscope's threads (the collector's polls, flush(), a
 // counter window's end, shutdown()) never flush together. Two first calls at once race inside libcupti
 // (ThreadSanitizer saw one allocate what the other locked), and two flushes at once gain nothing.
@@ -194,11 +178,15 @@ std::mutex& flush_mutex() {
   return *one_at_a_time;
 }
 
+namespace {
+
 void flush_cupti(std::uint32_t flags) {
   std::lock_guard lock(flush_mutex());
   call_cupti(flags == 0 ? "cuptiActivityFlushAll(0)" : "cuptiActivityFlushAll(FORCED)",
              [flags] { return cuptiActivityFlushAll(flags); });
 }
+
+}  // namespace
 
 // Delivers buffers CUPTI has completed (`flags` 0), or every buffer, incomplete records included
 // (FORCED), then retries and ages the records waiting for their correlation.
@@ -219,6 +207,8 @@ void deliver(std::uint32_t flags) {
   }
 }
 
+namespace {
+
 void event_timestamps_off() {
   if (event_timestamps_from_cupti())
     call_cupti("cuptiActivityEnableCudaEventDeviceTimestamps(0)",
@@ -226,12 +216,7 @@ void event_timestamps_off() {
   set_event_timestamps_from_cupti(false);
 }
 
-// The one note of a detach not made: CUPTI stays attached and paused, and `why`.
-void say_kept(std::string_view why) {
-  warn_once(fmt::format("CUPTI is paused, not detached, after the last step window: {}", why));
-}
-
-void say_refused_finalize() { say_kept(refusal("cuptiFinalize", finalize_result())); }
+}  // namespace
 
 // The last of a session's records, then its kinds off, as the stop at exit and the detach both end:
 // what a forced flush hands back incomplete was still running (counted apart), the event timestamps
@@ -247,56 +232,6 @@ void last_records_and_kinds_off(State& s, Sink& target) {
   s.kinds.off();
   deliver(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   restore_buffers_zeroed();  // CUPTI as found, for a client after this session
-}
-
-// The detach after the last step window, on the collector's thread once the window's records are in
-// (advance_detach()): what stop_activity_tracing() does (a forced flush, what it hands back incomplete
-// counted as at exit; every kind off; the buffers' attribute back), the subscriber kept, then the
-// finalize armed for the exit of the collector's next CUDA call. Refused: one note, CUPTI left
-// attached and paused.
-void detach_now(State& s) {
-  Sink* target = s.target.load(std::memory_order_acquire);
-  if (target == nullptr) return;
-  // The external correlation hooks call CUPTI: off, so that no scope or own call calls it. With launch
-  // notes they only mark cuscope's own calls on their thread (own_calls_begin/end, no CUPTI) and stay:
-  // a thread between the two now (a snapshot's event queries) must end its mark, or its launches in a
-  // later session would count as cuscope's own.
-  if (!target->launch_attributed.load(std::memory_order_acquire)) {
-    g_push_correlation.store(nullptr, std::memory_order_release);
-    g_pop_correlation.store(nullptr, std::memory_order_release);
-  }
-  last_records_and_kinds_off(s, *target);  // of the kinds, only CUDA_EVENT was still on (paused)
-  target->launch_attributed.store(false, std::memory_order_release);
-  std::string why;
-  {
-    std::lock_guard lock(flush_mutex());  // no flush of another thread's runs into the finalize
-    s.detach_armed_ns = now_ns();
-    why = arm_finalize_at_api_exit();
-  }
-  if (why.empty()) return;
-  set_detach_stage(DetachStage::kept);
-  say_kept(why);
-}
-
-// Waits, a bounded time (1 s), for a thread inside cuptiFinalize. True when none is (any longer).
-bool wait_out_finalize() {
-  for (int i = 0; i < 1000 && detach_stage() == DetachStage::finalizing; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  return detach_stage() != DetachStage::finalizing;
-}
-
-}  // namespace
-
-bool settle_detach_for_stop() noexcept {
-  move_detach_stage(DetachStage::pending, DetachStage::kept);
-  move_detach_stage(DetachStage::armed, DetachStage::kept);
-  wait_out_finalize();
-  if (move_detach_stage(DetachStage::refused, DetachStage::kept)) say_refused_finalize();
-  return cupti_callable();
-}
-
-void set_finalize_wait_for_testing(std::uint64_t ns) noexcept {
-  g_finalize_wait_ns.store(ns != 0 ? ns : kFinalizeWaitNs, std::memory_order_relaxed);
 }
 
 void set_cupti_version_for_testing(std::uint32_t version) noexcept {
@@ -460,49 +395,6 @@ void stop_activity_tracing() noexcept {
   s.target.store(nullptr, std::memory_order_release);
   // Not cuptiFinalize: from an exit handler it can race CUDA's own teardown and other tools'
   // CUPTI use. Disabled kinds and a detached target leave CUPTI nothing to call cuscope for.
-}
-
-bool request_detach() noexcept {
-  State& s = state();
-  if (s.target.load(std::memory_order_acquire) == nullptr || s.pause_refused) return false;
-  if (subscriber_refused()) {
-    say_kept("another tool holds CUPTI's subscriber, and detaching would detach it too");
-    return false;
-  }
-  s.detach_paused_ns.store(now_ns(), std::memory_order_relaxed);
-  set_detach_stage(DetachStage::pending);  // release: the collector sees the pause's switches
-  return true;
-}
-
-bool advance_detach() noexcept {
-  State& s = state();
-  switch (detach_stage()) {
-    case DetachStage::pending: {
-      // Not sooner: a normal flush that brings nothing does not say the window's records are in, since
-      // CUPTI holds back every buffer with an incomplete record (a GPU running behind the pause).
-      if (model::elapsed_ns(s.detach_paused_ns.load(std::memory_order_relaxed), now_ns()) < kDetachWaitNs)
-        return false;  // the collector's polls, as between windows
-      deliver(0);      // what finished since the last poll, complete
-      detach_now(s);
-      return true;
-    }
-    case DetachStage::refused:  // set by the callback's thread; only this one moves it on
-      stop_api_callbacks();     // CUPTI stays attached: every CUDA call would reach the callback
-      say_refused_finalize();
-      set_detach_stage(DetachStage::kept);
-      return false;
-    case DetachStage::armed:
-      // The collector's calls each tick have not reached CUPTI's callback: given up, as refused.
-      if (model::elapsed_ns(s.detach_armed_ns, now_ns()) < g_finalize_wait_ns.load(std::memory_order_relaxed) ||
-          !move_detach_stage(DetachStage::armed, DetachStage::kept))
-        return false;
-      stop_api_callbacks();
-      say_kept(
-          "no CUDA call of cuscope's collector reached CUPTI's callback, where it finalizes, within 1 s");
-      return false;
-    default:
-      return false;
-  }
 }
 
 }  // namespace cuscope::inline v0::detail
