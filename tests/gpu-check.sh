@@ -8,12 +8,14 @@
 # is used when present.
 #
 # Time (the H200 of 2026-11-27, a1456a7's sections; docs/validation/README.md has the plan): outside
-# the sections ~9; configure 10, the cost targets' build 43, GPU tests 8 + 7, bench 31 (38 for 10
+# the sections ~9; configure 10, the cost targets' build 43, GPU tests 8 + 7 (and their detach case
+# alone after each, say 3 + 3, not yet run there), bench 31 (38 for 10
 # rounds, now 8), PyTorch step 162 (174 for 14 fresh processes, now 13), zero-code 52 + 6 with the
 # full build (35) and the probes' build (9) beside them, say 68; ctest 16 (the GPU tests alone) + 45
-# (the rest, the 65 s consumer build started first with 8 jobs); demos 9, CPU bench ~15: about 425 s
-# counted. Then informational: probes 40, ncu 2, the CUPTI-timed trial 8 (20 s, and the stacks, if
-# it hangs again): 50-75 s. About 475-500 s in all, inside GPU_CHECK_BUDGET=545.
+# (the rest, the 65 s consumer build started first with 8 jobs); demos 9, CPU bench ~15: about 430 s
+# counted, and up to 20 s more where the bench's after_window waits for its detaches. Then
+# informational: probes 40, ncu 2, the CUPTI-timed trial 8 (20 s, and the stacks, if it hangs
+# again): 50-75 s. About 500-525 s in all, inside GPU_CHECK_BUDGET=545.
 set -uo pipefail
 
 readonly DEPS=(libabsl-dev libabsl20220623 libspdlog-dev libspdlog1.10 libfmt-dev libfmt9 catch2
