@@ -144,6 +144,13 @@ run_if_built() {
   fi
 }
 
+# section_exit NAME: the exit code of the last section named exactly NAME in the log; nothing when
+# none ran (skipped, or not yet).
+section_exit() {
+  awk -v prefix="=== $1 (exit " 'index($0, prefix) == 1 { line = $0 } END { print line }' "$log" |
+    sed -n 's/.* (exit \([0-9]*\), [0-9]* s) ===$/\1/p'
+}
+
 # gpu_detach_test NAME: the GPU tests' detach case alone (its tag [detach]), as a counted section;
 # past 30 s every thread's stack, then it is ended (run_with_stacks).
 gpu_detach_test() {

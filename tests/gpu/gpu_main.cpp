@@ -1,5 +1,7 @@
 // The GPU suite's main: exits 77 (CTest: Skipped) when there is no CUDA device, so a GPU test
-// never passes without having run.
+// never passes without having run. Listing the cases (--list-tests, --list-test-names-only,
+// --list-tags, -l, -t) runs none and needs no device: what tests/gpu_check_specs.sh checks
+// tests/gpu-check.sh's test specs against.
 #define CATCH_CONFIG_RUNNER
 #include <cuda_runtime_api.h>
 #include <execinfo.h>
@@ -8,6 +10,7 @@
 #include <catch2/catch.hpp>
 #include <csignal>
 #include <cstdio>
+#include <string_view>
 
 namespace {
 
@@ -23,9 +26,19 @@ void print_stack(int sig) {
   std::raise(sig);
 }
 
+// Whether Catch is asked only to list (cases or tags): nothing runs.
+bool lists_only(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg.starts_with("--list") || arg == "-l" || arg == "-t") return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (lists_only(argc, argv)) return Catch::Session().run(argc, argv);
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess || count == 0) {
