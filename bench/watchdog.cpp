@@ -20,7 +20,8 @@ constexpr int kStackSignal = SIGUSR2;  // unused by CUDA, CUPTI and cuscope
 std::atomic<bool> g_stack_written{false};
 
 long long now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
@@ -49,7 +50,7 @@ std::string task_file(long tid, const char* file) {
 
 }  // namespace
 
-Watchdog::Watchdog(int limit_s) : limit_s_(limit_s) {
+Watchdog::Watchdog(int limit_s, const char* program) : limit_s_(limit_s), program_(program) {
   part_start_ms_ = now_ms();
   if (limit_s_ <= 0) return;
   void* warm[4];
@@ -72,7 +73,7 @@ Watchdog::~Watchdog() {
 }
 
 void Watchdog::part(const std::string& name) {
-  std::fprintf(stderr, "cuscope_gpu_bench: %s\n", name.c_str());
+  std::fprintf(stderr, "%s: %s\n", program_, name.c_str());
   std::fflush(stderr);
   std::lock_guard lock(mutex_);
   part_ = name;
@@ -92,9 +93,9 @@ void Watchdog::watch() {
 // exit 3 without running exit handlers (they could wait on the very locks that hang).
 void Watchdog::stalled(const std::string& name, long seconds) {
   std::fprintf(stderr,
-               "cuscope_gpu_bench: STALLED: '%s' has run %ld s (the watchdog's limit is %d s); every "
+               "%s: STALLED: '%s' has run %ld s (the watchdog's limit is %d s); every "
                "thread's stack follows (frames as module(symbol+offset) [address])\n",
-               name.c_str(), seconds, limit_s_);
+               program_, name.c_str(), seconds, limit_s_);
   const long self = syscall(SYS_gettid);
   if (DIR* d = opendir("/proc/self/task")) {
     while (const dirent* e = readdir(d)) {

@@ -15,14 +15,15 @@ namespace cuscope_bench {
 
 class Watchdog {
  public:
-  /// Starts watching; `limit_s` 0 leaves it off (progress lines only).
-  explicit Watchdog(int limit_s);
+  /// Starts watching; `limit_s` 0 leaves it off (progress lines only). `program` begins each line
+  /// (the GPU tests use it too, with a part per test case).
+  explicit Watchdog(int limit_s, const char* program = "cuscope_gpu_bench");
   ~Watchdog();
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
 
-  /// The run enters the part `name`: a line "cuscope_gpu_bench: <name>" on stderr, and the limit
-  /// counts from now.
+  /// The run enters the part `name`: a line "<program>: <name>" on stderr, and the limit counts
+  /// from now.
   void part(const std::string& name);
 
  private:
@@ -30,11 +31,12 @@ class Watchdog {
   [[noreturn]] void stalled(const std::string& name, long seconds);
 
   int limit_s_;
+  const char* program_;
   std::mutex mutex_;
   std::condition_variable wake_;
-  std::string part_;                 // guarded by mutex_
-  long long part_start_ms_ = 0;      // guarded by mutex_
-  bool stop_ = false;                // guarded by mutex_
+  std::string part_;             // guarded by mutex_
+  long long part_start_ms_ = 0;  // guarded by mutex_
+  bool stop_ = false;            // guarded by mutex_
   std::thread thread_;
 };
 

@@ -14,8 +14,9 @@
 # full build (35) and the probes' build (9) beside them, say 68; ctest 16 (the GPU tests alone) + 45
 # (the rest, the 65 s consumer build started first with 8 jobs); demos 9: about 415 s counted, and
 # up to 20 s more where the bench's after_window waits for its detaches. Then informational: the CPU
-# bench ~15, probes 40, ncu 2, the CUPTI-timed trial 8 (20 s, and the stacks, if it hangs again):
-# 65-90 s. About 500-525 s in all, inside GPU_CHECK_BUDGET=545.
+# bench ~15, probes 40, ncu 2, the CUPTI-timed trial 8 and its two-stream case twice apart, 2 (15 s
+# each, and the stacks, where it hangs again): 65-115 s; whatever the budget cuts of them counts for
+# nothing. About 500-545 s in all, inside GPU_CHECK_BUDGET=545.
 set -uo pipefail
 
 readonly DEPS=(libabsl-dev libabsl20220623 libspdlog-dev libspdlog1.10 libfmt-dev libfmt9 catch2
@@ -430,16 +431,25 @@ check() {
   # A trial, not counted: the GPU tests' expectations with the events timed by CUPTI's CUDA_EVENT
   # records (CUSCOPE_EVENT_TIMESTAMPS=cupti), the candidate default for CUSCOPE_EVENTS=always and
   # sampled (docs/cupti.md). Its failures show; they fail nothing, since `cuda` is the default. Each
-  # case's seconds (--durations); past 20 s (the counted runs take about 8 s on an H200) every
-  # thread's stack, then it is ended: on 2026-11-27 it hung for 50 s in one case.
+  # case's name as it starts and its seconds (--durations); a case past 15 s gets every thread's
+  # stack from the tests' own watchdog (GPU_TEST_STALL_S: the device has no gdb) and ends the run;
+  # past 20 s run_with_stacks ends it. On 2026-11-27 it hung for 50 s in the two-stream case, before
+  # its cudaStreamSynchronize(fast) returned (docs/cupti.md): that case runs apart, alone in a fresh
+  # process and then after the global-capture case (which ran before it then), so that a hang
+  # there says whether it needs what an earlier case left, and the other cases run whatever it does.
   if [[ -x $BUILD_DIR/tests/gpu/cuscope_gpu_tests ]]; then
-    local counted_timeout=$section_timeout
-    section_timeout=50
-    export GPU_TEST_EVENT_TIMESTAMPS=cupti
-    informational "gpu tests, events timed by CUPTI (CUSCOPE_EVENT_TIMESTAMPS=cupti; a trial, not counted)" \
-      bash -c "$(declare -f run_with_stacks); run_with_stacks \"\$@\"" run_with_stacks \
-      20 "$BUILD_DIR/tests/gpu/cuscope_gpu_tests" --durations yes "$GPU_TESTS_BUT_DETACH"
-    unset GPU_TEST_EVENT_TIMESTAMPS
+    local counted_timeout=$section_timeout exe=$BUILD_DIR/tests/gpu/cuscope_gpu_tests
+    local trial="events timed by CUPTI (CUSCOPE_EVENT_TIMESTAMPS=cupti; a trial, not counted)"
+    section_timeout=30
+    export GPU_TEST_EVENT_TIMESTAMPS=cupti GPU_TEST_STALL_S=15
+    local run
+    run="$(declare -f run_with_stacks); run_with_stacks \"\$@\""
+    informational "gpu tests, $trial" bash -c "$run" run_with_stacks 20 "$exe" --durations yes "$GPU_TESTS_BUT_DETACH~[two_streams]"
+    informational "gpu tests' two-stream case alone, $trial" bash -c "$run" run_with_stacks 20 "$exe" \
+      --durations yes '[two_streams]'
+    informational "gpu tests' two-stream case after the global-capture case, $trial" bash -c "$run" run_with_stacks 20 \
+      "$exe" --durations yes '[global_capture],[two_streams]'
+    unset GPU_TEST_EVENT_TIMESTAMPS GPU_TEST_STALL_S
     section_timeout=$counted_timeout
   fi
 

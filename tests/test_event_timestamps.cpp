@@ -162,7 +162,7 @@ TEST_CASE(
   events.end(1, &late);
   cuda.complete_all();
   REQUIRE(events.begin(1, FakeCuda::stream(0, 2)));
-  events.end(1, &behind);  // never finishes here
+  events.end(1, &behind);         // never finishes here
   CHECK_FALSE(events.resolve());  // "late" finished: it waits from here
   for (std::uint64_t d = 0; d + 1 < GpuEvents::kMaxDeliveriesBehind; ++d) {
     cuda.deliver_cupti_records();
@@ -190,6 +190,47 @@ TEST_CASE(
   CHECK(events.resolve());
   CHECK(events.failures.load() == 2);
   CHECK(fast.gpu.count.get() == 1);
+}
+
+// The report's note on event failures names each cause, so that a GPU log tells apart what the
+// one count (gpu_event_failures) cannot: records refused by CUDA, timestamps CUPTI never delivered
+// (and whether CUDA_EVENT records came at all, or came without a device timestamp), pairs still
+// pending when the session ended. The 2026-11-27 H200 trial showed only "99 failures".
+TEST_CASE("CUPTI-timed events: the note on failures names each cause and the records CUPTI delivered",
+          "[gpu_events][event_timestamps]") {
+  CuptiTimed t;
+  FakeCuda& cuda = t.cuda;
+  GpuEvents& events = t.events;
+  cuscope::model::Node node(1, 1, nullptr, 1);
+  // One pair whose CUDA_EVENT records never come: failed after kMaxDeliveries deliveries.
+  REQUIRE(events.begin(1, FakeCuda::stream(0)));
+  events.end(1, &node);
+  for (std::uint64_t d = 0; d <= GpuEvents::kMaxDeliveries; ++d) {
+    cuda.deliver_cupti_records(true);
+    events.resolve();
+  }
+  // A stream CUDA does not know: both tries to record the start are refused.
+  const auto unknown = reinterpret_cast<cudaStream_t>(std::uintptr_t{0x40});
+  CHECK_FALSE(events.begin(1, unknown));
+  // One pair still on the GPU when the session ends.
+  cuda.complete_on_record(false);
+  REQUIRE(events.begin(1, FakeCuda::stream(0)));
+  events.end(1, &node);
+  CHECK_FALSE(events.resolve());
+  events.give_up();
+  // A CUDA_EVENT record delivered without a device timestamp is counted, never kept.
+  event_timestamps().put(77, 0);
+  cuscope::detail::EventFailureCauses causes;
+  causes.add(events);
+  CHECK(causes.failures == 3);
+  CHECK(causes.no_timestamps == 1);
+  CHECK(causes.pending_at_end == 1);
+  CHECK(causes.first_error == static_cast<int>(cudaErrorInvalidResourceHandle));
+  CHECK(causes.describe() ==
+        "CUDA event failures (3): 1 not recorded (no pair made, or CUDA refused a record); 1 without CUPTI's "
+        "timestamps (1 CUDA_EVENT records came in this process, 1 of them without a device timestamp); 1 "
+        "still pending on the GPU when the session ended; first CUDA error cudaErrorInvalidResourceHandle");
+  CHECK(cuscope::detail::EventFailureCauses{}.describe().empty());
 }
 
 TEST_CASE("CUPTI-timed events: pairs made for the other clock are made again, once",

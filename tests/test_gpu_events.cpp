@@ -1,6 +1,7 @@
 // The CUDA-event timer (producers/gpu_events) against fake CUDA (fake_cuda.hpp): which CUDA calls a
 // scope makes, per device pools, the pool's bound, and the times it resolves; and the streams that
 // allow no CUDA event (none, the legacy stream).
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <cuscope/cuscope.hpp>
@@ -210,6 +211,8 @@ TEST_CASE("a scope whose GPU work has not finished when the session ends counts 
   CHECK(r.find("finished")->gpu.count == 1);
   CHECK(r.find("unfinished")->gpu.count == 0);
   CHECK(r.diagnostics.gpu_event_failures == 1);
+  CHECK(std::count(r.notes.begin(), r.notes.end(),
+                   "CUDA event failures (1): 1 still pending on the GPU when the session ended") == 1);
 }
 
 TEST_CASE("a scope without a stream, or on the legacy stream, records no CUDA event", "[cupti]") {

@@ -6,6 +6,8 @@ namespace cuscope::inline v0::detail {
 thread_local EventIds* t_event_ids = nullptr;
 
 void EventTimestamps::put(std::uint32_t correlation, std::uint64_t device_ns) {
+  records_.fetch_add(1, std::memory_order_relaxed);
+  if (device_ns == 0) without_timestamp_.fetch_add(1, std::memory_order_relaxed);
   if (correlation == 0 || device_ns == 0) return;
   std::lock_guard lock(mutex_);
   try {
@@ -59,6 +61,8 @@ void EventTimestamps::clear() {
   kept_.clear();
   order_.clear();
   next_ = 0;
+  records_.store(0, std::memory_order_relaxed);
+  without_timestamp_.store(0, std::memory_order_relaxed);
 }
 
 EventTimestamps& event_timestamps() {

@@ -64,6 +64,12 @@ class EventTimestamps {
                  std::uint64_t& stop_ns);
   /// Deliveries so far (count_delivery() calls): how long a pair has waited for its timestamps.
   std::uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
+  /// CUDA_EVENT records put so far (since clear()), and those of them without a device timestamp
+  /// (never kept): what tells a record never delivered from one delivered without its timestamp.
+  std::uint64_t records() const { return records_.load(std::memory_order_relaxed); }
+  std::uint64_t records_without_timestamp() const {
+    return without_timestamp_.load(std::memory_order_relaxed);
+  }
   /// Tests: forget everything.
   void clear();
 
@@ -77,6 +83,8 @@ class EventTimestamps {
   std::vector<std::uint32_t> order_;  // the ids put, oldest at next_ once full (a ring of kMaxKept)
   std::size_t next_ = 0;              // guarded by mutex_
   std::atomic<std::uint64_t> generation_{0};
+  std::atomic<std::uint64_t> records_{0};
+  std::atomic<std::uint64_t> without_timestamp_{0};
 };
 
 /// The process's table (CUPTI's records are the process's).

@@ -1,9 +1,12 @@
 // producers/gpu_events.cpp — see gpu_events.hpp.
 #include "producers/gpu_events.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <atomic>
 #include <new>
+#include <vector>
 
 #include "producers/cuda_calls.hpp"
 #include "trace/writer.hpp"
@@ -167,14 +170,17 @@ bool GpuEvents::make_events(Pair* p) noexcept {
 // their context (cudaDeviceReset): they are forgotten (not destroyed: the context that owned them
 // is gone) and the pair is made afresh once.
 bool GpuEvents::record_start(Pair*& p, int device, cudaStream_t stream) noexcept {
-  if (record(p, true, stream) == cudaSuccess) return true;
+  cudaError_t e = record(p, true, stream);
+  if (e == cudaSuccess) return true;
   g_cuda.get_last_error();
   p->start = p->stop = nullptr;
   spare(p);
   p = acquire(device);
   if (p == nullptr) return false;
-  if (record(p, true, stream) == cudaSuccess) return true;
+  e = record(p, true, stream);
+  if (e == cudaSuccess) return true;
   g_cuda.get_last_error();
+  note_error(e);
   p->start = p->stop = nullptr;
   spare(p);
   return false;
@@ -218,8 +224,9 @@ void GpuEvents::end(std::uint32_t depth, model::Node* node) noexcept {
     spare(p);
     return;
   }
-  if (record(p, false, p->stream) != cudaSuccess) {
+  if (const cudaError_t e = record(p, false, p->stream); e != cudaSuccess) {
     g_cuda.get_last_error();
+    note_error(e);
     p->start = p->stop = nullptr;  // dead handles are made afresh on the pair's next use
     spare(p);
     fail();
@@ -265,8 +272,9 @@ bool GpuEvents::resolve() noexcept {
     } else {
       // A broken pair (its context was reset, say) is made afresh on its next use, not reused.
       g_cuda.get_last_error();
+      if (q != cudaSuccess) note_error(q);
       p->start = p->stop = nullptr;
-      fail();
+      fail(unreadable);
     }
     free_.push(p);
   }
@@ -276,12 +284,15 @@ bool GpuEvents::resolve() noexcept {
 }
 
 void GpuEvents::give_up() noexcept {
-  std::uint64_t lost = waiting_.size() + awaiting_.size();
+  std::uint64_t pending = waiting_.size();
+  const std::uint64_t timestamps = awaiting_.size();
   for (Pair* p : waiting_) free_.push(p);
-  for (Pair* p = nullptr; pending_.pop(p); ++lost) free_.push(p);
+  for (Pair* p = nullptr; pending_.pop(p); ++pending) free_.push(p);
   waiting_.clear();
   awaiting_.clear();
-  failures.fetch_add(lost, std::memory_order_relaxed);
+  pending_at_end.fetch_add(pending, std::memory_order_relaxed);
+  no_timestamps.fetch_add(timestamps, std::memory_order_relaxed);
+  failures.fetch_add(pending + timestamps, std::memory_order_relaxed);
 }
 
 void GpuEvents::add_time(model::Node* node, std::uint64_t ns) noexcept {
@@ -297,7 +308,7 @@ bool GpuEvents::take_device_times(model::Node* node, const EventIds& start, cons
   if (stop_ns >= start_ns) {
     add_time(node, stop_ns - start_ns);
   } else {
-    fail();
+    fail(reversed);
   }
   return true;
 }
@@ -307,7 +318,7 @@ bool GpuEvents::take_device_times(model::Node* node, const EventIds& start, cons
 // bound it is timed now if its timestamps have come, else counted as a failure.
 void GpuEvents::await(const Pair* p) noexcept {
   if (awaiting_.size() >= kMaxAwaiting) {
-    if (!take_device_times(p->node, p->start_ids, p->stop_ids)) fail();
+    if (!take_device_times(p->node, p->start_ids, p->stop_ids)) fail(no_timestamps);
     return;
   }
   try {
@@ -332,13 +343,53 @@ bool GpuEvents::resolve_awaiting(bool gpu_caught_up) noexcept {
     if (gpu_caught_up) a.waited += now - a.seen;
     a.seen = now;
     if (a.waited >= kMaxDeliveries || now - a.finished >= kMaxDeliveriesBehind) {
-      fail();
+      fail(no_timestamps);
       continue;
     }
     awaiting_[kept++] = a;
   }
   awaiting_.resize(kept);
   return awaiting_.empty();
+}
+
+void EventFailureCauses::add(const GpuEvents& pool) noexcept {
+  failures += pool.failures.load(std::memory_order_relaxed);
+  refused += pool.refused.load(std::memory_order_relaxed);
+  unreadable += pool.unreadable.load(std::memory_order_relaxed);
+  no_timestamps += pool.no_timestamps.load(std::memory_order_relaxed);
+  reversed += pool.reversed.load(std::memory_order_relaxed);
+  pending_at_end += pool.pending_at_end.load(std::memory_order_relaxed);
+  if (first_error == 0) first_error = pool.first_error.load(std::memory_order_relaxed);
+}
+
+// What a CUPTI-timed pair's missing timestamps need to be told apart (docs/cupti.md): records that
+// never came at all, records without a device timestamp, or records held back.
+std::string EventFailureCauses::describe() const {
+  if (failures == 0) return {};
+  const std::uint64_t named = refused + unreadable + no_timestamps + reversed + pending_at_end;
+  const std::uint64_t not_recorded = failures > named ? failures - named : 0;
+  std::vector<std::string> parts;
+  if (not_recorded != 0)
+    parts.push_back(fmt::format("{} not recorded (no pair made, or CUDA refused a record)", not_recorded));
+  if (refused != 0)
+    parts.push_back(
+        fmt::format("{} refused a pair at the thread's bound of {}", refused, GpuEvents::kMaxPairs));
+  if (unreadable != 0) parts.push_back(fmt::format("{} unreadable (cudaEventQuery or cudaEventElapsedTime failed)", unreadable));
+  if (no_timestamps != 0) {
+    const EventTimestamps& t = event_timestamps();
+    parts.push_back(fmt::format(
+        "{} without CUPTI's timestamps ({} CUDA_EVENT records came in this process, {} of them without a "
+        "device timestamp)",
+        no_timestamps, t.records(), t.records_without_timestamp()));
+  }
+  if (reversed != 0)
+    parts.push_back(fmt::format("{} with the stop's device timestamp before the start's", reversed));
+  if (pending_at_end != 0)
+    parts.push_back(fmt::format("{} still pending on the GPU when the session ended", pending_at_end));
+  std::string line = fmt::format("{}{}): {}", kEventFailuresNote, failures, fmt::join(parts, "; "));
+  if (first_error != 0)
+    line += fmt::format("; first CUDA error {}", cudaGetErrorName(static_cast<cudaError_t>(first_error)));
+  return line;
 }
 
 }  // namespace cuscope::inline v0::detail

@@ -28,7 +28,8 @@
 // so a queued pair always fits). A lagging resolver or a GPU running behind grows the pool, in
 // batches, up to it. A scope that then finds its device's pool dry and no idle pair of another
 // device gets no event time: counted in `refused` and in `failures` (the report's
-// gpu_event_failures), never silently.
+// gpu_event_failures), never silently. Every failure is counted by its cause too, on the failure
+// paths only (EventFailureCauses below: the report's note that names them).
 //
 // What this must never do to the program:
 // - record on the legacy NULL stream: such an event is a barrier with every blocking stream and
@@ -44,6 +45,8 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/range_tree.hpp"
@@ -96,6 +99,13 @@ class GpuEvents {
   std::atomic<std::uint64_t> in_capture{0};
   /// Scopes that found the pool dry at its bound (kMaxPairs): no event time. Also in `failures`.
   std::atomic<std::uint64_t> refused{0};
+  /// `failures` by cause, besides `refused` (the rest were not recorded: no pair could be made, or
+  /// CUDA refused a record). Counted on the failure paths only; the report's note names them.
+  std::atomic<std::uint64_t> unreadable{0};      // cudaEventQuery or cudaEventElapsedTime failed
+  std::atomic<std::uint64_t> no_timestamps{0};   // CUPTI clock: the timestamps never came
+  std::atomic<std::uint64_t> reversed{0};        // CUPTI clock: the stop's timestamp before the start's
+  std::atomic<std::uint64_t> pending_at_end{0};  // not finished on the GPU (or not looked at) at the end
+  std::atomic<int> first_error{0};               // the first cudaError_t of a record or query refused
 
   static constexpr std::size_t kMaxAwaiting = 1u << 16;  // finished pairs waiting for CUPTI's timestamps
   // Deliveries a finished pair waits for its timestamps, counting only those while none of this
@@ -115,17 +125,17 @@ class GpuEvents {
     int device = -1;
     cudaStream_t stream = nullptr;
     model::Node* node = nullptr;
-    Pair* next = nullptr;  // in its device's spare list
-    bool cupti_clock = false;  // events without timing, their times from CUPTI (set when made)
+    Pair* next = nullptr;          // in its device's spare list
+    bool cupti_clock = false;      // events without timing, their times from CUPTI (set when made)
     EventIds start_ids, stop_ids;  // with cupti_clock: the record calls' correlation ids
   };
   // A finished pair of the CUPTI clock, its events already back in the pool.
   struct Awaiting {
     model::Node* node;
     EventIds start_ids, stop_ids;
-    std::uint64_t finished;    // event_timestamps().generation() when its stop event had finished
+    std::uint64_t finished;         // event_timestamps().generation() when its stop event had finished
     std::uint64_t seen = finished;  // the generation when last looked at
-    std::uint64_t waited = 0;  // deliveries since it finished while the pool had none unfinished
+    std::uint64_t waited = 0;       // deliveries since it finished while the pool had none unfinished
   };
   Pair* acquire(int device) noexcept;
   Pair* take(int device) noexcept;
@@ -139,6 +149,16 @@ class GpuEvents {
   void await(const Pair* p) noexcept;
   bool resolve_awaiting(bool gpu_caught_up) noexcept;
   void fail() noexcept { failures.fetch_add(1, std::memory_order_relaxed); }
+  // A failure of cause `cause` (one of the counters above).
+  void fail(std::atomic<std::uint64_t>& cause) noexcept {
+    cause.fetch_add(1, std::memory_order_relaxed);
+    fail();
+  }
+  // Keeps `e`, the CUDA error of a refused record or query, when it is the first.
+  void note_error(cudaError_t e) noexcept {
+    int none = 0;
+    first_error.compare_exchange_strong(none, static_cast<int>(e), std::memory_order_relaxed);
+  }
   void spare(Pair* p) noexcept {
     p->next = spare_[p->device];
     spare_[p->device] = p;
@@ -152,6 +172,20 @@ class GpuEvents {
   std::vector<std::unique_ptr<Pair[]>> blocks_;  // owner only: the batches (capacity reserved)
   std::vector<Pair*> waiting_;                   // resolver only: taken off pending_, not finished yet
   std::vector<Awaiting> awaiting_;               // resolver only: finished, waiting for CUPTI's timestamps
+};
+
+/// How the report's note on event failures begins (EventFailureCauses::describe()).
+inline constexpr std::string_view kEventFailuresNote = "CUDA event failures (";
+
+/// The causes of the scopes' event failures, summed over threads' pools: the report's note on them.
+struct EventFailureCauses {
+  std::uint64_t failures = 0, refused = 0, unreadable = 0, no_timestamps = 0, reversed = 0,
+                pending_at_end = 0;
+  int first_error = 0;  // the first pool's first error met
+  void add(const GpuEvents& pool) noexcept;
+  /// "" without failures; else one line naming each cause's count, the first CUDA error, and (when
+  /// CUPTI's timestamps did not come) how many CUDA_EVENT records CUPTI delivered in this process.
+  std::string describe() const;
 };
 
 }  // namespace cuscope::inline v0::detail

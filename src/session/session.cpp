@@ -181,13 +181,18 @@ Report live_report(Session& s) noexcept {
     r.diagnostics.unbalanced_ends += s.stray_pops.load(std::memory_order_relaxed);
     r.diagnostics.rejected_counts = s.rejected_counts.load(std::memory_order_relaxed);
     r.diagnostics.trace_records_dropped = trace_dropped();
-    std::lock_guard threads(s.threads_mutex);
-    for (const auto& ts : s.threads) {
-      r.diagnostics.outside_window_scopes += ts->outside_window.get();
-      if (!ts->gpu) continue;
-      r.diagnostics.gpu_event_failures += ts->gpu->failures.load(std::memory_order_relaxed);
-      r.diagnostics.scopes_in_capture += ts->gpu->in_capture.load(std::memory_order_relaxed);
+    EventFailureCauses causes;
+    {
+      std::lock_guard threads(s.threads_mutex);
+      for (const auto& ts : s.threads) {
+        r.diagnostics.outside_window_scopes += ts->outside_window.get();
+        if (!ts->gpu) continue;
+        causes.add(*ts->gpu);
+        r.diagnostics.scopes_in_capture += ts->gpu->in_capture.load(std::memory_order_relaxed);
+      }
     }
+    r.diagnostics.gpu_event_failures += causes.failures;
+    if (std::string why = causes.describe(); !why.empty()) r.notes.push_back(std::move(why));
   } catch (const std::exception& e) {
     warn_once(fmt::format("snapshot failed: {}", e.what()));
   }
@@ -207,7 +212,11 @@ Report report_of(Session& s) noexcept {
       final_report = s.final_report;
     }
     if (final_report) {
-      final_report->notes = notes_so_far();
+      std::vector<std::string> notes = notes_so_far();
+      for (std::string& n : final_report->notes) {  // made when it was frozen, not a warning: kept
+        if (n.rfind(kEventFailuresNote, 0) == 0) notes.push_back(std::move(n));
+      }
+      final_report->notes = std::move(notes);
       return *final_report;
     }
   } catch (const std::exception& e) {

@@ -1,7 +1,9 @@
 // The GPU suite's main: exits 77 (CTest: Skipped) when there is no CUDA device, so a GPU test
 // never passes without having run. Listing the cases (--list-tests, --list-test-names-only,
 // --list-tags, -l, -t) runs none and needs no device: what tests/gpu_check_specs.sh checks
-// tests/gpu-check.sh's test specs against.
+// tests/gpu-check.sh's test specs against. GPU_TEST_STALL_S=N (tests/gpu-check.sh's CUPTI-timed
+// trial): each case's name on stderr as it starts, and a case running past N s gets every thread's
+// stack printed (bench/watchdog.hpp: the device has no gdb), then the process exits 3.
 #define CATCH_CONFIG_RUNNER
 #include <cuda_runtime_api.h>
 #include <execinfo.h>
@@ -10,9 +12,24 @@
 #include <catch2/catch.hpp>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <memory>
 #include <string_view>
 
+#include "bench/watchdog.hpp"
+
 namespace {
+
+std::unique_ptr<cuscope_bench::Watchdog> g_watchdog;  // with GPU_TEST_STALL_S only
+
+// Each case a part of the watchdog's: its limit counts from the case's start.
+struct StallListener : Catch::TestEventListenerBase {
+  using TestEventListenerBase::TestEventListenerBase;
+  void testCaseStarting(Catch::TestCaseInfo const& info) override {
+    if (g_watchdog) g_watchdog->part(info.name);
+  }
+};
+CATCH_REGISTER_LISTENER(StallListener)
 
 // A crash's call stack on stderr (addresses; tests/gpu-check.sh may resolve them with addr2line).
 // Catch reports the signal first, then restores this handler and raises it again.
@@ -49,5 +66,9 @@ int main(int argc, char** argv) {
   std::signal(SIGSEGV, print_stack);
   std::signal(SIGABRT, print_stack);
   std::signal(SIGBUS, print_stack);
-  return Catch::Session().run(argc, argv);
+  if (const char* stall_s = std::getenv("GPU_TEST_STALL_S"); stall_s != nullptr && std::atoi(stall_s) > 0)
+    g_watchdog = std::make_unique<cuscope_bench::Watchdog>(std::atoi(stall_s), "cuscope_gpu_tests");
+  const int failed = Catch::Session().run(argc, argv);
+  g_watchdog.reset();
+  return failed;
 }

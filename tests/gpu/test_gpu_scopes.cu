@@ -4,6 +4,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <string>
 #include <thread>
 
 #include "session_fixture.hpp"
@@ -153,7 +154,8 @@ TEST_CASE("scopes in a stream being captured leave the graph intact and say so",
 // The collector thread queries other threads' CUDA events every 10 ms. A cudaEventQuery from a
 // thread in global capture mode while another thread captures in global mode invalidates that
 // capture (cudaErrorStreamCaptureInvalidated at cudaStreamEndCapture).
-TEST_CASE("a global-mode capture survives the collector querying another thread's scope events", "[gpu]") {
+TEST_CASE("a global-mode capture survives the collector querying another thread's scope events",
+          "[gpu][global_capture]") {
   cuscope_test::Session session;
   cudaStream_t busy = nullptr;
   cudaStream_t capture = nullptr;
@@ -196,6 +198,8 @@ TEST_CASE("a global-mode capture survives the collector querying another thread'
   CHECK(first == 3.0f);
   cuscope::flush();
   const cuscope::Report r = cuscope::snapshot();
+  INFO("GPU timing: " << r.gpu_timing
+                      << "; notes: " << Catch::Detail::stringify(r.notes));  // the failures' causes
   CHECK(r.find("worker_scope")->gpu.count == static_cast<std::uint64_t>(scopes.load()));
   CHECK(r.find("replay")->self.kernel_calls == 3);  // the graph's kernels, at its launch
   CHECK(r.diagnostics.gpu_event_failures == 0);
@@ -255,8 +259,11 @@ TEST_CASE("a scope on another device's stream is timed there", "[.multi-gpu]") {
   cudaStreamDestroy(on_one);
 }
 
-// A stream busy for long must not hold back the resolution of another stream's events.
-TEST_CASE("one long-running stream does not block resolving the others", "[gpu]") {
+// A stream busy for long must not hold back the resolution of another stream's events. Under the
+// CUPTI clock (GPU_TEST_EVENT_TIMESTAMPS=cupti) it does, by CUPTI's design: the thread's records
+// share one CUPTI buffer, which a normal flush hands over only once every record in it is complete,
+// so "fast" is timed once "slow" has run (docs/cupti.md); neither is a failure.
+TEST_CASE("one long-running stream does not block resolving the others", "[gpu][two_streams]") {
   cuscope_test::Session session;
   cudaStream_t slow = nullptr;
   cudaStream_t fast = nullptr;
@@ -273,9 +280,16 @@ TEST_CASE("one long-running stream does not block resolving the others", "[gpu]"
   CHECK_CUDA(cudaStreamSynchronize(fast));
   cuscope::flush();  // slow's kernel still runs
   const cuscope::Report during = cuscope::snapshot();
+  const bool cupti_clock = during.gpu_timing.find("device timestamps from CUPTI") != std::string::npos;
+  INFO("GPU timing: " << during.gpu_timing << "; notes: " << Catch::Detail::stringify(during.notes));
   CHECK(during.find("slow")->gpu.count == 0);
-  CHECK(during.find("fast")->gpu.count == 1);
+  CHECK(during.find("fast")->gpu.count == (cupti_clock ? 0 : 1));
   CHECK_CUDA(cudaStreamSynchronize(slow));
+  cuscope::flush();
+  const cuscope::Report after = cuscope::snapshot();
+  CHECK(after.find("slow")->gpu.count == 1);
+  CHECK(after.find("fast")->gpu.count == 1);
+  CHECK(after.diagnostics.gpu_event_failures == 0);
   cudaStreamDestroy(slow);
   cudaStreamDestroy(fast);
 }
@@ -283,6 +297,9 @@ TEST_CASE("one long-running stream does not block resolving the others", "[gpu]"
 TEST_CASE("GPU timing is on and the device is named when a GPU is present", "[gpu]") {
   cuscope_test::Session session;
   const cuscope::Report r = cuscope::snapshot();
-  CHECK(r.gpu_timing == "on");
+  // Under the trial's CUPTI clock (GPU_TEST_EVENT_TIMESTAMPS=cupti) the timing says so.
+  CHECK(r.gpu_timing == (cuscope_test::quiet_options().event_timestamps == cuscope::EventTimestamps::cupti
+                             ? "on, device timestamps from CUPTI (CUSCOPE_EVENT_TIMESTAMPS=cupti)"
+                             : "on"));
   CHECK(r.device.find("(sm_") != std::string::npos);
 }
