@@ -6,6 +6,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -17,34 +18,16 @@
 #include "producers/event_timestamps.hpp"
 #include "producers/gpu_events.hpp"
 #include "session_fixture.hpp"
+#include "cupti_timed.hpp"
 
 namespace {
 
 using cuscope::detail::event_timestamps;
 using cuscope::detail::EventIds;
 using cuscope::detail::GpuEvents;
+using cuscope_test::CuptiClock;
+using cuscope_test::CuptiTimed;
 using cuscope_test::FakeCuda;
-
-// The CUPTI clock for pairs made while it lives, and a clean table.
-struct CuptiClock {
-  CuptiClock() {
-    event_timestamps().clear();
-    cuscope::detail::set_event_timestamps_from_cupti(true);
-  }
-  ~CuptiClock() {
-    cuscope::detail::set_event_timestamps_from_cupti(false);
-    event_timestamps().clear();
-  }
-};
-
-// Fake CUDA playing CUPTI's part (records by the driver call's id when `by_driver`), the CUPTI
-// clock, and a thread's pool of pairs made under it.
-struct CuptiTimed {
-  explicit CuptiTimed(bool by_driver = false) { cuda.cupti_event_records(true, by_driver); }
-  FakeCuda cuda;
-  const CuptiClock clock;
-  GpuEvents events;
-};
 
 }  // namespace
 
@@ -116,6 +99,9 @@ TEST_CASE(
   CHECK(events.resolve());
   CHECK(events.failures.load() == 1);
   CHECK(lost.gpu.count.get() == 2 * GpuEvents::kBatch);
+  // CUPTI delivered CUDA_EVENT records before: one pair's missing records do not give the clock up.
+  CHECK_FALSE(cuscope::detail::cupti_clock_given_up());
+  CHECK(cuscope::detail::event_timestamps_from_cupti());
 }
 
 // CUPTI's normal flush hands over no buffer with an incomplete record in it: a thread whose GPU

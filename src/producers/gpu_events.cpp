@@ -50,6 +50,9 @@ int device_of(cudaStream_t stream) {
 }
 
 std::atomic<bool> g_cupti_clock{false};
+std::atomic<bool> g_cupti_clock_given_up{false};
+// event_timestamps().records() when the CUPTI clock was last set on.
+std::atomic<std::uint64_t> g_records_at_clock_start{0};
 
 // Whether `stream` is being captured into a graph; an error counts as capturing (do nothing).
 bool capturing(cudaStream_t stream) {
@@ -66,9 +69,27 @@ bool events_allowed_on(cudaStream_t stream) noexcept {
   return stream != nullptr && stream != cudaStreamLegacy;
 }
 
-void set_event_timestamps_from_cupti(bool on) noexcept { g_cupti_clock.store(on, std::memory_order_release); }
+void set_event_timestamps_from_cupti(bool on) noexcept {
+  if (on) {
+    g_records_at_clock_start.store(event_timestamps().records(), std::memory_order_relaxed);
+    g_cupti_clock_given_up.store(false, std::memory_order_relaxed);
+  }
+  g_cupti_clock.store(on, std::memory_order_release);
+}
 
 bool event_timestamps_from_cupti() noexcept { return g_cupti_clock.load(std::memory_order_acquire); }
+
+bool cupti_clock_given_up() noexcept { return g_cupti_clock_given_up.load(std::memory_order_acquire); }
+
+std::string timing_with_clock_given_up(const std::string& timing) {
+  constexpr std::string_view kClock = "device timestamps from CUPTI (CUSCOPE_EVENT_TIMESTAMPS=cupti)";
+  const std::size_t at = timing.find(kClock);
+  if (!cupti_clock_given_up() || at == std::string::npos) return timing;
+  std::string out = timing;
+  out.replace(at, kClock.size(),
+              "CUDA's clock: CUSCOPE_EVENT_TIMESTAMPS=cupti given up, CUPTI delivered no CUDA_EVENT record");
+  return out;
+}
 
 GpuEvents::GpuEvents() {
   waiting_.reserve(kRing);
@@ -264,7 +285,9 @@ bool GpuEvents::resolve() noexcept {
       continue;
     }
     float ms = 0.0f;
-    if (q == cudaSuccess && p->cupti_clock) {
+    if (q == cudaSuccess && p->cupti_clock && cupti_clock_given_up()) {
+      fail(no_timestamps);  // made before the clock was given up: its timestamps will not come
+    } else if (q == cudaSuccess && p->cupti_clock) {
       await(p);  // timed below, with every pair that waits for its timestamps
     } else if (q == cudaSuccess && g_cuda.event_elapsed_time(&ms, p->start, p->stop) == cudaSuccess &&
                ms >= 0.0f) {
@@ -318,7 +341,7 @@ bool GpuEvents::take_device_times(model::Node* node, const EventIds& start, cons
 // bound it is timed now if its timestamps have come, else counted as a failure.
 void GpuEvents::await(const Pair* p) noexcept {
   if (awaiting_.size() >= kMaxAwaiting) {
-    if (!take_device_times(p->node, p->start_ids, p->stop_ids)) fail(no_timestamps);
+    if (!take_device_times(p->node, p->start_ids, p->stop_ids)) fail_without_timestamps();
     return;
   }
   try {
@@ -342,14 +365,26 @@ bool GpuEvents::resolve_awaiting(bool gpu_caught_up) noexcept {
     if (take_device_times(a.node, a.start_ids, a.stop_ids)) continue;
     if (gpu_caught_up) a.waited += now - a.seen;
     a.seen = now;
-    if (a.waited >= kMaxDeliveries || now - a.finished >= kMaxDeliveriesBehind) {
-      fail(no_timestamps);
+    if (a.waited >= kMaxDeliveries || now - a.finished >= kMaxDeliveriesBehind || cupti_clock_given_up()) {
+      fail_without_timestamps();
       continue;
     }
     awaiting_[kept++] = a;
   }
   awaiting_.resize(kept);
   return awaiting_.empty();
+}
+
+// A pair whose timestamps did not come, counted; and if CUPTI has delivered no CUDA_EVENT record at
+// all since the clock was set on, the clock given up for CUDA's: the pairs made from now on are
+// made with timing (acquire() remakes a pool's pairs of the other clock), so one failed pair costs
+// the rest of the session nothing. A false alarm (the first records held back past the wait by a
+// long kernel of the same thread on another stream) only costs CUDA's dearer records.
+void GpuEvents::fail_without_timestamps() noexcept {
+  fail(no_timestamps);
+  if (event_timestamps().records() != g_records_at_clock_start.load(std::memory_order_relaxed)) return;
+  if (g_cupti_clock.exchange(false, std::memory_order_acq_rel))
+    g_cupti_clock_given_up.store(true, std::memory_order_release);
 }
 
 void EventFailureCauses::add(const GpuEvents& pool) noexcept {

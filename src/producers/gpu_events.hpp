@@ -62,6 +62,20 @@ bool events_allowed_on(cudaStream_t stream) noexcept;
 /// (CUSCOPE_EVENT_TIMESTAMPS=cupti, set by the session once CUPTI records them) or from CUDA.
 void set_event_timestamps_from_cupti(bool on) noexcept;
 bool event_timestamps_from_cupti() noexcept;
+/// Whether the CUPTI clock was given up for CUDA's since it was last set on: a pair's timestamps
+/// failed to come while CUPTI had delivered no CUDA_EVENT record at all since then (a CUPTI probe on
+/// an H200 got none in some setups: docs/cupti.md). Pairs made from then on time themselves
+/// (cudaEventElapsedTime); pairs made before fail, counted.
+bool cupti_clock_given_up() noexcept;
+/// How the session's GPU timing reads while the CUPTI clock is given up: `timing` (as decided at the
+/// start, naming the CUPTI clock) with the clock's words replaced; `timing` as it is otherwise.
+std::string timing_with_clock_given_up(const std::string& timing);
+/// The note said once when the CUPTI clock is given up.
+inline constexpr std::string_view kCuptiClockGivenUpNote =
+    "CUSCOPE_EVENT_TIMESTAMPS=cupti given up: CUPTI delivered no CUDA_EVENT record (with it, no device "
+    "timestamp) for a finished pair of events, nor any other since the session started; CUDA events time "
+    "themselves from now on, and the pairs made before count as failures (a CUPTI probe on an H200 got "
+    "no CUDA_EVENT record at all in some setups: docs/cupti.md)";
 
 class GpuEvents {
  public:
@@ -148,6 +162,7 @@ class GpuEvents {
   bool take_device_times(model::Node* node, const EventIds& start, const EventIds& stop) noexcept;
   void await(const Pair* p) noexcept;
   bool resolve_awaiting(bool gpu_caught_up) noexcept;
+  void fail_without_timestamps() noexcept;
   void fail() noexcept { failures.fetch_add(1, std::memory_order_relaxed); }
   // A failure of cause `cause` (one of the counters above).
   void fail(std::atomic<std::uint64_t>& cause) noexcept {

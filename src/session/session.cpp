@@ -161,7 +161,7 @@ Report live_report(Session& s) noexcept {
     {
       std::lock_guard lock(s.lifecycle_mutex);
       r.device = s.device;
-      r.gpu_timing = s.gpu_timing;
+      r.gpu_timing = timing_with_clock_given_up(s.gpu_timing);
       r.activity_status = s.detach_asked ? with_detach_stage(s.activity_status) : s.activity_status;
       r.counters_status = s.counters_status;
       r.clock = clock_description();

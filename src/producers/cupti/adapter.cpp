@@ -210,7 +210,7 @@ void deliver(std::uint32_t flags) {
 namespace {
 
 void event_timestamps_off() {
-  if (event_timestamps_from_cupti())
+  if (event_timestamps_from_cupti() || cupti_clock_given_up())  // given up, the kind stayed on
     call_cupti("cuptiActivityEnableCudaEventDeviceTimestamps(0)",
                [] { return cuptiActivityEnableCudaEventDeviceTimestamps(0); });
   set_event_timestamps_from_cupti(false);
