@@ -81,6 +81,11 @@ bool event_timestamps_from_cupti() noexcept { return g_cupti_clock.load(std::mem
 
 bool cupti_clock_given_up() noexcept { return g_cupti_clock_given_up.load(std::memory_order_acquire); }
 
+void forget_cupti_clock_for_testing() noexcept {
+  g_cupti_clock.store(false, std::memory_order_release);
+  g_cupti_clock_given_up.store(false, std::memory_order_release);
+}
+
 std::string timing_with_clock_given_up(const std::string& timing) {
   constexpr std::string_view kClock = "device timestamps from CUPTI (CUSCOPE_EVENT_TIMESTAMPS=cupti)";
   const std::size_t at = timing.find(kClock);

@@ -70,6 +70,9 @@ bool cupti_clock_given_up() noexcept;
 /// How the session's GPU timing reads while the CUPTI clock is given up: `timing` (as decided at the
 /// start, naming the CUPTI clock) with the clock's words replaced; `timing` as it is otherwise.
 std::string timing_with_clock_given_up(const std::string& timing);
+/// Tests: the clock off and not given up, for the next session (reset_for_testing()): a give-up is
+/// its session's, kept past the stop for that session's report, never carried into the next.
+void forget_cupti_clock_for_testing() noexcept;
 /// The note said once when the CUPTI clock is given up.
 inline constexpr std::string_view kCuptiClockGivenUpNote =
     "CUSCOPE_EVENT_TIMESTAMPS=cupti given up: CUPTI delivered no CUDA_EVENT record (with it, no device "
