@@ -131,3 +131,78 @@ TEST_CASE(
   CHECK(std::count(r.notes.begin(), r.notes.end(), std::string(cuscope::detail::kCuptiClockGivenUpNote)) == 1);
   cuscope::detail::set_event_timestamps_from_cupti(false);
 }
+
+// A clock given up is the session's: the next session (reset_for_testing(), as the tests make one
+// per case), timed by CUDA from its start, neither says the CUPTI clock was given up nor has the
+// note, nor turns CUPTI's event timestamps off as though it had turned them on.
+TEST_CASE("CUPTI-timed events: a clock given up in one session is not given up in the next",
+          "[session][event_timestamps]") {
+  {
+    CuptiTimed t;
+    cuscope::model::Node node(1, 1, nullptr, 1);
+    REQUIRE(t.events.begin(1, FakeCuda::stream(0, 1)));
+    t.events.end(1, &node);
+    for (std::uint64_t d = 0; d <= GpuEvents::kMaxDeliveries && !cuscope::detail::cupti_clock_given_up();
+         ++d) {
+      t.cuda.deliver_cupti_records(true);  // CUPTI's records never come
+      t.events.resolve();
+    }
+    REQUIRE(cuscope::detail::cupti_clock_given_up());
+  }  // the clock set off, as a session's stop does: still given up for that session's report
+  CHECK(cuscope::detail::cupti_clock_given_up());
+  FakeCuda cuda;
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.events = cuscope::EventTiming::always;
+  o.activities = false;
+  cuscope_test::Session session(o);
+  CHECK_FALSE(cuscope::detail::cupti_clock_given_up());
+  {
+    CUSCOPE_SCOPE("timed", FakeCuda::stream(0, 1));
+    cuda.advance_ns(1'000'000);
+  }
+  cuscope::flush();
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(r.gpu_timing == "on");
+  CHECK(r.find("timed")->gpu.count == 1);
+  CHECK(std::count(r.notes.begin(), r.notes.end(), std::string(cuscope::detail::kCuptiClockGivenUpNote)) ==
+        0);
+}
+
+// A false alarm: the session's first records held back by CUPTI (its normal flush keeps a buffer
+// with an incomplete record in it) past kMaxDeliveriesBehind deliveries by a long kernel of the same
+// thread on another stream. The clock is given up, and the finished pair fails; the running pair,
+// made under the CUPTI clock, is still timed by its timestamps when they do come with it.
+TEST_CASE(
+    "CUPTI-timed events: after a false alarm gives the clock up, a pair made before it whose records "
+    "come is timed",
+    "[gpu_events][event_timestamps]") {
+  CuptiTimed t;
+  FakeCuda& cuda = t.cuda;
+  GpuEvents& events = t.events;
+  cuda.cupti_holds_unfinished(true);
+  cuda.complete_on_record(false);
+  cuscope::model::Node fast(1, 1, nullptr, 1);
+  cuscope::model::Node slow(2, 2, nullptr, 1);
+  REQUIRE(events.begin(1, FakeCuda::stream(0, 1)));
+  cuda.advance_ns(2'000);
+  events.end(1, &fast);
+  cuda.complete_all();  // "fast" has run
+  REQUIRE(events.begin(1, FakeCuda::stream(0, 2)));
+  cuda.advance_ns(7'000);
+  events.end(1, &slow);  // "slow" has not: CUPTI holds the buffer, fast's records in it
+  for (std::uint64_t d = 0; d <= GpuEvents::kMaxDeliveriesBehind && !cuscope::detail::cupti_clock_given_up();
+       ++d) {
+    cuda.deliver_cupti_records();
+    CHECK_FALSE(events.resolve());
+  }
+  REQUIRE(cuscope::detail::cupti_clock_given_up());
+  CHECK(events.failures.load() == 1);
+  CHECK(fast.gpu.count.get() == 0);
+  cuda.complete_all();  // the GPU caught up: the next delivery brings both pairs' records
+  cuda.deliver_cupti_records();
+  CHECK(events.resolve());
+  CHECK(slow.gpu.count.get() == 1);
+  CHECK(slow.gpu.total_ns.get() == 7'000);
+  CHECK(events.failures.load() == 1);
+  CHECK(events.no_timestamps.load() == 1);
+}

@@ -81,6 +81,11 @@ bool event_timestamps_from_cupti() noexcept { return g_cupti_clock.load(std::mem
 
 bool cupti_clock_given_up() noexcept { return g_cupti_clock_given_up.load(std::memory_order_acquire); }
 
+void forget_cupti_clock_for_testing() noexcept {
+  g_cupti_clock.store(false, std::memory_order_release);
+  g_cupti_clock_given_up.store(false, std::memory_order_release);
+}
+
 std::string timing_with_clock_given_up(const std::string& timing) {
   constexpr std::string_view kClock = "device timestamps from CUPTI (CUSCOPE_EVENT_TIMESTAMPS=cupti)";
   const std::size_t at = timing.find(kClock);
@@ -285,10 +290,10 @@ bool GpuEvents::resolve() noexcept {
       continue;
     }
     float ms = 0.0f;
-    if (q == cudaSuccess && p->cupti_clock && cupti_clock_given_up()) {
-      fail(no_timestamps);  // made before the clock was given up: its timestamps will not come
-    } else if (q == cudaSuccess && p->cupti_clock) {
-      await(p);  // timed below, with every pair that waits for its timestamps
+    if (q == cudaSuccess && p->cupti_clock) {
+      // Timed below, with every pair that waits for its timestamps; made before the clock was given
+      // up, it fails there at once unless its timestamps have come (a false alarm's held-back records).
+      await(p);
     } else if (q == cudaSuccess && g_cuda.event_elapsed_time(&ms, p->start, p->stop) == cudaSuccess &&
                ms >= 0.0f) {
       add_time(p->node, static_cast<std::uint64_t>(static_cast<double>(ms) * 1e6));
@@ -379,7 +384,8 @@ bool GpuEvents::resolve_awaiting(bool gpu_caught_up) noexcept {
 // all since the clock was set on, the clock given up for CUDA's: the pairs made from now on are
 // made with timing (acquire() remakes a pool's pairs of the other clock), so one failed pair costs
 // the rest of the session nothing. A false alarm (the first records held back past the wait by a
-// long kernel of the same thread on another stream) only costs CUDA's dearer records.
+// long kernel of the same thread on another stream) costs CUDA's dearer records, and the pairs made
+// before whose held-back records have not come by the next resolve (resolve_awaiting()).
 void GpuEvents::fail_without_timestamps() noexcept {
   fail(no_timestamps);
   if (event_timestamps().records() != g_records_at_clock_start.load(std::memory_order_relaxed)) return;

@@ -65,17 +65,21 @@ bool event_timestamps_from_cupti() noexcept;
 /// Whether the CUPTI clock was given up for CUDA's since it was last set on: a pair's timestamps
 /// failed to come while CUPTI had delivered no CUDA_EVENT record at all since then (a CUPTI probe on
 /// an H200 got none in some setups: docs/cupti.md). Pairs made from then on time themselves
-/// (cudaEventElapsedTime); pairs made before fail, counted.
+/// (cudaEventElapsedTime); pairs made before are timed if their timestamps have come by the resolve
+/// that sees them finished, else fail, counted.
 bool cupti_clock_given_up() noexcept;
 /// How the session's GPU timing reads while the CUPTI clock is given up: `timing` (as decided at the
 /// start, naming the CUPTI clock) with the clock's words replaced; `timing` as it is otherwise.
 std::string timing_with_clock_given_up(const std::string& timing);
+/// Tests: the clock off and not given up, for the next session (reset_for_testing()): a give-up is
+/// its session's, kept past the stop for that session's report, never carried into the next.
+void forget_cupti_clock_for_testing() noexcept;
 /// The note said once when the CUPTI clock is given up.
 inline constexpr std::string_view kCuptiClockGivenUpNote =
     "CUSCOPE_EVENT_TIMESTAMPS=cupti given up: CUPTI delivered no CUDA_EVENT record (with it, no device "
     "timestamp) for a finished pair of events, nor any other since the session started; CUDA events time "
-    "themselves from now on, and the pairs made before count as failures (a CUPTI probe on an H200 got "
-    "no CUDA_EVENT record at all in some setups: docs/cupti.md)";
+    "themselves from now on, and the pairs made before whose timestamps have not come count as failures "
+    "(a CUPTI probe on an H200 got no CUDA_EVENT record at all in some setups: docs/cupti.md)";
 
 class GpuEvents {
  public:

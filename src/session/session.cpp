@@ -252,6 +252,7 @@ void reset_for_testing() noexcept {
   finish_trace();
   old.closed.store(true, std::memory_order_release);   // its report is final: no CUDA-event queries
   if (trace_open()) close_trace(old, report_of(old));  // its summary names the device, as at exit
+  forget_cupti_clock_for_testing();  // after its report: a clock it gave up is not the next session's
   static auto* retired = new std::vector<Session*>;    // kept reachable: threads may still point into them
   retired->push_back(g_session.load(std::memory_order_relaxed));
   g_session.store(new Session(), std::memory_order_release);
