@@ -152,15 +152,23 @@ section_exit() {
 }
 
 # gpu_detach_test NAME: the GPU tests' detach case alone (its tag [detach]), as a counted section;
-# past 30 s every thread's stack, then it is ended (run_with_stacks).
+# past 25 s every thread's stack from the tests' watchdog (exit 3), past 30 s run_with_stacks ends it.
 gpu_detach_test() {
   local exe=$BUILD_DIR/tests/gpu/cuscope_gpu_tests
   if [[ ! -x $exe ]]; then
     skip "$1" "$exe not built"
     return
   fi
-  section "$1" bash -c "$(declare -f run_with_stacks); run_with_stacks \"\$@\"" run_with_stacks 30 "$exe" '[detach]'
+  # The tests' own watchdog first (25 s: every thread's stack with symbols, then exit 3; the GPU
+  # machine may have no gdb), run_with_stacks's 30 s behind it.
+  section "$1" env GPU_TEST_STALL_S=25 bash -c "$(declare -f run_with_stacks); run_with_stacks \"\$@\"" \
+    run_with_stacks 30 "$exe" '[detach]'
 }
+
+# hung_exit CODE: whether a section's exit code says it hung: run_with_stacks ended it (124), the
+# section's timeout killed it (137), or the GPU tests' watchdog did (3; Catch's own codes count
+# failed cases, 1 for the one detach case).
+hung_exit() { [[ $1 == 124 || $1 == 137 || $1 == 3 ]]; }
 
 # run_with_stacks SECONDS COMMAND...: runs COMMAND; past SECONDS, prints every thread's stack
 # (gdb, else eu-stack, else cuda-gdb, where the machine has one) and ends it (exit 124). For the

@@ -46,7 +46,7 @@ usage: tests/gpu-check.sh [--probes | --fetch-deps | --help]
                   1. build what the cost check needs (GPU tests, GPU bench, CLI, demo, injection,
                      the minimal CUPTI client's injection library, Python module); the GPU tests
                      with each attribution (launch notes, the default, then external correlation),
-                     their detach case apart after each (past 30 s, every thread's stack; one
+                     their detach case apart after each (past 25 s, every thread's stack; one
                      that hangs leaves the second out, one that hangs or crashes the bench's
                      transformer.after_window);
                      the GPU bench (its JSON next to the log); the PyTorch step bare, under
@@ -256,19 +256,20 @@ check() {
   gpu_detach_test "$detach_section"
   unset GPU_TEST_TRACE_DIR
   tar czf "$results/gpu-test-traces.tgz" -C "$traces" . 2>/dev/null
-  # A detach that hung (run_with_stacks ended it: 124) or crashed (a signal) would do so again in the
+  # A detach that hung (hung_exit: ended by the tests' watchdog, run_with_stacks or the section's
+  # limit) or crashed (a signal) would do so again in the
   # external run (a hang: 30 s, the stacks and their gdb up to 60 s more) and in every round of the
   # bench's transformer.after_window (a hang: the bench's 45 s stall limit, then its rerun): both left
   # out, so that the sections after them keep their budget.
   detach_exit=$(section_exit "$detach_section")
-  [[ $detach_exit =~ ^(124|134|135|136|139)$ ]] && bench_skip=transformer.after_window
+  if hung_exit "$detach_exit" || [[ $detach_exit =~ ^(134|135|136|139)$ ]]; then bench_skip=transformer.after_window; fi
   # The same exact expectations with CUSCOPE_ATTRIBUTION=external (docs/cupti.md, "Attribution"):
   # external correlation and API records instead of the default's launch callbacks.
   export GPU_TEST_ATTRIBUTION=external
   run_if_built "gpu tests, external correlation (CUSCOPE_ATTRIBUTION=external)" "$BUILD_DIR/tests/gpu/cuscope_gpu_tests" \
     "$GPU_TESTS_BUT_DETACH"
-  if [[ $detach_exit == 124 ]]; then
-    skip "$detach_section, external correlation" "the detach hung in '$detach_section' above (exit 124)"
+  if hung_exit "$detach_exit"; then
+    skip "$detach_section, external correlation" "the detach hung in '$detach_section' above (exit $detach_exit)"
   else
     gpu_detach_test "$detach_section, external correlation"
   fi

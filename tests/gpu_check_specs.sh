@@ -51,6 +51,10 @@ LOG
 [[ $(section_exit "gpu test: detached") == 124 ]] || fail "section_exit: '$(section_exit "gpu test: detached")', not 124"
 [[ $(section_exit "gpu test: detached, external correlation") == 0 ]] || fail "section_exit of the second section"
 [[ -z $(section_exit "gpu test") ]] || fail "section_exit of a name that is only a prefix: '$(section_exit "gpu test")'"
+# hung_exit: the exit codes of a hang (run_with_stacks 124, the section's kill 137, the tests'
+# watchdog 3) and no other.
+for code in 124 137 3; do hung_exit "$code" || fail "hung_exit $code: not a hang"; done
+for code in 0 1 2 134 139 ""; do hung_exit "$code" && fail "hung_exit '$code': a hang"; done
 
-((bad == 0)) && echo "gpu_check_specs.sh: '$spec' selects $(grep -c . <<<"$selected") cases, '$detach_spec' 1; section_exit right"
+((bad == 0)) && echo "gpu_check_specs.sh: '$spec' selects $(grep -c . <<<"$selected") cases, '$detach_spec' 1; section_exit and hung_exit right"
 exit "$bad"

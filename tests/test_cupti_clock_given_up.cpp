@@ -67,7 +67,7 @@ TEST_CASE(
   CHECK(cuscope::detail::cupti_clock_given_up());
   CHECK_FALSE(cuscope::detail::event_timestamps_from_cupti());
   CHECK(cuscope::detail::timing_with_clock_given_up(timing) ==
-        "on, CUDA's clock: CUSCOPE_EVENT_TIMESTAMPS=cupti given up, CUPTI delivered no CUDA_EVENT record");
+        "on, CUDA's clock: CUSCOPE_EVENT_TIMESTAMPS=cupti given up, CUPTI delivered no CUDA_EVENT record with a device timestamp");
   // A pair taken now is made again with timing and timed by CUDA, with no delivery.
   const std::uint64_t without_timing = cuda.calls().create_without_timing;
   const std::uint64_t created = cuda.calls().create;
@@ -123,7 +123,7 @@ TEST_CASE(
   cuscope::flush();
   const cuscope::Report r = cuscope::snapshot();
   CHECK(r.gpu_timing ==
-        "on, CUDA's clock: CUSCOPE_EVENT_TIMESTAMPS=cupti given up, CUPTI delivered no CUDA_EVENT record");
+        "on, CUDA's clock: CUSCOPE_EVENT_TIMESTAMPS=cupti given up, CUPTI delivered no CUDA_EVENT record with a device timestamp");
   CHECK(r.find("before")->gpu.count == 0);
   CHECK(r.diagnostics.gpu_event_failures == 1);
   CHECK(r.find("after")->gpu.count == 1);
@@ -205,4 +205,25 @@ TEST_CASE(
   CHECK(slow.gpu.total_ns.get() == 7'000);
   CHECK(events.failures.load() == 1);
   CHECK(events.no_timestamps.load() == 1);
+}
+
+// Records that come without a device timestamp time nothing: however many come, they keep no clock.
+TEST_CASE("CUPTI-timed events: records without a device timestamp do not keep the clock",
+          "[gpu_events][event_timestamps]") {
+  CuptiTimed t;
+  FakeCuda& cuda = t.cuda;
+  GpuEvents& events = t.events;
+  cuscope::model::Node node(1, 1, nullptr, 1);
+  event_timestamps().put(7, 0);  // CUPTI's CUDA_EVENT records, without a device timestamp
+  event_timestamps().put(8, 0);
+  REQUIRE(events.begin(1, FakeCuda::stream(0)));
+  events.end(1, &node);
+  for (std::uint64_t d = 0; d <= GpuEvents::kMaxDeliveries; ++d) {
+    cuda.deliver_cupti_records(true);
+    events.resolve();
+  }
+  CHECK(events.no_timestamps.load() == 1);
+  CHECK(event_timestamps().records_without_timestamp() == 2);
+  CHECK(cuscope::detail::cupti_clock_given_up());
+  CHECK_FALSE(cuscope::detail::event_timestamps_from_cupti());
 }

@@ -51,7 +51,12 @@ int device_of(cudaStream_t stream) {
 
 std::atomic<bool> g_cupti_clock{false};
 std::atomic<bool> g_cupti_clock_given_up{false};
-// event_timestamps().records() when the CUPTI clock was last set on.
+// CUDA_EVENT records with a device timestamp delivered in the process, and their count when the
+// CUPTI clock was last set on: records that come without one do not keep the clock either.
+std::uint64_t timestamped_records() {
+  const EventTimestamps& t = event_timestamps();
+  return t.records() - t.records_without_timestamp();
+}
 std::atomic<std::uint64_t> g_records_at_clock_start{0};
 
 // Whether `stream` is being captured into a graph; an error counts as capturing (do nothing).
@@ -71,7 +76,7 @@ bool events_allowed_on(cudaStream_t stream) noexcept {
 
 void set_event_timestamps_from_cupti(bool on) noexcept {
   if (on) {
-    g_records_at_clock_start.store(event_timestamps().records(), std::memory_order_relaxed);
+    g_records_at_clock_start.store(timestamped_records(), std::memory_order_relaxed);
     g_cupti_clock_given_up.store(false, std::memory_order_relaxed);
   }
   g_cupti_clock.store(on, std::memory_order_release);
@@ -92,7 +97,8 @@ std::string timing_with_clock_given_up(const std::string& timing) {
   if (!cupti_clock_given_up() || at == std::string::npos) return timing;
   std::string out = timing;
   out.replace(at, kClock.size(),
-              "CUDA's clock: CUSCOPE_EVENT_TIMESTAMPS=cupti given up, CUPTI delivered no CUDA_EVENT record");
+              "CUDA's clock: CUSCOPE_EVENT_TIMESTAMPS=cupti given up, CUPTI delivered no CUDA_EVENT record "
+              "with a device timestamp");
   return out;
 }
 
@@ -380,15 +386,15 @@ bool GpuEvents::resolve_awaiting(bool gpu_caught_up) noexcept {
   return awaiting_.empty();
 }
 
-// A pair whose timestamps did not come, counted; and if CUPTI has delivered no CUDA_EVENT record at
-// all since the clock was set on, the clock given up for CUDA's: the pairs made from now on are
+// A pair whose timestamps did not come, counted; and if CUPTI has delivered no CUDA_EVENT record with
+// a device timestamp since the clock was set on, the clock given up for CUDA's: the pairs made from now on are
 // made with timing (acquire() remakes a pool's pairs of the other clock), so one failed pair costs
 // the rest of the session nothing. A false alarm (the first records held back past the wait by a
 // long kernel of the same thread on another stream) costs CUDA's dearer records, and the pairs made
 // before whose held-back records have not come by the next resolve (resolve_awaiting()).
 void GpuEvents::fail_without_timestamps() noexcept {
   fail(no_timestamps);
-  if (event_timestamps().records() != g_records_at_clock_start.load(std::memory_order_relaxed)) return;
+  if (timestamped_records() != g_records_at_clock_start.load(std::memory_order_relaxed)) return;
   if (g_cupti_clock.exchange(false, std::memory_order_acq_rel))
     g_cupti_clock_given_up.store(true, std::memory_order_release);
 }

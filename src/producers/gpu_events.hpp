@@ -63,7 +63,8 @@ bool events_allowed_on(cudaStream_t stream) noexcept;
 void set_event_timestamps_from_cupti(bool on) noexcept;
 bool event_timestamps_from_cupti() noexcept;
 /// Whether the CUPTI clock was given up for CUDA's since it was last set on: a pair's timestamps
-/// failed to come while CUPTI had delivered no CUDA_EVENT record at all since then (a CUPTI probe on
+/// failed to come while CUPTI had delivered no CUDA_EVENT record with a device timestamp since then
+/// (records without one do not count: they time nothing) (a CUPTI probe on
 /// an H200 got none in some setups: docs/cupti.md). Pairs made from then on time themselves
 /// (cudaEventElapsedTime); pairs made before are timed if their timestamps have come by the resolve
 /// that sees them finished, else fail, counted.
@@ -76,8 +77,8 @@ std::string timing_with_clock_given_up(const std::string& timing);
 void forget_cupti_clock_for_testing() noexcept;
 /// The note said once when the CUPTI clock is given up.
 inline constexpr std::string_view kCuptiClockGivenUpNote =
-    "CUSCOPE_EVENT_TIMESTAMPS=cupti given up: CUPTI delivered no CUDA_EVENT record (with it, no device "
-    "timestamp) for a finished pair of events, nor any other since the session started; CUDA events time "
+    "CUSCOPE_EVENT_TIMESTAMPS=cupti given up: CUPTI delivered no CUDA_EVENT record with a device timestamp "
+    "for a finished pair of events, nor any other since the session started; CUDA events time "
     "themselves from now on, and the pairs made before whose timestamps have not come count as failures "
     "(a CUPTI probe on an H200 got no CUDA_EVENT record at all in some setups: docs/cupti.md)";
 

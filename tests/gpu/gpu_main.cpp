@@ -1,9 +1,9 @@
 // The GPU suite's main: exits 77 (CTest: Skipped) when there is no CUDA device, so a GPU test
 // never passes without having run. Listing the cases (--list-tests, --list-test-names-only,
 // --list-tags, -l, -t) runs none and needs no device: what tests/gpu_check_specs.sh checks
-// tests/gpu-check.sh's test specs against. GPU_TEST_STALL_S=N (tests/gpu-check.sh's CUPTI-timed
-// trial): each case's name on stderr as it starts, and a case running past N s gets every thread's
-// stack printed (bench/watchdog.hpp: the device has no gdb), then the process exits 3.
+// tests/gpu-check.sh's test specs against. GPU_TEST_STALL_S=N (tests/gpu-check.sh's detach sections
+// and CUPTI-timed trial): each case's name on stderr as it starts, and a case running past N s gets
+// every thread's stack printed (bench/watchdog.hpp: the device has no gdb), then the process exits 3.
 #define CATCH_CONFIG_RUNNER
 #include <cuda_runtime_api.h>
 #include <execinfo.h>

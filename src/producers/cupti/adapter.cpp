@@ -147,6 +147,8 @@ void start_event_clock(State& s, Sink& sink, const Subscribed& sub) {
   } else {
     if (CUptiResult t = cuptiActivityEnableCudaEventDeviceTimestamps(1); t != CUPTI_SUCCESS)
       why = refusal("cuptiActivityEnableCudaEventDeviceTimestamps", t);
+    else
+      s.device_timestamps_on = true;
   }
   if (why.empty()) {
     set_event_timestamps_from_cupti(true);
@@ -209,10 +211,14 @@ void deliver(std::uint32_t flags) {
 
 namespace {
 
-void event_timestamps_off() {
-  if (event_timestamps_from_cupti() || cupti_clock_given_up())  // given up, the kind stayed on
+// What start_event_clock turned on, off: decided by its own record of the call, not by the clock's
+// flags, which the resolver may be changing now (a give-up: event_timestamps_from_cupti() false,
+// then cupti_clock_given_up() true).
+void event_timestamps_off(State& s) {
+  if (s.device_timestamps_on)
     call_cupti("cuptiActivityEnableCudaEventDeviceTimestamps(0)",
                [] { return cuptiActivityEnableCudaEventDeviceTimestamps(0); });
+  s.device_timestamps_on = false;
   set_event_timestamps_from_cupti(false);
 }
 
@@ -228,7 +234,7 @@ void last_records_and_kinds_off(State& s, Sink& target) {
     if (trace::Writer* w = trace::g_writer.load(std::memory_order_acquire)) w->final_flush();
   }
   deliver(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  event_timestamps_off();
+  event_timestamps_off(s);
   s.kinds.off();
   deliver(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   restore_buffers_zeroed();  // CUPTI as found, for a client after this session
@@ -387,6 +393,7 @@ void stop_activity_tracing() noexcept {
     // Detached, or a thread inside cuptiFinalize: no CUPTI call (detach_now() delivered everything,
     // and the subscriber went with CUPTI), only cuscope's side.
     set_event_timestamps_from_cupti(false);
+    s.device_timestamps_on = false;  // gone with CUPTI's detach: no call
     s.kinds.off();  // empty since the detach: no call
   }
   s.paused = false;

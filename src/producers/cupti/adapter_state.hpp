@@ -34,6 +34,9 @@ struct State {
   bool pause_refused = false;  // a pause or resume was refused: tracing stays as it is from then on
   std::atomic<std::uint64_t> detach_paused_ns{0};  // when the pause before a detach began
   std::uint64_t detach_armed_ns = 0;               // when it was armed (the collector's only)
+  // cuscope's cuptiActivityEnableCudaEventDeviceTimestamps(1) succeeded and is not undone yet: the
+  // stop turns them off exactly then, whatever the clock's flags say (a give-up clears one).
+  bool device_timestamps_on = false;
 };
 
 /// The adapter's state, made on first use and leaked (CUPTI may call back until the process ends).
