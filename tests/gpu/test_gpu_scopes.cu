@@ -260,9 +260,11 @@ TEST_CASE("a scope on another device's stream is timed there", "[.multi-gpu]") {
 }
 
 // A stream busy for long must not hold back the resolution of another stream's events. Under the
-// CUPTI clock (GPU_TEST_EVENT_TIMESTAMPS=cupti) it does, by CUPTI's design: the thread's records
+// CUPTI clock (GPU_TEST_EVENT_TIMESTAMPS=cupti) it may, by CUPTI's design: the thread's records
 // share one CUPTI buffer, which a normal flush hands over only once every record in it is complete,
-// so "fast" is timed once "slow" has run (docs/cupti.md); neither is a failure.
+// so "fast" would be timed once "slow" has run (docs/cupti.md; inferred from CUPTI's documentation,
+// not yet seen on a GPU). There the count while "slow" runs is printed, not asserted: what the
+// trial is to show. Both are timed, none failed, once "slow" has run, under either clock.
 TEST_CASE("one long-running stream does not block resolving the others", "[gpu][two_streams]") {
   cuscope_test::Session session;
   cudaStream_t slow = nullptr;
@@ -283,7 +285,11 @@ TEST_CASE("one long-running stream does not block resolving the others", "[gpu][
   const bool cupti_clock = during.gpu_timing.find("device timestamps from CUPTI") != std::string::npos;
   INFO("GPU timing: " << during.gpu_timing << "; notes: " << Catch::Detail::stringify(during.notes));
   CHECK(during.find("slow")->gpu.count == 0);
-  CHECK(during.find("fast")->gpu.count == (cupti_clock ? 0 : 1));
+  if (cupti_clock) {
+    WARN("CUPTI clock: 'fast' timed " << during.find("fast")->gpu.count << " time(s) while 'slow' ran");
+  } else {
+    CHECK(during.find("fast")->gpu.count == 1);
+  }
   CHECK_CUDA(cudaStreamSynchronize(slow));
   cuscope::flush();
   const cuscope::Report after = cuscope::snapshot();
