@@ -3,7 +3,10 @@
 // thread's pool of pairs. Never: a session (the session-level tests make their own).
 #pragma once
 
+#include <catch2/catch.hpp>
+
 #include "fake_cuda.hpp"
+#include "model/range_tree.hpp"
 #include "producers/event_timestamps.hpp"
 #include "producers/gpu_events.hpp"
 
@@ -30,5 +33,19 @@ struct CuptiTimed {
   cuscope::detail::GpuEvents events;
 };
 
+// CUPTI holding back a thread's buffer while any record in it is incomplete: "fast" (2 us, stream 1)
+// recorded and run, then "slow" (7 us, stream 2) recorded and not run, so fast's records wait in the
+// buffer behind slow's. The GPU runs nothing further until cuda.complete_all().
+inline void fast_run_slow_held(CuptiTimed& t, cuscope::model::Node& fast, cuscope::model::Node& slow) {
+  t.cuda.cupti_holds_unfinished(true);
+  t.cuda.complete_on_record(false);
+  REQUIRE(t.events.begin(1, FakeCuda::stream(0, 1)));
+  t.cuda.advance_ns(2'000);
+  t.events.end(1, &fast);
+  t.cuda.complete_all();  // "fast" has run
+  REQUIRE(t.events.begin(1, FakeCuda::stream(0, 2)));
+  t.cuda.advance_ns(7'000);
+  t.events.end(1, &slow);  // "slow" has not: CUPTI holds the buffer, fast's records in it
+}
 
 }  // namespace cuscope_test

@@ -115,17 +115,9 @@ TEST_CASE(
   CuptiTimed t;
   FakeCuda& cuda = t.cuda;
   GpuEvents& events = t.events;
-  cuda.cupti_holds_unfinished(true);
-  cuda.complete_on_record(false);
   cuscope::model::Node fast(1, 1, nullptr, 1);
   cuscope::model::Node slow(2, 2, nullptr, 1);
-  REQUIRE(events.begin(1, FakeCuda::stream(0, 1)));
-  cuda.advance_ns(2'000);
-  events.end(1, &fast);
-  cuda.complete_all();  // "fast" has run
-  REQUIRE(events.begin(1, FakeCuda::stream(0, 2)));
-  cuda.advance_ns(7'000);
-  events.end(1, &slow);  // "slow" has not: CUPTI holds the buffer, fast's records in it
+  cuscope_test::fast_run_slow_held(t, fast, slow);
   for (std::uint64_t d = 0; d < 3 * GpuEvents::kMaxDeliveries; ++d) {
     cuda.deliver_cupti_records();
     CHECK_FALSE(events.resolve());
