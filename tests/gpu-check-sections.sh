@@ -170,6 +170,10 @@ gpu_detach_test() {
 # failed cases, 1 for the one detach case).
 hung_exit() { [[ $1 == 124 || $1 == 137 || $1 == 3 ]]; }
 
+# crashed_exit CODE: whether a section's exit code is a crash's signal: SIGABRT (134), SIGBUS (135),
+# SIGFPE (136) or SIGSEGV (139).
+crashed_exit() { [[ $1 =~ ^(134|135|136|139)$ ]]; }
+
 # run_with_stacks SECONDS COMMAND...: runs COMMAND; past SECONDS, prints every thread's stack
 # (gdb, else eu-stack, else cuda-gdb, where the machine has one) and ends it (exit 124). For the
 # trial below: a hang there named only the test case it was in (2026-11-27).

@@ -262,7 +262,7 @@ check() {
   # bench's transformer.after_window (a hang: the bench's 45 s stall limit, then its rerun): both left
   # out, so that the sections after them keep their budget.
   detach_exit=$(section_exit "$detach_section")
-  if hung_exit "$detach_exit" || [[ $detach_exit =~ ^(134|135|136|139)$ ]]; then bench_skip=transformer.after_window; fi
+  if hung_exit "$detach_exit" || crashed_exit "$detach_exit"; then bench_skip=transformer.after_window; fi
   # The same exact expectations with CUSCOPE_ATTRIBUTION=external (docs/cupti.md, "Attribution"):
   # external correlation and API records instead of the default's launch callbacks.
   export GPU_TEST_ATTRIBUTION=external
@@ -295,8 +295,8 @@ check() {
   # back in this lease.
   local stalled how=stalled bench_exit
   stalled=$(sed -n "s/^cuscope_gpu_bench: STALLED: 'round [0-9]*\/[0-9]*: \([a-z]*\.[a-z_]*\)'.*/\1/p" "$log" | tail -n 1)
-  bench_exit=$(sed -n 's/^=== gpu bench (exit \([0-9]*\), .*/\1/p' "$log" | tail -n 1)
-  if [[ -z $stalled && $bench_exit =~ ^(134|135|136|139)$ ]]; then
+  bench_exit=$(section_exit "gpu bench")
+  if [[ -z $stalled ]] && crashed_exit "$bench_exit"; then
     stalled=$(sed -n 's/^cuscope_gpu_bench: round [0-9]*\/[0-9]*: \([a-z]*\.[a-z_]*\)$/\1/p' "$log" | tail -n 1)
     how="crashed, exit $bench_exit"
   fi

@@ -5,7 +5,7 @@
 # cases a run without a spec holds, less those tagged [detach]: none hidden ([.slow]: its own CTest
 # test; [.multi-gpu]: fails on one GPU), none left out besides. Its detach sections' spec ([detach])
 # holds one case. And section_exit (gpu-check-sections.sh) reads the exit code of the section named
-# exactly so, its last one. Prints what differs and exits 1; exits 0 when nothing does. Never runs
+# exactly so, its last one; hung_exit and crashed_exit tell a hang's and a crash's exit codes. Prints what differs and exits 1; exits 0 when nothing does. Never runs
 # a test case.
 set -u
 bin=${1:?usage: tests/gpu_check_specs.sh GPU_TESTS_BINARY}
@@ -55,6 +55,9 @@ LOG
 # watchdog 3) and no other.
 for code in 124 137 3; do hung_exit "$code" || fail "hung_exit $code: not a hang"; done
 for code in 0 1 2 134 139 ""; do hung_exit "$code" && fail "hung_exit '$code': a hang"; done
+# crashed_exit: a crash's signals (SIGABRT, SIGBUS, SIGFPE, SIGSEGV) and no other exit.
+for code in 134 135 136 139; do crashed_exit "$code" || fail "crashed_exit $code: not a crash"; done
+for code in 0 1 3 124 137 1390 ""; do crashed_exit "$code" && fail "crashed_exit '$code': a crash"; done
 
-((bad == 0)) && echo "gpu_check_specs.sh: '$spec' selects $(grep -c . <<<"$selected") cases, '$detach_spec' 1; section_exit and hung_exit right"
+((bad == 0)) && echo "gpu_check_specs.sh: '$spec' selects $(grep -c . <<<"$selected") cases, '$detach_spec' 1; section_exit, hung_exit and crashed_exit right"
 exit "$bad"
