@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "producers/cuda_calls.hpp"
+#include "producers/log.hpp"
 #include "trace/writer.hpp"
 
 namespace cuscope::inline v0::detail {
@@ -92,11 +93,10 @@ void forget_cupti_clock_for_testing() noexcept {
 }
 
 std::string timing_with_clock_given_up(const std::string& timing) {
-  constexpr std::string_view kClock = "device timestamps from CUPTI (CUSCOPE_EVENT_TIMESTAMPS=cupti)";
-  const std::size_t at = timing.find(kClock);
+  const std::size_t at = timing.find(kCuptiClockWords);
   if (!cupti_clock_given_up() || at == std::string::npos) return timing;
   std::string out = timing;
-  out.replace(at, kClock.size(),
+  out.replace(at, kCuptiClockWords.size(),
               "CUDA's clock: CUSCOPE_EVENT_TIMESTAMPS=cupti given up, CUPTI delivered no CUDA_EVENT record "
               "with a device timestamp");
   return out;
@@ -395,8 +395,9 @@ bool GpuEvents::resolve_awaiting(bool gpu_caught_up) noexcept {
 void GpuEvents::fail_without_timestamps() noexcept {
   fail(no_timestamps);
   if (timestamped_records() != g_records_at_clock_start.load(std::memory_order_relaxed)) return;
-  if (g_cupti_clock.exchange(false, std::memory_order_acq_rel))
-    g_cupti_clock_given_up.store(true, std::memory_order_release);
+  if (!g_cupti_clock.exchange(false, std::memory_order_acq_rel)) return;  // given up already, or off
+  g_cupti_clock_given_up.store(true, std::memory_order_release);
+  warn_once(std::string(kCuptiClockGivenUpNote));
 }
 
 void EventFailureCauses::add(const GpuEvents& pool) noexcept {

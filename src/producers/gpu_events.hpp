@@ -62,12 +62,16 @@ bool events_allowed_on(cudaStream_t stream) noexcept;
 /// (CUSCOPE_EVENT_TIMESTAMPS=cupti, set by the session once CUPTI records them) or from CUDA.
 void set_event_timestamps_from_cupti(bool on) noexcept;
 bool event_timestamps_from_cupti() noexcept;
+/// How the session's GPU timing names the CUPTI clock (session.cpp, event_timing());
+/// timing_with_clock_given_up() replaces exactly these words.
+inline constexpr std::string_view kCuptiClockWords =
+    "device timestamps from CUPTI (CUSCOPE_EVENT_TIMESTAMPS=cupti)";
 /// Whether the CUPTI clock was given up for CUDA's since it was last set on: a pair's timestamps
 /// failed to come while CUPTI had delivered no CUDA_EVENT record with a device timestamp since then
-/// (records without one do not count: they time nothing) (a CUPTI probe on
-/// an H200 got none in some setups: docs/cupti.md). Pairs made from then on time themselves
-/// (cudaEventElapsedTime); pairs made before are timed if their timestamps have come by the resolve
-/// that sees them finished, else fail, counted.
+/// (records without one time nothing, so they do not count; a CUPTI probe on an H200 got no record at
+/// all in some setups: docs/cupti.md). Its note is said as it happens. Pairs made from then on time
+/// themselves (cudaEventElapsedTime); pairs made before are timed if their timestamps have come by
+/// the resolve that sees them finished, else fail, counted.
 bool cupti_clock_given_up() noexcept;
 /// How the session's GPU timing reads while the CUPTI clock is given up: `timing` (as decided at the
 /// start, naming the CUPTI clock) with the clock's words replaced; `timing` as it is otherwise.
@@ -75,7 +79,7 @@ std::string timing_with_clock_given_up(const std::string& timing);
 /// Tests: the clock off and not given up, for the next session (reset_for_testing()): a give-up is
 /// its session's, kept past the stop for that session's report, never carried into the next.
 void forget_cupti_clock_for_testing() noexcept;
-/// The note said once when the CUPTI clock is given up.
+/// The note said when the CUPTI clock is given up (one per give-up).
 inline constexpr std::string_view kCuptiClockGivenUpNote =
     "CUSCOPE_EVENT_TIMESTAMPS=cupti given up: CUPTI delivered no CUDA_EVENT record with a device timestamp "
     "for a finished pair of events, nor any other since the session started; CUDA events time "

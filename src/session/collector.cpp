@@ -19,7 +19,6 @@
 #include "producers/cuda_calls.hpp"
 #include "producers/cupti/adapter.hpp"
 #include "producers/cupti/detach.hpp"
-#include "producers/log.hpp"
 #include "session/internal.hpp"
 
 namespace cuscope::inline v0::detail {
@@ -161,7 +160,6 @@ bool resolve_gpu_events() noexcept {
     for (GpuEvents* pool : pools) {
       if (!pool->resolve()) done = false;
     }
-    if (cupti_clock_given_up()) warn_once(std::string(kCuptiClockGivenUpNote));  // once: by its text
     return done;
   } catch (...) {  // out of memory for the list: nothing resolved this time
     return false;

@@ -116,9 +116,7 @@ std::string event_timing(const Options& o, bool gpu_available, const std::string
     return "projected: each call's span of GPU work as CUPTI traces it, no CUDA events (CUSCOPE_EVENTS=auto; "
            "'always' adds them)";
   // CUSCOPE_EVENT_TIMESTAMPS=cupti, once CUPTI records the events' device timestamps.
-  const std::string clock = tracing && event_timestamps_from_cupti()
-                                ? "device timestamps from CUPTI (CUSCOPE_EVENT_TIMESTAMPS=cupti)"
-                                : "";
+  const std::string clock = tracing && event_timestamps_from_cupti() ? std::string(kCuptiClockWords) : "";
   if (o.events == EventTiming::sampled)
     return fmt::format("on, sampled: the first {} calls of each range, then one in {}{}", kFirstTimedCalls,
                        o.events_sample_every, clock.empty() ? "" : "; " + clock);
