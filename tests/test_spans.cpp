@@ -1,5 +1,8 @@
 // Tests of the NVTX start/end range table (model/spans.hpp): spans that overlap without nesting,
 // end on other threads, ids that are not open, the bound on open spans, and the report's order.
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cstddef>
@@ -296,4 +299,24 @@ TEST_CASE("snapshot() reports the session's spans and their diagnostics", "[span
   CHECK(r.spans[0].cross_thread == 1);
   CHECK(r.diagnostics.unmatched_span_ends == 1);
   CHECK(r.diagnostics.spans_dropped == 0);
+}
+
+// fork() holds the lock of every span table in use (pthread_atfork). A session that
+// reset_for_testing() retires stays allocated (threads may still point into it) but is never used
+// again: its table must leave those fork() holds, or a process that resets many sessions (this test
+// binary) takes one more lock at each fork per reset, and past 64 ThreadSanitizer's deadlock
+// detector aborts the fork (seen running every [session] case under TSan).
+TEST_CASE("sessions retired by reset_for_testing leave the span tables fork() holds", "[spans][session][threads]") {
+  cuscope_test::Session session;
+  const std::size_t held = SpanTable::held_at_fork_for_testing();
+  for (int i = 0; i < 100; ++i) cuscope::detail::reset_for_testing();
+  CHECK(SpanTable::held_at_fork_for_testing() == held);
+
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) _exit(0);
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }

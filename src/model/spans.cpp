@@ -38,10 +38,17 @@ SpanTable::SpanTable() {
   registry().push_back(this);
 }
 
-SpanTable::~SpanTable() {
+SpanTable::~SpanTable() { retire(); }
+
+void SpanTable::retire() noexcept {
   std::lock_guard lock(registry_mutex());
   auto& r = registry();
-  r.erase(std::find(r.begin(), r.end(), this));
+  if (const auto it = std::find(r.begin(), r.end(), this); it != r.end()) r.erase(it);
+}
+
+std::size_t SpanTable::held_at_fork_for_testing() noexcept {
+  std::lock_guard lock(registry_mutex());
+  return registry().size();
 }
 
 void SpanTable::fork_prepare() noexcept {

@@ -42,6 +42,12 @@ class SpanTable {
   /// report.diagnostics.unmatched_span_ends / spans_dropped; open spans are counted per
   /// (domain, name) in SpanStats::open.
   void build(const NameTable& names, Report& report) const;
+  /// Leaves the tables fork() holds: for a table no thread uses again but that stays allocated (a
+  /// session retired by reset_for_testing(), kept reachable). Without it every retired table's lock
+  /// is taken at each fork, and past 64 of them ThreadSanitizer's deadlock detector aborts the fork.
+  void retire() noexcept;
+  /// Tables whose locks fork() holds now (tests).
+  static std::size_t held_at_fork_for_testing() noexcept;
 
  private:
   struct Open {

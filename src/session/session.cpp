@@ -253,6 +253,7 @@ void reset_for_testing() noexcept {
   forget_cupti_clock_for_testing();  // after its report: a clock it gave up is not the next session's
   static auto* retired = new std::vector<Session*>;    // kept reachable: threads may still point into them
   retired->push_back(g_session.load(std::memory_order_relaxed));
+  old.spans.retire();  // no thread uses it again: fork() need not hold its lock
   g_session.store(new Session(), std::memory_order_release);
   detach_this_thread();
   forget_warnings();
