@@ -431,13 +431,14 @@ check() {
   fi
   # A trial, not counted: the GPU tests' expectations with the events timed by CUPTI's CUDA_EVENT
   # records (CUSCOPE_EVENT_TIMESTAMPS=cupti), the candidate default for CUSCOPE_EVENTS=always and
-  # sampled (docs/cupti.md). Its failures show; they fail nothing, since `cuda` is the default. Each
-  # case's name as it starts and its seconds (--durations); a case past 15 s gets every thread's
-  # stack from the tests' own watchdog (GPU_TEST_STALL_S: the device has no gdb) and ends the run;
-  # past 20 s run_with_stacks ends it. On 2026-11-27 it hung for 50 s in the two-stream case, before
-  # its cudaStreamSynchronize(fast) returned (docs/cupti.md): that case runs apart, alone in a fresh
-  # process and then after the global-capture case (which ran before it then), so that a hang
-  # there says whether it needs what an earlier case left, and the other cases run whatever it does.
+  # sampled (docs/cupti-event-clock.md). Its failures show; they fail nothing, since `cuda` is the
+  # default. Each case's name as it starts and its seconds (--durations); a case past 15 s gets
+  # every thread's stack from the tests' own watchdog (GPU_TEST_STALL_S: the device has no gdb) and
+  # ends the run; past 20 s run_with_stacks ends it. On 2026-11-27 it hung for 50 s in the
+  # two-stream case, before its cudaStreamSynchronize(fast) returned (docs/cupti-event-clock.md):
+  # that case runs apart, alone in a fresh process and then after the global-capture case (which ran
+  # before it then), so that a hang there says whether it needs what an earlier case left, and the
+  # other cases run whatever it does.
   if [[ -x $BUILD_DIR/tests/gpu/cuscope_gpu_tests ]]; then
     local counted_timeout=$section_timeout exe=$BUILD_DIR/tests/gpu/cuscope_gpu_tests
     local trial="events timed by CUPTI (CUSCOPE_EVENT_TIMESTAMPS=cupti; a trial, not counted)"

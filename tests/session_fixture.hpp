@@ -31,7 +31,8 @@ inline cuscope::Options quiet_options() {
   if (attribution != nullptr && std::string(attribution) == "external")
     o.attribution = cuscope::Attribution::external;
   // GPU_TEST_EVENT_TIMESTAMPS=cupti (tests/gpu-check.sh's trial run): the events timed by CUPTI's
-  // CUDA_EVENT records, the candidate default for `always` and `sampled` (docs/cupti.md).
+  // CUDA_EVENT records, the candidate default for `always` and `sampled`
+  // (docs/cupti-event-clock.md).
   const char* timestamps = std::getenv("GPU_TEST_EVENT_TIMESTAMPS");
   if (timestamps != nullptr && std::string(timestamps) == "cupti")
     o.event_timestamps = cuscope::EventTimestamps::cupti;

@@ -25,9 +25,9 @@ void no_pop() noexcept {}
 }  // namespace
 
 // On an H200 (2026-11-26 and 27) a CUPTI probe got no CUDA_EVENT record at all in some setups
-// (docs/cupti.md; why is not known yet). In such a setup every CUPTI-timed scope would fail for the
-// whole session: the first pair whose timestamps do not come, with none delivered since the clock
-// started, gives it up for CUDA's.
+// (docs/cupti-event-clock.md; why is not known yet). In such a setup every CUPTI-timed scope would
+// fail for the whole session: the first pair whose timestamps do not come, with none delivered
+// since the clock started, gives it up for CUDA's.
 TEST_CASE(
     "CUPTI-timed events: when CUPTI delivers no CUDA_EVENT record at all, the first pair that fails "
     "gives the clock up, and later pairs time themselves",

@@ -1,7 +1,7 @@
-// Detaching CUPTI after the last step window (CUSCOPE_DETACH, docs/cupti.md): the order of the
-// sequence (pause, normal flushes until the window's records are in, a forced flush, every kind off,
-// the API callbacks armed, cuptiFinalize at the next API exit), no CUPTI call after it, exact counts
-// across it, a refused finalize, and the windows that never detach. Fakes stand for CUPTI
+// Detaching CUPTI after the last step window (CUSCOPE_DETACH, docs/cupti-windows.md): the order of
+// the sequence (pause, normal flushes until the window's records are in, a forced flush, every kind
+// off, the API callbacks armed, cuptiFinalize at the next API exit), no CUPTI call after it, exact
+// counts across it, a refused finalize, and the windows that never detach. Fakes stand for CUPTI
 // (detach_fixture.hpp); the collector thread runs for real. Stops, forks and next sessions around a
 // detach: test_cupti_detach_lifetimes.cpp.
 // Never here: a GPU, or CUPTI itself (tests/gpu/test_gpu_detach.cu checks the real detach).
@@ -98,7 +98,8 @@ TEST_CASE("records that arrive between the pause and the detach are kept, incomp
 // CUPTI's normal flush hands back no buffer with an incomplete record in it (cupti_activity.h,
 // cuptiActivityFlushAll): while the GPU still runs the window's last work, normal flushes bring
 // nothing, however quiet that looks. A GPU 0.3 s behind its host (the H200 trial's worker,
-// docs/cupti.md) must still have the window's records come complete before the forced flush.
+// docs/cupti-windows.md) must still have the window's records come complete before the forced
+// flush.
 TEST_CASE(
     "a window whose GPU runs 300 ms behind the pause has its records delivered complete before the detach",
     "[session][window][tracing][detach]") {

@@ -107,7 +107,7 @@ TEST_CASE(
 // CUPTI's normal flush hands over no buffer with an incomplete record in it: a thread whose GPU
 // work runs behind (a long kernel on another stream, or a queue of them on the same) has its
 // finished pairs' records held back until that work has run, however many deliveries come. The
-// likely cause of the 99 pairs the H200 trial failed on 2026-11-27 (docs/cupti.md).
+// likely cause of the 99 pairs the H200 trial failed on 2026-11-27 (docs/cupti-event-clock.md).
 TEST_CASE(
     "CUPTI-timed events: a finished pair whose records CUPTI holds behind unfinished work waits, "
     "uncounted, until the GPU catches up",

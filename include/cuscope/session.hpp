@@ -39,7 +39,7 @@ enum class EventTiming : std::uint8_t {
 inline constexpr std::uint32_t kFirstTimedCalls = 10;
 
 /// Where the times of the CUDA events that time scopes come from (Options::event_timestamps,
-/// CUSCOPE_EVENT_TIMESTAMPS; docs/cupti.md).
+/// CUSCOPE_EVENT_TIMESTAMPS; docs/cupti-event-clock.md).
 enum class EventTimestamps : std::uint8_t {
   cuda,   ///< "cuda": events with timing, read with cudaEventElapsedTime
   cupti,  ///< "cupti": events without timing (cudaEventDisableTiming), their device timestamps taken
@@ -70,7 +70,7 @@ struct Options {
   /// `auto`, with a note.
   std::uint32_t events_sample_every = 0;
   /// CUSCOPE_EVENT_TIMESTAMPS: "cuda" (the default) or "cupti" (timing-disabled events whose device
-  /// timestamps CUPTI records; not yet checked on a GPU, docs/cupti.md)
+  /// timestamps CUPTI records; not yet checked on a GPU, docs/cupti-event-clock.md)
   EventTimestamps event_timestamps = EventTimestamps::cuda;
   bool activities = true;                 ///< CUSCOPE_ACTIVITIES: trace GPU work with CUPTI
   /// CUSCOPE_ATTRIBUTION: "launch" (the default: launch callbacks, the cheaper way on an H200,
@@ -104,8 +104,8 @@ struct Options {
   /// CUSCOPE_DETACH: after the last window (active_steps > 0, repeat >= 1), detach CUPTI
   /// (cuptiFinalize, at the exit of the program's next CUDA call) instead of only pausing it: a
   /// paused CUPTI still cost a launch 1.05x on an H200, a detached one nothing measurable
-  /// (docs/cupti.md). Not where hardware counters run (CUSCOPE_METRICS) or another tool holds
-  /// CUPTI's subscriber. false: paused only, as between windows. Not yet run on a GPU.
+  /// (docs/cupti-windows.md). Not where hardware counters run (CUSCOPE_METRICS) or another tool
+  /// holds CUPTI's subscriber. false: paused only, as between windows. Not yet run on a GPU.
   bool detach = true;
   bool print_at_exit = true;       ///< CUSCOPE_PRINT: print the table at exit
   /// CUSCOPE_OUTPUT: write the exit table here ("" = stderr). In this path, CUSCOPE_JSON's and

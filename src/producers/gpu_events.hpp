@@ -69,9 +69,9 @@ inline constexpr std::string_view kCuptiClockWords =
 /// Whether the CUPTI clock was given up for CUDA's since it was last set on: a pair's timestamps
 /// failed to come while CUPTI had delivered no CUDA_EVENT record with a device timestamp since then
 /// (records without one time nothing, so they do not count; a CUPTI probe on an H200 got no record at
-/// all in some setups: docs/cupti.md). Its note is said as it happens. Pairs made from then on time
-/// themselves (cudaEventElapsedTime); pairs made before are timed if their timestamps have come by
-/// the resolve that sees them finished, else fail, counted.
+/// all in some setups: docs/cupti-event-clock.md). Its note is said as it happens. Pairs made from
+/// then on time themselves (cudaEventElapsedTime); pairs made before are timed if their timestamps
+/// have come by the resolve that sees them finished, else fail, counted.
 bool cupti_clock_given_up() noexcept;
 /// How the session's GPU timing reads while the CUPTI clock is given up: `timing` (as decided at the
 /// start, naming the CUPTI clock) with the clock's words replaced; `timing` as it is otherwise.
@@ -134,7 +134,7 @@ class GpuEvents {
   // Deliveries a finished pair waits for its timestamps, counting only those while none of this
   // thread's pairs was still unfinished on the GPU: CUPTI's normal flush holds back a whole buffer
   // (a thread's records) while any record in it is incomplete, so a GPU running behind the thread
-  // holds its finished pairs' records for as long as it runs behind (docs/cupti.md).
+  // holds its finished pairs' records for as long as it runs behind (docs/cupti-event-clock.md).
   static constexpr std::uint64_t kMaxDeliveries = 4;
   // Deliveries a finished pair waits at most, however far behind the GPU runs (about 5 s of the
   // collector's): a thread whose GPU never catches up (a pipelined loop) and whose records never

@@ -96,8 +96,9 @@ void pause_for(const Session& s, Phase p) {
 }
 
 // The step that ends the last window (it enters Phase::Done, right after the pause; the caller
-// holds the lifecycle lock): CUPTI is detached rather than left paused (CUSCOPE_DETACH, docs/cupti.md),
-// where the session traces and no hardware counters run (the range profiler is CUPTI's too).
+// holds the lifecycle lock): CUPTI is detached rather than left paused (CUSCOPE_DETACH,
+// docs/cupti-windows.md), where the session traces and no hardware counters run (the range profiler
+// is CUPTI's too).
 void detach_after_last_window(Session& s) {
   if (!s.options.detach || !s.options.metrics.empty() || !s.tracing.load(std::memory_order_acquire)) return;
   s.detach_asked = request_detach();

@@ -1,6 +1,6 @@
-// GPU test of the detach after the last step window (CUSCOPE_DETACH, docs/cupti.md): the window's
-// counts exact across the pause and the detach, CUPTI detached at the exit of the collector's own
-// CUDA call, and the program's launches after it still run. Not yet run on a GPU.
+// GPU test of the detach after the last step window (CUSCOPE_DETACH, docs/cupti-windows.md): the
+// window's counts exact across the pause and the detach, CUPTI detached at the exit of the
+// collector's own CUDA call, and the program's launches after it still run. Not yet run on a GPU.
 #include <cuda_runtime.h>
 
 #include <catch2/catch.hpp>

@@ -64,9 +64,10 @@ TEST_CASE("a one-kernel scope: CUPTI kernel time and CUDA-event time agree", "[g
   check_single_kernel_scopes(five_single_kernel_scopes());
 }
 
-// CUSCOPE_EVENT_TIMESTAMPS=cupti (docs/cupti.md): the same scopes with events made without timing,
-// their times the device timestamps of CUPTI's CUDA_EVENT records. Not checked on a GPU before
-// this case first runs: it fails, and says which, if the records or their ids do not come.
+// CUSCOPE_EVENT_TIMESTAMPS=cupti (docs/cupti-event-clock.md): the same scopes with events made
+// without timing, their times the device timestamps of CUPTI's CUDA_EVENT records. Not checked on a
+// GPU before this case first runs: it fails, and says which, if the records or their ids do not
+// come.
 TEST_CASE("a one-kernel scope timed by CUPTI's event timestamps agrees with its kernel time", "[gpu][cupti]") {
   cuscope::Options o = cuscope_test::quiet_options();
   o.event_timestamps = cuscope::EventTimestamps::cupti;

@@ -262,9 +262,10 @@ TEST_CASE("a scope on another device's stream is timed there", "[.multi-gpu]") {
 // A stream busy for long must not hold back the resolution of another stream's events. Under the
 // CUPTI clock (GPU_TEST_EVENT_TIMESTAMPS=cupti) it may, by CUPTI's design: the thread's records
 // share one CUPTI buffer, which a normal flush hands over only once every record in it is complete,
-// so "fast" would be timed once "slow" has run (docs/cupti.md; inferred from CUPTI's documentation,
-// not yet seen on a GPU). There the count while "slow" runs is printed, not asserted: what the
-// trial is to show. Both are timed, none failed, once "slow" has run, under either clock.
+// so "fast" would be timed once "slow" has run (docs/cupti-event-clock.md; inferred from CUPTI's
+// documentation, not yet seen on a GPU). There the count while "slow" runs is printed, not
+// asserted: what the trial is to show. Both are timed, none failed, once "slow" has run, under
+// either clock.
 TEST_CASE("one long-running stream does not block resolving the others", "[gpu][two_streams]") {
   cuscope_test::Session session;
   cudaStream_t slow = nullptr;

@@ -1,8 +1,8 @@
 // producers/cupti/activity_kinds.hpp — which CUPTI activity kinds a session has on, and every switch
 // of them: on at the start (and the API records of the launching calls with external correlation),
 // off and on again around the wait steps and after the last step window (pauses), off at the stop.
-// The order of the switches is what keeps every record tied to its launch (docs/cupti.md, "Pausing
-// between step windows").
+// The order of the switches is what keeps every record tied to its launch (docs/cupti-windows.md,
+// "Pausing between step windows").
 //
 // Never here: buffers, records, the session's sink, a cuscope lock, a note to the user (the adapter
 // says why a switch was refused: these return it).

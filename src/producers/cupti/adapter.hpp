@@ -68,10 +68,11 @@ void stop_activity_tracing() noexcept;
 /// stop_activity_tracing() does it too.
 bool settle_detach_for_stop() noexcept;
 
-/// Detaching CUPTI after the last step window (docs/cupti.md, "Detaching after the last step window";
-/// the stages are detach.hpp's). The step that ends the last window, right after its pause (the
-/// lifecycle lock held): the detach begins (pending), unless this session's CUPTI is not paused
-/// (a refused pause) or another tool holds CUPTI's subscriber (one note). True when it began.
+/// Detaching CUPTI after the last step window (docs/cupti-windows.md, "Detaching after the last
+/// step window"; the stages are detach.hpp's). The step that ends the last window, right after its
+/// pause (the lifecycle lock held): the detach begins (pending), unless this session's CUPTI is not
+/// paused (a refused pause) or another tool holds CUPTI's subscriber (one note). True when it
+/// began.
 bool request_detach() noexcept;
 /// The collector's tick while a detach is under way. Pending: nothing (the collector polls as between
 /// windows) until kDetachWaitNs after the pause, then a normal flush and what stop_activity_tracing()

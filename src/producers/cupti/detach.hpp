@@ -1,9 +1,10 @@
 // producers/cupti/detach.hpp — where a session's detach of CUPTI after its last step window stands
-// (docs/cupti.md, "Detaching after the last step window"), and the one cuptiFinalize, made at the
-// exit site of a CUDA API callback, as NVIDIA's header asks and Kineto does (pytorch/kineto#686:
-// cuptiFinalize outside a callback raced other threads inside CUPTI): the callback of the collector
-// thread's own CUDA call, made for it while armed. Never on a program's thread (it would pay the
-// finalize inside one of its calls, maybe inside its stream capture) or from an exit handler.
+// (docs/cupti-windows.md, "Detaching after the last step window"), and the one cuptiFinalize, made
+// at the exit site of a CUDA API callback, as NVIDIA's header asks and Kineto does
+// (pytorch/kineto#686: cuptiFinalize outside a callback raced other threads inside CUPTI): the
+// callback of the collector thread's own CUDA call, made for it while armed. Never on a program's
+// thread (it would pay the finalize inside one of its calls, maybe inside its stream capture) or
+// from an exit handler.
 //
 // The stages, in order: pending (the step that ended the last window paused CUPTI; the collector
 // delivers the window's records), armed (every kind off, the API callbacks on, nothing of cuscope's

@@ -1,8 +1,8 @@
 // producers/cupti/detach_sequence.cpp — the detach after the last step window, the adapter's side
-// (adapter.hpp: request_detach(), advance_detach(), settle_detach_for_stop(); docs/cupti.md,
-// "Detaching after the last step window"): the pending wait for the window's records, the last
-// records and every kind off, the finalize armed for the collector's call (subscriber.hpp), and a
-// refused or given-up detach said once. The stages are detach.hpp's.
+// (adapter.hpp: request_detach(), advance_detach(), settle_detach_for_stop();
+// docs/cupti-windows.md, "Detaching after the last step window"): the pending wait for the window's
+// records, the last records and every kind off, the finalize armed for the collector's call
+// (subscriber.hpp), and a refused or given-up detach said once. The stages are detach.hpp's.
 // Never here: a CUPTI call once the finalize is armed (call_cupti() gates them), or tracing's start,
 // pauses and stop (adapter.cpp).
 #include <fmt/format.h>
