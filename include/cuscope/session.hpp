@@ -70,7 +70,7 @@ struct Options {
   /// `auto`, with a note.
   std::uint32_t events_sample_every = 0;
   /// CUSCOPE_EVENT_TIMESTAMPS: "cuda" (the default) or "cupti" (timing-disabled events whose device
-  /// timestamps CUPTI records; not yet checked on a GPU, docs/cupti-event-clock.md)
+  /// timestamps CUPTI records; a trial on an H200 failed, docs/cupti-event-clock.md)
   EventTimestamps event_timestamps = EventTimestamps::cuda;
   bool activities = true;                 ///< CUSCOPE_ACTIVITIES: trace GPU work with CUPTI
   /// CUSCOPE_ATTRIBUTION: "launch" (the default: launch callbacks, the cheaper way on an H200,

@@ -84,7 +84,7 @@ inline constexpr std::string_view kCuptiClockGivenUpNote =
     "CUSCOPE_EVENT_TIMESTAMPS=cupti given up: CUPTI delivered no CUDA_EVENT record with a device timestamp "
     "for a finished pair of events, nor any other since the session started; CUDA events time "
     "themselves from now on, and the pairs made before whose timestamps have not come count as failures "
-    "(a CUPTI probe on an H200 got no CUDA_EVENT record at all in some setups: docs/cupti.md)";
+    "(a CUPTI probe on an H200 got no CUDA_EVENT record at all in some setups: docs/cupti-event-clock.md)";
 
 class GpuEvents {
  public:
