@@ -201,7 +201,7 @@ int main(int argc, char** argv) {
       std::lock_guard lock(s.aggregator_mutex);
       cuscope::detail::drain_launches(s);
     }
-    const std::uint64_t lost = cuscope::detail::take_lost_launch_notes();
+    const std::uint64_t lost = cuscope::detail::take_lost_launch_notes(cuscope::detail::session());
     // The call notes land in the model as synchronizations (the launch notes wait for kernels).
     const cuscope::RangeStats* range = cuscope::snapshot().find("noting");
     const std::uint64_t seen = range != nullptr ? range->self.sync_count : 0;

@@ -24,7 +24,6 @@ struct NotedSession {
   Session session;
   explicit NotedSession(const cuscope::Options& o = quiet_options()) : session(o) {
     cuscope::detail::trace_with_fake_cupti_for_testing(no_push, no_pop, true);  // the hooks mark own calls
-    cuscope::detail::take_lost_launch_notes();                                  // from earlier cases
   }
   cuscope::detail::Session& sink() { return cuscope::detail::session(); }
   void note(std::uint64_t correlation) { cuscope::detail::note_launch(sink(), correlation); }

@@ -80,7 +80,6 @@ TEST_CASE("the GPU bench's sessions one after another, on fake CUDA and CUPTI, e
       const bool launch_notes = c.tracing && c.attribution == cuscope::Attribution::launch;
       cuscope::detail::set_event_timestamps_from_cupti(c.cupti_clock);  // as CUPTI's start makes it
       if (c.tracing) cuscope::detail::trace_with_fake_cupti_for_testing(no_push, no_pop, launch_notes);
-      cuscope::detail::take_lost_launch_notes();
       auto& sink = cuscope::detail::session();
 
       // CUPTI's thread: deliveries of CUDA_EVENT records, and buffers of kernel records for the
@@ -154,7 +153,7 @@ TEST_CASE("the GPU bench's sessions one after another, on fake CUDA and CUPTI, e
       if (c.events == cuscope::EventTiming::always) CHECK(range->gpu.count == range->calls);
       if (c.events == cuscope::EventTiming::off || (c.events == cuscope::EventTiming::automatic && c.tracing))
         CHECK(range->gpu.count == 0);
-      CHECK(cuscope::detail::take_lost_launch_notes() == 0);
+      CHECK(cuscope::detail::take_lost_launch_notes(cuscope::detail::session()) == 0);
       cuscope::detail::set_event_timestamps_from_cupti(false);
     }
   }

@@ -112,7 +112,7 @@ TEST_CASE("noted synchronizes land in the scope open at the call, with their wai
   CHECK(range(r, "(unscoped)").self.sync_count == 1);
   CHECK(range(r, "(unscoped)").self.sync_ns == 40);
   CHECK(r.diagnostics.unresolved_records == 0);
-  CHECK(cuscope::detail::take_lost_launch_notes() == 0);
+  CHECK(cuscope::detail::take_lost_launch_notes(cuscope::detail::session()) == 0);
 }
 
 TEST_CASE("noted allocations and frees: counts, sizes, frees sized from the books, live peaks",
@@ -339,11 +339,40 @@ TEST_CASE("a full call queue refuses notes and counts them, and what it held lan
     for (std::uint64_t c = 1; c <= cuscope::detail::kMaxCallNotes + 3; ++c)
       cuscope::detail::note_call(s.sink(), wait(c, 1'000, 1'002));
   }
-  CHECK(cuscope::detail::take_lost_launch_notes() == 3);
+  CHECK(cuscope::detail::take_lost_launch_notes(cuscope::detail::session()) == 3);
   s.kernels({});
   const cuscope::Report r = cuscope::snapshot();
   CHECK(range(r, "flood").self.sync_count == cuscope::detail::kMaxCallNotes);
   CHECK(range(r, "flood").self.sync_ns == 2 * cuscope::detail::kMaxCallNotes);
+}
+
+// Refusals are counted per session: one made after the session's last drain, once the stop has
+// turned its launch attribution off (stop_activity_tracing), is in that session's final report, and
+// the next session starts with none. Before, the count was the process's, taken only by a session
+// still attributing launches: such a refusal was missing from its own report and came up in the
+// next session's.
+TEST_CASE("a note refused just before the stop counts in its own session and not in the next",
+          "[launch][calls][session]") {
+  NotedSession s;
+  cuscope::detail::stop_collector(s.sink());  // no tick: nothing drains but this case
+  {
+    CUSCOPE_SCOPE("flood");
+    std::lock_guard no_drain(s.sink().aggregator_mutex);
+    for (std::uint64_t c = 1; c <= cuscope::detail::kMaxCallNotes + 2; ++c)
+      cuscope::detail::note_call(s.sink(), wait(c, 1'000, 1'002));
+  }
+  s.sink().launch_attributed.store(false, std::memory_order_release);  // as the stop turns it off
+  CHECK(cuscope::snapshot().diagnostics.launch_notes_lost == 2);
+  {
+    std::lock_guard lock(s.sink().aggregator_mutex);
+    cuscope::detail::drain_launches(s.sink());  // the queue's notes stay this session's
+  }
+
+  cuscope::detail::reset_for_testing();
+  cuscope::detail::trace_with_fake_cupti_for_testing(cuscope_test::no_push, cuscope_test::no_pop, true);
+  const cuscope::Report next = cuscope::snapshot();
+  CHECK(next.diagnostics.launch_notes_lost == 0);
+  CHECK(next.find("flood") == nullptr);
 }
 
 TEST_CASE("call notes from many threads, drained while they wait, are exact", "[launch][calls][threads]") {
@@ -370,7 +399,7 @@ TEST_CASE("call notes from many threads, drained while they wait, are exact", "[
   CHECK(range(r, "waiter").self.sync_count == kThreads * kWaits);
   CHECK(range(r, "waiter").self.sync_ns == 3 * kThreads * kWaits);
   CHECK(range(r, "waiter").threads == kThreads);
-  CHECK(cuscope::detail::take_lost_launch_notes() == 0);
+  CHECK(cuscope::detail::take_lost_launch_notes(cuscope::detail::session()) == 0);
 }
 
 TEST_CASE("trace mode: noted synchronizes and allocations replay to the exit report",

@@ -130,7 +130,7 @@ TEST_CASE("launch notes tie each launch to the scope open on its thread", "[laun
   CHECK(kernels_in(r, "(unscoped)") == 1);
   CHECK(r.diagnostics.unresolved_records == 0);
   CHECK(r.diagnostics.launch_notes_lost == 0);
-  CHECK(cuscope::detail::take_lost_launch_notes() == 0);
+  CHECK(cuscope::detail::take_lost_launch_notes(cuscope::detail::session()) == 0);
 }
 
 // No collector here (stopped): only the writer's own drain can make room. Past a full ring, the
@@ -154,7 +154,7 @@ TEST_CASE("a full launch ring drains itself when the model is free, so no note i
   }
   // The ring's 4,096 went to the model; the kMore since wait in it.
   CHECK(cuscope::detail::launch_notes_pending_for_testing() == kMore);
-  CHECK(cuscope::detail::take_lost_launch_notes() == 0);
+  CHECK(cuscope::detail::take_lost_launch_notes(cuscope::detail::session()) == 0);
   const cuscope::Report drained = cuscope::snapshot();
   CHECK(drained.diagnostics.activity_processing_ns > collector_ns);  // the writer's drain, as cuscope's own
   CHECK(drained.diagnostics.activity_buffers == 0);
@@ -202,7 +202,7 @@ TEST_CASE("a full launch ring whose model lock is busy spills behind it, and eve
   CHECK(cuscope::detail::launch_ring_counts_for_testing().spills == spilled.spills);
   s.kernels(ids(kFlood + 1, 2 * kFlood));
   CHECK(kernels_in(cuscope::snapshot(), "again") == kFlood);
-  CHECK(cuscope::detail::take_lost_launch_notes() == 0);
+  CHECK(cuscope::detail::take_lost_launch_notes(cuscope::detail::session()) == 0);
 }
 
 // Spill rings stay behind the ring they spilled from, which goes back to the free list when its thread
@@ -278,7 +278,7 @@ TEST_CASE("past its spill rings a launch note is refused and counted in the next
   CHECK(held <= kRooms * LaunchRing::kNotes);
   if (before.spills == 0) CHECK(held == kRooms * LaunchRing::kNotes);
   CHECK(cuscope::snapshot().diagnostics.launch_notes_lost == kTotal - held);
-  CHECK(cuscope::detail::take_lost_launch_notes() == 0);  // the report took them
+  CHECK(cuscope::detail::take_lost_launch_notes(cuscope::detail::session()) == 0);  // the report took them
   s.kernels(ids(1, kTotal));
   const cuscope::Report r = cuscope::snapshot();
   CHECK(kernels_in(r, "flood") == held);
@@ -302,7 +302,7 @@ TEST_CASE("launch notes from many threads, drained while they launch, are exact"
   const cuscope::Report r = cuscope::snapshot();
   CHECK(kernels_in(r, "worker") == kThreads * kLaunches);
   CHECK(r.diagnostics.unresolved_records == 0);
-  CHECK(cuscope::detail::take_lost_launch_notes() == 0);
+  CHECK(cuscope::detail::take_lost_launch_notes(cuscope::detail::session()) == 0);
   // Each thread's ring went back at its exit, to be leased again.
   const auto after = cuscope::detail::launch_ring_counts_for_testing();
   CHECK(after.leased == before.leased);
@@ -334,7 +334,7 @@ TEST_CASE(
     }
   }
   CHECK(drained_each_time);  // by the collector alone: nothing else drains in this case until kernels()
-  CHECK(cuscope::detail::take_lost_launch_notes() == 0);
+  CHECK(cuscope::detail::take_lost_launch_notes(cuscope::detail::session()) == 0);
   s.kernels(ids(1, kTotal));
   const cuscope::Report r = cuscope::snapshot();
   CHECK(kernels_in(r, "fast_launcher") == kTotal);
@@ -365,7 +365,7 @@ TEST_CASE("writers overflowing their rings while another thread drains lose no n
   s.kernels(ids(1, kThreads * kLaunches));
   const cuscope::Report r = cuscope::snapshot();
   const std::uint64_t lost = r.diagnostics.launch_notes_lost;
-  CHECK(cuscope::detail::take_lost_launch_notes() == 0);
+  CHECK(cuscope::detail::take_lost_launch_notes(cuscope::detail::session()) == 0);
   CHECK(kernels_in(r, "overflowing") + lost == kThreads * kLaunches);
   CHECK(r.diagnostics.unresolved_records == lost);
   CHECK(cuscope::detail::launch_notes_pending_for_testing() == 0);

@@ -306,7 +306,8 @@ TEST_CASE("snapshot() reports the session's spans and their diagnostics", "[span
 // again: its table must leave those fork() holds, or a process that resets many sessions (this test
 // binary) takes one more lock at each fork per reset, and past 64 ThreadSanitizer's deadlock
 // detector aborts the fork (seen running every [session] case under TSan).
-TEST_CASE("sessions retired by reset_for_testing leave the span tables fork() holds", "[spans][session][threads]") {
+TEST_CASE("sessions retired by reset_for_testing leave the span tables fork() holds",
+          "[spans][session][threads]") {
   cuscope_test::Session session;
   const std::size_t held = SpanTable::held_at_fork_for_testing();
   for (int i = 0; i < 100; ++i) cuscope::detail::reset_for_testing();

@@ -41,7 +41,6 @@ struct Registry {
   std::vector<QueuedCall> calls;                   // guarded by calls_mutex; reserved at its first note
   std::vector<QueuedCall> draining;                // the drainer's (under mutex); swapped with calls,
                                                    // so reserved too at the note after the first drain
-  std::atomic<std::uint64_t> lost{0};
   std::atomic<std::size_t> spills{0};  // spill rings made (claimed before made): kMaxSpillRings at most
 };
 
@@ -161,7 +160,7 @@ bool spill(LaunchRing& ring, const LaunchNote& note) noexcept {
     const LaunchNote note = launch_note(sink, correlation);
     if ((drain_if_free(sink) && ring->push(note)) || spill(*ring, note)) return;
   }
-  registry().lost.fetch_add(1, std::memory_order_relaxed);
+  sink.launch_notes_lost.fetch_add(1, std::memory_order_relaxed);
 }
 
 }  // namespace
@@ -183,7 +182,7 @@ void note_call(Sink& sink, const CallNote& note) noexcept {
     }
   } catch (...) {  // out of memory for the queue: this note is lost, the next one tries again
   }
-  r.lost.fetch_add(1, std::memory_order_relaxed);
+  sink.launch_notes_lost.fetch_add(1, std::memory_order_relaxed);
 }
 
 namespace {
@@ -266,13 +265,13 @@ void drain_launches(Sink& sink) noexcept {
   drain_held(sink, r);
 }
 
-std::uint64_t take_lost_launch_notes() noexcept {
-  return registry().lost.exchange(0, std::memory_order_relaxed);
+std::uint64_t take_lost_launch_notes(Sink& sink) noexcept {
+  return sink.launch_notes_lost.exchange(0, std::memory_order_relaxed);
 }
 
 void count_lost_launch_notes(Sink& sink) noexcept {
-  if (!sink.launch_attributed.load(std::memory_order_acquire)) return;
-  sink.aggregator.add_lost_launch_notes(take_lost_launch_notes());
+  // Not only while launch_attributed: a refusal after the stop turned it off is still this session's.
+  sink.aggregator.add_lost_launch_notes(take_lost_launch_notes(sink));
 }
 
 void own_calls_begin(std::uint64_t instance) noexcept {

@@ -116,11 +116,12 @@ void note_call(Sink& sink, const CallNote& note) noexcept;
 /// thread's order. The caller holds sink.aggregator_mutex (the lock order: it, then the registry's
 /// lock, then the call queue's).
 void drain_launches(Sink& sink) noexcept;
-/// Notes refused since the last call (a full ring or call queue, or no memory for either).
-std::uint64_t take_lost_launch_notes() noexcept;
-/// Where `sink` takes launch notes: the notes refused since the last call, into its model's count
-/// of them. The caller holds sink.aggregator_mutex. What every drain does, and a report built now
-/// (a refusal waits for no drain to be counted there).
+/// Notes refused for `sink`'s session since the last call (a full ring or call queue, or no memory
+/// for either): each counts in the session it was noted for (Sink::launch_notes_lost).
+std::uint64_t take_lost_launch_notes(Sink& sink) noexcept;
+/// The notes refused for `sink` since the last call, into its model's count of them. The caller
+/// holds sink.aggregator_mutex. What every drain does, and a report built now (a refusal waits for
+/// no drain to be counted there), also after the stop: one made just before it is this session's.
 void count_lost_launch_notes(Sink& sink) noexcept;
 /// Marks the calling thread's CUDA calls as cuscope's own (kCuscopeInternal) until the matching
 /// own_calls_end(): what the correlation hooks do for the collector's event queries.

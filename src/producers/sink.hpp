@@ -31,6 +31,12 @@ struct Sink {
   // CUPTI traces with launch callbacks (CUSCOPE_ATTRIBUTION=launch): scopes push nothing.
   std::atomic<bool> launch_attributed{false};
 
+  // Launch and call notes refused for this session (a full ring or call queue, or no memory),
+  // not yet in its model: counted per session, so that a refusal near a stop (after the last drain,
+  // once launch_attributed is off) is still this session's, in its final report, and never the
+  // next session's.
+  std::atomic<std::uint64_t> launch_notes_lost{0};
+
   std::atomic<std::uint64_t> cross_thread_ends{0};
   std::atomic<std::uint64_t> stray_pops{0};       // pop() on a thread that never opened a scope
   std::atomic<std::uint64_t> rejected_counts{0};  // count() amounts that were inf or NaN
