@@ -160,6 +160,55 @@ TEST_CASE("a repeated window's trace read while the program runs has the session
   CHECK(cut.find("cycled")->calls == 6);
 }
 
+// A thread's trace ring (1.5 MiB) is made as the thread attaches to the session, before its first
+// scope reads the clock: never inside a range's time. Made by the scope's own Enter event, as before,
+// it cost that scope about 1 ms, and its Attach event carried the Enter's time.
+TEST_CASE("trace mode: a thread's ring is made as it attaches and before its first scope reads the clock",
+          "[trace][session]") {
+  const std::string trace_path = temp_path("attach.cuscope");
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.trace_path = trace_path;
+  o.gpu_events = false;
+  o.activities = false;
+  cuscope_test::Session session(o);
+  trace::Writer* writer = trace::g_writer.load();
+  REQUIRE(writer != nullptr);
+  bool before = true, inside = false;
+  std::thread fresh([&] {  // a thread of its own: no ring yet
+    before = writer->this_thread_attached();
+    CUSCOPE_SCOPE("first_scope");
+    inside = writer->this_thread_attached();
+  });
+  fresh.join();
+  CHECK_FALSE(before);
+  CHECK(inside);
+  cuscope::shutdown();
+
+  struct Events : trace::Visitor {
+    std::uint32_t first_id = 0;
+    std::vector<trace::ScopeEvent> events;
+    void name(std::uint32_t id, std::string_view text) override {
+      if (text == "first_scope") first_id = id;
+    }
+    void scope(const trace::ScopeEvent& e) override { events.push_back(e); }
+  } seen;
+  trace::Reader reader;
+  std::string error;
+  REQUIRE(reader.open(trace_path, &error));
+  REQUIRE(reader.read(seen, &error));
+  const auto enter = std::find_if(seen.events.begin(), seen.events.end(), [&](const trace::ScopeEvent& e) {
+    return trace::kind_of(e) == trace::ScopeKind::Enter && e.arg == seen.first_id;
+  });
+  REQUIRE(enter != seen.events.end());
+  const auto attach = std::find_if(seen.events.begin(), enter, [&](const trace::ScopeEvent& e) {
+    return trace::kind_of(e) == trace::ScopeKind::Attach && trace::slot_of(e) == trace::slot_of(*enter);
+  });
+  REQUIRE(attach != enter);
+  // The scope's clock was read after the ring was made (by the Enter event, the two were one time).
+  CHECK(attach->ns < enter->ns);
+  std::remove(trace_path.c_str());
+}
+
 TEST_CASE("a trace path that cannot be written turns trace mode off with a note", "[trace][session]") {
   cuscope::Options o = cuscope_test::quiet_options();
   o.trace_path = "/nonexistent-dir/x.cuscope";

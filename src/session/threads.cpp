@@ -1,5 +1,6 @@
 // session/threads.cpp — a thread's scope state: attached on the thread's first scope (a tree of
-// the forest, a CUDA-event pool), handed on after its last, and reused by a later thread.
+// the forest, a CUDA-event pool, in trace mode its ring), handed on after its last, and reused by a
+// later thread.
 //
 // Never: hand a tree on while the thread may still open scopes, or drop one (trees live as long as
 // the forest). Attaching takes the thread registry's lock once per thread, never per scope.
@@ -9,7 +10,9 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "producers/clock.hpp"
 #include "session/internal.hpp"
+#include "trace/writer.hpp"
 
 namespace cuscope::inline v0::detail {
 namespace {
@@ -38,7 +41,10 @@ pthread_key_t release_key() {
 
 }  // namespace
 
-ThreadState* attach_thread() noexcept {
+namespace {
+
+// attach_thread() but trace mode's ring: the thread's state, under the thread registry's lock.
+ThreadState* take_thread_state() noexcept {
   try {
     Session& s = session();
     // Past the thread limit every scope retries: lock-free until a tree is free again.
@@ -68,6 +74,16 @@ ThreadState* attach_thread() noexcept {
   } catch (...) {
     return nullptr;
   }
+}
+
+}  // namespace
+
+ThreadState* attach_thread() noexcept {
+  ThreadState* ts = take_thread_state();
+  // Trace mode: the thread's ring now, outside the registry's lock and before its first scope reads
+  // the clock (a ring made by the first event was about 1 ms of that scope's time).
+  if (ts != nullptr) trace::attach_this_thread(ts->tree->slot(), now_ns());
+  return ts;
 }
 
 void detach_this_thread() noexcept {

@@ -120,14 +120,20 @@ Writer::Ring* Writer::ring_for_this_thread() noexcept {
   }
 }
 
+void Writer::attach_this_thread(std::uint32_t slot, std::uint64_t ns) noexcept {
+  if (t_hot_ring.writer_id == id_ || ring_for_this_thread() == nullptr) return;
+  record(ScopeKind::Attach, slot, 0, ns, static_cast<std::uint64_t>(::gettid()));  // a fresh ring has room
+}
+
+bool Writer::this_thread_attached() const noexcept { return t_hot_ring.writer_id == id_; }
+
 void Writer::record_slow(ScopeKind kind, std::uint32_t slot, std::uint32_t arg, std::uint64_t ns,
                          std::uint64_t value) noexcept {
-  Ring* r = t_hot_ring.ring;
   if (t_hot_ring.writer_id != id_) {
-    r = ring_for_this_thread();
-    if (r == nullptr) return;
-    record(ScopeKind::Attach, slot, 0, ns, static_cast<std::uint64_t>(::gettid()));  // a fresh ring has room
+    attach_this_thread(slot, ns);  // a thread attached before this writer opened
+    if (t_hot_ring.writer_id != id_) return;
   }
+  Ring* r = t_hot_ring.ring;
   const std::uint64_t h = r->head.load(std::memory_order_relaxed);
   if (h - r->cached_tail >= kRingEvents) {
     r->cached_tail = r->tail.load(std::memory_order_acquire);

@@ -93,7 +93,14 @@ class Writer {
   /// A thread's ring: its owner writes at head, the writer thread reads at tail. A thread hands
   /// its own back with release() or free().
   struct Ring {
-    std::unique_ptr<ScopeEvent[]> events{new ScopeEvent[kRingEvents]};
+    // Storage the owner writes before the writer reads it, so never filled in advance: `new
+    // ScopeEvent[n]` would zero 1.5 MiB (ScopeEvent's members have initializers), about 1 ms of
+    // the thread's first scope; untouched, its pages come as the ring first fills.
+    struct FreeEvents {
+      void operator()(ScopeEvent* p) const noexcept { ::operator delete[](p); }
+    };
+    std::unique_ptr<ScopeEvent[], FreeEvents> events{
+        static_cast<ScopeEvent*>(::operator new[](sizeof(ScopeEvent) * kRingEvents))};
     std::atomic<std::uint64_t> head{0};  // written by the owner thread
     std::atomic<std::uint64_t> tail{0};  // written by the writer thread
     std::uint64_t cached_tail = 0;       // owner thread only
@@ -102,6 +109,13 @@ class Writer {
   };
   static void release(Ring* r);
   static void free(Ring* r);
+  /// The calling thread's ring in this writer, made now with its Attach event (slot `slot`, at `ns`)
+  /// unless the thread has one: for a thread attached to the session (session/threads.cpp), before
+  /// its first scope reads the clock, so that making the ring is never inside a range's time. A
+  /// thread attached before the writer opened makes it at its first event instead.
+  void attach_this_thread(std::uint32_t slot, std::uint64_t ns) noexcept;
+  /// Whether the calling thread has its ring in this writer (tests).
+  [[nodiscard]] bool this_thread_attached() const noexcept;
 
  private:
   Writer(std::FILE* file, std::uint64_t limit_bytes, const model::NameTable& names);
@@ -179,6 +193,11 @@ extern __thread HotRing t_hot_ring CUSCOPE_HOT_TLS;
     return record_slow(kind, slot, arg, ns, value);  // a tail call: the path above saves no register
   r->events[h & (kRingEvents - 1)] = ScopeEvent{event_word(kind, slot), arg, ns, value};
   r->head.store(h + 1, std::memory_order_release);
+}
+
+/// Writer::attach_this_thread() of g_writer, if there is one.
+inline void attach_this_thread(std::uint32_t slot, std::uint64_t ns) noexcept {
+  if (Writer* w = g_writer.load(std::memory_order_acquire)) w->attach_this_thread(slot, ns);
 }
 
 /// Hot path: records into g_writer if there is one.
