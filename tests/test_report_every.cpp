@@ -210,6 +210,50 @@ TEST_CASE(
   CHECK(why == "No such file or directory");
 }
 
+// A report path that is a FIFO (CUSCOPE_OUTPUT=/tmp/pipe): with no process reading it, opening it
+// to write waited for one, so the reporter thread, and at exit the program itself, blocked for as
+// long as nobody read it. Now the write fails at once and says why (at exit the table goes to stderr
+// instead); with a reader, the text goes to it. The write without a reader runs in a child, so
+// that a write that waits fails this case after 5 s instead of hanging the test binary.
+TEST_CASE("replace_file never waits for a FIFO's reader and says when there is none", "[session][report_every]") {
+  using cuscope::detail::replace_file;
+  const std::string fifo = temp_path("every_fifo");
+  std::remove(fifo.c_str());
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    std::string why;
+    const bool written = replace_file(fifo, "unread\n", &why);
+    _exit(!written && why == "a FIFO that no process has open for reading" ? 0 : 1);
+  }
+  int status = 0;
+  pid_t done = 0;
+  for (int waited = 0; waited < 500 && (done = ::waitpid(child, &status, WNOHANG)) == 0; ++waited)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (done == 0) {
+    ::kill(child, SIGKILL);
+    ::waitpid(child, &status, 0);
+    FAIL("replace_file waited 5 s for a reader of the FIFO");
+  }
+  REQUIRE(done == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);  // 1: written, or another reason given
+
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  REQUIRE(reader >= 0);
+  std::string why;
+  CHECK(replace_file(fifo, "read\n", &why));
+  char got[16] = {};
+  CHECK(::read(reader, got, sizeof got) == 5);
+  CHECK(std::string(got, 5) == "read\n");
+  ::close(reader);
+  struct stat st {};
+  REQUIRE(::stat(fifo.c_str(), &st) == 0);
+  CHECK(S_ISFIFO(st.st_mode));  // written in place, not replaced by a file
+  std::remove(fifo.c_str());
+}
+
 TEST_CASE("replace_file keeps the permissions of the file it replaces", "[session][report_every]") {
   using cuscope::detail::replace_file;
   const std::string path = temp_path("every_private.json");

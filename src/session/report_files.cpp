@@ -8,8 +8,8 @@
 // nothing (an environment check the program runs) writes nothing: no file, no table, no note.
 //
 // Never: write the table to stderr while the session runs (only at exit), rewrite or cut the
-// program's own stdout or stderr (CUSCOPE_OUTPUT=/dev/stderr), print the same failure twice, or
-// throw.
+// program's own stdout or stderr (CUSCOPE_OUTPUT=/dev/stderr), print the same failure twice, wait
+// for a FIFO's reader, or throw.
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -51,10 +51,15 @@ int write_and_close(int fd, const std::string& text) {
   return error;
 }
 
-// Writes `text` over what `path` holds, in place: 0, or the errno of the call that failed.
+// Writes `text` over what `path` holds, in place: 0, or the errno of the call that failed. Opened
+// without waiting: a FIFO that no process reads fails at once (ENXIO) instead of blocking the
+// reporter, and at exit the program, for as long as nobody reads it; once open, the writes wait as
+// any writer's would.
 int write_to(const std::string& path, const std::string& text) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  return fd < 0 ? errno : write_and_close(fd, text);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0666);
+  if (fd < 0) return errno;
+  if (const int flags = ::fcntl(fd, F_GETFL); flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  return write_and_close(fd, text);
 }
 
 // The temporary a write of `path` by process `pid` goes through (replace_file), which
@@ -105,7 +110,11 @@ int replace_in(const std::string& path, const std::string& text) {
 
 bool replace_file(const std::string& path, const std::string& text, std::string* why) {
   const int error = replace_in(path, text);
-  if (error != 0 && why != nullptr) *why = std::strerror(error);
+  if (error != 0 && why != nullptr) {
+    struct stat st {};
+    const bool fifo = error == ENXIO && ::stat(path.c_str(), &st) == 0 && S_ISFIFO(st.st_mode);
+    *why = fifo ? "a FIFO that no process has open for reading" : std::strerror(error);
+  }
   return error == 0;
 }
 
