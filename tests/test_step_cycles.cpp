@@ -27,6 +27,14 @@ namespace {
 // (steps marked so far, paused) for each change the session asked of CUPTI.
 std::vector<std::pair<std::uint64_t, bool>>* g_changes = nullptr;
 
+// The changes as text, for a failed comparison's message.
+std::string shown(const std::vector<std::pair<std::uint64_t, bool>>& changes) {
+  std::string out;
+  for (const auto& [steps, paused] : changes)
+    out += "(" + std::to_string(steps) + (paused ? ", paused) " : ", resumed) ");
+  return out;
+}
+
 void record_change(bool paused) {
   g_changes->emplace_back(cuscope::detail::session().steps.load(std::memory_order_relaxed), paused);
 }
@@ -348,4 +356,50 @@ TEST_CASE("a repeated window replays from its trace to the exit report", "[sessi
     cuscope::shutdown();
   }
   check_replay_matches_exit(trace_path, json_path);  // 'cycled' twice, as live
+}
+
+// Recording switched off (set_enabled(false)) pauses CUPTI's tracing as a wait step does: the GPU
+// work launched while scopes record nothing is neither paid for nor recorded. Switched on again it
+// resumes, but not inside a wait step (the window's own pause stands), and a switch to what already
+// holds asks nothing of CUPTI. The steps: 0 wait, 1 warm-up, 2 active, 3 wait, 4 warm-up, ...
+TEST_CASE("recording switched off pauses CUPTI's tracing and on resumes it within the window's pauses",
+          "[session][window]") {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.wait_steps = 1;
+  o.warmup_steps = 1;
+  o.active_steps = 1;
+  o.repeat = 0;
+  PausedSession s(o);  // a wait step: tracing starts paused
+  const std::string off = ", paused while recording is off (set_enabled(false), CUSCOPE_ENABLE=0)";
+  const auto says_off = [&] { return cuscope::snapshot().activity_status.find(off) != std::string::npos; };
+  cuscope::step();  // into the warm-up step: resumes
+  CHECK_FALSE(says_off());
+  cuscope::set_enabled(false);  // warm-up step: pauses
+  CHECK(says_off());
+  cuscope::set_enabled(false);  // already off: nothing asked
+  cuscope::step();              // into the active step: still off, still paused
+  cuscope::set_enabled(true);   // resumes
+  CHECK_FALSE(says_off());
+  cuscope::step();              // into a wait step: the window pauses
+  cuscope::set_enabled(false);  // already paused
+  cuscope::set_enabled(true);   // a wait step: stays paused
+  cuscope::step();              // into the warm-up step: resumes
+  const std::vector<std::pair<std::uint64_t, bool>> expected{{0, true}, {1, false}, {1, true},
+                                                             {2, false}, {3, true},  {4, false}};
+  INFO("changes: " << shown(s.changes));
+  CHECK(s.changes == expected);
+}
+
+TEST_CASE("a session started with recording off says its tracing is paused until recording is on",
+          "[session][window]") {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.enabled = false;
+  PausedSession s(o);  // no window: paused only because recording is off
+  CHECK(cuscope::snapshot().activity_status.find(", paused while recording is off") != std::string::npos);
+  cuscope::set_enabled(true);
+  CHECK(cuscope::snapshot().activity_status.find(", paused while recording is off") == std::string::npos);
+  cuscope::set_enabled(false);
+  const std::vector<std::pair<std::uint64_t, bool>> expected{{0, true}, {0, false}, {0, true}};
+  INFO("changes: " << shown(s.changes));
+  CHECK(s.changes == expected);
 }

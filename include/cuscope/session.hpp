@@ -163,7 +163,8 @@ bool start();
 /// wait / warm-up / active window.
 void step();
 
-/// Turns recording on or off at run time; a scope costs about one branch while off.
+/// Turns recording on or off at run time; a scope costs about one branch while off, and CUPTI's
+/// tracing is paused (GPU work launched while off is not recorded; docs/options.md, CUSCOPE_ENABLE).
 void set_enabled(bool enabled);
 /// Whether scopes record; before the session starts, whether the first scope will (CUSCOPE_ENABLE).
 /// False after shutdown() and in a forked child.

@@ -113,7 +113,7 @@ def enabled() -> bool:
     """Whether scopes record (before the session starts: whether the first scope will)."""
 
 def set_enabled(enabled: bool) -> None:
-    """Turns recording on or off at run time.
+    """Turns recording on or off at run time; while off, CUPTI's tracing is paused too.
 
     Example::
 

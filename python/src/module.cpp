@@ -147,7 +147,8 @@ Example::
     if cuscope.enabled():
         print(cuscope.snapshot().table()))doc");
   m.def("set_enabled", &cuscope::set_enabled, nb::arg("enabled"),
-        R"doc(Turns recording on or off at run time; a scope costs about one branch while off.
+        R"doc(Turns recording on or off at run time; a scope costs about one branch while off,
+and CUPTI's tracing is paused (GPU work launched while off is not recorded).
 
 Example::
 

@@ -89,10 +89,12 @@ std::uint32_t flags_for(const Session& s, Phase p) {
 // (CUPTI instrumenting again after a pause) fall outside it.
 bool paused_in(Phase p) { return p == Phase::Wait || p == Phase::Done; }
 
-// Pauses or resumes CUPTI's tracing for phase `p` (the caller holds the lifecycle lock: one
-// transition at a time, and none once shutdown() began).
+// Pauses or resumes CUPTI's tracing for phase `p` and the program's switch: paused outside the
+// window, and while recording is off (set_enabled(false), CUSCOPE_ENABLE=0: scopes record nothing,
+// and the GPU work launched then is neither paid for nor recorded). The caller holds the lifecycle
+// lock: one transition at a time, and none once shutdown() began. Nothing when already so.
 void pause_for(const Session& s, Phase p) {
-  if (s.tracing.load(std::memory_order_acquire)) pause_activity_tracing(paused_in(p));
+  if (s.tracing.load(std::memory_order_acquire)) pause_activity_tracing(paused_in(p) || !s.recording_on);
 }
 
 // The step that ends the last window (it enters Phase::Done, right after the pause; the caller
@@ -162,6 +164,8 @@ Report live_report(Session& s) noexcept {
       r.device = s.device;
       r.gpu_timing = timing_with_clock_given_up(s.gpu_timing);
       r.activity_status = s.detach_asked ? with_detach_stage(s.activity_status) : s.activity_status;
+      if (!s.recording_on && s.tracing.load(std::memory_order_relaxed))
+        r.activity_status += ", paused while recording is off (set_enabled(false), CUSCOPE_ENABLE=0)";
       r.counters_status = s.counters_status;
       r.clock = clock_description();
       r.rank = s.rank;
@@ -383,7 +387,8 @@ bool start(const Options& given) {
         event_timing(options, probe.available, probe.reason, s.tracing.load(std::memory_order_relaxed));
     g_event_sample_every.store(options.events == EventTiming::sampled ? options.events_sample_every : 0,
                                std::memory_order_relaxed);
-    pause_for(s, phase_of(options, 0));  // a session that begins with wait steps traces nothing yet
+    s.recording_on = options.enabled;
+    pause_for(s, phase_of(options, 0));  // a session that begins with wait steps, or off, traces nothing yet
     if (!options.metrics.empty()) s.counters_status = probe.available ? start_counters(s) : probe.reason;
     if (probe.available) s.peaks = device_peaks();
     if (std::string off = start_trace(s); !off.empty()) warn_once(off);
@@ -443,6 +448,9 @@ void set_enabled(bool on) {
   std::lock_guard lock(s.lifecycle_mutex);
   if (s.shut_down) return;
   g_state.store(on ? kOn : kOff, std::memory_order_release);
+  if (s.recording_on == on) return;
+  s.recording_on = on;
+  pause_for(s, phase_of(s.options, s.steps.load(std::memory_order_relaxed)));
 }
 
 bool enabled() {

@@ -72,6 +72,9 @@ class Session : public Sink {
   std::atomic<bool> closed{false};
   // The last window's end began detaching CUPTI (producers/cupti/detach.hpp: where it stands).
   bool detach_asked = false;
+  // Recording as the program last set it (Options::enabled, then set_enabled()): while off, CUPTI's
+  // tracing is paused as outside the step window.
+  bool recording_on = true;
   // What snapshot() returns once shutdown() closed the session (guarded by lifecycle_mutex).
   std::optional<Report> final_report;
 
