@@ -203,7 +203,8 @@ closes the scope and propagates.)doc")
       .def(
           "__call__", [](nb::handle self, nb::handle func) { return decorator()(self, func); },
           nb::arg("func"),
-          "Decorates ``func``: each call runs inside this scope (the name is interned once).");
+          "Decorates ``func``: each call runs inside this scope (the name is interned once); of a "
+          "generator function, sync or async, each resumption of its body, never its consumer's code.");
 }
 
 }  // namespace cuscope::python
