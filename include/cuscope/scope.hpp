@@ -46,6 +46,9 @@ extern std::atomic<int> g_state;
 ThreadState* enter(Site& site, cudaStream_t stream, std::uint32_t& depth) noexcept;
 ThreadState* enter_named(std::string_view name, cudaStream_t stream, std::uint32_t& depth) noexcept;
 void exit(ThreadState* ts, std::uint32_t depth) noexcept;
+/// An end that matches no entry (a Python scope exited more often than it was entered): closes
+/// nothing and is counted in Diagnostics::unbalanced_ends, as a pop() with no push() is.
+void unmatched_end() noexcept;
 void count(Site& site, double amount) noexcept;
 /// Whether a scope entered now would time CUDA events on its stream, and so needs one: false
 /// while CUPTI traces with CUSCOPE_EVENTS=auto (the default), with events off, or with the session

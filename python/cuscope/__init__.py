@@ -93,7 +93,12 @@ def _torch_stream() -> int:
 
 
 def _decorate(s: scope, func: Any) -> Any:
-    """``func`` with each call inside ``s``; a coroutine function's await runs inside it too."""
+    """``func`` with each call inside ``s``; a coroutine function's await runs inside it too. A
+    generator function (sync or async) stays one, and each resumption of its body is a call."""
+    if inspect.isgeneratorfunction(func):
+        return _scoped_generator(s, func)
+    if inspect.isasyncgenfunction(func):
+        return _scoped_async_generator(s, func)
     if inspect.iscoroutinefunction(func):
         @functools.wraps(func)
         async def scoped_coroutine(*args: Any, **kwargs: Any) -> Any:
@@ -106,6 +111,52 @@ def _decorate(s: scope, func: Any) -> Any:
         with s:
             return func(*args, **kwargs)
     return scoped
+
+
+# A decorated generator drives the generator ``func`` makes, one resumption at a time, each inside
+# the scope: the scope never stays open across a yield, so what the consumer does between items is
+# not in it. Values sent, exceptions thrown (GeneratorExit from close() among them), the return value
+# and the body's exceptions pass through unchanged. A thrown exception is thrown into the inner
+# generator outside the ``except`` that caught it, so that it is not the context of what the body
+# raises. Making the generator runs none of its body: it is not a call.
+def _scoped_generator(s: scope, func: Any) -> Any:
+    @functools.wraps(func)
+    def scoped_generator(*args: Any, **kwargs: Any) -> Any:
+        inner = func(*args, **kwargs)
+        sent: Any = None
+        thrown: BaseException | None = None
+        while True:
+            try:
+                with s:
+                    value = inner.send(sent) if thrown is None else inner.throw(thrown)
+            except StopIteration as done:
+                return done.value
+            sent, thrown = None, None
+            try:
+                sent = yield value
+            except BaseException as e:  # thrown in by throw() or close(): the body handles it
+                thrown = e
+    return scoped_generator
+
+
+def _scoped_async_generator(s: scope, func: Any) -> Any:
+    @functools.wraps(func)
+    async def scoped_async_generator(*args: Any, **kwargs: Any) -> Any:
+        inner = func(*args, **kwargs)
+        sent: Any = None
+        thrown: BaseException | None = None
+        while True:
+            try:
+                with s:
+                    value = await (inner.asend(sent) if thrown is None else inner.athrow(thrown))
+            except StopAsyncIteration:
+                return
+            sent, thrown = None, None
+            try:
+                sent = yield value
+            except BaseException as e:  # thrown in by athrow() or aclose()
+                thrown = e
+    return scoped_async_generator
 
 
 _cuscope.set_python_helpers(_torch_stream, _decorate)

@@ -151,7 +151,11 @@ void Scope::exit() noexcept {
     first_used_ = false;
     found = true;
   }
-  if (found && e.state != nullptr) detail::exit(e.state, e.token);
+  if (!found) {
+    detail::unmatched_end();  // no entry on any thread: counted, as a pop() with no push() is
+    return;
+  }
+  if (e.state != nullptr) detail::exit(e.state, e.token);
 }
 
 void bind_scope(nb::module_& m) {
@@ -174,7 +178,8 @@ Example::
 
 One object may be entered again while open, and from several threads: each thread's
 exit closes that thread's latest entry (an exit on a thread with no entry ends another
-thread's, counted as a scope ended on another thread). An exception inside the block
+thread's, counted as a scope ended on another thread); an exit with no entry on any
+thread closes nothing and is counted as an unbalanced end. An exception inside the block
 closes the scope and propagates.)doc")
       .def(nb::init<nb::str, nb::handle>(), nb::arg("name"), nb::arg("stream") = nb::none(),
            "Makes a scope named ``name`` (no ``/``), on ``stream`` (an int handle, or an object with "
@@ -198,7 +203,8 @@ closes the scope and propagates.)doc")
       .def(
           "__call__", [](nb::handle self, nb::handle func) { return decorator()(self, func); },
           nb::arg("func"),
-          "Decorates ``func``: each call runs inside this scope (the name is interned once).");
+          "Decorates ``func``: each call runs inside this scope (the name is interned once); of a "
+          "generator function, sync or async, each resumption of its body, never its consumer's code.");
 }
 
 }  // namespace cuscope::python

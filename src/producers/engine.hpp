@@ -24,6 +24,7 @@ struct Engine {
   void (*count_name)(std::string_view, double) noexcept;
   void (*push)(std::string_view, cudaStream_t) noexcept;
   void (*pop)() noexcept;
+  void (*unmatched_end)() noexcept;
   bool (*start)(const Options&);
   /// start() from the environment: the engine's copy reads it, so a bad value is said once, in the
   /// report the engine writes (a forwarding copy that read it too said it again on its own).

@@ -1,5 +1,6 @@
 // producers/push_pop.cpp — cuscope::push()/pop(): a scope opened and closed by name, without an RAII
-// object, on a per-thread stack of the scopes' tokens.
+// object, on a per-thread stack of the scopes' tokens; and the count of an end with nothing to end
+// (detail::unmatched_end(): a pop() with no push(), a Python scope's exit with no entry).
 //
 // Equal neighbours share one stack entry, so balanced use never runs out; past the stack's bound a
 // push records nothing (counted) and its pop undoes nothing. Never here: locks, or allocation but
@@ -44,6 +45,15 @@ ThreadPushes* thread_pushes() noexcept {
 }
 
 }  // namespace
+
+void unmatched_end() noexcept {
+  if (const Engine* e = forward_target()) return e->unmatched_end();
+  if (ThreadState* ts = t_state) {
+    ts->tree->unbalanced_ends.add(1);
+  } else {
+    current_sink().stray_pops.fetch_add(1, std::memory_order_relaxed);
+  }
+}
 
 void forget_thread_pushes() noexcept {
   if (t_pushes != nullptr) {
@@ -95,15 +105,11 @@ void pop() noexcept {
     --pushes.skipped;
     return;
   }
-  detail::ThreadState* ts = detail::t_state;
   if (pushes.depth == 0) {
-    if (ts != nullptr) {
-      ts->tree->unbalanced_ends.add(1);
-    } else {
-      detail::current_sink().stray_pops.fetch_add(1, std::memory_order_relaxed);
-    }
+    detail::unmatched_end();
     return;
   }
+  detail::ThreadState* ts = detail::t_state;
   auto& top = pushes.entries[pushes.depth - 1];
   const std::uint32_t token = top.token;
   const bool entered = top.entered;

@@ -38,7 +38,7 @@ struct Sink {
   std::atomic<std::uint64_t> launch_notes_lost{0};
 
   std::atomic<std::uint64_t> cross_thread_ends{0};
-  std::atomic<std::uint64_t> stray_pops{0};       // pop() on a thread that never opened a scope
+  std::atomic<std::uint64_t> stray_pops{0};       // unmatched_end() (pop() too) on a thread never in a scope
   std::atomic<std::uint64_t> rejected_counts{0};  // count() amounts that were inf or NaN
 };
 

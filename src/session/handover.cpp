@@ -27,7 +27,7 @@ namespace {
 
 // Bumped whenever a type that crosses between copies (Engine, Options, Report, Site, the token)
 // changes shape; the sizes catch most of what a forgotten bump would miss.
-constexpr std::uint32_t kEngineLayout = 3u ^ (static_cast<std::uint32_t>(sizeof(Options)) << 8) ^
+constexpr std::uint32_t kEngineLayout = 4u ^ (static_cast<std::uint32_t>(sizeof(Options)) << 8) ^
                                         (static_cast<std::uint32_t>(sizeof(Report)) << 16) ^
                                         (static_cast<std::uint32_t>(sizeof(Site)) << 24);
 
@@ -161,6 +161,7 @@ const Engine& this_engine() noexcept {
                              &count_name_forwarded,
                              &push_forwarded,
                              &cuscope::pop,
+                             &detail::unmatched_end,
                              &start_forwarded,
                              &start_from_env_forwarded,
                              &cuscope::step,

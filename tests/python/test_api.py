@@ -376,9 +376,47 @@ def test_a_scope_closed_on_another_thread_is_counted_and_closed_on_its_own():
     assert (r.calls, r.open) == (1, 0)
     assert calls("api_after_cross_thread") == 1  # at top level: the ended scope was not open
     unbalanced = cuscope.snapshot().diagnostics["unbalanced_ends"]
-    s.__exit__(None, None, None)  # no entry left: nothing to close, nothing counted
-    assert cuscope.snapshot().diagnostics["unbalanced_ends"] == unbalanced
+    s.__exit__(None, None, None)  # no entry left: closes nothing, counted as an unbalanced end
+    assert cuscope.snapshot().diagnostics["unbalanced_ends"] == unbalanced + 1
     assert find("api_cross_thread").calls == 1
+
+
+def unbalanced_ends():
+    return cuscope.snapshot().diagnostics["unbalanced_ends"]
+
+
+def test_an_exit_with_no_entry_is_counted_as_an_unbalanced_end():
+    s = cuscope.scope("api_exit_unentered")
+    before = unbalanced_ends()
+    s.__exit__(None, None, None)  # never entered
+    assert unbalanced_ends() == before + 1
+    with s:
+        pass
+    s.__exit__(None, None, None)  # one exit more than entries
+    assert unbalanced_ends() == before + 2
+    r = find("api_exit_unentered")
+    assert (r.calls, r.open) == (1, 0)
+
+
+def test_an_exit_with_no_entry_on_a_thread_that_never_opened_a_scope_is_counted():
+    s = cuscope.scope("api_exit_unentered_thread")
+    before = unbalanced_ends()
+    t = threading.Thread(target=lambda: s.__exit__(None, None, None))
+    t.start()
+    t.join()
+    assert unbalanced_ends() == before + 1
+
+
+def test_an_exit_with_no_entry_leaves_the_threads_pushes_open():
+    s = cuscope.scope("api_exit_unentered_push")
+    cuscope.push("api_pushed_kept")
+    s.__exit__(None, None, None)  # counted, and not taken for the push's pop
+    with cuscope.scope("api_under_kept_push"):
+        pass
+    cuscope.pop()
+    assert calls("api_pushed_kept/api_under_kept_push") == 1
+    r = find("api_pushed_kept")
+    assert (r.calls, r.open) == (1, 0)
 
 
 def test_the_type_stub_declares_every_public_name():

@@ -106,6 +106,23 @@ def test_extension_first_then_the_module_joins_its_session(ext_env):
     expect_one_table_row(p, "lx_py", 1)
 
 
+def test_an_exit_with_no_entry_is_counted_in_the_session_the_extension_runs(ext_env):
+    env, out = ext_env
+    p = run_python("""
+        import json
+        import cuscope_linked_ext as ext
+        ext.start()
+        import cuscope
+        cuscope.scope("lx_unentered").__exit__(None, None, None)
+        ext.inner(1)
+        cuscope.scope("lx_unentered").__exit__(None, None, None)  # the thread has a tree now
+        print(json.dumps(cuscope.snapshot().diagnostics["unbalanced_ends"]))
+    """, env=env)
+    assert seen(p) == 2
+    with open(out) as f:
+        assert json.load(f)["diagnostics"]["unbalanced_ends"] == 2
+
+
 def test_under_python_m_cuscope_run_both_copies_and_nvtx_share_one_tree(ext_env):
     pytest.importorskip("nvtx")
     env, out = ext_env

@@ -45,16 +45,22 @@ def test_a_generator_closed_outside_the_scope_it_was_suspended_in():
     assert unbalanced() == before + 2   # sus_outer's end past an open range, and sus_gen_b's own
 
 
-def test_a_decorated_generator_function_scopes_making_the_generator():
+def test_a_decorated_generator_is_closed_while_suspended_so_it_nests_wherever_it_resumes():
     @cuscope.scope("sus_decorated_gen")
     def produce():
-        yield from range(3)
+        yield 1
+        yield 2
 
     g = produce()
-    assert find("sus_decorated_gen").calls == 1
-    with cuscope.scope("sus_iterating"):
-        assert list(g) == [0, 1, 2]
-    assert find("sus_iterating").calls == 1
+    assert find("sus_decorated_gen") is None  # making it runs none of its body: no call
+    before = unbalanced()
+    with cuscope.scope("sus_outer_d"):
+        next(g)  # a call inside sus_outer_d, closed at the yield
+    g.close()  # a call of its own, at the top level: nothing is out of order
+    assert find("sus_outer_d/sus_decorated_gen").calls == 1
+    r = find("sus_decorated_gen")
+    assert (r.calls, r.open) == (1, 0)
+    assert unbalanced() == before
 
 
 def test_asyncio_tasks_holding_scopes_across_awaits_share_the_thread_tree():

@@ -217,6 +217,24 @@ def test_the_module_forwards_under_injection_without_a_tree_of_its_own():
     assert p.stderr.count("zc_fwd") == 1, p.stderr
 
 
+def test_an_exit_with_no_entry_under_injection_is_counted_in_the_injected_session(tmp_path):
+    """The module hands the count to the injected engine: a count kept in the module's own copy,
+    which runs no session, would be lost."""
+    out = tmp_path / "unentered.json"
+    p = run_python("""
+        import cuscope
+        cuscope.scope("zc_unentered").__exit__(None, None, None)  # before any scope: the first call
+        with cuscope.scope("zc_entered"):
+            pass
+        cuscope.scope("zc_unentered").__exit__(None, None, None)  # on a thread in a scope since
+        print(cuscope.snapshot().diagnostics["unbalanced_ends"])
+    """, env={"CUSCOPE_JSON": str(out)}, python_args=("-m", "cuscope", "run", "--"))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "2"
+    with open(out) as f:
+        assert json.load(f)["diagnostics"]["unbalanced_ends"] == 2
+
+
 def test_keyboard_interrupt_under_injection_with_the_module_unused_still_prints_the_table():
     """The module imported but none of its scopes run: at an exit by KeyboardInterrupt (no C exit
     handlers), its atexit still shuts the injected session down, and the table prints once."""
