@@ -1,6 +1,7 @@
 // session/internal.hpp — the calls between the session's own files, one block per file: its
-// lifecycle (session.cpp), threads (threads.cpp), the collector (collector.cpp), exit (exit.cpp),
-// the report's files (report_files.cpp), fork (fork.cpp) and warnings (warnings.cpp).
+// lifecycle (session.cpp), the step window (window.cpp), threads (threads.cpp), the collector
+// (collector.cpp), exit (exit.cpp), the report's files (report_files.cpp), fork (fork.cpp) and
+// warnings (warnings.cpp).
 //
 // Never included outside src/session/: what other layers may call is in session.hpp.
 #pragma once
@@ -19,6 +20,18 @@ namespace cuscope::inline v0::detail {
 
 /// The session if session() has made one, else nullptr; never makes one (for the fork handlers).
 Session* session_if_made() noexcept;
+
+// window.cpp
+
+enum class Phase { Wait, Warmup, Record, Done };
+/// The phase of step `step` (0-based): wait, warm-up and active steps, that cycle `o.repeat` times
+/// (0: without end), then done.
+Phase phase_of(const Options& o, std::uint64_t step);
+/// The scopes' flags in phase `p` (g_flags): what they record, and how.
+std::uint32_t flags_for(const Session& s, Phase p);
+/// Pauses or resumes CUPTI's tracing for phase `p` and the program's switch (Session::recording_on):
+/// paused outside the window and while recording is off. The caller holds the lifecycle lock.
+void pause_for(const Session& s, Phase p);
 
 // threads.cpp
 

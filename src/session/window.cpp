@@ -1,0 +1,148 @@
+// session/window.cpp — the step window: which phase a step is in (wait, warm-up, active, done), the
+// scope flags of each phase, CUPTI's pause outside the window and while recording is off, the
+// detach after the last window, and the program's calls that move them (step(), set_enabled()).
+// start() (session.cpp) sets the first step's phase up with the same calls.
+//
+// Never here: a switch outside the session's lifecycle lock (one transition at a time, none once
+// shutdown() began), or a CUPTI call of its own (producers/cupti/adapter.hpp makes them).
+#include <cstdint>
+#include <cstdlib>
+#include <mutex>
+
+#include "producers/clock.hpp"
+#include "producers/cupti/adapter.hpp"
+#include "producers/cupti/range_profiler.hpp"
+#include "session/handover.hpp"
+#include "session/internal.hpp"
+#include "trace/session_trace.hpp"
+
+namespace cuscope {
+inline namespace v0 {
+namespace detail {
+namespace {
+
+// Whether CUPTI's tracing is paused in phase `p`: where nothing it records would count (wait steps,
+// and the steps after the last window). Warm-up steps trace, so that a window's first launches
+// (CUPTI instrumenting again after a pause) fall outside it.
+bool paused_in(Phase p) { return p == Phase::Wait || p == Phase::Done; }
+
+}  // namespace
+
+// The phase of step `step` (0-based): wait, warm-up and active steps, that cycle `o.repeat` times
+// (0: without end), then done.
+Phase phase_of(const Options& o, std::uint64_t step) {
+  const std::uint64_t cycle = std::uint64_t{o.wait_steps} + o.warmup_steps + o.active_steps;
+  if (o.repeat != 1 && o.active_steps != 0) {
+    if (o.repeat != 0 && step / cycle >= o.repeat) return Phase::Done;
+    step %= cycle;
+  }
+  if (step < o.wait_steps) return Phase::Wait;
+  if (step < std::uint64_t{o.wait_steps} + o.warmup_steps) return Phase::Warmup;
+  if (o.active_steps == 0 || step < std::uint64_t{o.wait_steps} + o.warmup_steps + o.active_steps)
+    return Phase::Record;
+  return Phase::Done;
+}
+
+std::uint32_t flags_for(const Session& s, Phase p) {
+  const bool tracing = s.tracing.load(std::memory_order_relaxed);
+  std::uint32_t f = 0;
+  if (p == Phase::Record) {
+    f |= kRecording;
+    if (s.records_events()) f |= kGpuEvents;
+    const std::uint64_t recorded = s.recorded_steps.load(std::memory_order_relaxed);
+    if (s.counters_status.rfind("on", 0) == 0 && counters_failure().empty() &&
+        (s.options.metric_steps == 0 || recorded < s.options.metric_steps)) {
+      f |= kCounters;
+    }
+  }
+  if (tracing && (f & kRecording)) f |= kInstances;
+  if (tracing && !s.launch_attributed.load(std::memory_order_relaxed) &&
+      (p == Phase::Record || p == Phase::Warmup))
+    f |= kCorrelation;
+  if (p == Phase::Record && trace_on()) f |= kTrace;
+  return f;
+}
+
+// Pauses or resumes CUPTI's tracing for phase `p` and the program's switch: paused outside the
+// window, and while recording is off (set_enabled(false), CUSCOPE_ENABLE=0: scopes record nothing,
+// and the GPU work launched then is neither paid for nor recorded). The caller holds the lifecycle
+// lock: one transition at a time, and none once shutdown() began. Nothing when already so.
+void pause_for(const Session& s, Phase p) {
+  if (s.tracing.load(std::memory_order_acquire)) pause_activity_tracing(paused_in(p) || !s.recording_on);
+}
+
+namespace {
+
+// The step that ends the last window (it enters Phase::Done, right after the pause; the caller
+// holds the lifecycle lock): CUPTI is detached rather than left paused (CUSCOPE_DETACH,
+// docs/cupti-windows.md), where the session traces and no hardware counters run (the range profiler
+// is CUPTI's too).
+void detach_after_last_window(Session& s) {
+  if (!s.options.detach || !s.options.metrics.empty() || !s.tracing.load(std::memory_order_acquire)) return;
+  s.detach_asked = request_detach();
+}
+
+}  // namespace
+
+// Wait steps, or steps after the last window (phase_of: Done, which a window without an active
+// bound, or repeated without end, never reaches).
+bool pauses_tracing(const Options& o) { return o.wait_steps != 0 || (o.active_steps != 0 && o.repeat != 0); }
+
+}  // namespace detail
+
+void step() {
+  using namespace detail;
+  if (forked_child()) return;
+  if (const Engine* e = forward_target()) return e->step();
+  Session& s = session();
+  if (g_state.load(std::memory_order_acquire) == kNotStarted) start();
+  // One transition at a time, each whole (flags, window, trace mark), and none once shutdown()
+  // cleared the flags: its summary follows, and the steps are final.
+  std::lock_guard lock(s.lifecycle_mutex);
+  if (s.shut_down) return;
+  const Options& o = s.options;
+  const std::uint64_t finished = s.steps.fetch_add(1, std::memory_order_relaxed);
+  const Phase was = phase_of(o, finished);
+  const Phase next = phase_of(o, finished + 1);
+  if (was == Phase::Record) s.recorded_steps.fetch_add(1, std::memory_order_relaxed);
+  g_flags.store(flags_for(s, next), std::memory_order_relaxed);  // also ends the counters' steps
+  // One time for the step's end, in the model as in the trace (a replay finds the same windows):
+  // not after CUPTI's pause, which takes its time.
+  const std::uint64_t ended = now_ns();
+  trace_step(ended, finished + 1, next == Phase::Record);
+  if (was == next) return;
+  if ((was == Phase::Record) != (next == Phase::Record)) {
+    std::lock_guard agg(s.aggregator_mutex);
+    s.aggregator.set_recording(next == Phase::Record, ended);
+  }
+  if (paused_in(was) != paused_in(next)) pause_for(s, next);
+  if (next == Phase::Done) detach_after_last_window(s);
+}
+
+void set_enabled(bool on) {
+  using namespace detail;
+  if (forked_child()) return;
+  if (const Engine* e = forward_target()) return e->set_enabled(on);
+  if (g_state.load(std::memory_order_acquire) == kNotStarted) start();
+  Session& s = session();
+  std::lock_guard lock(s.lifecycle_mutex);
+  if (s.shut_down) return;
+  g_state.store(on ? kOn : kOff, std::memory_order_release);
+  if (s.recording_on == on) return;
+  s.recording_on = on;
+  pause_for(s, phase_of(s.options, s.steps.load(std::memory_order_relaxed)));
+}
+
+bool enabled() {
+  using namespace detail;
+  if (const Engine* e = forward_target()) return e->enabled();
+  const int state = g_state.load(std::memory_order_acquire);
+  if (state != kNotStarted) return state == kOn;
+  // Not started: what the first scope would do, which starts the session from the environment.
+  // Read quietly: start() reports bad values once.
+  return options_from([](const char* name) -> const char* { return std::getenv(name); }, Options{}, nullptr)
+      .enabled;
+}
+
+}  // namespace v0
+}  // namespace cuscope
