@@ -209,6 +209,35 @@ TEST_CASE("trace mode: a thread's ring is made as it attaches and before its fir
   std::remove(trace_path.c_str());
 }
 
+// An end with nothing to end (a pop() with no push()) is no scope event: it was counted in the
+// thread's tree where the thread had one, and so lost to the trace, whose replay then counted fewer
+// unbalanced ends than the exit report. Now one session count, which the trace's summary carries.
+TEST_CASE("trace mode: ends with nothing to end replay as the exit report counts them", "[trace][session]") {
+  const std::string trace_path = temp_path("stray.cuscope");
+  const std::string json_path = temp_path("stray.json");
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.trace_path = trace_path;
+  o.json_path = json_path;
+  o.gpu_events = false;
+  o.activities = false;
+  cuscope_test::Session session(o);
+  {
+    CUSCOPE_SCOPE("before");  // this thread has its tree now
+  }
+  cuscope::pop();
+  std::thread never_in_a_scope([] { cuscope::pop(); });
+  never_in_a_scope.join();
+  cuscope::shutdown();
+  const std::string exit_json = read_file(json_path);
+  Report replayed;
+  std::string error;
+  REQUIRE(trace::replay_file(trace_path, &replayed, &error));
+  CHECK(replayed.diagnostics.unbalanced_ends == 2);
+  CHECK(cuscope::format_json(replayed) == exit_json);
+  std::remove(trace_path.c_str());
+  std::remove(json_path.c_str());
+}
+
 TEST_CASE("a trace path that cannot be written turns trace mode off with a note", "[trace][session]") {
   cuscope::Options o = cuscope_test::quiet_options();
   o.trace_path = "/nonexistent-dir/x.cuscope";

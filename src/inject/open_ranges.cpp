@@ -47,11 +47,7 @@ int pop_range_slow(OpenRanges& o, std::uint16_t index) {
     }
     return static_cast<int>(i);
   }
-  if (ThreadState* ts = current_thread_state()) {
-    ts->tree->unbalanced_ends.add(1);
-  } else {
-    session().stray_pops.fetch_add(1, std::memory_order_relaxed);
-  }
+  session().stray_pops.fetch_add(1, std::memory_order_relaxed);  // as unmatched_end(): a trace carries it
   return -1;
 }
 

@@ -48,11 +48,9 @@ ThreadPushes* thread_pushes() noexcept {
 
 void unmatched_end() noexcept {
   if (const Engine* e = forward_target()) return e->unmatched_end();
-  if (ThreadState* ts = t_state) {
-    ts->tree->unbalanced_ends.add(1);
-  } else {
-    current_sink().stray_pops.fetch_add(1, std::memory_order_relaxed);
-  }
+  // The session's count, not the thread tree's: no scope event stands for it, so only the session's
+  // count reaches a trace (its summary) and the trace's replay.
+  current_sink().stray_pops.fetch_add(1, std::memory_order_relaxed);
 }
 
 void forget_thread_pushes() noexcept {

@@ -38,7 +38,9 @@ struct Sink {
   std::atomic<std::uint64_t> launch_notes_lost{0};
 
   std::atomic<std::uint64_t> cross_thread_ends{0};
-  std::atomic<std::uint64_t> stray_pops{0};       // unmatched_end() (pop() too) on a thread never in a scope
+  // Ends with nothing to end (unmatched_end(): a pop() with no push(), a Python scope's exit with no
+  // entry, an NVTX pop with no range open): one session count, which a trace's summary carries.
+  std::atomic<std::uint64_t> stray_pops{0};
   std::atomic<std::uint64_t> rejected_counts{0};  // count() amounts that were inf or NaN
 };
 
