@@ -35,6 +35,23 @@ TEST_CASE("json: the slowest host call's ordinal reads back, and is 0 in a repor
   CHECK(back.ranges[1].host.max_ns == 2);
 }
 
+TEST_CASE("json: whether the report is final reads back, and a report without the field is final",
+          "[json][cli]") {
+  Report running = make_report();
+  running.final = false;
+  CHECK(parsed(running).at("final") == false);
+  Report back;
+  std::string error;
+  REQUIRE(cuscope::cli::report_from_json(format_json(running), &back, &error));
+  CHECK_FALSE(back.final);
+  CHECK(format_table(back).find(" — while running\n") != std::string::npos);
+  json older = parsed(running);
+  older.erase("final");  // reports before 2026-11-28: nearly all written at exit
+  REQUIRE(cuscope::cli::report_from_json(older.dump(), &back, &error));
+  CHECK(back.final);
+  CHECK(parsed(make_report()).at("final") == true);
+}
+
 TEST_CASE("a JSON report reads back through cuscope show's reader to the same report", "[json][spans][cli]") {
   Report r = make_report();
   r.diagnostics = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24};

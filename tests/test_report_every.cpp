@@ -126,6 +126,10 @@ TEST_CASE("CUSCOPE_REPORT_EVERY rewrites the JSON report and the table file whil
     CUSCOPE_SCOPE("served");
   }
   CHECK(wait_for_calls(o.json_path, "served", 5));  // the next write has them
+  // Written while the program runs, and they say so: later work is not in them.
+  CHECK(nlohmann::json::parse(read_file(o.json_path)).at("final") == false);
+  const std::string running_table = read_file(o.output_path);
+  CHECK(running_table.substr(0, running_table.find('\n')).ends_with(" — while running"));
   // Each file was replaced whole: no temporary is left beside it.
   CHECK(files_starting("cuscope_test_every_report.json.cuscope-tmp.") == 0);
   CHECK(files_starting("cuscope_test_every_table.txt.cuscope-tmp.") == 0);
@@ -134,6 +138,8 @@ TEST_CASE("CUSCOPE_REPORT_EVERY rewrites the JSON report and the table file whil
   CHECK(calls_in(o.json_path, "served") == 5);
   CHECK(calls_in(o.json_path, "last") == 1);
   CHECK(read_file(o.output_path).find("last") != std::string::npos);
+  CHECK(nlohmann::json::parse(read_file(o.json_path)).at("final") == true);  // the exit report
+  CHECK(read_file(o.output_path).find("while running") == std::string::npos);
   std::remove(o.output_path.c_str());
   std::remove(o.json_path.c_str());
 }

@@ -407,6 +407,9 @@ TEST_CASE("after shutdown the report is final: step(), flush() and scopes change
   cuscope_test::Session session(o);
   cuscope::step();
   { CUSCOPE_SCOPE("recorded_before_shutdown"); }
+  const cuscope::Report running = cuscope::snapshot();
+  CHECK_FALSE(running.final);  // built while the program runs: later work is not in it
+  CHECK(cuscope::format_table(running).find(" — while running\n") != std::string::npos);
   cuscope::shutdown();
   cuscope::step();
   cuscope::flush();
@@ -417,6 +420,8 @@ TEST_CASE("after shutdown the report is final: step(), flush() and scopes change
   CHECK(r.find("recorded_before_shutdown")->calls == 1);
   CHECK(r.find("after_final") == nullptr);
   CHECK(r.diagnostics.outside_window_scopes == 0);
+  CHECK(r.final);
+  CHECK(cuscope::format_table(r).find("while running") == std::string::npos);
   CHECK_FALSE(cuscope::enabled());
 }
 

@@ -155,6 +155,8 @@ TEST_CASE("a repeated window's trace read while the program runs has the session
   CHECK(live.recorded_steps == 6);
   CHECK(cut.steps == live.steps);
   CHECK(cut.recorded_steps == live.recorded_steps);
+  CHECK_FALSE(cut.final);  // the trace holds no end of the session yet
+  CHECK_FALSE(live.final);
   CHECK(cut.window_start_step == live.window_start_step);
   REQUIRE(cut.find("cycled") != nullptr);
   CHECK(cut.find("cycled")->calls == 6);
@@ -232,6 +234,7 @@ TEST_CASE("trace mode: ends with nothing to end replay as the exit report counts
   Report replayed;
   std::string error;
   REQUIRE(trace::replay_file(trace_path, &replayed, &error));
+  CHECK(replayed.final);  // the session's end is in the file
   CHECK(replayed.diagnostics.unbalanced_ends == 2);
   CHECK(cuscope::format_json(replayed) == exit_json);
   std::remove(trace_path.c_str());

@@ -355,6 +355,11 @@ struct Report {
   std::uint64_t recorded_steps = 0;     ///< of those, steps inside the active window
   std::uint64_t window_start_step = 0;  ///< steps before the window opens (wait + warm-up)
   std::uint64_t wall_ns = 0;            ///< session start to snapshot
+  /// Built once the session had ended (the exit report, snapshot() after shutdown(), a whole
+  /// trace's replay): nothing more comes. False for one built while the program ran (snapshot(),
+  /// the files CUSCOPE_REPORT_EVERY rewrites, a cut trace's replay): later work is not in it. A
+  /// Report made otherwise (by hand, read from a file without the field) is taken as final.
+  bool final = true;
   /// This process's rank in its job, from RANK, OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID
   /// (the first set), and the job's size from its launcher (WORLD_SIZE, OMPI_COMM_WORLD_SIZE,
   /// PMI_SIZE, SLURM_NTASKS). -1 and 0 when not known.

@@ -286,6 +286,7 @@ class Report:
     steps: int
     recorded_steps: int
     wall_ns: int
+    final: bool
     rank: Optional[int]
     world_size: Optional[int]
     pid: Optional[int]

@@ -283,6 +283,9 @@ class Report:
     steps = property(lambda self: self._d["steps"], doc="Steps marked with cuscope.step().")
     recorded_steps = property(lambda self: self._d["recorded_steps"], doc="Steps inside the active window.")
     wall_ns = property(lambda self: self._d["wall_ns"], doc="Session start to snapshot.")
+    final = property(lambda self: self._d.get("final", True),
+                     doc="Built once the session had ended (the exit report, snapshot() after shutdown()); False "
+                         "while the program runs (snapshot(), CUSCOPE_REPORT_EVERY's files): later work is not in it.")
     rank = property(lambda self: self._d.get("rank"),
                     doc="This process's rank in its job (RANK, OMPI_COMM_WORLD_RANK, ...), or None.")
     world_size = property(lambda self: self._d.get("world_size"), doc="The job's size, or None when not known.")

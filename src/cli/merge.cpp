@@ -269,6 +269,7 @@ int merge(const Args& args) {
                           {"host", in->report.host.empty() ? nlohmann::json() : nlohmann::json(in->report.host)},
                           {"pid", in->report.pid > 0 ? nlohmann::json(in->report.pid) : nlohmann::json()},
                           {"wall_ns", in->report.wall_ns},
+                          {"final", in->report.final},
                           {"steps", in->report.steps}});
   j["missing_ranks"] = missing;
   j["notes"] = notes;

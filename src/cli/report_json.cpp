@@ -192,6 +192,7 @@ bool report_from_json(const std::string& text, Report* out, std::string* error) 
     get(j, "recorded_steps", r.recorded_steps);
     get(j, "window_start_step", r.window_start_step);
     get(j, "wall_ns", r.wall_ns);
+    get(j, "final", r.final);  // absent (a report from before 2026-11-28, nearly all written at exit): final
     get(j, "rank", r.rank);  // null or absent (a single process, or a report before ranks): -1
     get(j, "world_size", r.world_size);
     get(j, "pid", r.pid);  // null or absent (a report from before): 0

@@ -88,6 +88,7 @@ namespace {
 // What the session has recorded so far.
 Report live_report(Session& s) noexcept {
   Report r;
+  r.final = false;  // freeze_report() marks the one built at the end
   try {
     if (!s.closed.load(std::memory_order_acquire)) resolve_gpu_events();  // else CUDA may be gone
     {
@@ -168,6 +169,7 @@ Report report_of(Session& s) noexcept {
 void freeze_report(Session& s) noexcept {
   try {
     Report r = live_report(s);
+    r.final = true;
     std::lock_guard lock(s.lifecycle_mutex);
     s.final_report = std::move(r);
   } catch (const std::exception& e) {

@@ -185,6 +185,7 @@ class Replay final : public Visitor {
     r.steps = s.steps;
     r.recorded_steps = s.recorded_steps;
     r.wall_ns = s.wall_ns;
+    r.final = has_summary_ && cut.empty();  // the session's end is in the file
     r.rank = rank_;
     r.world_size = world_size_;
     r.pid = pid_;

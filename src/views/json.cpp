@@ -52,6 +52,10 @@ class JsonWriter {
     fmt::format_to(std::back_inserter(out_), "{}", v);
   }
   void put(std::uint32_t v) { put(std::uint64_t{v}); }
+  void put(bool v) {
+    separate();
+    out_ += v ? "true" : "false";
+  }
   void put(int v) {
     separate();
     fmt::format_to(std::back_inserter(out_), "{}", v);
@@ -340,6 +344,7 @@ std::string format_json(const Report& report) {
   w.field("recorded_steps", report.recorded_steps);
   w.field("window_start_step", report.window_start_step);
   w.field("wall_ns", report.wall_ns);
+  w.field("final", report.final);
   w.field_or_null("rank", report.rank >= 0, static_cast<std::uint64_t>(report.rank));
   w.field_or_null("world_size", report.world_size > 0, static_cast<std::uint64_t>(report.world_size));
   w.field_or_null("pid", report.pid > 0, static_cast<std::uint64_t>(report.pid));

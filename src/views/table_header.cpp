@@ -61,6 +61,7 @@ std::string table_header(const Report& report) {
     out += report.world_size > 0 ? fmt::format(" — rank {} of {}", report.rank, report.world_size)
                                  : fmt::format(" — rank {}", report.rank);
   }
+  if (!report.final) out += " — while running";  // later work is not in it
   out += '\n';
   if (report.gpu_timing != "on" && report.gpu_timing == report.activity_status) {
     out += status_line("GPU timing and activity", report.gpu_timing);  // one reason, said once

@@ -41,6 +41,11 @@ def test_the_report_names_its_process_host_and_rank(report):
     assert report.world_size == d["world_size"]
 
 
+def test_a_snapshot_while_the_program_runs_is_not_final(report):
+    assert report.final is False and report.to_dict()["final"] is False
+    assert report.table().splitlines()[0].endswith(" — while running")
+
+
 def test_find_returns_a_range_or_none(report):
     fwd = report.find("rep_step/rep_fwd")
     assert fwd is not None
