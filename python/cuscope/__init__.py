@@ -92,14 +92,25 @@ def _torch_stream() -> int:
         return 0
 
 
+def _awaited_generator(func: Any) -> bool:
+    """Whether ``func`` is a generator function made awaitable by ``@types.coroutine``: a coroutine
+    function to the caller (``await f()``), which a plain generator wrapping it would not be."""
+    while isinstance(func, functools.partial):
+        func = func.func
+    code = getattr(getattr(func, "__func__", func), "__code__", None)
+    return code is not None and bool(code.co_flags & inspect.CO_ITERABLE_COROUTINE)
+
+
 def _decorate(s: scope, func: Any) -> Any:
-    """``func`` with each call inside ``s``; a coroutine function's await runs inside it too. A
-    generator function (sync or async) stays one, and each resumption of its body is a call."""
-    if inspect.isgeneratorfunction(func):
+    """``func`` with each call inside ``s``; a coroutine function's await runs inside it too (one
+    made by ``@types.coroutine`` also). A generator function (sync or async) stays one, and each
+    resumption of its body is a call."""
+    awaited = _awaited_generator(func)
+    if inspect.isgeneratorfunction(func) and not awaited:
         return _scoped_generator(s, func)
     if inspect.isasyncgenfunction(func):
         return _scoped_async_generator(s, func)
-    if inspect.iscoroutinefunction(func):
+    if inspect.iscoroutinefunction(func) or awaited:
         @functools.wraps(func)
         async def scoped_coroutine(*args: Any, **kwargs: Any) -> Any:
             with s:
