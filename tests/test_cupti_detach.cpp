@@ -244,3 +244,33 @@ TEST_CASE("the activity status trades its pause for the detach's stage, and stay
   CHECK(status_at(DetachStage::kept) == paused);  // refused: paused, as it says
   CHECK(status_at(DetachStage::none) == paused);
 }
+
+// Recording switched off or on after the last window (set_enabled(), which pauses CUPTI while off)
+// leaves the detach alone: no pause or resume of its own while the detach is pending, armed or made,
+// the detach's sequence as without the switches, and the status says the detach, not a pause that
+// recording on would end (CUPTI is detached, or stays paused for good).
+TEST_CASE(
+    "recording switched around the last window's detach makes no CUPTI call, and the status says the detach",
+    "[session][window][tracing][detach]") {
+  FakeCuptiSession traced(one_window());
+  cuscope::step();  // the window's one step ends: paused, the detach pending
+  cuscope::set_enabled(false);
+  cuscope::set_enabled(true);
+  cuscope::set_enabled(false);
+  if (cuscope::detail::detach_stage() == DetachStage::pending)
+    CHECK(cuscope::snapshot().activity_status.ends_with(
+        ", paused after the last step window; CUPTI detaches once the window's records are in"));
+  REQUIRE(reaches(DetachStage::armed));
+  cuscope::set_enabled(true);
+  cuscope::set_enabled(false);
+  CHECK(cuscope::snapshot().activity_status.ends_with(
+      ", paused after the last step window; CUPTI detaches now"));
+  cuscope::detail::api_exit_for_testing();
+  REQUIRE(cuscope::detail::detach_stage() == DetachStage::detached);
+  cuscope::set_enabled(true);
+  cuscope::set_enabled(false);
+  const std::vector<std::string> log = logged();
+  CHECK(without_normal_flushes({log.begin(), std::find(log.begin(), log.end(), "MEMCPY off") + 1}) == kPause);
+  CHECK(after(log, "MEMCPY off") == kDetach);
+  CHECK(cuscope::snapshot().activity_status.ends_with(", detached after the last step window"));
+}

@@ -102,7 +102,9 @@ Report live_report(Session& s) noexcept {
       r.device = s.device;
       r.gpu_timing = timing_with_clock_given_up(s.gpu_timing);
       r.activity_status = s.detach_asked ? with_detach_stage(s.activity_status) : s.activity_status;
-      if (!s.recording_on && s.tracing.load(std::memory_order_relaxed))
+      // Not once the last window asked for the detach: its stage is what holds CUPTI (detached, or
+      // paused for good), whatever the switch says.
+      if (!s.recording_on && s.tracing.load(std::memory_order_relaxed) && !s.detach_asked)
         r.activity_status += ", paused while recording is off (set_enabled(false), CUSCOPE_ENABLE=0)";
       r.counters_status = s.counters_status;
       r.clock = clock_description();

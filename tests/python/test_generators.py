@@ -7,6 +7,7 @@ exceptions) passes through unchanged. docs/python.md ("Lifetimes") says so."""
 import asyncio
 import inspect
 import time
+import types
 
 import pytest
 
@@ -302,3 +303,21 @@ def test_an_async_generator_passes_asend_athrow_and_aclose_through():
     assert find("agen_protocol_finally") is None
     r = find("agen_protocol")
     assert (r.calls, r.open) == (6, 0)  # asend, asend, athrow, aclose; asend, athrow
+
+
+def test_a_decorated_types_coroutine_generator_stays_awaitable_and_its_await_is_one_call():
+    # A generator function made awaitable by @types.coroutine is a coroutine function to its caller:
+    # decorated, it is one, as an async def is (a plain generator wrapping it could not be awaited).
+    @cuscope.scope("legacy_coroutine")
+    @types.coroutine
+    def legacy():
+        yield None  # one trip through the event loop, inside the scope
+        return 7
+
+    async def drive():
+        return [await legacy(), await legacy()]
+
+    assert inspect.iscoroutinefunction(legacy)
+    assert asyncio.run(drive()) == [7, 7]
+    r = find("legacy_coroutine")
+    assert (r.calls, r.open) == (2, 0)
