@@ -211,6 +211,48 @@ TEST_CASE("trace mode: a thread's ring is made as it attaches and before its fir
   std::remove(trace_path.c_str());
 }
 
+// A thread's ring goes back at its exit after its thread_local destructors, as the thread's other
+// objects do: a thread_local built before the thread's first scope is destroyed after anything built
+// then, and its destructor may open a scope. Handed back by a thread_local of its own, the ring went
+// first, that scope made another, and nobody handed it back: the writer held it for good.
+TEST_CASE("trace mode: a scope in a thread_local destructor leaves no ring behind its thread",
+          "[trace][session][lifetime]") {
+  const std::string trace_path = temp_path("tls_ring.cuscope");
+  const std::string json_path = temp_path("tls_ring.json");
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.trace_path = trace_path;
+  o.json_path = json_path;
+  o.gpu_events = false;
+  o.activities = false;
+  cuscope_test::Session session(o);
+  trace::Writer* writer = trace::g_writer.load();
+  REQUIRE(writer != nullptr);
+  { CUSCOPE_SCOPE("main_thread"); }  // this thread's ring, made before counting
+  const std::size_t held = writer->rings_for_testing();
+  struct ScopeAtExit {
+    ~ScopeAtExit() { CUSCOPE_SCOPE("in_a_thread_local_destructor"); }
+  };
+  std::thread exiting([] {
+    static thread_local ScopeAtExit at_exit;  // built before the thread's first scope
+    static_cast<void>(&at_exit);
+    CUSCOPE_SCOPE("first_scope");
+  });
+  exiting.join();
+  // Each writer pass (every 5 ms) frees the rings handed back once drained.
+  for (int waited = 0; waited < 400 && writer->rings_for_testing() != held; ++waited)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  CHECK(writer->rings_for_testing() == held);
+  cuscope::shutdown();
+  Report replayed;
+  std::string error;
+  REQUIRE(trace::replay_file(trace_path, &replayed, &error));
+  REQUIRE(replayed.find("in_a_thread_local_destructor") != nullptr);
+  CHECK(replayed.find("in_a_thread_local_destructor")->calls == 1);
+  CHECK(cuscope::format_json(replayed) == read_file(json_path));
+  std::remove(trace_path.c_str());
+  std::remove(json_path.c_str());
+}
+
 // An end with nothing to end (a pop() with no push()) is no scope event: it was counted in the
 // thread's tree where the thread had one, and so lost to the trace, whose replay then counted fewer
 // unbalanced ends than the exit report. Now one session count, which the trace's summary carries.

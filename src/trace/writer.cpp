@@ -4,6 +4,7 @@
 // writer_activity.cpp's.
 #include "trace/writer.hpp"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -38,12 +39,36 @@ void hand_back() {
   }
   t_hot_ring = {nullptr, 0};
 }
-// Hands the ring back at thread exit: made by the thread's first event (ring_for_this_thread).
-struct HandBackAtExit {
-  bool armed = false;
-  ~HandBackAtExit() { hand_back(); }
+// Hands the ring back at thread exit (ring_for_this_thread arms it): by a pthread key's destructor,
+// which glibc runs after every thread_local destructor of the thread, as make_thread_owned() frees
+// the other per-thread objects (producers/hot_tls.hpp). A thread_local destroyed after the ring was
+// made (one built before the thread's first scope) may still open a scope in its destructor: with a
+// thread_local of its own, the ring would have gone back before it, and the ring that scope made
+// again was never handed back (the writer kept draining it). A ring made again in a key destructor
+// is set on the key again, so glibc hands it back in its next round.
+void hand_back_at_exit(void*) { hand_back(); }
+struct HandBackKey {
+  pthread_key_t key{};
+  bool made = false;
 };
-thread_local HandBackAtExit t_hand_back;
+const HandBackKey& hand_back_key() {
+  static const HandBackKey k = [] {
+    HandBackKey h;
+    h.made = pthread_key_create(&h.key, &hand_back_at_exit) == 0;
+    return h;
+  }();
+  return k;
+}
+// Arms the calling thread's hand-back; without a key (the process used them up), a thread_local's
+// destructor does it, in C++'s order, as before.
+void arm_hand_back() {
+  if (const HandBackKey& k = hand_back_key(); k.made && pthread_setspecific(k.key, &t_hot_ring) == 0) return;
+  struct HandBackAtExit {
+    ~HandBackAtExit() { hand_back(); }
+  };
+  static thread_local HandBackAtExit hand_back_at_exit_fallback;
+  static_cast<void>(&hand_back_at_exit_fallback);
+}
 
 }  // namespace
 
@@ -111,7 +136,7 @@ Writer::Ring* Writer::ring_for_this_thread() noexcept {
     }
     ring.release();
     hand_back();
-    t_hand_back.armed = true;
+    arm_hand_back();
     t_hot_ring = {r, id_};
     return r;
   } catch (...) {
@@ -126,6 +151,11 @@ void Writer::attach_this_thread(std::uint32_t slot, std::uint64_t ns) noexcept {
 }
 
 bool Writer::this_thread_attached() const noexcept { return t_hot_ring.writer_id == id_; }
+
+std::size_t Writer::rings_for_testing() const {
+  std::lock_guard lock(rings_mutex_);
+  return rings_.size();
+}
 
 void Writer::record_slow(ScopeKind kind, std::uint32_t slot, std::uint32_t arg, std::uint64_t ns,
                          std::uint64_t value) noexcept {

@@ -116,6 +116,8 @@ class Writer {
   void attach_this_thread(std::uint32_t slot, std::uint64_t ns) noexcept;
   /// Whether the calling thread has its ring in this writer (tests).
   [[nodiscard]] bool this_thread_attached() const noexcept;
+  /// Rings this writer holds now: those of live threads, and those handed back not yet drained (tests).
+  [[nodiscard]] std::size_t rings_for_testing() const;
 
  private:
   Writer(std::FILE* file, std::uint64_t limit_bytes, const model::NameTable& names);
