@@ -51,14 +51,17 @@ int write_and_close(int fd, const std::string& text) {
   return error;
 }
 
-// Writes `text` over what `path` holds, in place: 0, or the errno of the call that failed. Opened
-// without waiting: a FIFO that no process reads fails at once (ENXIO) instead of blocking the
-// reporter, and at exit the program, for as long as nobody reads it; once open, the writes wait as
-// any writer's would.
+// Writes `text` over what `path` holds, in place: 0, or the errno of the call that failed. A FIFO
+// is opened without waiting: one that no process reads fails at once (ENXIO) instead of blocking
+// the reporter, and at exit the program, for as long as nobody reads it; once open, the writes wait
+// as any writer's would. Anything else opens as before (a file under a lease waits for it).
 int write_to(const std::string& path, const std::string& text) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0666);
+  struct stat st {};
+  const bool fifo = ::stat(path.c_str(), &st) == 0 && S_ISFIFO(st.st_mode);
+  const int fd =
+      ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | (fifo ? O_NONBLOCK : 0), 0666);
   if (fd < 0) return errno;
-  if (const int flags = ::fcntl(fd, F_GETFL); flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  if (const int flags = ::fcntl(fd, F_GETFL); fifo && flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
   return write_and_close(fd, text);
 }
 
