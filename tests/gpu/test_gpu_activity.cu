@@ -188,6 +188,51 @@ TEST_CASE("a repeated window traces its warm-up and active steps only, exactly, 
   }
 }
 
+// Recording switched off (set_enabled(false)) pauses CUPTI's tracing as a wait step does: what is
+// launched while off, in a scope or outside every scope, leaves no record (no range, no unscoped
+// kernel, nothing outside the window); switched on again, tracing resumes and the next scope's
+// kernel is attributed. The GPU is idle at each switch (the pause's in-flight work is the repeated
+// window's case above).
+TEST_CASE("recording switched off leaves the GPU work launched meanwhile unrecorded, by either attribution",
+          "[gpu][cupti]") {
+  for (const cuscope::Attribution how : {cuscope::Attribution::launch, cuscope::Attribution::external}) {
+    cuscope::Options o = cuscope_test::quiet_options();
+    o.attribution = how;
+    cuscope_test::Session session(o);
+    {
+      CUSCOPE_SCOPE("on_before");
+      empty_kernel<<<1, 1>>>();
+    }
+    CHECK_CUDA(cudaDeviceSynchronize());
+    cuscope::set_enabled(false);
+    {
+      CUSCOPE_SCOPE("while_off");
+      empty_kernel<<<1, 1>>>();
+      empty_kernel<<<1, 1>>>();
+    }
+    empty_kernel<<<1, 1>>>();  // outside every scope
+    CHECK_CUDA(cudaDeviceSynchronize());
+    CHECK(cuscope::snapshot().activity_status.find("paused while recording is off") != std::string::npos);
+    cuscope::set_enabled(true);
+    {
+      CUSCOPE_SCOPE("on_after");
+      empty_kernel<<<1, 1>>>();
+    }
+    const cuscope::Report r = settled();
+    INFO("attribution " << (how == cuscope::Attribution::launch ? "launch" : "external"));
+    CHECK(range(r, "on_before").self.kernel_calls == 1);
+    CHECK(range(r, "on_after").self.kernel_calls == 1);
+    CHECK(r.find("while_off") == nullptr);
+    CHECK(r.find("(unscoped)") == nullptr);
+    CHECK(r.diagnostics.outside_window_records == 0);
+    CHECK(r.diagnostics.unresolved_records == 0);
+    CHECK(r.diagnostics.dropped_records == 0);
+    CHECK(r.diagnostics.launch_notes_lost == 0);
+    CHECK(r.activity_status.find("paused while recording is off") == std::string::npos);
+    for (const std::string& note : r.notes) CHECK(note.find("step windows") == std::string::npos);  // none refused
+  }
+}
+
 namespace {
 
 // `launches` kernels in one scope named `name`, with no wait between them: every one counted in
