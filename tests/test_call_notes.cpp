@@ -442,3 +442,71 @@ TEST_CASE("trace mode: noted synchronizes and allocations replay to the exit rep
   std::remove(trace_path.c_str());
   std::remove(json_path.c_str());
 }
+
+// Recording switched off (set_enabled(false)) leaves out what the program calls outside every scope
+// meanwhile, as between step windows: its synchronizes count outside the window (counted, not
+// lost), those before and after in "(unscoped)"; a trace replays the switches to the same report.
+// On a GPU CUPTI's pause turns these callbacks off (the GPU case "recording switched off ..." sees
+// none); they come where CUPTI could not pause, which this session's fake CUPTI stands for: without
+// the switch in the model the middle synchronize landed in "(unscoped)".
+TEST_CASE("a synchronize outside every scope while recording is off counts outside the window, live and replayed",
+          "[launch][calls][trace]") {
+  const std::string trace_path = cuscope_test::trace_kit::temp_path("calls_off.cuscope");
+  const std::string json_path = cuscope_test::trace_kit::temp_path("calls_off.json");
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.trace_path = trace_path;
+  o.json_path = json_path;
+  o.activities = false;  // the test notes the calls itself
+  {
+    NotedSession s(o);
+    using cuscope::detail::now_ns;
+    std::uint64_t t = now_ns();
+    cuscope::detail::note_call(s.sink(), wait(801, t, t + 100));  // on
+    cuscope::set_enabled(false);
+    t = now_ns();
+    cuscope::detail::note_call(s.sink(), wait(802, t, t + 300));  // off: outside
+    {
+      CUSCOPE_SCOPE("while_off");  // records nothing
+    }
+    cuscope::set_enabled(true);
+    t = now_ns();
+    cuscope::detail::note_call(s.sink(), wait(803, t, t + 50));  // on again
+    s.kernels({});
+    const cuscope::Report live = cuscope::snapshot();
+    CHECK(range(live, "(unscoped)").self.sync_count == 2);
+    CHECK(range(live, "(unscoped)").self.sync_ns == 150);
+    CHECK(live.diagnostics.outside_window_records == 1);
+    CHECK(live.diagnostics.unresolved_records == 0);
+    CHECK(live.find("while_off") == nullptr);
+    cuscope::detail::drain_launch_notes(s.sink());
+    cuscope::shutdown();
+  }
+  const std::string exit_json = cuscope_test::trace_kit::read_file(json_path);
+  cuscope::Report replayed;
+  std::string error;
+  REQUIRE(cuscope::trace::replay_file(trace_path, &replayed, &error));
+  CHECK(cuscope::format_json(replayed) == exit_json);
+  CHECK(range(replayed, "(unscoped)").self.sync_count == 2);
+  CHECK(replayed.diagnostics.outside_window_records == 1);
+  std::remove(trace_path.c_str());
+  std::remove(json_path.c_str());
+}
+
+TEST_CASE("a session started with recording off leaves out the calls outside every scope until it is on",
+          "[launch][calls]") {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.enabled = false;  // CUSCOPE_ENABLE=0
+  o.activities = false;
+  NotedSession s(o);
+  using cuscope::detail::now_ns;
+  std::uint64_t t = now_ns();
+  cuscope::detail::note_call(s.sink(), wait(811, t, t + 100));  // off from the start: outside
+  cuscope::set_enabled(true);
+  t = now_ns();
+  cuscope::detail::note_call(s.sink(), wait(812, t, t + 70));
+  s.kernels({});
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(range(r, "(unscoped)").self.sync_count == 1);
+  CHECK(range(r, "(unscoped)").self.sync_ns == 70);
+  CHECK(r.diagnostics.outside_window_records == 1);
+}

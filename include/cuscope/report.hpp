@@ -232,7 +232,9 @@ struct Diagnostics {
   std::uint64_t zero_timestamp_records = 0;
   std::uint64_t unresolved_records = 0;      ///< correlation to a scope never resolved
   std::uint64_t unknown_records = 0;         ///< record kinds cuscope does not decode
-  std::uint64_t outside_window_records = 0;  ///< GPU work of warm-up or waiting steps, left out
+  /// GPU work of warm-up or waiting steps, left out; also calls outside every scope while recording
+  /// is off (set_enabled(false))
+  std::uint64_t outside_window_records = 0;
   std::uint64_t open_scopes = 0;             ///< scopes still open when the snapshot was taken
   std::uint64_t unbalanced_ends = 0;         ///< ends that did not match the innermost open range
   std::uint64_t cross_thread_ends = 0;       ///< scopes ended on another thread than they began

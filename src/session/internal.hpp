@@ -32,6 +32,9 @@ std::uint32_t flags_for(const Session& s, Phase p);
 /// Pauses or resumes CUPTI's tracing for phase `p` and the program's switch (Session::recording_on):
 /// paused outside the window and while recording is off. The caller holds the lifecycle lock.
 void pause_for(const Session& s, Phase p);
+/// Whether the model counts work launched outside every scope in phase `p`: in the active window,
+/// while recording is on (Session::recording_on). The caller holds the lifecycle lock.
+bool records(const Session& s, Phase p);
 
 // threads.cpp
 

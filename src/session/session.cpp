@@ -334,9 +334,10 @@ bool start(const Options& given) {
     if (probe.available) s.peaks = device_peaks();
     if (std::string off = start_trace(s); !off.empty()) warn_once(off);
     trace_step(s.start_ns, 0, phase_of(options, 0) == Phase::Record);
+    if (!options.enabled) trace_recording(s.start_ns, false);
 
     g_flags.store(flags_for(s, phase_of(options, 0)), std::memory_order_relaxed);
-    if (phase_of(options, 0) != Phase::Record) {
+    if (!records(s, phase_of(options, 0))) {
       std::lock_guard agg(s.aggregator_mutex);
       s.aggregator.set_recording(false, s.start_ns);
     }

@@ -84,6 +84,8 @@ void detach_after_last_window(Session& s) {
 
 }  // namespace
 
+bool records(const Session& s, Phase p) { return p == Phase::Record && s.recording_on; }
+
 // Wait steps, or steps after the last window (phase_of: Done, which a window without an active
 // bound, or repeated without end, never reaches).
 bool pauses_tracing(const Options& o) { return o.wait_steps != 0 || (o.active_steps != 0 && o.repeat != 0); }
@@ -111,9 +113,9 @@ void step() {
   const std::uint64_t ended = now_ns();
   trace_step(ended, finished + 1, next == Phase::Record);
   if (was == next) return;
-  if ((was == Phase::Record) != (next == Phase::Record)) {
+  if (records(s, was) != records(s, next)) {
     std::lock_guard agg(s.aggregator_mutex);
-    s.aggregator.set_recording(next == Phase::Record, ended);
+    s.aggregator.set_recording(records(s, next), ended);
   }
   if (paused_in(was) != paused_in(next)) pause_for(s, next);
   if (next == Phase::Done) detach_after_last_window(s);
@@ -129,8 +131,18 @@ void set_enabled(bool on) {
   if (s.shut_down) return;
   g_state.store(on ? kOn : kOff, std::memory_order_release);
   if (s.recording_on == on) return;
+  const Phase p = phase_of(s.options, s.steps.load(std::memory_order_relaxed));
+  const bool was = records(s, p);
   s.recording_on = on;
-  pause_for(s, phase_of(s.options, s.steps.load(std::memory_order_relaxed)));
+  // The switch's time, in the model as in the trace: what is called outside every scope while
+  // recording is off (host-timed synchronizes, allocations) counts outside the window.
+  const std::uint64_t now = now_ns();
+  trace_recording(now, on);
+  if (records(s, p) != was) {
+    std::lock_guard agg(s.aggregator_mutex);
+    s.aggregator.set_recording(records(s, p), now);
+  }
+  pause_for(s, p);
 }
 
 bool enabled() {

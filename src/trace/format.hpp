@@ -67,8 +67,12 @@ enum class RecordType : std::uint32_t {
   /// the graph whose top-level nodes these are succeeded in the API call `correlation` (bounded
   /// like GraphExecNodes).
   GraphExecUpdate = 21,
+  /// u64 now_ns, u8 on: the program switched recording on (1) or off (0) from now on
+  /// (set_enabled(), or CUSCOPE_ENABLE=0 at the start): work launched outside every scope while it is
+  /// off counts as outside the window, as between windows. Files before 2026-11-28 lack it.
+  Recording = 22,
 };
-inline constexpr RecordType kLastRecordType = RecordType::GraphExecUpdate;
+inline constexpr RecordType kLastRecordType = RecordType::Recording;
 /// The most node ids a graph record holds (its payload stays under kMaxRecordBytes).
 inline constexpr std::uint32_t kMaxGraphIds = (kMaxRecordBytes - 64) / 8;
 

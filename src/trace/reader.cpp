@@ -60,6 +60,8 @@ std::string describe(RecordType t) {
       return "graph exec's nodes";
     case RecordType::GraphExecUpdate:
       return "graph exec update";
+    case RecordType::Recording:
+      return "recording switch";
   }
   return "unknown";
 }
@@ -409,6 +411,13 @@ bool Reader::dispatch(RecordType type, Decoder& d, Visitor& v, std::string* erro
       const auto recording = d.get<std::uint8_t>();
       if (!d.done() || recording > 1) return false;
       v.step(now, step, recording == 1);
+      return true;
+    }
+    case RecordType::Recording: {
+      const auto now = d.get<std::uint64_t>();
+      const auto on = d.get<std::uint8_t>();
+      if (!d.done() || on > 1) return false;
+      v.recording(now, on == 1);
       return true;
     }
     case RecordType::Summary: {

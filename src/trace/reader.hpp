@@ -42,6 +42,8 @@ class Visitor {
   /// A scope's CUDA-event time for the range whose path is `names` (name ids, top-level first).
   virtual void gpu_time(std::uint64_t /*ns*/, const std::vector<std::uint32_t>& /*names*/) {}
   virtual void step(std::uint64_t /*now_ns*/, std::uint64_t /*step*/, bool /*recording*/) {}
+  /// The program switched recording on or off (set_enabled()): not a step's end.
+  virtual void recording(std::uint64_t /*now_ns*/, bool /*on*/) {}
   virtual void summary(const Summary& /*s*/) {}
   virtual void end(std::uint64_t /*dropped*/) {}
 };

@@ -141,15 +141,19 @@ class Replay final : public Visitor {
       }
     }
   }
-  // Mark k ends step k (1-based); its flag says whether the steps after it record.
-  void step(std::uint64_t now_ns, std::uint64_t step, bool recording) override {
+  // Mark k ends step k (1-based); its flag says whether the steps after it are in the window.
+  void step(std::uint64_t now_ns, std::uint64_t step, bool in_window) override {
     if (step != 0) {
       marked_steps_ = step;
-      if (recording_) ++marked_recorded_;
+      if (in_window_) ++marked_recorded_;
     }
-    if (recording == recording_) return;
-    recording_ = recording;
-    agg_.set_recording(recording, now_ns);
+    in_window_ = in_window;
+    follow(now_ns);
+  }
+  // The program switched recording on or off (set_enabled()).
+  void recording(std::uint64_t now_ns, bool on) override {
+    on_ = on;
+    follow(now_ns);
   }
   void summary(const Summary& s) override {
     summary_ = s;
@@ -238,7 +242,14 @@ class Replay final : public Visitor {
   model::Aggregator agg_{forest_};
   absl::flat_hash_map<std::uint32_t, std::uint32_t> names_;  // live name id -> replay id
   absl::flat_hash_map<std::uint32_t, model::ThreadTree*> trees_;
-  bool recording_ = true;
+  // The model records work outside every scope in the window while recording is on, as live
+  // (session/window.cpp: records()).
+  void follow(std::uint64_t now_ns) {
+    if ((in_window_ && on_) == recording_) return;
+    recording_ = in_window_ && on_;
+    agg_.set_recording(recording_, now_ns);
+  }
+  bool in_window_ = true, on_ = true, recording_ = true;
   // For a trace cut before its summary: the steps its marks count, and wait + warm-up from its options.
   std::uint64_t marked_steps_ = 0, marked_recorded_ = 0, window_start_ = 0;
   Summary summary_;

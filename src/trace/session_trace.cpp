@@ -67,6 +67,13 @@ void trace_step(std::uint64_t now_ns, std::uint64_t step, bool recording) noexce
   }
 }
 
+void trace_recording(std::uint64_t now_ns, bool on) noexcept {
+  try {
+    if (trace::Writer* w = trace::g_writer.load(std::memory_order_acquire)) w->recording(now_ns, on);
+  } catch (...) {  // out of memory: the switch is lost; the replay then counts the work as recorded
+  }
+}
+
 void finish_trace() noexcept {
   if (g_active == nullptr) return;
   trace::g_writer.store(nullptr, std::memory_order_release);

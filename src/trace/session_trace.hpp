@@ -18,6 +18,8 @@ std::string start_trace(Session& s) noexcept;
 bool trace_on() noexcept;
 /// A step mark: step `step` (1-based; 0 = the session's start) ended at `now_ns`.
 void trace_step(std::uint64_t now_ns, std::uint64_t step, bool recording) noexcept;
+/// The program switched recording on or off (set_enabled()) at `now_ns`.
+void trace_recording(std::uint64_t now_ns, bool on) noexcept;
 /// Stops recording and writes what was recorded; afterwards trace_dropped() is final.
 void finish_trace() noexcept;
 /// Records that did not fit in the trace so far.

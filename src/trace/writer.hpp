@@ -79,6 +79,8 @@ class Writer {
   /// A step mark: step number `step` (1-based) ended at `now_ns`; 0 is the session's start. `recording`:
   /// whether the steps from now on are inside the window.
   void step(std::uint64_t now_ns, std::uint64_t step, bool recording);
+  /// The program switched recording on or off (set_enabled()) at `now_ns`.
+  void recording(std::uint64_t now_ns, bool on);
 
   /// Stops the writer thread after writing everything recorded so far; record() drops from now.
   void finish_events();
