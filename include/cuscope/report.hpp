@@ -232,8 +232,8 @@ struct Diagnostics {
   std::uint64_t zero_timestamp_records = 0;
   std::uint64_t unresolved_records = 0;      ///< correlation to a scope never resolved
   std::uint64_t unknown_records = 0;         ///< record kinds cuscope does not decode
-  /// GPU work of warm-up or waiting steps, left out; also calls outside every scope while recording
-  /// is off (set_enabled(false))
+  /// GPU work of warm-up or waiting steps, left out; also work outside every scope while recording is
+  /// off (set_enabled(false)) where CUPTI could not pause
   std::uint64_t outside_window_records = 0;
   std::uint64_t open_scopes = 0;             ///< scopes still open when the snapshot was taken
   std::uint64_t unbalanced_ends = 0;         ///< ends that did not match the innermost open range
