@@ -15,7 +15,10 @@
 // lines (each over `never`); TOGGLE lines: the host time of each switch, medians over the rounds;
 // RESULT on.first_batch: the first batch after switching on (instrumentation paid again?); COUNTS:
 // kernel records and launch callbacks per state against the launches made (on: one record each;
-// every other state: none). CONCLUSION lines are computed from the data.
+// every other state: none). REATTACH: for each switch on after a detach, the last launch's
+// correlation id before the detach and the first one after (do CUPTI's ids start again at a
+// re-attach? A tracer that detaches between windows keys its books by them). CONCLUSION lines are
+// computed from the data.
 //
 // INFLIGHT, once after the rounds and their lines: what a tracer that pauses at a step boundary,
 // while the program's GPU work still runs, gets of that work. While `on`: a kernel held on the GPU
@@ -43,6 +46,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "probe_common.hpp"
@@ -72,6 +76,9 @@ std::atomic<std::uint64_t> g_memset_records{0};
 std::atomic<std::uint64_t> g_memcpy_records{0};
 std::atomic<std::uint64_t> g_zero_timestamps{0};  // kernel, set and copy records with a zero start or end
 std::atomic<std::uint64_t> g_launch_callbacks{0};
+std::atomic<std::uint32_t> g_last_correlation{0};   // the last launch callback's correlation id
+std::atomic<std::uint32_t> g_first_after_attach{0};  // the first one after the last re-attach
+std::atomic<bool> g_want_first{false};
 
 void count(std::atomic<std::uint64_t>& records, std::uint64_t start_ns, std::uint64_t end_ns) {
   records.fetch_add(1, std::memory_order_relaxed);
@@ -102,7 +109,11 @@ void parse(const CUpti_Activity* r) {
 
 void CUPTIAPI on_launch(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void* data) {
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
-  if (cb->callbackSite == CUPTI_API_ENTER) g_launch_callbacks.fetch_add(1, std::memory_order_relaxed);
+  if (cb->callbackSite != CUPTI_API_ENTER) return;
+  g_launch_callbacks.fetch_add(1, std::memory_order_relaxed);
+  if (g_want_first.load(std::memory_order_relaxed) && g_want_first.exchange(false))
+    g_first_after_attach.store(cb->correlationId, std::memory_order_relaxed);
+  g_last_correlation.store(cb->correlationId, std::memory_order_relaxed);
 }
 
 constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
@@ -135,9 +146,15 @@ class Tracer {
   State state() const { return state_; }
 
   void go(State to, std::vector<double> (*toggle_ns)[kStates]) {
+    settle_reattach();
     const std::uint64_t start = probe::now_ns();
     if (to == kOn) {
-      if (state_ == kFinalized) probe::Buffers::start(&parse);  // buffer callbacks again after a detach
+      if (state_ == kFinalized) {
+        probe::Buffers::start(&parse);  // buffer callbacks again after a detach
+        reattach_.push_back({g_last_correlation.load(), 0});
+        g_first_after_attach.store(0);
+        g_want_first.store(true);
+      }
       if (sub_ == nullptr) PROBE_CUPTI(cuptiSubscribe(&sub_, &on_launch, nullptr));
       for (CUpti_CallbackId id : ids_) PROBE_CUPTI(cuptiEnableCallback(1, sub_, CUPTI_CB_DOMAIN_DRIVER_API, id));
       for (CUpti_ActivityKind k : kKinds) PROBE_CUPTI(cuptiActivityEnable(k));
@@ -169,6 +186,11 @@ class Tracer {
     state_ = kUnsubscribed;
   }
   std::size_t callbacks() const { return ids_.size(); }
+  /// Each re-attach's last correlation id before its detach and the first after (0: no launch yet).
+  const std::vector<std::pair<std::uint32_t, std::uint32_t>>& reattaches() {
+    settle_reattach();
+    return reattach_;
+  }
   bool finalize_refused() const { return finalize_refused_; }
 
   /// From `on` to `paused` as go() switches, but with no flush: the records of work still running
@@ -186,6 +208,12 @@ class Tracer {
       PROBE_CUPTI(cuptiEnableCallback(0, sub_, CUPTI_CB_DOMAIN_DRIVER_API, id));
   }
 
+  // The last re-attach's first correlation id, once its launches ran (at the next switch).
+  void settle_reattach() {
+    if (!reattach_.empty() && reattach_.back().second == 0) reattach_.back().second = g_first_after_attach.load();
+  }
+
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> reattach_;
   State state_ = kUnsubscribed;
   CUpti_SubscriberHandle sub_ = nullptr;
   std::vector<CUpti_CallbackId> ids_;
@@ -454,6 +482,19 @@ int main(int argc, char** argv) {
               probe::percentile(toggle_ns[kOn][kFinalized], 0.5) / 1e3,
               counts_right ? "every launch traced while on, none otherwise, re-attached after each detach"
                            : "the records or callbacks do NOT match the states (see COUNTS)");
+  int restarted = 0, continued = 0;
+  for (const auto& [before, after] : tracer.reattaches()) {
+    std::printf("REATTACH last_before_detach=%u first_after=%u\n", before, after);
+    if (after == 0) continue;
+    (after <= before ? restarted : continued) += 1;
+  }
+  if (restarted + continued == 0) {
+    std::printf("CONCLUSION reattach: no launch after a re-attach was seen (no finalized state?)\n");
+  } else {
+    std::printf("CONCLUSION reattach: of %d re-attaches, correlation ids started again at or below the "
+                "last id before the detach in %d, went on above it in %d\n",
+                restarted + continued, restarted, continued);
+  }
   in_flight(tracer, s);
   PROBE_CUDA(cudaStreamDestroy(s));
   return 0;
