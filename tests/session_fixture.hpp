@@ -42,6 +42,16 @@ inline cuscope::Options default_events(cuscope::Options o = quiet_options()) {
   o.events = cuscope::EventTiming::automatic;
   return o;
 }
+// A session whose trace must replay to its exit report: both files, and CUPTI faked (a test hands
+// buffers to the decoder itself; CUDA events are not in a trace).
+inline cuscope::Options replayable_options(const std::string& trace_path, const std::string& json_path) {
+  cuscope::Options o = quiet_options();
+  o.trace_path = trace_path;
+  o.json_path = json_path;
+  o.gpu_events = false;
+  o.activities = false;
+  return o;
+}
 
 // GPU_TEST_TRACE_DIR (tests/gpu-check.sh): each test case's session also writes a trace there,
 // named after the case, which CPU tests replay (tests/data/gpu/); a case's later sessions get

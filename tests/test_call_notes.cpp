@@ -406,10 +406,8 @@ TEST_CASE("trace mode: noted synchronizes and allocations replay to the exit rep
           "[launch][calls][trace]") {
   const std::string trace_path = cuscope_test::trace_kit::temp_path("calls.cuscope");
   const std::string json_path = cuscope_test::trace_kit::temp_path("calls.json");
-  cuscope::Options o = cuscope_test::quiet_options();
-  o.trace_path = trace_path;
-  o.json_path = json_path;
-  o.activities = false;  // the test notes the calls itself
+  // The test notes the calls itself.
+  const cuscope::Options o = cuscope_test::replayable_options(trace_path, json_path);
   {
     NotedSession s(o);
     using K = CallNote::Kind;
@@ -453,10 +451,8 @@ TEST_CASE("a synchronize outside every scope while recording is off counts outsi
           "[launch][calls][trace]") {
   const std::string trace_path = cuscope_test::trace_kit::temp_path("calls_off.cuscope");
   const std::string json_path = cuscope_test::trace_kit::temp_path("calls_off.json");
-  cuscope::Options o = cuscope_test::quiet_options();
-  o.trace_path = trace_path;
-  o.json_path = json_path;
-  o.activities = false;  // the test notes the calls itself
+  // The test notes the calls itself.
+  const cuscope::Options o = cuscope_test::replayable_options(trace_path, json_path);
   {
     NotedSession s(o);
     using cuscope::detail::now_ns;

@@ -60,17 +60,6 @@ struct PausedSession {
   PausedSession& operator=(const PausedSession&) = delete;
 };
 
-// Options for a session whose trace must replay to its exit report: both files, and CUPTI faked
-// (the test hands buffers to the decoder itself; CUDA events are not in a trace).
-cuscope::Options replayable_options(const std::string& trace_path, const std::string& json_path) {
-  cuscope::Options o = cuscope_test::quiet_options();
-  o.trace_path = trace_path;
-  o.json_path = json_path;
-  o.gpu_events = false;
-  o.activities = false;
-  return o;
-}
-
 // The trace, replayed, gives the exit report's JSON; both files go.
 void check_replay_matches_exit(const std::string& trace_path, const std::string& json_path) {
   const std::string exit_json = cuscope_test::trace_kit::read_file(json_path);
@@ -219,7 +208,7 @@ TEST_CASE("a window closes when its step ends, not after CUPTI's pause: live and
   using cuscope_test::trace_kit::temp_path;
   const std::string trace_path = temp_path("pause_window.cuscope");
   const std::string json_path = temp_path("pause_window.json");
-  cuscope::Options o = replayable_options(trace_path, json_path);
+  cuscope::Options o = cuscope_test::replayable_options(trace_path, json_path);
   o.wait_steps = 1;
   o.active_steps = 1;
   o.repeat = 0;  // wait 0, active 1, wait 2, ...
@@ -325,7 +314,7 @@ TEST_CASE("a repeated window replays from its trace to the exit report", "[sessi
   using cuscope_test::trace_kit::temp_path;
   const std::string trace_path = temp_path("repeated_window.cuscope");
   const std::string json_path = temp_path("repeated_window.json");
-  cuscope::Options o = replayable_options(trace_path, json_path);
+  cuscope::Options o = cuscope_test::replayable_options(trace_path, json_path);
   o.wait_steps = 1;
   o.warmup_steps = 1;
   o.active_steps = 1;

@@ -219,12 +219,7 @@ TEST_CASE("trace mode: a scope in a thread_local destructor leaves no ring behin
           "[trace][session][lifetime]") {
   const std::string trace_path = temp_path("tls_ring.cuscope");
   const std::string json_path = temp_path("tls_ring.json");
-  cuscope::Options o = cuscope_test::quiet_options();
-  o.trace_path = trace_path;
-  o.json_path = json_path;
-  o.gpu_events = false;
-  o.activities = false;
-  cuscope_test::Session session(o);
+  cuscope_test::Session session(cuscope_test::replayable_options(trace_path, json_path));
   trace::Writer* writer = trace::g_writer.load();
   REQUIRE(writer != nullptr);
   { CUSCOPE_SCOPE("main_thread"); }  // this thread's ring, made before counting
@@ -259,12 +254,7 @@ TEST_CASE("trace mode: a scope in a thread_local destructor leaves no ring behin
 TEST_CASE("trace mode: ends with nothing to end replay as the exit report counts them", "[trace][session]") {
   const std::string trace_path = temp_path("stray.cuscope");
   const std::string json_path = temp_path("stray.json");
-  cuscope::Options o = cuscope_test::quiet_options();
-  o.trace_path = trace_path;
-  o.json_path = json_path;
-  o.gpu_events = false;
-  o.activities = false;
-  cuscope_test::Session session(o);
+  cuscope_test::Session session(cuscope_test::replayable_options(trace_path, json_path));
   {
     CUSCOPE_SCOPE("before");  // this thread has its tree now
   }
