@@ -424,21 +424,15 @@ TEST_CASE("trace mode: noted synchronizes and allocations replay to the exit rep
     cuscope::detail::drain_launch_notes(s.sink());
     cuscope::shutdown();
   }
-  const std::string exit_json = cuscope_test::trace_kit::read_file(json_path);
-  cuscope::Report replayed;
-  std::string error;
-  REQUIRE(cuscope::trace::replay_file(trace_path, &replayed, &error));
   // The exit report exactly, cuscope's own processing time (the collector's drains) included: the
   // trace's summary carries it.
-  CHECK(cuscope::format_json(replayed) == exit_json);
+  const cuscope::Report replayed = cuscope_test::trace_kit::replay_as_exit(trace_path, json_path);
   CHECK(replayed.diagnostics.activity_processing_ns > 0);
   const auto& step = range(replayed, "step");
   CHECK(step.self.sync_count == 2);
   CHECK(step.self.sync_ns == 600);
   CHECK(step.self.alloc_count == 2);
   CHECK(step.self.free_bytes == 512);
-  std::remove(trace_path.c_str());
-  std::remove(json_path.c_str());
 }
 
 // Recording switched off (set_enabled(false)) leaves out what the program calls outside every scope
@@ -477,15 +471,9 @@ TEST_CASE("a synchronize outside every scope while recording is off counts outsi
     cuscope::detail::drain_launch_notes(s.sink());
     cuscope::shutdown();
   }
-  const std::string exit_json = cuscope_test::trace_kit::read_file(json_path);
-  cuscope::Report replayed;
-  std::string error;
-  REQUIRE(cuscope::trace::replay_file(trace_path, &replayed, &error));
-  CHECK(cuscope::format_json(replayed) == exit_json);
+  const cuscope::Report replayed = cuscope_test::trace_kit::replay_as_exit(trace_path, json_path);
   CHECK(range(replayed, "(unscoped)").self.sync_count == 2);
   CHECK(replayed.diagnostics.outside_window_records == 1);
-  std::remove(trace_path.c_str());
-  std::remove(json_path.c_str());
 }
 
 TEST_CASE("a session started with recording off leaves out the calls outside every scope until it is on",

@@ -60,16 +60,6 @@ struct PausedSession {
   PausedSession& operator=(const PausedSession&) = delete;
 };
 
-// The trace, replayed, gives the exit report's JSON; both files go.
-void check_replay_matches_exit(const std::string& trace_path, const std::string& json_path) {
-  const std::string exit_json = cuscope_test::trace_kit::read_file(json_path);
-  cuscope::Report replayed;
-  std::string error;
-  REQUIRE(cuscope::trace::replay_file(trace_path, &replayed, &error));
-  CHECK(cuscope::format_json(replayed) == exit_json);
-  std::remove(trace_path.c_str());
-  std::remove(json_path.c_str());
-}
 
 // `steps` steps, each one scope named `name`, then the report.
 cuscope::Report run_steps(int steps, const char* name) {
@@ -233,7 +223,7 @@ TEST_CASE("a window closes when its step ends, not after CUPTI's pause: live and
     CHECK(live.find("(unscoped)") == nullptr);
     cuscope::shutdown();
   }
-  check_replay_matches_exit(trace_path, json_path);
+  cuscope_test::trace_kit::replay_as_exit(trace_path, json_path);
 }
 
 namespace {
@@ -344,7 +334,7 @@ TEST_CASE("a repeated window replays from its trace to the exit report", "[sessi
     CHECK(live.diagnostics.outside_window_records == 6);
     cuscope::shutdown();
   }
-  check_replay_matches_exit(trace_path, json_path);  // 'cycled' twice, as live
+  cuscope_test::trace_kit::replay_as_exit(trace_path, json_path);  // 'cycled' twice, as live
 }
 
 // Recording switched off (set_enabled(false)) pauses CUPTI's tracing as a wait step does: the GPU

@@ -35,6 +35,7 @@ namespace {
 
 using cuscope::Report;
 using cuscope_test::trace_kit::read_file;
+using cuscope_test::trace_kit::replay_as_exit;
 using cuscope_test::trace_kit::temp_path;
 namespace trace = cuscope::trace;
 namespace model = cuscope::model;
@@ -83,19 +84,13 @@ TEST_CASE("trace mode in a session: scopes, counts, steps and CUPTI buffers repl
     cuscope::step();
   }
   cuscope::shutdown();
-  const std::string exit_json = read_file(json_path);
-  Report replayed;
-  std::string error;
-  REQUIRE(trace::replay_file(trace_path, &replayed, &error));
-  CHECK(cuscope::format_json(replayed) == exit_json);
+  const Report replayed = replay_as_exit(trace_path, json_path);
   REQUIRE(replayed.find("step/layer") != nullptr);
   REQUIRE(replayed.find("pushed") != nullptr);
   CHECK(replayed.find("step/layer")->self.kernel_calls == 3);
   CHECK(replayed.diagnostics.outside_window_records == 1);
   CHECK(replayed.diagnostics.depth_overflows == 3);
   CHECK(replayed.find("pushed")->calls == 3);
-  std::remove(trace_path.c_str());
-  std::remove(json_path.c_str());
 }
 
 // The H100 run's test traces (each ended by reset_for_testing, not a shutdown) named no device and
@@ -238,14 +233,9 @@ TEST_CASE("trace mode: a scope in a thread_local destructor leaves no ring behin
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   CHECK(writer->rings_for_testing() == held);
   cuscope::shutdown();
-  Report replayed;
-  std::string error;
-  REQUIRE(trace::replay_file(trace_path, &replayed, &error));
+  const Report replayed = replay_as_exit(trace_path, json_path);
   REQUIRE(replayed.find("in_a_thread_local_destructor") != nullptr);
   CHECK(replayed.find("in_a_thread_local_destructor")->calls == 1);
-  CHECK(cuscope::format_json(replayed) == read_file(json_path));
-  std::remove(trace_path.c_str());
-  std::remove(json_path.c_str());
 }
 
 // An end with nothing to end (a pop() with no push()) is no scope event: it was counted in the
@@ -262,15 +252,9 @@ TEST_CASE("trace mode: ends with nothing to end replay as the exit report counts
   std::thread never_in_a_scope([] { cuscope::pop(); });
   never_in_a_scope.join();
   cuscope::shutdown();
-  const std::string exit_json = read_file(json_path);
-  Report replayed;
-  std::string error;
-  REQUIRE(trace::replay_file(trace_path, &replayed, &error));
+  const Report replayed = replay_as_exit(trace_path, json_path);
   CHECK(replayed.final);  // the session's end is in the file
   CHECK(replayed.diagnostics.unbalanced_ends == 2);
-  CHECK(cuscope::format_json(replayed) == exit_json);
-  std::remove(trace_path.c_str());
-  std::remove(json_path.c_str());
 }
 
 TEST_CASE("a trace path that cannot be written turns trace mode off with a note", "[trace][session]") {

@@ -1,5 +1,6 @@
-// What the trace tests share (test_trace_replay.cpp, test_trace_file.cpp, test_trace_session.cpp):
-// temporary paths and whole-file reads, a live model whose every input is also written to a trace
+// What the trace tests share (test_trace_replay.cpp, test_trace_file.cpp, test_trace_session.cpp,
+// and the session tests that replay their traces): temporary paths and whole-file reads, a session's
+// trace replayed against its exit report, a live model whose every input is also written to a trace
 // (Recorded), a small recorded run of two ranges, and a visitor that collects a trace's copies.
 // Never a test case here; never a session (the session's cases make their own).
 #pragma once
@@ -20,6 +21,7 @@
 #include "model/range_tree.hpp"
 #include "session/hardware.hpp"
 #include "trace/reader.hpp"
+#include "trace/replay.hpp"
 #include "trace/writer.hpp"
 
 namespace cuscope_test::trace_kit {
@@ -35,6 +37,19 @@ inline std::string temp_path(const std::string& name) {
 inline std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// A session's trace replayed: it must give the session's exit report (the JSON at `json_path`) to
+// the byte. Both files go; the replayed report comes back for the case's own checks.
+inline Report replay_as_exit(const std::string& trace_path, const std::string& json_path) {
+  const std::string exit_json = read_file(json_path);
+  Report replayed;
+  std::string error;
+  REQUIRE(trace::replay_file(trace_path, &replayed, &error));
+  CHECK(cuscope::format_json(replayed) == exit_json);
+  std::remove(trace_path.c_str());
+  std::remove(json_path.c_str());
+  return replayed;
 }
 
 // A live model (one thread's tree and an aggregator) whose every input is also written to a trace.
