@@ -17,7 +17,9 @@
 // kernel records and launch callbacks per state against the launches made (on: one record each;
 // every other state: none). REATTACH: for each switch on after a detach, the last launch's
 // correlation id before the detach and the first one after (do CUPTI's ids start again at a
-// re-attach? A tracer that detaches between windows keys its books by them). CONCLUSION lines are
+// re-attach? A tracer that detaches between windows keys its books by them). GRAPHNODE: the same
+// question of CUPTI's graph node ids (cuptiGetGraphNodeId of a new graph's kernel node, made just
+// before the detach and just after the re-attach, outside the timed switch). CONCLUSION lines are
 // computed from the data.
 //
 // INFLIGHT, once after the rounds and their lines: what a tracer that pauses at a step boundary,
@@ -139,6 +141,23 @@ const char* const kStateWhat[kStates] = {
     "kinds disabled, cuptiUnsubscribe",
     "kinds disabled, cuptiUnsubscribe, cuptiFinalize (CUPTI detached)"};
 
+/// A new graph's one kernel node's id as CUPTI gives it (cuptiGetGraphNodeId); 0 where refused. Only
+/// while CUPTI is attached: a CUPTI call after the detach would attach it again.
+std::uint64_t new_graph_node_id() {
+  cudaGraph_t graph = nullptr;
+  PROBE_CUDA(cudaGraphCreate(&graph, 0));
+  cudaKernelNodeParams params{};
+  params.func = reinterpret_cast<void*>(&empty_kernel);
+  params.gridDim = dim3(1);
+  params.blockDim = dim3(1);
+  cudaGraphNode_t node = nullptr;
+  PROBE_CUDA(cudaGraphAddKernelNode(&node, graph, nullptr, 0, &params));
+  std::uint64_t id = 0;
+  if (cuptiGetGraphNodeId(node, &id) != CUPTI_SUCCESS) id = 0;
+  PROBE_CUDA(cudaGraphDestroy(graph));
+  return id;
+}
+
 /// Where CUPTI is, and the switches between its states; each switch's host time is one sample of
 /// the TOGGLE line of its two states.
 class Tracer {
@@ -147,6 +166,8 @@ class Tracer {
 
   void go(State to, std::vector<double> (*toggle_ns)[kStates]) {
     settle_reattach();
+    const State from = state_;
+    if (to == kFinalized && from == kOn) graph_before_detach_ = new_graph_node_id();
     const std::uint64_t start = probe::now_ns();
     if (to == kOn) {
       if (state_ == kFinalized) {
@@ -178,7 +199,10 @@ class Tracer {
     }
     toggle_ns[state_][to].push_back(static_cast<double>(probe::now_ns() - start));
     state_ = to;
+    if (from == kFinalized && to == kOn) graph_ids_.push_back({graph_before_detach_, new_graph_node_id()});
   }
+  /// Each re-attach's graph node ids: a new node's just before the detach, and just after.
+  const std::vector<std::pair<std::uint64_t, std::uint64_t>>& graph_ids() const { return graph_ids_; }
 
   void begin() {
     ids_ = launch_cbids();
@@ -214,6 +238,8 @@ class Tracer {
   }
 
   std::vector<std::pair<std::uint32_t, std::uint32_t>> reattach_;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> graph_ids_;
+  std::uint64_t graph_before_detach_ = 0;
   State state_ = kUnsubscribed;
   CUpti_SubscriberHandle sub_ = nullptr;
   std::vector<CUpti_CallbackId> ids_;
@@ -495,6 +521,16 @@ int main(int argc, char** argv) {
                 "last id before the detach in %d, went on above it in %d\n",
                 restarted + continued, restarted, continued);
   }
+  int graph_restarted = 0, graph_continued = 0;
+  for (const auto& [before, after] : tracer.graph_ids()) {
+    std::printf("GRAPHNODE before_detach=%llu after_reattach=%llu\n", static_cast<unsigned long long>(before),
+                static_cast<unsigned long long>(after));
+    if (before == 0 || after == 0) continue;
+    (after <= before ? graph_restarted : graph_continued) += 1;
+  }
+  std::printf("CONCLUSION graphnode: of %d re-attaches with both ids, a new graph node's id started again at "
+              "or below the last one before the detach in %d, went on above it in %d\n",
+              graph_restarted + graph_continued, graph_restarted, graph_continued);
   in_flight(tracer, s);
   PROBE_CUDA(cudaStreamDestroy(s));
   return 0;
