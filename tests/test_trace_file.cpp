@@ -16,6 +16,7 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "trace/reader.hpp"
@@ -39,18 +40,23 @@ void write_file(const std::string& path, const std::string& bytes) {
 }
 
 // A trace of one Memcpy record with `payload` as its payload, then End.
-std::string trace_with_memcpy(const std::string& payload) {
+// A trace of one record of `type` with `payload`, then its end.
+std::string trace_with_record(trace::RecordType type, const std::string& payload) {
   std::string out(trace::kMagic, sizeof(trace::kMagic));
   trace::Encoder e(out);
   e.put(trace::kVersion);
   e.put(trace::kHeaderBytes);
-  std::size_t at = e.begin(trace::RecordType::Memcpy);
+  std::size_t at = e.begin(type);
   out += payload;
   e.finish(at);
   at = e.begin(trace::RecordType::End);
   e.put(std::uint64_t{0});
   e.finish(at);
   return out;
+}
+
+std::string trace_with_memcpy(const std::string& payload) {
+  return trace_with_record(trace::RecordType::Memcpy, payload);
 }
 
 // A Memcpy payload as version 1 wrote it before the memory kinds.
@@ -483,4 +489,49 @@ TEST_CASE("the summary carries cuscope's own processing, and a trace from before
   CHECK(cuscope::format_table(before).find("cuscope's own work") == std::string::npos);
   CHECK(before.find("step") != nullptr);
   std::remove(rec.path.c_str());
+}
+
+TEST_CASE("a Recording record reads as the switch it says; another value or length is refused",
+          "[trace][window]") {
+  struct Switches : trace::Visitor {
+    std::vector<std::pair<std::uint64_t, bool>> seen;
+    void recording(std::uint64_t now_ns, bool on) override { seen.emplace_back(now_ns, on); }
+  };
+  const auto payload = [](std::uint64_t now_ns, std::uint8_t on) {
+    std::string p;
+    trace::Encoder e(p);
+    e.put(now_ns);
+    e.put(on);
+    return p;
+  };
+  const std::string path = temp_path("recording_switch.cuscope");
+  trace::Reader reader;
+  std::string error;
+  Switches switches;
+  SECTION("off") {
+    write_file(path, trace_with_record(trace::RecordType::Recording, payload(1234, 0)));
+    REQUIRE(reader.open(path, &error));
+    REQUIRE(reader.read(switches, &error));
+    CHECK(switches.seen == std::vector<std::pair<std::uint64_t, bool>>{{1234, false}});
+  }
+  SECTION("on") {
+    write_file(path, trace_with_record(trace::RecordType::Recording, payload(5678, 1)));
+    REQUIRE(reader.open(path, &error));
+    REQUIRE(reader.read(switches, &error));
+    CHECK(switches.seen == std::vector<std::pair<std::uint64_t, bool>>{{5678, true}});
+  }
+  SECTION("a value past 1") {
+    write_file(path, trace_with_record(trace::RecordType::Recording, payload(1234, 2)));
+    REQUIRE(reader.open(path, &error));
+    CHECK_FALSE(reader.read(switches, &error));
+    CHECK(error == "malformed: a recording switch record at byte 24");
+  }
+  SECTION("a byte short") {
+    write_file(path, trace_with_record(trace::RecordType::Recording, payload(1234, 1).substr(0, 8)));
+    REQUIRE(reader.open(path, &error));
+    CHECK_FALSE(reader.read(switches, &error));
+    CHECK(error == "malformed: a recording switch record at byte 24");
+  }
+  CHECK(switches.seen.size() <= 1);
+  std::remove(path.c_str());
 }

@@ -42,13 +42,21 @@ inline std::string read_file(const std::string& path) {
 // A session's trace replayed: it must give the session's exit report (the JSON at `json_path`) to
 // the byte. Both files go; the replayed report comes back for the case's own checks.
 inline Report replay_as_exit(const std::string& trace_path, const std::string& json_path) {
+  struct Remove {  // on every way out, a failed REQUIRE's too
+    const std::string& a;
+    const std::string& b;
+    ~Remove() {
+      std::remove(a.c_str());
+      std::remove(b.c_str());
+    }
+  } remove{trace_path, json_path};
   const std::string exit_json = read_file(json_path);
   Report replayed;
   std::string error;
-  REQUIRE(trace::replay_file(trace_path, &replayed, &error));
+  const bool replayed_ok = trace::replay_file(trace_path, &replayed, &error);
+  INFO("replaying " << trace_path << ": " << error);
+  REQUIRE(replayed_ok);
   CHECK(cuscope::format_json(replayed) == exit_json);
-  std::remove(trace_path.c_str());
-  std::remove(json_path.c_str());
   return replayed;
 }
 

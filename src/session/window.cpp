@@ -111,12 +111,16 @@ void step() {
   // One time for the step's end, in the model as in the trace (a replay finds the same windows):
   // not after CUPTI's pause, which takes its time.
   const std::uint64_t ended = now_ns();
-  trace_step(ended, finished + 1, next == Phase::Record);
-  if (was == next) return;
   if (records(s, was) != records(s, next)) {
+    // The mark and the model's switch in one hold of the lock a CUPTI buffer is traced and taken
+    // under: no record lands between them in the trace that the live model took before.
     std::lock_guard agg(s.aggregator_mutex);
+    trace_step(ended, finished + 1, next == Phase::Record);
     s.aggregator.set_recording(records(s, next), ended);
+  } else {
+    trace_step(ended, finished + 1, next == Phase::Record);
   }
+  if (was == next) return;
   if (paused_in(was) != paused_in(next)) pause_for(s, next);
   if (next == Phase::Done) detach_after_last_window(s);
 }
@@ -137,10 +141,12 @@ void set_enabled(bool on) {
   // The switch's time, in the model as in the trace: what is called outside every scope while
   // recording is off (host-timed synchronizes, allocations) counts outside the window.
   const std::uint64_t now = now_ns();
-  trace_recording(now, on);
   if (records(s, p) != was) {
-    std::lock_guard agg(s.aggregator_mutex);
+    std::lock_guard agg(s.aggregator_mutex);  // as in step(): the mark and the switch at once
+    trace_recording(now, on);
     s.aggregator.set_recording(records(s, p), now);
+  } else {
+    trace_recording(now, on);
   }
   pause_for(s, p);
 }

@@ -192,8 +192,8 @@ TEST_CASE("a repeated window traces its warm-up and active steps only, exactly, 
 // launched or synchronized while off, in a scope or outside every scope, leaves no record (no range,
 // no unscoped kernel, nothing outside the window); switched on again, tracing resumes and the next
 // scope's kernel is attributed. "(unscoped)" holds the synchronizes made while on (an H200,
-// 2026-11-28, at b622bfb, failed this case's first form, which expected no such row). The GPU is idle at each switch (the pause's in-flight work is the repeated
-// window's case above).
+// 2026-11-28, at b622bfb, failed this case's first form, which expected no such row). The GPU is
+// idle at each switch (the pause's in-flight work is the repeated window's case above).
 TEST_CASE("recording switched off leaves the GPU work launched meanwhile unrecorded, by either attribution",
           "[gpu][cupti]") {
   for (const cuscope::Attribution how : {cuscope::Attribution::launch, cuscope::Attribution::external}) {

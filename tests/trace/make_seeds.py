@@ -69,6 +69,8 @@ def all_records():
     out += record(10, struct.pack("<QQ", 1161, 1162))
     out += record(13, struct.pack("<QQ", 0, 0))
     out += record(15, struct.pack("<QQB", 1310, 1, 1))
+    out += record(22, struct.pack("<QB", 1315, 0))  # recording switched off (set_enabled(false))
+    out += record(22, struct.pack("<QB", 1320, 1))  # and on again
     out += record(14, b"")
     out += record(18, struct.pack("<QIII", 5000, 2, 3, 3))
     out += record(16, summary_head("no GPU", "off", "off", ["a note"]))
