@@ -491,7 +491,7 @@ TEST_CASE("the summary carries cuscope's own processing, and a trace from before
   std::remove(rec.path.c_str());
 }
 
-TEST_CASE("a Recording record reads as the switch it says; another value or length is refused",
+TEST_CASE("a Recording record reads as the switch it says, and another value or length is refused",
           "[trace][window]") {
   struct Switches : trace::Visitor {
     std::vector<std::pair<std::uint64_t, bool>> seen;
