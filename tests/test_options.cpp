@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "producers/log.hpp"
 #include "producers/scope_state.hpp"
@@ -376,4 +378,42 @@ TEST_CASE("CUSCOPE_REPORT_EVERY: whole seconds up to a day, anything else keeps 
   CHECK(errors[0].message == "CUSCOPE_REPORT_EVERY='86401' is out of range [0, 86400]; keeping 0");
   CHECK(errors[1].message == "CUSCOPE_REPORT_EVERY='1.5' is not a whole number; keeping 0");
   CHECK(errors[2].message == "CUSCOPE_REPORT_EVERY='1m' is not a whole number; keeping 0");
+}
+
+namespace {
+
+const char* given_rows(const char* name) { return std::string_view(name) == "CUSCOPE_ROWS" ? "7" : nullptr; }
+const char* given_bad_depth(const char* name) {
+  return std::string_view(name) == "CUSCOPE_MAX_DEPTH" ? "0" : nullptr;
+}
+
+}  // namespace
+
+// Python's start(**options): the program's settings are read in their variables' place. A bad
+// environment value that one replaces was reported before as kept ("keeping 50") while the setting's
+// value ran: now it is not read. A bad environment value beside them is reported as ever; a bad
+// setting goes to the caller only, which refuses it.
+TEST_CASE("settings given on top of the environment replace its values, and only the environment's problems "
+          "are noted",
+          "[options]") {
+  cuscope_test::Session session(cuscope_test::quiet_options(), false);
+  ::setenv("CUSCOPE_ROWS", "ten", 1);    // replaced by the setting: not read
+  ::setenv("CUSCOPE_FINDINGS", "x", 1);  // beside the settings: reported
+  std::vector<cuscope::OptionError> errors;
+  const cuscope::Options o = cuscope::options_from_env(cuscope_test::quiet_options(), &errors, &given_rows);
+  ::unsetenv("CUSCOPE_ROWS");
+  std::vector<cuscope::OptionError> bad_setting;
+  const cuscope::Options refused =
+      cuscope::options_from_env(cuscope_test::quiet_options(), &bad_setting, &given_bad_depth);
+  ::unsetenv("CUSCOPE_FINDINGS");
+  CHECK(o.table.max_rows == 7);
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0].variable == "CUSCOPE_FINDINGS");
+  REQUIRE(bad_setting.size() == 2);  // the environment's again, and the setting's
+  CHECK(bad_setting[1].variable == "CUSCOPE_MAX_DEPTH");
+  CHECK(refused.max_depth == cuscope_test::quiet_options().max_depth);
+  cuscope::start(o);
+  const cuscope::Report r = cuscope::snapshot();
+  REQUIRE(r.notes.size() == 1);  // neither CUSCOPE_ROWS nor the refused setting
+  CHECK(r.notes[0].rfind("CUSCOPE_FINDINGS='x' is not a whole number", 0) == 0);
 }

@@ -154,6 +154,13 @@ struct OptionError {
 using EnvLookup = const char* (*)(const char* name);
 [[nodiscard]] Options options_from(EnvLookup lookup, Options base, std::vector<OptionError>* errors);
 
+/// options_from_env() with the program's own settings on top (Python's start(**options)): `given`
+/// answers, for a CUSCOPE_* name, the text the program sets (nullptr: none), read instead of the
+/// environment's, which is then neither read nor reported (no "keeping ..." note for a value the
+/// program replaced). A bad given value goes to `errors` only, not to the report's notes: the
+/// caller refuses it.
+[[nodiscard]] Options options_from_env(Options base, std::vector<OptionError>* errors, EnvLookup given);
+
 /// Starts the session with `options` (if it has not started yet; otherwise changes nothing and
 /// returns false). Scopes start it implicitly with options_from_env().
 bool start(const Options& options);

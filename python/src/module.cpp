@@ -45,16 +45,24 @@ Options apply(const Settings& settings, const Options& base, Problems* problems)
   return o;
 }
 
-// start(): the environment first, the settings on top; nothing starts when one is bad. Without
-// settings, cuscope::start() itself: a copy that forwards (under `cuscope run`) lets the engine read
-// the environment, so what is wrong with it is said once, not by this copy and again by the engine.
+// start(): the environment first, the settings on top, each read in its variable's place (a bad
+// environment value that a setting replaces is not reported: its note would say a value is kept that
+// is not); nothing starts when a setting is bad. Without settings, cuscope::start() itself: a copy
+// that forwards (under `cuscope run`) lets the engine read the environment, so what is wrong with it
+// is said once, not by this copy and again by the engine.
 std::pair<bool, Problems> start_with(const Settings& settings) {
   if (settings.empty()) {
     nb::gil_scoped_release release;
     return {cuscope::start(), {}};
   }
   Problems problems;
-  const Options o = apply(settings, options_from_env(), &problems);
+  std::vector<OptionError> errors;
+  t_settings = &settings;
+  const Options o = options_from_env(Options{}, &errors, &lookup);
+  t_settings = nullptr;
+  for (const OptionError& e : errors) {
+    if (settings.count(e.variable) != 0) problems.emplace_back(e.variable, e.message);
+  }
   if (!problems.empty()) return {false, problems};
   nb::gil_scoped_release release;
   return {cuscope::start(o), problems};

@@ -291,10 +291,30 @@ Options options_from(EnvLookup lookup, Options base, std::vector<OptionError>* e
   return base;
 }
 
+namespace {
+
+// options_from() takes a plain function: the program's settings of the call in progress, on its
+// own thread (options_from_env() with `given`).
+thread_local EnvLookup t_given = nullptr;
+
+const char* given_or_env(const char* name) {
+  if (t_given != nullptr) {
+    if (const char* value = t_given(name)) return value;
+  }
+  return std::getenv(name);
+}
+
+}  // namespace
+
 Options options_from_env(Options base, std::vector<OptionError>* errors) {
+  return options_from_env(std::move(base), errors, nullptr);
+}
+
+Options options_from_env(Options base, std::vector<OptionError>* errors, EnvLookup given) {
   std::vector<OptionError> found;
-  Options o = options_from([](const char* name) -> const char* { return std::getenv(name); }, std::move(base),
-                           &found);
+  t_given = given;
+  Options o = options_from(&given_or_env, std::move(base), &found);
+  t_given = nullptr;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
     const std::string_view entry(*e);
     if (entry.substr(0, 8) != "CUSCOPE_") continue;
@@ -308,7 +328,10 @@ Options options_from_env(Options base, std::vector<OptionError>* errors) {
                                    shown(name), shown(value))});
     }
   }
-  for (const OptionError& e : found) detail::warn_once(e.message);
+  for (const OptionError& e : found) {
+    const bool from_environment = given == nullptr || given(e.variable.c_str()) == nullptr;
+    if (from_environment) detail::warn_once(e.message);
+  }
   if (errors != nullptr) errors->insert(errors->end(), found.begin(), found.end());
   return o;
 }

@@ -53,6 +53,27 @@ def test_start_takes_the_text_a_variable_holds():
     assert p.stderr == ""
 
 
+def test_a_setting_replaces_a_bad_environment_value_with_no_note_that_it_was_kept():
+    # Before, CUSCOPE_WAIT='abc' was reported as "keeping 0" while the setting's 1 ran; a bad value
+    # beside the settings is still reported.
+    p = run_python("""
+        import cuscope
+        assert cuscope.start(print_at_exit=False, wait_steps=1)
+        for i in range(3):
+            with cuscope.scope("st_replaced"):
+                pass
+            cuscope.step()
+        r = cuscope.snapshot()
+        print(r.recorded_steps, r.find("st_replaced").calls)
+        print("|".join(r.notes))
+    """, env={"CUSCOPE_WAIT": "abc", "CUSCOPE_FINDINGS": "x"})
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0].split() == ["2", "2"]  # one wait step: the setting's
+    assert "CUSCOPE_WAIT" not in p.stdout + p.stderr
+    assert lines[1].startswith("CUSCOPE_FINDINGS='x' is not a whole number")
+
+
 def test_options_come_on_top_of_the_environment(tmp_path):
     p = run_python("""
         import cuscope
