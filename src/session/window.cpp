@@ -82,6 +82,21 @@ void detach_after_last_window(Session& s) {
   s.detach_asked = request_detach();
 }
 
+// Writes the trace's mark (`mark()`: a step's end, the program's switch) and, where the model's
+// recording changes from `was` to `now_records`, switches it at `now_ns` in the same hold of the lock
+// a CUPTI buffer is traced and taken under: no record lands between the two in the trace that the
+// live model took before the switch. The caller holds the lifecycle lock.
+template <class Mark>
+void mark_and_switch(Session& s, bool was, bool now_records, std::uint64_t now_ns, Mark&& mark) {
+  if (was == now_records) {
+    mark();
+    return;
+  }
+  std::lock_guard agg(s.aggregator_mutex);
+  mark();
+  s.aggregator.set_recording(now_records, now_ns);
+}
+
 }  // namespace
 
 bool records(const Session& s, Phase p) { return p == Phase::Record && s.recording_on; }
@@ -111,15 +126,8 @@ void step() {
   // One time for the step's end, in the model as in the trace (a replay finds the same windows):
   // not after CUPTI's pause, which takes its time.
   const std::uint64_t ended = now_ns();
-  if (records(s, was) != records(s, next)) {
-    // The mark and the model's switch in one hold of the lock a CUPTI buffer is traced and taken
-    // under: no record lands between them in the trace that the live model took before.
-    std::lock_guard agg(s.aggregator_mutex);
-    trace_step(ended, finished + 1, next == Phase::Record);
-    s.aggregator.set_recording(records(s, next), ended);
-  } else {
-    trace_step(ended, finished + 1, next == Phase::Record);
-  }
+  mark_and_switch(s, records(s, was), records(s, next), ended,
+                  [&] { trace_step(ended, finished + 1, next == Phase::Record); });
   if (was == next) return;
   if (paused_in(was) != paused_in(next)) pause_for(s, next);
   if (next == Phase::Done) detach_after_last_window(s);
@@ -141,13 +149,7 @@ void set_enabled(bool on) {
   // The switch's time, in the model as in the trace: what is called outside every scope while
   // recording is off (host-timed synchronizes, allocations) counts outside the window.
   const std::uint64_t now = now_ns();
-  if (records(s, p) != was) {
-    std::lock_guard agg(s.aggregator_mutex);  // as in step(): the mark and the switch at once
-    trace_recording(now, on);
-    s.aggregator.set_recording(records(s, p), now);
-  } else {
-    trace_recording(now, on);
-  }
+  mark_and_switch(s, was, records(s, p), now, [&] { trace_recording(now, on); });
   pause_for(s, p);
 }
 
