@@ -39,6 +39,10 @@ inline std::string read_file(const std::string& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
+inline void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
 // A session's trace replayed: it must give the session's exit report (the JSON at `json_path`) to
 // the byte. Both files go; the replayed report comes back for the case's own checks.
 inline Report replay_as_exit(const std::string& trace_path, const std::string& json_path) {
