@@ -239,3 +239,46 @@ TEST_CASE("without counters, a kernel record with no timestamps counts as such a
   CHECK(r.diagnostics.zero_timestamp_records == 2);
   CHECK(r.diagnostics.counted_kernels_untimed == 0);
 }
+
+TEST_CASE("a re-attach of CUPTI forgets every book keyed by its ids: what waits counts as unresolved",
+          "[aggregator][detach]") {
+  Fixture f;
+  auto a = f.begin("a");
+  const auto c1 = f.launch(a.instance);  // correlation 1, in the first attach
+  f.end(a);
+  f.kernel(c1, 100, 200);
+  f.kernel(42, 300, 400);  // its correlation never came before the detach
+  f.agg.on(GraphNodeCreated{7, 1, nullptr});
+  REQUIRE(f.agg.pending() == 1);
+  REQUIRE(f.agg.graph_nodes().size() == 1);
+  f.agg.set_final_flush(true);  // the detach's forced flushes
+
+  f.agg.reattached();
+  CHECK(f.agg.pending() == 0);
+  CHECK(f.agg.graph_nodes().size() == 0);
+
+  // CUPTI's ids start again at 1: a kernel of the new correlation 1 waits for its own launch's,
+  // and does not land in "a", whose launch had that id before.
+  auto b = f.begin("b");
+  f.kernel(1, 500, 650);
+  CHECK(f.agg.pending() == 1);
+  f.next_correlation = 1;
+  REQUIRE(f.launch(b.instance) == 1);
+  f.end(b);
+  f.agg.settle();
+  CHECK(f.agg.pending() == 0);
+  // A zero timestamp is again a record CUPTI gave no time, not work running at exit.
+  f.kernel(f.launch(b.instance), 0, 0);
+
+  const Report r = f.report();
+  REQUIRE(r.find("a") != nullptr);
+  REQUIRE(r.find("b") != nullptr);
+  CHECK(r.find("a")->self.kernel_calls == 1);
+  CHECK(r.find("a")->self.kernel_ns == 100);
+  CHECK(r.find("b")->self.kernel_calls == 1);
+  CHECK(r.find("b")->self.kernel_ns == 150);
+  CHECK(r.diagnostics.unresolved_records == 1);
+  CHECK(r.diagnostics.graph_nodes_evicted == 1);
+  CHECK(r.diagnostics.zero_timestamp_records == 1);
+  CHECK(r.diagnostics.incomplete_at_exit == 0);
+}

@@ -1,6 +1,7 @@
 // The trace's records one by one, as the reader takes or refuses them: a Memcpy record of an older
 // version (no memory kinds, no flags), with bad kinds or flags; a Recording record (the program's
-// switch of recording, type 22), with a bad value or length.
+// switch of recording, type 22), with a bad value or length; a Reattach record (CUPTI attached again
+// between step windows, type 23), with a bad length.
 //
 // Never: a session or a GPU; never a trace file left behind.
 #include <catch2/catch.hpp>
@@ -169,5 +170,37 @@ TEST_CASE("a Recording record reads as the switch it says, and another value or 
     CHECK(error == "malformed: a recording switch record at byte 24");
   }
   CHECK(switches.seen.size() <= 1);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("a Reattach record reads as the time it says, and another length is refused", "[trace][detach]") {
+  struct Reattaches : trace::Visitor {
+    std::vector<std::uint64_t> seen;
+    void reattached(std::uint64_t now_ns) override { seen.push_back(now_ns); }
+  };
+  std::string payload;
+  trace::Encoder(payload).put(std::uint64_t{4321});
+  const std::string path = temp_path("reattach.cuscope");
+  trace::Reader reader;
+  std::string error;
+  Reattaches reattaches;
+  SECTION("whole") {
+    write_file(path, trace_with_record(trace::RecordType::Reattach, payload));
+    REQUIRE(reader.open(path, &error));
+    REQUIRE(reader.read(reattaches, &error));
+    CHECK(reattaches.seen == std::vector<std::uint64_t>{4321});
+  }
+  SECTION("a byte short") {
+    write_file(path, trace_with_record(trace::RecordType::Reattach, payload.substr(0, 7)));
+    REQUIRE(reader.open(path, &error));
+    CHECK_FALSE(reader.read(reattaches, &error));
+    CHECK(error == "malformed: a re-attach record at byte 24");
+  }
+  SECTION("a byte long") {
+    write_file(path, trace_with_record(trace::RecordType::Reattach, payload + '\0'));
+    REQUIRE(reader.open(path, &error));
+    CHECK_FALSE(reader.read(reattaches, &error));
+    CHECK(error == "malformed: a re-attach record at byte 24");
+  }
   std::remove(path.c_str());
 }

@@ -237,6 +237,15 @@ void Aggregator::settle(unsigned max_age, bool age) {
   }
 }
 
+void Aggregator::reattached() {
+  kernel_names_.end_batch();
+  diag_.unresolved_records += pending_.size();
+  pending_.clear();
+  attribution_.forget_correlations();
+  graphs_.nodes().forget();
+  final_flush_ = false;
+}
+
 void Aggregator::build(Report& report) const {
   build_report(
       ReportSources{forest_, activities_, attribution_, kernel_names_, plan_, graphs_.nodes(), diag_},

@@ -90,6 +90,13 @@ class Aggregator {
   /// ended (the forced flush at shutdown), counted as incomplete_at_exit.
   void set_final_flush(bool final_flush) { final_flush_ = final_flush; }
   void add_zero_timestamp(std::uint64_t n) { diag_.zero_timestamp_records += n; }
+  /// CUPTI attached again after a detach between step windows (docs/cupti-windows.md): its
+  /// correlation ids (and graph node ids) start again, so every book keyed by them is emptied. The
+  /// records still waiting for their correlation count as unresolved, the API calls, external
+  /// correlations and graph nodes known so far are forgotten (graph_nodes().forget()), and a record
+  /// with a zero timestamp is again one CUPTI gave no time (the detach's forced flushes had made it
+  /// work running at exit).
+  void reattached();
 
   /// Retries waiting records. With `age`, each one still waiting grows one older, and those
   /// `max_age` old are counted as unresolved and dropped. Producers retry after each batch of

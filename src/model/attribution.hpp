@@ -13,6 +13,7 @@
 // Not thread-safe: the aggregator's one consumer at a time.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
@@ -91,6 +92,10 @@ class Attribution {
   /// kMaxWindows recording intervals: work launched before the oldest kept one counts as outside.
   void set_recording(bool recording, std::uint64_t now_ns);
   static constexpr std::size_t kMaxWindows = 4096;
+  /// CUPTI attached again (a detach between step windows): its correlation ids start again at 1, so
+  /// every API call and external correlation known so far is forgotten (a new call must not find an
+  /// old one's scope). Scope instances and the step window stay: they are cuscope's own.
+  void forget_correlations() { std::fill(correlations_.begin(), correlations_.end(), Correlation{}); }
 
   /// Whether `inst` is a call that may have left the table with its span counted: its records
   /// count in its range, but must not extend its span (or the call would count twice).

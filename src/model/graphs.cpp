@@ -121,6 +121,14 @@ std::uint64_t GraphNodeMap::updates_unmapped() const {
   return updates_unmapped_;
 }
 
+void GraphNodeMap::forget() {
+  std::lock_guard lock(mutex_);
+  evicted_ += nodes_.size();
+  nodes_.clear();
+  order_.clear();
+  version_.fetch_add(1, std::memory_order_release);
+}
+
 std::uint64_t GraphNodeMap::evicted() const {
   std::lock_guard lock(mutex_);
   return evicted_;

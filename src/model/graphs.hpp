@@ -77,6 +77,10 @@ class GraphNodeMap {
   /// of find() read after version() returned v is still right while version() returns v.
   [[nodiscard]] std::uint64_t version() const { return version_.load(std::memory_order_acquire); }
 
+  /// CUPTI attached again (a detach between step windows): its node ids and the correlation ids of
+  /// the updates' fences mean nothing any more, so every node is forgotten, counted as evicted (a
+  /// later kernel of a graph made before counts under "(unknown node)").
+  void forget();
   [[nodiscard]] std::uint64_t evicted() const;
   [[nodiscard]] std::size_t size() const;
   [[nodiscard]] std::uint64_t updates_unmapped() const;

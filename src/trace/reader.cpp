@@ -62,6 +62,8 @@ std::string describe(RecordType t) {
       return "graph exec update";
     case RecordType::Recording:
       return "recording switch";
+    case RecordType::Reattach:
+      return "re-attach";
   }
   return "unknown";
 }
@@ -234,7 +236,8 @@ bool Reader::dispatch(RecordType type, Decoder& d, Visitor& v, std::string* erro
           *error = fmt::format("event {} has unknown kind {}", i, k);
           return false;
         }
-        if (slot_of(e) == 0 && kind_of(e) != ScopeKind::GraphNode) {  // a node may come from no thread's scopes
+        if (slot_of(e) == 0 &&
+            kind_of(e) != ScopeKind::GraphNode) {  // a node may come from no thread's scopes
           *error = fmt::format("event {} has no thread", i);
           return false;
         }
@@ -368,7 +371,8 @@ bool Reader::dispatch(RecordType type, Decoder& d, Visitor& v, std::string* erro
       model::GraphNodeCloned c;
       c.node_id = d.get<std::uint64_t>();
       c.original_node_id = d.get<std::uint64_t>();
-      if (!d.failed() && d.left() > 0) c.exec_id = d.get<std::uint32_t>();  // files before exec updates lack it
+      if (!d.failed() && d.left() > 0)
+        c.exec_id = d.get<std::uint32_t>();  // files before exec updates lack it
       if (!d.done()) return false;
       v.on(c);
       return true;
@@ -418,6 +422,12 @@ bool Reader::dispatch(RecordType type, Decoder& d, Visitor& v, std::string* erro
       const auto on = d.get<std::uint8_t>();
       if (!d.done() || on > 1) return false;
       v.recording(now, on == 1);
+      return true;
+    }
+    case RecordType::Reattach: {
+      const auto now = d.get<std::uint64_t>();
+      if (!d.done()) return false;
+      v.reattached(now);
       return true;
     }
     case RecordType::Summary: {

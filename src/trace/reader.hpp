@@ -44,6 +44,8 @@ class Visitor {
   virtual void step(std::uint64_t /*now_ns*/, std::uint64_t /*step*/, bool /*recording*/) {}
   /// The program switched recording on or off (set_enabled()): not a step's end.
   virtual void recording(std::uint64_t /*now_ns*/, bool /*on*/) {}
+  /// CUPTI attached again after a detach between step windows: its ids start again.
+  virtual void reattached(std::uint64_t /*now_ns*/) {}
   virtual void summary(const Summary& /*s*/) {}
   virtual void end(std::uint64_t /*dropped*/) {}
 };
@@ -93,7 +95,7 @@ class Reader {
   std::deque<std::string> kernel_names_;  // index = id - 1; a deque: names never move
   std::vector<bool> names_;               // range/counter name ids announced
   std::vector<std::uint32_t> path_;
-  model::GraphExecNodes exec_nodes_;      // reused: a graph record's ids
+  model::GraphExecNodes exec_nodes_;  // reused: a graph record's ids
   model::GraphExecUpdated exec_update_;
 };
 

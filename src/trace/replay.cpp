@@ -150,6 +150,8 @@ class Replay final : public Visitor {
     in_window_ = in_window;
     follow(now_ns);
   }
+  // CUPTI attached again: the books keyed by its ids forgotten, as live.
+  void reattached(std::uint64_t /*now_ns*/) override { agg_.reattached(); }
   // The program switched recording on or off (set_enabled()).
   void recording(std::uint64_t now_ns, bool on) override {
     on_ = on;

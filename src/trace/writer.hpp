@@ -81,6 +81,8 @@ class Writer {
   void step(std::uint64_t now_ns, std::uint64_t step, bool recording);
   /// The program switched recording on or off (set_enabled()) at `now_ns`.
   void recording(std::uint64_t now_ns, bool on);
+  /// CUPTI attached again at `now_ns` after a detach between step windows (its ids start again).
+  void reattached(std::uint64_t now_ns);
 
   /// Stops the writer thread after writing everything recorded so far; record() drops from now.
   void finish_events();

@@ -166,6 +166,8 @@ void Writer::step(std::uint64_t now_ns, std::uint64_t step, bool recording) {
   put_activity(RecordType::Step, now_ns, step, static_cast<std::uint8_t>(recording ? 1 : 0));
 }
 
+void Writer::reattached(std::uint64_t now_ns) { put_activity(RecordType::Reattach, now_ns); }
+
 void Writer::recording(std::uint64_t now_ns, bool on) {
   put_activity(RecordType::Recording, now_ns, static_cast<std::uint8_t>(on ? 1 : 0));
 }

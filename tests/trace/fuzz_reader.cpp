@@ -36,6 +36,7 @@ struct Touch final : cuscope::trace::Visitor {
   void buffer_end(std::uint64_t d, std::uint64_t u) override { sum += d + u; }
   void step(std::uint64_t n, std::uint64_t s, bool r) override { sum += n + s + r; }
   void recording(std::uint64_t n, bool on) override { sum += n + on; }
+  void reattached(std::uint64_t n) override { sum += n; }
   void summary(const cuscope::trace::Summary& s) override { sum += s.device.size() + s.notes.size(); }
   void end(std::uint64_t d) override { sum += d; }
 };

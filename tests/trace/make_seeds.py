@@ -71,6 +71,7 @@ def all_records():
     out += record(15, struct.pack("<QQB", 1310, 1, 1))
     out += record(22, struct.pack("<QB", 1315, 0))  # recording switched off (set_enabled(false))
     out += record(22, struct.pack("<QB", 1320, 1))  # and on again
+    out += record(23, struct.pack("<Q", 1325))  # CUPTI attached again (a detach between windows)
     out += record(14, b"")
     out += record(18, struct.pack("<QIII", 5000, 2, 3, 3))
     out += record(16, summary_head("no GPU", "off", "off", ["a note"]))
