@@ -71,7 +71,8 @@ inline CUptiResult observe(const char* call) {
     if (g_inside_finalize != nullptr) g_inside_finalize();
     return g_finalize_result;
   }
-  if (c == "cuptiActivityFlushAll(0)" && cuscope::detail::detach_stage() == DetachStage::pending)
+  if (c == "cuptiActivityFlushAll(0)" && (cuscope::detail::detach_stage() == DetachStage::pending ||
+                                          cuscope::detail::detach_stage() == DetachStage::detaching))
     hand_back(g_at_pending_flush);
   if (c == "cuptiActivityFlushAll(FORCED)") hand_back(g_at_forced_flush);
   if (HeldBuffer* held = g_held.load()) {
@@ -95,6 +96,17 @@ inline CUptiResult switch_kind(CUpti_ActivityKind kind, bool on) {
   return CUPTI_SUCCESS;
 }
 
+inline const std::vector<CUpti_ActivityKind> kFakeKinds = {
+    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_CUDA_EVENT};
+
+// Stands for start_activity_tracing() at a re-attach between step windows: logged as "attach", the
+// session traced by the fakes again, as it began.
+inline std::string fake_attach(cuscope::detail::Sink& sink) {
+  log_call("attach");
+  cuscope::detail::trace_kinds_with_fake_cupti_for_testing(sink, kFakeKinds, &switch_kind);
+  return "on (fake CUPTI)";
+}
+
 // A session traced by fake CUPTI (kernels, copies and cuscope's own CUDA_EVENT records on), every
 // CUPTI call logged.
 struct FakeCuptiSession {
@@ -110,15 +122,17 @@ struct FakeCuptiSession {
     // plays the callback (api_exit_for_testing), however slow the machine, unless a case says less.
     cuscope::detail::set_finalize_wait_for_testing(3'600'000'000'000);
     cuscope::detail::set_cupti_observer_for_testing(&observe);
-    cuscope::detail::trace_kinds_with_fake_cupti_for_testing(
-        cuscope::detail::session(),
-        {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_CUDA_EVENT},
-        &switch_kind);
+    cuscope::detail::set_attach_for_testing(&fake_attach);
+    cuscope::detail::trace_kinds_with_fake_cupti_for_testing(cuscope::detail::session(), kFakeKinds,
+                                                             &switch_kind);
   }
   ~FakeCuptiSession() {
     cuscope::detail::reset_for_testing();  // stops while the observer still stands for CUPTI
     cuscope::detail::set_cupti_observer_for_testing(nullptr);
     cuscope::detail::set_finalize_wait_for_testing(0);
+    cuscope::detail::set_detach_wait_for_testing(0);
+    cuscope::detail::set_attach_for_testing(nullptr);
+    cuscope::detail::set_detach_between(false);
     g_at_pending_flush = g_at_forced_flush = nullptr;
     g_held = nullptr;
     g_inside_finalize = nullptr;

@@ -151,7 +151,8 @@ section_exit() {
     sed -n 's/.* (exit \([0-9]*\), [0-9]* s) ===$/\1/p'
 }
 
-# gpu_detach_test NAME: the GPU tests' detach case alone (its tag [detach]), as a counted section;
+# gpu_detach_test NAME: the GPU tests' detach cases alone (their tag [detach]: after the last step
+# window, and between windows), as a counted section;
 # past 25 s every thread's stack from the tests' watchdog (exit 3), past 30 s run_with_stacks ends it.
 gpu_detach_test() {
   local exe=$BUILD_DIR/tests/gpu/cuscope_gpu_tests
@@ -167,7 +168,7 @@ gpu_detach_test() {
 
 # hung_exit CODE: whether a section's exit code says it hung: run_with_stacks ended it (124), the
 # section's timeout killed it (137), or the GPU tests' watchdog did (3; Catch's own codes count
-# failed cases, 1 for the one detach case).
+# failed cases, 1 or 2 for the detach cases).
 hung_exit() { [[ $1 == 124 || $1 == 137 || $1 == 3 ]]; }
 
 # crashed_exit CODE: whether a section's exit code is a crash's signal: SIGABRT (134), SIGBUS (135),

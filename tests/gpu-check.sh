@@ -9,7 +9,8 @@
 #
 # Time (the H200 of 2026-11-27, a1456a7's sections; docs/validation/README.md has the plan): outside
 # the sections ~9; configure 10, the cost targets' build 43, GPU tests 8 + 7 (and their detach case
-# alone after each, say 3 + 3, not yet run there), bench 31 (38 for 10
+# alone after each: 3 + 3 on the H200 of 2026-11-28, and since then the case between windows, about
+# 5 s more each, not yet run there), bench 31 (38 for 10
 # rounds, now 8), PyTorch step 162 (174 for 14 fresh processes, now 13), zero-code 52 + 6 with the
 # full build (35) and the probes' build (9) beside them, say 68; ctest 16 (the GPU tests alone) + 45
 # (the rest, the 65 s consumer build started first with 8 jobs); demos 9: about 415 s counted, and
@@ -247,12 +248,13 @@ check() {
   # Each GPU test case's session also writes a trace (tests/session_fixture.hpp), packed next to
   # the log: what tests/data/gpu/ replays in CI comes from here.
   rm -rf "$traces" && mkdir -p "$traces"
-  # The detach case ([detach]: the first cuptiFinalize on a GPU, from a CUDA call's exit callback)
-  # runs apart from the others, once per attribution, under run_with_stacks: a hang there would
-  # otherwise take a 300 s section limit twice, with no word of where (it takes about 1.2 s).
+  # The detach cases ([detach]: cuptiFinalize from a CUDA call's exit callback, after the last window
+  # and between windows, CUPTI attached again) run apart from the others, once per attribution, under
+  # run_with_stacks: a hang there would otherwise take a 300 s section limit twice, with no word of
+  # where (the last window's took about 1.2 s; the one between windows waits about 1 s per window).
   export GPU_TEST_TRACE_DIR="$PWD/$traces"
   run_if_built "gpu tests" "$BUILD_DIR/tests/gpu/cuscope_gpu_tests" "$GPU_TESTS_BUT_DETACH"
-  local detach_section="gpu test: CUPTI detached after the last step window" detach_exit bench_skip=""
+  local detach_section="gpu test: CUPTI detached after the last step window and between windows" detach_exit bench_skip=""
   gpu_detach_test "$detach_section"
   unset GPU_TEST_TRACE_DIR
   tar czf "$results/gpu-test-traces.tgz" -C "$traces" . 2>/dev/null

@@ -4,7 +4,7 @@
 # without one): its run of every case but the detach one (GPU_TESTS_BUT_DETACH) holds exactly the
 # cases a run without a spec holds, less those tagged [detach]: none hidden ([.slow]: its own CTest
 # test; [.multi-gpu]: fails on one GPU), none left out besides. Its detach sections' spec ([detach])
-# holds one case. And section_exit (gpu-check-sections.sh) reads the exit code of the section named
+# holds the two detach cases (after the last window, between windows). And section_exit (gpu-check-sections.sh) reads the exit code of the section named
 # exactly so, its last one; hung_exit and crashed_exit tell a hang's and a crash's exit codes. Prints what differs and exits 1; exits 0 when nothing does. Never runs
 # a test case.
 set -u
@@ -28,7 +28,8 @@ hidden=$(names '[.]')
 detach=$(names "$detach_spec")
 selected=$(names "$spec")
 [[ -n $hidden ]] || fail "no hidden case to check the spec against (none tagged [.])"
-[[ $(grep -c . <<<"$detach") == 1 ]] || fail "'$detach_spec' selects $(grep -c . <<<"$detach") cases, not 1: $detach"
+[[ $(grep -c . <<<"$detach") == 2 ]] ||
+  fail "'$detach_spec' selects $(grep -c . <<<"$detach") cases, not 2 (after the last window, between windows): $detach"
 expected=$(comm -23 <(echo "$all") <(echo "$detach"))
 if [[ $selected != "$expected" ]]; then
   fail "'$spec' selects other cases than every case but the detach one:"
@@ -59,5 +60,5 @@ for code in 0 1 2 134 139 ""; do hung_exit "$code" && fail "hung_exit '$code': a
 for code in 134 135 136 139; do crashed_exit "$code" || fail "crashed_exit $code: not a crash"; done
 for code in 0 1 3 124 137 1390 ""; do crashed_exit "$code" && fail "crashed_exit '$code': a crash"; done
 
-((bad == 0)) && echo "gpu_check_specs.sh: '$spec' selects $(grep -c . <<<"$selected") cases, '$detach_spec' 1; section_exit, hung_exit and crashed_exit right"
+((bad == 0)) && echo "gpu_check_specs.sh: '$spec' selects $(grep -c . <<<"$selected") cases, '$detach_spec' 2; section_exit, hung_exit and crashed_exit right"
 exit "$bad"

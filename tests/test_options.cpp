@@ -153,6 +153,21 @@ TEST_CASE("CUSCOPE_DETACH: on by default, 0 pauses only, a bad value keeps the d
         "CUSCOPE_DETACH='later' is not a boolean (use 1/0, true/false, yes/no, on/off); keeping 1");
 }
 
+TEST_CASE("CUSCOPE_DETACH_BETWEEN: off by default, 1 detaches between windows, a bad value keeps the default",
+          "[options]") {
+  std::vector<cuscope::OptionError> errors;
+  CHECK_FALSE(parse({}, errors).detach_between);  // paused between windows, as before
+  CHECK(parse({{"CUSCOPE_DETACH_BETWEEN", "1"}}, errors).detach_between);
+  CHECK(parse({{"CUSCOPE_DETACH_BETWEEN", " ON "}}, errors).detach_between);
+  CHECK(parse({{"CUSCOPE_DETACH_BETWEEN", "1"}, {"CUSCOPE_DETACH", "0"}}, errors).detach_between);
+  CHECK(errors.empty());
+  CHECK_FALSE(parse({{"CUSCOPE_DETACH_BETWEEN", "always"}}, errors).detach_between);
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0].variable == "CUSCOPE_DETACH_BETWEEN");
+  CHECK(errors[0].message ==
+        "CUSCOPE_DETACH_BETWEEN='always' is not a boolean (use 1/0, true/false, yes/no, on/off); keeping 0");
+}
+
 TEST_CASE("a bad value keeps the base given, not the built-in default", "[options]") {
   g_env = {{"CUSCOPE_ROWS", "lots"}};
   cuscope::Options base;
@@ -393,9 +408,10 @@ const char* given_bad_depth(const char* name) {
 // environment value that one replaces was reported before as kept ("keeping 50") while the setting's
 // value ran: now it is not read. A bad environment value beside them is reported as ever; a bad
 // setting goes to the caller only, which refuses it.
-TEST_CASE("settings given on top of the environment replace its values, and only the environment's problems "
-          "are noted",
-          "[options]") {
+TEST_CASE(
+    "settings given on top of the environment replace its values, and only the environment's problems "
+    "are noted",
+    "[options]") {
   cuscope_test::Session session(cuscope_test::quiet_options(), false);
   ::setenv("CUSCOPE_ROWS", "ten", 1);    // replaced by the setting: not read
   ::setenv("CUSCOPE_FINDINGS", "x", 1);  // beside the settings: reported

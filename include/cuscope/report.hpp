@@ -344,9 +344,12 @@ struct Report {
   /// (by default the synchronization and memory records: "on, synchronizes and allocations seen by
   /// callbacks, without their records (...)"); either may end ", paused outside the step window", or
   /// ", detached after the last step window" once cuscope detached CUPTI after its last window
-  /// (Options::detach); while recording is off (set_enabled(false), CUSCOPE_ENABLE=0) and no detach
-  /// was asked, ", paused while recording is off (...)" follows; or one line saying why CUPTI
-  /// tracing is off. tracing_on() tells the two apart.
+  /// (Options::detach), or, between windows (Options::detach_between), ", detached between step
+  /// windows until the next one", and once attached again "..., detached between step windows and
+  /// attached again N times, paused outside the step window"; while recording is off
+  /// (set_enabled(false), CUSCOPE_ENABLE=0) and no detach was asked, ", paused while recording is
+  /// off (...)" follows; or one line saying why CUPTI tracing is off. tracing_on() tells the two
+  /// apart.
   std::string activity_status;
   std::string counters_status{kCountersNotRequested};  ///< "on: ...", or why hardware counters are off
                                                        ///< (the table prints "off — <reason>")

@@ -72,7 +72,7 @@ struct Options {
   /// CUSCOPE_EVENT_TIMESTAMPS: "cuda" (the default) or "cupti" (timing-disabled events whose device
   /// timestamps CUPTI records; a trial on an H200 failed, docs/cupti-event-clock.md)
   EventTimestamps event_timestamps = EventTimestamps::cuda;
-  bool activities = true;                 ///< CUSCOPE_ACTIVITIES: trace GPU work with CUPTI
+  bool activities = true;  ///< CUSCOPE_ACTIVITIES: trace GPU work with CUPTI
   /// CUSCOPE_ATTRIBUTION: "launch" (the default: launch callbacks, the cheaper way on an H200,
   /// docs/cupti.md) or "external"; where CUPTI's subscriber is taken (another tool holds it),
   /// "launch" falls back to "external", with a note saying why.
@@ -107,12 +107,22 @@ struct Options {
   /// (docs/cupti-windows.md). Not where hardware counters run (CUSCOPE_METRICS) or another tool
   /// holds CUPTI's subscriber. false: paused only, as between windows. Not yet run on a GPU.
   bool detach = true;
-  bool print_at_exit = true;       ///< CUSCOPE_PRINT: print the table at exit
+  /// CUSCOPE_DETACH_BETWEEN: also detach CUPTI between the windows of a window that repeats
+  /// (repeat != 1, wait_steps > 0): in each cycle's wait steps, once the window's records are in
+  /// (1 s after the pause), and attach it again at the next warm-up (or active) step, so that the
+  /// steps between windows cost what a program without CUPTI pays (docs/cupti-windows.md). Only a
+  /// cycle longer than about a second gains; re-attaching costs the warm-up step about 65 us and
+  /// CUPTI's first launches after it, which warm-up steps keep out of the window. Not with hardware
+  /// counters, CUSCOPE_EVENT_TIMESTAMPS=cupti or another tool holding CUPTI's subscriber. Graph
+  /// kernels of graphs made before a re-attach lose their capture-time breakdown (counted under
+  /// "(unknown node)"). Off by default; not yet run on a GPU.
+  bool detach_between = false;
+  bool print_at_exit = true;  ///< CUSCOPE_PRINT: print the table at exit
   /// CUSCOPE_OUTPUT: write the exit table here ("" = stderr). In this path, CUSCOPE_JSON's and
   /// CUSCOPE_TRACE's, start() replaces %r by the process's rank in its job (Report::rank; 0 when
   /// none), %p by its pid, %h by its host name and %% by %: one file per rank of a job.
   std::string output_path;
-  std::string json_path;         ///< CUSCOPE_JSON: also write the exit report as JSON here
+  std::string json_path;  ///< CUSCOPE_JSON: also write the exit report as JSON here
   /// CUSCOPE_REPORT_EVERY: while the session runs, rewrite the report's files every this many
   /// seconds (1-86400; 0, the default: at exit only): the JSON (json_path) and the table when
   /// output_path names a file, each replaced whole. For programs stopped rather than exited

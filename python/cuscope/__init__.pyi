@@ -85,6 +85,7 @@ def start(
     active_steps: Union[int, str] = ...,
     repeat: Union[int, str] = ...,
     detach: Union[bool, str] = ...,
+    detach_between: Union[bool, str] = ...,
     print_at_exit: Union[bool, str] = ...,
     output_path: Union[str, PathLike[str]] = ...,
     json_path: Union[str, PathLike[str]] = ...,

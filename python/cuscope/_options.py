@@ -25,6 +25,7 @@ OPTIONS: Dict[str, Tuple[str, str]] = {
     "active_steps": ("CUSCOPE_ACTIVE", "int"),
     "repeat": ("CUSCOPE_REPEAT", "int"),
     "detach": ("CUSCOPE_DETACH", "bool"),
+    "detach_between": ("CUSCOPE_DETACH_BETWEEN", "bool"),
     "print_at_exit": ("CUSCOPE_PRINT", "bool"),
     "output_path": ("CUSCOPE_OUTPUT", "path"),
     "json_path": ("CUSCOPE_JSON", "path"),

@@ -30,8 +30,10 @@ Phase phase_of(const Options& o, std::uint64_t step);
 /// The scopes' flags in phase `p` (g_flags): what they record, and how.
 std::uint32_t flags_for(const Session& s, Phase p);
 /// Pauses or resumes CUPTI's tracing for phase `p` and the program's switch (Session::recording_on):
-/// paused outside the window and while recording is off. The caller holds the lifecycle lock.
-void pause_for(const Session& s, Phase p);
+/// paused outside the window and while recording is off; after a detach between windows, CUPTI
+/// attached again where `p` traces. The caller holds the lifecycle lock. True when CUPTI was attached
+/// again or stopped tracing (the scope flags then change).
+bool pause_for(Session& s, Phase p);
 /// Whether the model counts work launched outside every scope in phase `p`: in the active window,
 /// while recording is on (Session::recording_on). The caller holds the lifecycle lock.
 bool records(const Session& s, Phase p);

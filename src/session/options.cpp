@@ -216,31 +216,22 @@ struct Reader {
   }
 };
 
-constexpr const char* kKnown[] = {"CUSCOPE_ENABLE",         "CUSCOPE_GPU_EVENTS",
-                                  "CUSCOPE_ACTIVITIES",     "CUSCOPE_WAIT",
-                                  "CUSCOPE_WARMUP",         "CUSCOPE_ACTIVE",
-                                  "CUSCOPE_PRINT",          "CUSCOPE_OUTPUT",
-                                  "CUSCOPE_JSON",           "CUSCOPE_SORT",
-                                  "CUSCOPE_ROWS",           "CUSCOPE_TOP_KERNELS",
-                                  "CUSCOPE_MAX_DEPTH",      "CUSCOPE_METRICS",
-                                  "CUSCOPE_METRIC_RANGES",  "CUSCOPE_METRIC_STEPS",
-                                  "CUSCOPE_TRACE",          "CUSCOPE_TRACE_LIMIT",
-                                  "CUSCOPE_NVTX_DOMAINS",   "CUSCOPE_FINDINGS",
-                                  "CUSCOPE_GRAPHS",         "CUSCOPE_EVENTS",
-                                  "CUSCOPE_ATTRIBUTION",    "CUSCOPE_SYNC_RECORDS",
-                                  "CUSCOPE_MEMORY_RECORDS", "CUSCOPE_EVENT_TIMESTAMPS",
-                                  "CUSCOPE_REPORT_EVERY",   "CUSCOPE_REPEAT",
-                                  "CUSCOPE_DETACH",
-                                  // Not options: set by `cuscope run` for the processes below it.
-                                  "CUSCOPE_INJECT_LIBRARY", "CUSCOPE_RUN_ID"};
+constexpr const char* kKnown[] = {
+    "CUSCOPE_ENABLE", "CUSCOPE_GPU_EVENTS", "CUSCOPE_ACTIVITIES", "CUSCOPE_WAIT", "CUSCOPE_WARMUP",
+    "CUSCOPE_ACTIVE", "CUSCOPE_PRINT", "CUSCOPE_OUTPUT", "CUSCOPE_JSON", "CUSCOPE_SORT", "CUSCOPE_ROWS",
+    "CUSCOPE_TOP_KERNELS", "CUSCOPE_MAX_DEPTH", "CUSCOPE_METRICS", "CUSCOPE_METRIC_RANGES",
+    "CUSCOPE_METRIC_STEPS", "CUSCOPE_TRACE", "CUSCOPE_TRACE_LIMIT", "CUSCOPE_NVTX_DOMAINS",
+    "CUSCOPE_FINDINGS", "CUSCOPE_GRAPHS", "CUSCOPE_EVENTS", "CUSCOPE_ATTRIBUTION", "CUSCOPE_SYNC_RECORDS",
+    "CUSCOPE_MEMORY_RECORDS", "CUSCOPE_EVENT_TIMESTAMPS", "CUSCOPE_REPORT_EVERY", "CUSCOPE_REPEAT",
+    "CUSCOPE_DETACH", "CUSCOPE_DETACH_BETWEEN",
+    // Not options: set by `cuscope run` for the processes below it.
+    "CUSCOPE_INJECT_LIBRARY", "CUSCOPE_RUN_ID"};
 
 }  // namespace
 
 std::string_view to_string(EventTimestamps t) { return t == EventTimestamps::cupti ? "cupti" : "cuda"; }
 
-std::string_view to_string(Attribution a) {
-  return a == Attribution::launch ? "launch" : "external";
-}
+std::string_view to_string(Attribution a) { return a == Attribution::launch ? "launch" : "external"; }
 
 std::string_view to_string(EventTiming e) {
   switch (e) {
@@ -267,12 +258,14 @@ Options options_from(EnvLookup lookup, Options base, std::vector<OptionError>* e
   r.boolean("CUSCOPE_GRAPHS", base.graphs);
   r.boolean("CUSCOPE_SYNC_RECORDS", base.sync_records);
   r.boolean("CUSCOPE_MEMORY_RECORDS", base.memory_records);
-  r.either("CUSCOPE_ATTRIBUTION", base.attribution, Attribution::external, Attribution::launch, "an attribution");
+  r.either("CUSCOPE_ATTRIBUTION", base.attribution, Attribution::external, Attribution::launch,
+           "an attribution");
   r.number("CUSCOPE_WAIT", base.wait_steps, 0, 1'000'000'000);
   r.number("CUSCOPE_WARMUP", base.warmup_steps, 0, 1'000'000'000);
   r.number("CUSCOPE_ACTIVE", base.active_steps, 0, 1'000'000'000);
   r.number("CUSCOPE_REPEAT", base.repeat, 0, 1'000'000'000);
   r.boolean("CUSCOPE_DETACH", base.detach);
+  r.boolean("CUSCOPE_DETACH_BETWEEN", base.detach_between);
   r.boolean("CUSCOPE_PRINT", base.print_at_exit);
   r.path("CUSCOPE_OUTPUT", base.output_path);
   r.path("CUSCOPE_JSON", base.json_path);

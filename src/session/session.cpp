@@ -274,6 +274,20 @@ bool start(const Options& given) {
                       options.repeat));
       options.repeat = 1;
     }
+    if (options.detach_between) {
+      // Said once, here: a detach between windows that could never be made.
+      const char* why =
+          options.repeat == 1 || options.wait_steps == 0
+              ? "needs a window that repeats with wait steps (repeat != 1, wait_steps > 0)"
+          : !options.metrics.empty() ? "is not made where hardware counters run (CUSCOPE_METRICS)"
+          : wants_cupti_event_clock(options)
+              ? "is not made where CUPTI times cuscope's events (CUSCOPE_EVENT_TIMESTAMPS=cupti)"
+              : nullptr;
+      if (why != nullptr) {
+        warn_once(fmt::format("Options::detach_between {}; CUPTI is not detached between step windows", why));
+        options.detach_between = false;
+      }
+    }
     if (options.report_every_s > kMaxReportEvery) {
       warn_once(
           fmt::format("Options::report_every_s={} is out of range [0, {}]; writing the report at exit only",

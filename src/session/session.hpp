@@ -70,8 +70,13 @@ class Session : public Sink {
   // shutdown() has collected everything: CUDA may be torn down next (static destructors after
   // it), so step(), flush() and snapshot() touch nothing of CUDA, CUPTI or the window any more.
   std::atomic<bool> closed{false};
-  // The last window's end began detaching CUPTI (producers/cupti/detach.hpp: where it stands).
+  // A window's end began detaching CUPTI, after the last window or between two
+  // (producers/cupti/detach.hpp: where it stands); between two, the next window's first step ends it.
   bool detach_asked = false;
+  // Between windows (Options::detach_between): a detach was refused or given up, so the later windows
+  // pause CUPTI only; and how many times CUPTI was attached again.
+  bool detach_between_off = false;
+  std::uint64_t reattaches = 0;
   // Recording as the program last set it (Options::enabled, then set_enabled()): while off, CUPTI's
   // tracing is paused as outside the step window.
   bool recording_on = true;
@@ -112,7 +117,8 @@ void give_up_gpu_events() noexcept;
 
 /// Session::gpu_timing for `o` (CUSCOPE_EVENTS): "on" or "on, sampled: ..." when scopes record CUDA
 /// events; "projected: ..." when CUPTI traces and events are not needed; else why neither.
-std::string event_timing(const Options& o, bool gpu_available, const std::string& no_gpu_reason, bool tracing);
+std::string event_timing(const Options& o, bool gpu_available, const std::string& no_gpu_reason,
+                         bool tracing);
 
 /// Whether some step of `o`'s window pauses CUPTI's tracing (a wait step, or one after the last
 /// window): the activity status then says "paused outside the step window".

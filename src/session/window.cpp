@@ -1,10 +1,13 @@
 // session/window.cpp — the step window: which phase a step is in (wait, warm-up, active, done), the
 // scope flags of each phase, CUPTI's pause outside the window and while recording is off, the
-// detach after the last window, and the program's calls that move them (step(), set_enabled()).
+// detach after the last window and between windows (CUPTI attached again for the next), and the
+// program's calls that move them (step(), set_enabled()).
 // start() (session.cpp) sets the first step's phase up with the same calls.
 //
 // Never here: a switch outside the session's lifecycle lock (one transition at a time, none once
 // shutdown() began), or a CUPTI call of its own (producers/cupti/adapter.hpp makes them).
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
@@ -12,6 +15,7 @@
 #include "producers/clock.hpp"
 #include "producers/cupti/adapter.hpp"
 #include "producers/cupti/range_profiler.hpp"
+#include "producers/log.hpp"
 #include "session/handover.hpp"
 #include "session/internal.hpp"
 #include "trace/session_trace.hpp"
@@ -63,12 +67,50 @@ std::uint32_t flags_for(const Session& s, Phase p) {
   return f;
 }
 
+namespace {
+
+// CUPTI traces again after a detach between windows (reattach_activity_tracing()): the activity
+// status as the new attach has it, or, where it does not trace again, off for the rest, with a note.
+// The caller holds the lifecycle lock.
+void reattach(Session& s) {
+  const Reattached r = reattach_activity_tracing(s);
+  s.detach_asked = false;
+  if (r.detach_refused) s.detach_between_off = true;  // its note said so; the later windows pause only
+  if (!r.tracing) {
+    s.tracing.store(false, std::memory_order_release);
+    s.activity_status = fmt::format(
+        "off since CUPTI could not trace again after a detach between step windows: {}", r.status);
+    warn_once(
+        fmt::format("CUPTI could not trace again after a detach between step windows ({}): the later "
+                    "windows' GPU work is not recorded",
+                    r.status));
+    return;
+  }
+  if (!r.attached) return;  // called off: paused only, as the status says
+  ++s.reattaches;
+  s.activity_status = fmt::format(
+      "{}, detached between step windows and attached again {} {}, paused outside the step window", r.status,
+      s.reattaches, s.reattaches == 1 ? "time" : "times");
+}
+
+}  // namespace
+
 // Pauses or resumes CUPTI's tracing for phase `p` and the program's switch: paused outside the
 // window, and while recording is off (set_enabled(false), CUSCOPE_ENABLE=0: scopes record nothing,
-// and the GPU work launched then is neither paid for nor recorded). The caller holds the lifecycle
-// lock: one transition at a time, and none once shutdown() began. Nothing when already so.
-void pause_for(const Session& s, Phase p) {
-  if (s.tracing.load(std::memory_order_acquire)) pause_activity_tracing(paused_in(p) || !s.recording_on);
+// and the GPU work launched then is neither paid for nor recorded); after a detach between windows
+// (detach_asked, in a phase that traces: the last window's detach is never followed by one) CUPTI
+// traces again. The caller holds the lifecycle lock: one transition at a time, and none once
+// shutdown() began. Nothing when already so. True when CUPTI was attached again or stopped tracing
+// (the scope flags depend on it).
+bool pause_for(Session& s, Phase p) {
+  if (!s.tracing.load(std::memory_order_acquire)) return false;
+  const bool paused = paused_in(p) || !s.recording_on;
+  if (!paused && s.detach_asked) {
+    reattach(s);
+    return true;
+  }
+  pause_activity_tracing(paused);
+  return false;
 }
 
 namespace {
@@ -80,6 +122,16 @@ namespace {
 void detach_after_last_window(Session& s) {
   if (!s.options.detach || !s.options.metrics.empty() || !s.tracing.load(std::memory_order_acquire)) return;
   s.detach_asked = request_detach();
+}
+
+// The step that enters a wait step from the window (right after the pause; the caller holds the
+// lifecycle lock): with Options::detach_between, CUPTI is detached until the next window's first
+// step, as after the last window, where the session traces and no detach between windows was refused.
+// start() turned the option off where no hardware counters may run, nor CUPTI time cuscope's events
+// (their device timestamps are keyed by CUPTI's correlation ids, which a re-attach starts again).
+void detach_between_windows(Session& s) {
+  if (!s.options.detach_between || s.detach_between_off || !s.tracing.load(std::memory_order_acquire)) return;
+  s.detach_asked = request_detach(true);
 }
 
 // Writes the trace's mark (`mark()`: a step's end, the program's switch) and, where the model's
@@ -129,8 +181,10 @@ void step() {
   mark_and_switch(s, records(s, was), records(s, next), ended,
                   [&] { trace_step(ended, finished + 1, next == Phase::Record); });
   if (was == next) return;
-  if (paused_in(was) != paused_in(next)) pause_for(s, next);
+  if (paused_in(was) != paused_in(next) && pause_for(s, next))
+    g_flags.store(flags_for(s, next), std::memory_order_relaxed);  // as the new attach traces
   if (next == Phase::Done) detach_after_last_window(s);
+  if (next == Phase::Wait && !paused_in(was)) detach_between_windows(s);
 }
 
 void set_enabled(bool on) {
@@ -150,7 +204,7 @@ void set_enabled(bool on) {
   // recording is off (host-timed synchronizes, allocations) counts outside the window.
   const std::uint64_t now = now_ns();
   mark_and_switch(s, was, records(s, p), now, [&] { trace_recording(now, on); });
-  pause_for(s, p);
+  if (pause_for(s, p)) g_flags.store(flags_for(s, p), std::memory_order_relaxed);
 }
 
 bool enabled() {

@@ -1,6 +1,8 @@
-// GPU test of the detach after the last step window (CUSCOPE_DETACH, docs/cupti-windows.md): the
+// GPU tests of the detach after the last step window (CUSCOPE_DETACH, docs/cupti-windows.md) and
+// between windows (CUSCOPE_DETACH_BETWEEN, CUPTI attached again at each next window): the
 // window's counts exact across the pause and the detach, CUPTI detached at the exit of the
-// collector's own CUDA call, and the program's launches after it still run. Not yet run on a GPU.
+// collector's own CUDA call, and the program's launches after it still run. The last window's case
+// passed on an H200 (2026-11-28); the case between windows is not yet run on a GPU.
 #include <cuda_runtime.h>
 
 #include <catch2/catch.hpp>
@@ -72,6 +74,68 @@ TEST_CASE("after the last step window CUPTI detaches, the window's counts exact,
   CHECK(r.diagnostics.dropped_records == 0);
   CHECK(r.diagnostics.launch_notes_lost == 0);
   CHECK(r.find("after_window") == nullptr);  // after the window: not recorded
+  CHECK(r.find("(unscoped)") == nullptr);
+  for (const std::string& note : r.notes) CHECK(note.find("not detached") == std::string::npos);
+}
+
+// CUSCOPE_DETACH_BETWEEN: each wait step detaches CUPTI once the window's records are in (1 s after
+// the pause) and the next warm-up step attaches it again, whose correlation ids start again at 1:
+// every window's counts exact across two re-attaches, nothing of the wait steps recorded, then the
+// detach after the last window.
+TEST_CASE("between step windows CUPTI detaches and attaches again, every window's counts exact",
+          "[gpu][cupti][detach]") {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.events = cuscope::EventTiming::automatic;
+  o.wait_steps = 1;
+  o.warmup_steps = 1;
+  o.active_steps = 2;
+  o.repeat = 3;  // steps 0-3, 4-7, 8-11: wait, warm-up, active, active; then detached for good
+  o.detach_between = true;
+  cuscope_test::Session session(o);
+  warm_up();  // in the first wait step: paused, no record
+  const auto status_has = [](const char* what) {
+    return cuscope::snapshot().activity_status.find(what) != std::string::npos;
+  };
+  for (int step = 0; step < 12; ++step) {
+    if (step % 4 == 0 && step > 0) {
+      // A wait step after a window: the program launches on while CUPTI detaches (bounded wait).
+      bool detached = false;
+      for (int i = 0; i < 5000 && !detached; ++i) {
+        {
+          CUSCOPE_SCOPE("between");
+          empty_kernel<<<1, 1>>>();
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        detached = status_has(", detached between step windows until the next one");
+      }
+      INFO("step " << step << ", activity status: " << cuscope::snapshot().activity_status);
+      REQUIRE(detached);
+    } else {
+      CUSCOPE_SCOPE("detach_step");
+      for (int i = 0; i < kLaunchesPerStep; ++i) empty_kernel<<<1, 1>>>();
+    }
+    cuscope::step();
+  }
+  bool detached = false;
+  for (int i = 0; i < 5000 && !detached; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    detached = status_has(", detached after the last step window");
+  }
+  INFO("activity status: " << cuscope::snapshot().activity_status);
+  REQUIRE(detached);
+  CHECK(status_has("detached between step windows and attached again 2 times"));
+
+  const cuscope::Report r = settled();
+  CHECK(r.recorded_steps == 6);
+  CHECK(range(r, "detach_step").calls == 6);  // the warm-up steps' scopes record nothing
+  CHECK(range(r, "detach_step").self.kernel_calls == 6 * kLaunchesPerStep);
+  CHECK(r.diagnostics.outside_window_records == 3 * kLaunchesPerStep);  // the warm-up steps'
+  CHECK(r.diagnostics.unresolved_records == 0);
+  CHECK(r.diagnostics.zero_timestamp_records == 0);
+  CHECK(r.diagnostics.incomplete_at_exit == 0);
+  CHECK(r.diagnostics.dropped_records == 0);
+  CHECK(r.diagnostics.launch_notes_lost == 0);
+  CHECK(r.find("between") == nullptr);
   CHECK(r.find("(unscoped)") == nullptr);
   for (const std::string& note : r.notes) CHECK(note.find("not detached") == std::string::npos);
 }

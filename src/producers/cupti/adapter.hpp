@@ -69,11 +69,29 @@ void stop_activity_tracing() noexcept;
 bool settle_detach_for_stop() noexcept;
 
 /// Detaching CUPTI after the last step window (docs/cupti-windows.md, "Detaching after the last
-/// step window"; the stages are detach.hpp's). The step that ends the last window, right after its
-/// pause (the lifecycle lock held): the detach begins (pending), unless this session's CUPTI is not
-/// paused (a refused pause) or another tool holds CUPTI's subscriber (one note). True when it
-/// began.
-bool request_detach() noexcept;
+/// step window"; the stages are detach.hpp's), or, `between`, between two windows (Options::
+/// detach_between). The step that ends the window, right after its pause (the lifecycle lock held):
+/// the detach begins (pending), unless this session's CUPTI is not paused (a refused pause) or
+/// another tool holds CUPTI's subscriber (one note). True when it began.
+bool request_detach(bool between = false) noexcept;
+/// What reattach_activity_tracing() did.
+struct Reattached {
+  bool tracing = true;          ///< false: CUPTI does not trace again (`status` says why)
+  bool attached = false;        ///< CUPTI attached again (`status`: start_activity_tracing()'s)
+  bool detach_refused = false;  ///< the detach had been refused or given up (a note said so)
+  std::string status;
+};
+/// The first step of a window after a detach between windows (Options::detach_between), the lifecycle
+/// lock held: CUPTI traces again. A detach still pending is called off (CUPTI never left: the pause
+/// ends as between windows); one under way on the collector is waited for (2 s at most: then
+/// `tracing` false); a detached CUPTI, or one left attached with every kind off by a refused detach,
+/// is attached again: cuscope's side of the last attach forgotten, the model's books keyed by CUPTI's
+/// ids emptied (Aggregator::reattached(), the trace's Reattach mark, under the aggregator's lock), then
+/// start_activity_tracing(). CUPTI's correlation ids start again at 1 (docs/cupti-windows.md).
+Reattached reattach_activity_tracing(Sink& sink) noexcept;
+/// Tests: `attach` stands for start_activity_tracing() in reattach_activity_tracing() (nullptr: it
+/// again).
+void set_attach_for_testing(std::string (*attach)(Sink& sink)) noexcept;
 /// The collector's tick while a detach is under way. Pending: nothing (the collector polls as between
 /// windows) until kDetachWaitNs after the pause, then a normal flush and what stop_activity_tracing()
 /// does (a forced flush, what it hands back incomplete counted as at exit; every kind off; the
@@ -92,6 +110,8 @@ inline constexpr std::uint64_t kDetachWaitNs = 1'000'000'000;
 inline constexpr std::uint64_t kFinalizeWaitNs = 1'000'000'000;
 /// Tests: that wait (0: kFinalizeWaitNs again), for cases that hold a detach armed, or give it up.
 void set_finalize_wait_for_testing(std::uint64_t ns) noexcept;
+/// Tests: kDetachWaitNs (0: it again), for cases that hold a detach pending, or need it sooner.
+void set_detach_wait_for_testing(std::uint64_t ns) noexcept;
 
 /// Pauses (`paused`) or resumes CUPTI's tracing of the program's work, between step windows
 /// (session.cpp: the wait steps and those after the last window): every kind the session enabled

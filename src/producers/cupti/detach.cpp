@@ -1,6 +1,8 @@
 // producers/cupti/detach.cpp — see detach.hpp.
 #include "producers/cupti/detach.hpp"
 
+#include <fmt/format.h>
+
 #include <atomic>
 #include <string_view>
 
@@ -11,6 +13,7 @@ namespace {
 std::atomic<DetachStage> g_stage{DetachStage::none};
 std::atomic<CUptiResult> g_finalize_result{CUPTI_SUCCESS};
 std::atomic<CuptiObserver> g_observer{nullptr};
+std::atomic<bool> g_between{false};
 constinit thread_local bool t_finalizing_thread = false;  // the collector's (finalize_on_this_thread)
 
 bool off_limits(DetachStage s) {
@@ -39,19 +42,27 @@ bool move_detach_stage(DetachStage from, DetachStage to) noexcept {
   return g_stage.compare_exchange_strong(from, to, std::memory_order_acq_rel);
 }
 
+void set_detach_between(bool between) noexcept { g_between.store(between, std::memory_order_release); }
+
+bool detach_between() noexcept { return g_between.load(std::memory_order_acquire); }
+
 std::string with_detach_stage(std::string status) {
   constexpr std::string_view kPaused = ", paused outside the step window";
-  const char* stage = nullptr;
+  const bool between = detach_between();
+  const std::string_view where = between ? "between step windows" : "after the last step window";
+  std::string stage;
   switch (detach_stage()) {
     case DetachStage::pending:
-      stage = ", paused after the last step window; CUPTI detaches once the window's records are in";
+      stage = fmt::format(", paused {}; CUPTI detaches once the window's records are in", where);
       break;
+    case DetachStage::detaching:
     case DetachStage::armed:
     case DetachStage::finalizing:
-      stage = ", paused after the last step window; CUPTI detaches now";
+      stage = fmt::format(", paused {}; CUPTI detaches now", where);
       break;
     case DetachStage::detached:
-      stage = ", detached after the last step window";
+      stage = between ? ", detached between step windows until the next one"
+                      : ", detached after the last step window";
       break;
     default:
       return status;  // none, refused or kept: paused, as it says
@@ -77,7 +88,10 @@ bool finalize_at_api_exit(CUpti_CallbackDomain domain, const void* data) noexcep
 
 void finalize_on_this_thread() noexcept { t_finalizing_thread = true; }
 
-void forget_detach_in_forked_child() noexcept { move_detach_stage(DetachStage::armed, DetachStage::kept); }
+void forget_detach_in_forked_child() noexcept {
+  move_detach_stage(DetachStage::detaching, DetachStage::kept);  // its collector is not in the child
+  move_detach_stage(DetachStage::armed, DetachStage::kept);
+}
 
 void set_cupti_observer_for_testing(CuptiObserver observer) noexcept {
   g_observer.store(observer, std::memory_order_release);

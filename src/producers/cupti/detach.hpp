@@ -1,16 +1,19 @@
-// producers/cupti/detach.hpp — where a session's detach of CUPTI after its last step window stands
-// (docs/cupti-windows.md, "Detaching after the last step window"), and the one cuptiFinalize, made
+// producers/cupti/detach.hpp — where a session's detach of CUPTI after its last step window, or
+// between two windows (Options::detach_between), stands (docs/cupti-windows.md, "Detaching after the
+// last step window", "Detaching between step windows"), and the one cuptiFinalize, made
 // at the exit site of a CUDA API callback, as NVIDIA's header asks and Kineto does
 // (pytorch/kineto#686: cuptiFinalize outside a callback raced other threads inside CUPTI): the
 // callback of the collector thread's own CUDA call, made for it while armed. Never on a program's
 // thread (it would pay the finalize inside one of its calls, maybe inside its stream capture) or
 // from an exit handler.
 //
-// The stages, in order: pending (the step that ended the last window paused CUPTI; the collector
-// delivers the window's records), armed (every kind off, the API callbacks on, nothing of cuscope's
-// calls CUPTI any more), finalizing (a callback's thread inside cuptiFinalize), detached. Or kept:
-// paused, not detached (refused, or not asked for). From armed on cuscope makes no CUPTI call: any
-// would attach CUPTI again.
+// The stages, in order: pending (the step that ended the window paused CUPTI; the collector
+// delivers the window's records), detaching (the collector claimed it: the last records, every kind
+// off), armed (the API callbacks on, nothing of cuscope's calls CUPTI any more), finalizing (a
+// callback's thread inside cuptiFinalize), detached. Or kept: not detached (refused, or given up).
+// From armed on cuscope makes no CUPTI call: any would attach CUPTI again. Between windows, the next
+// window's first step calls a pending detach off (pending to none: the claim makes the two exclusive),
+// waits for one under way, and attaches CUPTI again (the stage back to none).
 //
 // Never here: a lock or an allocation on the callback's path (finalize_at_api_exit() runs in the
 // program's CUDA calls), a note to the user (the adapter says why, off the program's threads), the
@@ -26,7 +29,8 @@ namespace cuscope::inline v0::detail {
 
 enum class DetachStage : std::uint8_t {
   none,        ///< no detach asked for (or the session stopped)
-  pending,     ///< paused after the last window; its records still being delivered
+  pending,     ///< paused after the window; its records still being delivered
+  detaching,   ///< the collector claimed it: the window's last records, every kind off, the arming
   armed,       ///< everything off; cuptiFinalize waits for the collector's next CUDA call's exit
   finalizing,  ///< a thread is inside cuptiFinalize
   detached,    ///< cuptiFinalize returned success: CUPTI is gone from the process
@@ -40,10 +44,16 @@ DetachStage detach_stage() noexcept;
 void set_detach_stage(DetachStage stage) noexcept;
 /// From `from` to `to`, if the stage is `from`: true when it was.
 bool move_detach_stage(DetachStage from, DetachStage to) noexcept;
+/// Whether the detach asked for last is one between two step windows (request_detach()), not after
+/// the last one: what with_detach_stage() and the adapter's notes say.
+void set_detach_between(bool between) noexcept;
+bool detach_between() noexcept;
 /// A session's activity status (`status`, ending ", paused outside the step window" where the window
 /// pauses) as the detach has it now: that suffix replaced by ", paused after the last step window;
-/// CUPTI detaches once the window's records are in" (pending), "...; CUPTI detaches now" (armed,
-/// finalizing) or ", detached after the last step window"; as it is when kept or not asked for.
+/// CUPTI detaches once the window's records are in" (pending), "...; CUPTI detaches now" (detaching,
+/// armed, finalizing) or ", detached after the last step window"; between windows "between step
+/// windows" for "after the last step window", and the detached one ", detached between step windows
+/// until the next one"; as it is when kept or not asked for.
 std::string with_detach_stage(std::string status);
 /// Whether cuscope may call CUPTI: false while armed, finalizing or detached.
 bool cupti_callable() noexcept;
@@ -58,7 +68,7 @@ bool finalize_at_api_exit(CUpti_CallbackDomain domain, const void* data) noexcep
 /// exits finalize an armed detach; no other thread's do.
 void finalize_on_this_thread() noexcept;
 
-/// A forked child: an armed detach is never made there (kept), with no CUPTI call.
+/// A forked child: a detach being made or armed is never made there (kept), with no CUPTI call.
 void forget_detach_in_forked_child() noexcept;
 
 /// Tests: `observer` stands for CUPTI in every call the detach makes or gates (the flushes, the event

@@ -1,8 +1,10 @@
-// producers/cupti/detach_sequence.cpp — the detach after the last step window, the adapter's side
-// (adapter.hpp: request_detach(), advance_detach(), settle_detach_for_stop();
-// docs/cupti-windows.md, "Detaching after the last step window"): the pending wait for the window's
-// records, the last records and every kind off, the finalize armed for the collector's call
-// (subscriber.hpp), and a refused or given-up detach said once. The stages are detach.hpp's.
+// producers/cupti/detach_sequence.cpp — the detach after the last step window or between two, the
+// adapter's side (adapter.hpp: request_detach(), advance_detach(), settle_detach_for_stop(),
+// reattach_activity_tracing(); docs/cupti-windows.md, "Detaching after the last step window",
+// "Detaching between step windows"): the pending wait for the window's records, the last records and
+// every kind off, the finalize armed for the collector's call (subscriber.hpp), a refused or given-up
+// detach said once, and, between windows, the detach called off or CUPTI attached again, the model's
+// books keyed by CUPTI's ids forgotten first. The stages are detach.hpp's.
 // Never here: a CUPTI call once the finalize is armed (call_cupti() gates them), or tracing's start,
 // pauses and stop (adapter.cpp).
 #include <fmt/format.h>
@@ -22,15 +24,33 @@
 #include "producers/cupti/subscriber.hpp"
 #include "producers/log.hpp"
 #include "producers/scope_state.hpp"
+#include "trace/writer.hpp"
 
 namespace cuscope::inline v0::detail {
 namespace {
 
 std::atomic<std::uint64_t> g_finalize_wait_ns{kFinalizeWaitNs};  // tests change it
+std::atomic<std::uint64_t> g_detach_wait_ns{kDetachWaitNs};      // tests change it
 
-// The one note of a detach not made: CUPTI stays attached and paused, and `why`.
+// The one note of a detach not made: CUPTI stays attached and paused, and `why`. Between windows,
+// none is tried again: the later ones pause CUPTI only.
 void say_kept(std::string_view why) {
-  warn_once(fmt::format("CUPTI is paused, not detached, after the last step window: {}", why));
+  if (detach_between())
+    warn_once(
+        fmt::format("CUPTI is not detached between step windows: {}; it is paused between them from "
+                    "now on",
+                    why));
+  else
+    warn_once(fmt::format("CUPTI is paused, not detached, after the last step window: {}", why));
+}
+
+std::atomic<std::string (*)(Sink&)> g_attach_for_testing{nullptr};
+
+// A detach claimed by the collector and not yet settled: its records, its arming, its finalize, or a
+// refused finalize the collector has not said yet (its next tick does).
+bool under_way(DetachStage stage) {
+  return stage == DetachStage::detaching || stage == DetachStage::armed || stage == DetachStage::finalizing ||
+         stage == DetachStage::refused;
 }
 
 void say_refused_finalize() { say_kept(refusal("cuptiFinalize", finalize_result())); }
@@ -75,6 +95,7 @@ bool wait_out_finalize() {
 
 bool settle_detach_for_stop() noexcept {
   move_detach_stage(DetachStage::pending, DetachStage::kept);
+  move_detach_stage(DetachStage::detaching, DetachStage::kept);  // the collector is stopped first
   move_detach_stage(DetachStage::armed, DetachStage::kept);
   wait_out_finalize();
   if (move_detach_stage(DetachStage::refused, DetachStage::kept)) say_refused_finalize();
@@ -85,9 +106,15 @@ void set_finalize_wait_for_testing(std::uint64_t ns) noexcept {
   g_finalize_wait_ns.store(ns != 0 ? ns : kFinalizeWaitNs, std::memory_order_relaxed);
 }
 
-bool request_detach() noexcept {
+void set_detach_wait_for_testing(std::uint64_t ns) noexcept {
+  g_detach_wait_ns.store(ns != 0 ? ns : kDetachWaitNs, std::memory_order_relaxed);
+}
+
+bool request_detach(bool between) noexcept {
   State& s = state();
-  if (s.target.load(std::memory_order_acquire) == nullptr || s.pause_refused) return false;
+  if (s.target.load(std::memory_order_acquire) == nullptr || s.pause_refused || !cupti_callable())
+    return false;
+  set_detach_between(between);
   if (subscriber_refused()) {
     say_kept("another tool holds CUPTI's subscriber, and detaching would detach it too");
     return false;
@@ -103,9 +130,12 @@ bool advance_detach() noexcept {
     case DetachStage::pending: {
       // Not sooner: a normal flush that brings nothing does not say the window's records are in, since
       // CUPTI holds back every buffer with an incomplete record (a GPU running behind the pause).
-      if (model::elapsed_ns(s.detach_paused_ns.load(std::memory_order_relaxed), now_ns()) < kDetachWaitNs)
+      if (model::elapsed_ns(s.detach_paused_ns.load(std::memory_order_relaxed), now_ns()) <
+          g_detach_wait_ns.load(std::memory_order_relaxed))
         return false;  // the collector's polls, as between windows
-      deliver(0);      // what finished since the last poll, complete
+      // Claimed: a window's first step that comes now waits for the detach instead of calling it off.
+      if (!move_detach_stage(DetachStage::pending, DetachStage::detaching)) return false;
+      deliver(0);  // what finished since the last poll, complete
       detach_now(s);
       return true;
     }
@@ -127,6 +157,57 @@ bool advance_detach() noexcept {
     default:
       return false;
   }
+}
+
+Reattached reattach_activity_tracing(Sink& sink) noexcept {
+  Reattached out;
+  // Called off before the collector claimed it: CUPTI never left, and resumes as between windows.
+  if (move_detach_stage(DetachStage::pending, DetachStage::none)) {
+    pause_activity_tracing(false);
+    return out;
+  }
+  // Claimed: its last records, its arming and the finalize at the collector's next tick (10 ms) take
+  // tens of milliseconds; an armed one given up takes 1 s (kFinalizeWaitNs).
+  for (int i = 0; i < 2000 && under_way(detach_stage()); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const DetachStage stage = detach_stage();
+  if (under_way(stage)) {
+    out.tracing = false;
+    out.status =
+        "CUPTI's detach between the step windows was still under way 2 s after the next window began";
+    return out;
+  }
+  if (stage == DetachStage::none) {  // none was made (another tool's subscriber): paused only
+    pause_activity_tracing(false);
+    return out;
+  }
+  // Kept (a refused or given-up detach: CUPTI attached, every kind off) or detached: cuscope's side of
+  // the last attach forgotten (no CUPTI call while detached: unsubscribe() is gated), then, before
+  // CUPTI can hand back any record of the new attach, the model's books keyed by its ids, with the
+  // trace's mark at the same place, then everything start_activity_tracing() sets up.
+  out.detach_refused = stage != DetachStage::detached;
+  State& s = state();
+  s.kinds.off();  // empty since the detach
+  unsubscribe();
+  s.target.store(nullptr, std::memory_order_release);
+  // The flushes' lock held throughout: the collector's next poll, the first CUPTI call once the stage
+  // is none again, must not race the attach's first calls inside libcupti (two first calls at once
+  // did, flush_mutex()). The attach flushes nothing; the aggregator's lock comes after this one.
+  std::lock_guard flushes(flush_mutex());
+  {
+    std::lock_guard lock(sink.aggregator_mutex);
+    if (trace::Writer* w = trace::g_writer.load(std::memory_order_acquire)) w->reattached(now_ns());
+    sink.aggregator.reattached();
+  }
+  std::string (*attach)(Sink&) = g_attach_for_testing.load(std::memory_order_acquire);
+  out.status = attach != nullptr ? attach(sink) : start_activity_tracing(sink);
+  out.attached = out.status.rfind("on", 0) == 0;
+  out.tracing = out.attached;
+  return out;
+}
+
+void set_attach_for_testing(std::string (*attach)(Sink& sink)) noexcept {
+  g_attach_for_testing.store(attach, std::memory_order_release);
 }
 
 }  // namespace cuscope::inline v0::detail

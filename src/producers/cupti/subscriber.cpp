@@ -457,7 +457,7 @@ std::string arm_finalize_at_api_exit() noexcept {
       return cupti_refusal("cuptiEnableDomain(RUNTIME_API, DRIVER_API)", r);
     }
     // Last: from here a callback may finalize, and cuscope calls CUPTI no more.
-    move_detach_stage(DetachStage::pending, DetachStage::armed);
+    move_detach_stage(DetachStage::detaching, DetachStage::armed);
     return {};
   } catch (...) {  // out of memory saying why
     return "out of memory";

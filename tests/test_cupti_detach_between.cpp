@@ -1,0 +1,230 @@
+// Detaching CUPTI between step windows (CUSCOPE_DETACH_BETWEEN, docs/cupti-windows.md): each wait
+// step's detach in the order of the last window's, CUPTI attached again at the next window's first
+// step, the books keyed by CUPTI's ids forgotten there (live and replayed), a detach still pending
+// called off, one under way waited for, a refused one said once and not tried again, recording
+// switched off across a window's start, and the status at each stage. Fakes stand for CUPTI
+// (detach_fixture.hpp: fake_attach stands for start_activity_tracing()); the collector thread runs
+// for real.
+// Never here: a GPU, or CUPTI itself (tests/gpu/test_gpu_detach.cu checks the real detach).
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cupti_buffer.hpp"
+#include "cuscope/cuscope.hpp"
+#include "detach_fixture.hpp"
+#include "model/range_tree.hpp"
+#include "producers/cupti/detach.hpp"
+#include "session/session.hpp"
+#include "session_fixture.hpp"
+#include "trace_kit.hpp"
+
+namespace {
+
+using cuscope::detail::DetachStage;
+using namespace cuscope_test::detach;
+
+// Wait 1, warm-up 1, active 1, without end, detached between windows: step 0 waits, 1 warms up, 2 is
+// recorded, 3 waits (the detach), 4 warms up (the re-attach), 5 is recorded, 6 waits, ...
+cuscope::Options between_windows() {
+  cuscope::Options o = one_window();
+  o.wait_steps = 1;
+  o.warmup_steps = 1;
+  o.repeat = 0;
+  o.detach_between = true;
+  return o;
+}
+
+void steps(int n) {
+  for (int i = 0; i < n; ++i) cuscope::step();
+}
+
+std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// The wait step's detach made: pending, delivered, armed, then the collector's CUDA call's exit.
+void detach_made() {
+  REQUIRE(reaches(DetachStage::armed));
+  cuscope::detail::api_exit_for_testing();
+  REQUIRE(cuscope::detail::detach_stage() == DetachStage::detached);
+}
+
+}  // namespace
+
+TEST_CASE("a repeated window detaches CUPTI in its wait steps and attaches it again at the next window",
+          "[session][window][tracing][detach]") {
+  FakeCuptiSession traced(between_windows());
+  cuscope::detail::set_detach_wait_for_testing(50'000'000);  // the window's records in after 50 ms
+  steps(3);  // step 2 recorded ends: paused, the detach pending
+  detach_made();
+  const cuscope::Report detached = cuscope::snapshot();
+  CHECK(detached.activity_status.ends_with(", detached between step windows until the next one"));
+  cuscope::step();  // the warm-up step begins: CUPTI attached again
+  CHECK(cuscope::detail::detach_stage() == DetachStage::none);
+  CHECK(cuscope::snapshot().activity_status ==
+        "on (fake CUPTI), detached between step windows and attached again 1 time, paused outside the step "
+        "window");
+  steps(2);  // step 5 recorded ends: the next detach
+  detach_made();
+  cuscope::step();
+  CHECK(cuscope::snapshot().activity_status ==
+        "on (fake CUPTI), detached between step windows and attached again 2 times, paused outside the step "
+        "window");
+  const std::vector<std::string> log = without_normal_flushes(logged());
+  const std::vector<std::string> cycle = with(with(kPause, without_normal_flushes(kDetach)), {"attach"});
+  CHECK(log == with(cycle, cycle));
+  CHECK(cuscope::snapshot().notes.empty());
+}
+
+// CUPTI's correlation ids start again at 1 after a re-attach (the probe on an H200, 5 of 5). The
+// first attach's correlation 1 was a call of cuscope's own; the new attach's correlation 1 is the
+// program's launch, outside every scope in the window, whose kernel record comes before its API
+// record: without the books forgotten, the kernel is taken for cuscope's own and never counted, and
+// a replay without the trace's Reattach mark does the same.
+TEST_CASE(
+    "after a re-attach a kernel of the new correlation 1 is not taken for the old one's, live and replayed",
+    "[session][window][tracing][detach][trace]") {
+  const std::string trace_path = cuscope_test::trace_kit::temp_path("detach_between.cuscope");
+  const std::string json_path = cuscope_test::trace_kit::temp_path("detach_between.json");
+  cuscope::Options o = between_windows();
+  o.trace_path = trace_path;
+  o.json_path = json_path;
+  {
+    FakeCuptiSession traced(o);
+    cuscope::detail::set_detach_wait_for_testing(50'000'000);
+    steps(2);  // step 2 is recorded
+    const std::uint64_t t1 = cuscope::detail::now_ns();
+    cuscope_test::CuptiBuffer own;  // an event query of cuscope's own, correlation 1
+    own.external(1, cuscope::model::kCuscopeInternal).api(1, t1).kernel(1, t1 + 10, t1 + 20, "own_kernel");
+    cuscope::detail::take_buffer(cuscope::detail::session(), own.data(), own.size(), 0);
+    cuscope::step();
+    detach_made();
+    steps(2);  // attached again; step 5 is recorded
+    const std::uint64_t t2 = cuscope::detail::now_ns();
+    cuscope_test::CuptiBuffer program;  // the program's launch: correlation 1 again, its kernel first
+    program.kernel(1, t2 + 10, t2 + 40, "program_kernel").api(1, t2);
+    cuscope::detail::take_buffer(cuscope::detail::session(), program.data(), program.size(), 0);
+    const cuscope::Report live = cuscope::snapshot();
+    REQUIRE(live.find("(unscoped)") != nullptr);
+    CHECK(live.find("(unscoped)")->self.kernel_calls == 1);
+    CHECK(live.find("(unscoped)")->self.kernel_ns == 30);
+    CHECK(live.diagnostics.unresolved_records == 0);
+    cuscope::shutdown();
+  }
+  const cuscope::Report replayed = cuscope_test::trace_kit::replay_as_exit(trace_path, json_path);
+  REQUIRE(replayed.find("(unscoped)") != nullptr);
+  CHECK(replayed.find("(unscoped)")->self.kernel_calls == 1);
+}
+
+TEST_CASE(
+    "a window that begins while the detach is still pending calls it off: CUPTI resumes, never detached",
+    "[session][window][tracing][detach]") {
+  FakeCuptiSession traced(between_windows());
+  cuscope::detail::set_detach_wait_for_testing(3'600'000'000'000);  // pending until the case says
+  steps(3);
+  REQUIRE(cuscope::detail::detach_stage() == DetachStage::pending);
+  CHECK(cuscope::snapshot().activity_status.ends_with(
+      ", paused between step windows; CUPTI detaches once the window's records are in"));
+  cuscope::step();  // the warm-up step: the pause ends as between windows
+  CHECK(cuscope::detail::detach_stage() == DetachStage::none);
+  cuscope::detail::set_detach_wait_for_testing(1);              // a detach still pending would go now
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the collector's ticks
+  CHECK(cuscope::detail::detach_stage() == DetachStage::none);
+  CHECK(without_normal_flushes(logged()) == with(kPause, {"MEMCPY on", "KERNEL on"}));
+  CHECK(cuscope::snapshot().activity_status.find("between step windows") == std::string::npos);
+}
+
+TEST_CASE("a window that begins while the detach is under way waits for its finalize, then attaches again",
+          "[session][window][tracing][detach]") {
+  FakeCuptiSession traced(between_windows());
+  cuscope::detail::set_detach_wait_for_testing(50'000'000);
+  steps(3);
+  REQUIRE(reaches(DetachStage::armed));
+  std::thread program([] { cuscope::step(); });  // the warm-up step waits (2 s at most)
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  cuscope::detail::api_exit_for_testing();  // the collector's CUDA call returns: finalized
+  program.join();
+  CHECK(cuscope::detail::detach_stage() == DetachStage::none);
+  CHECK(without_normal_flushes(logged()) == with(with(kPause, without_normal_flushes(kDetach)), {"attach"}));
+  CHECK(cuscope::snapshot().activity_status.find("attached again 1 time,") != std::string::npos);
+}
+
+TEST_CASE("a refused finalize between windows is said once, CUPTI traces again, and later windows only pause",
+          "[session][window][tracing][detach]") {
+  FakeCuptiSession traced(between_windows());
+  cuscope::detail::set_detach_wait_for_testing(50'000'000);
+  g_finalize_result = CUPTI_ERROR_NOT_SUPPORTED;
+  steps(3);
+  REQUIRE(reaches(DetachStage::armed));
+  cuscope::detail::api_exit_for_testing();
+  REQUIRE(reaches(DetachStage::kept));  // the collector said so, the API callbacks off
+  cuscope::step();                      // attached again: every kind was off
+  steps(5);                             // steps 5 and 8 end windows: paused only
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  CHECK(cuscope::detail::detach_stage() == DetachStage::none);
+  const std::vector<std::string> first = with(with(kPause, without_normal_flushes(kDetach)),
+                                              {"cuptiEnableDomain(0, RUNTIME_API, DRIVER_API)", "attach"});
+  const std::vector<std::string> later = {"KERNEL off", "MEMCPY off", "MEMCPY on",
+                                          "KERNEL on",  "KERNEL off", "MEMCPY off"};
+  CHECK(without_normal_flushes(logged()) == with(first, later));
+  const std::vector<std::string> notes = cuscope::snapshot().notes;
+  REQUIRE(notes.size() == 1);
+  CHECK(notes[0].starts_with("CUPTI is not detached between step windows: "));
+  CHECK(notes[0].find("cuptiFinalize") != std::string::npos);
+  CHECK(notes[0].ends_with("; it is paused between them from now on"));
+}
+
+TEST_CASE("recording off when the next window begins keeps CUPTI detached until recording is on",
+          "[session][window][tracing][detach]") {
+  FakeCuptiSession traced(between_windows());
+  cuscope::detail::set_detach_wait_for_testing(50'000'000);
+  steps(3);
+  detach_made();
+  cuscope::set_enabled(false);
+  cuscope::step();  // the warm-up step, recording off: nothing to trace
+  CHECK(cuscope::detail::detach_stage() == DetachStage::detached);
+  const std::vector<std::string> before = logged();
+  CHECK(std::count(before.begin(), before.end(), "attach") == 0);
+  cuscope::set_enabled(true);  // attached again, at the switch
+  CHECK(cuscope::detail::detach_stage() == DetachStage::none);
+  const std::vector<std::string> log = without_normal_flushes(logged());
+  CHECK(log == with(with(kPause, without_normal_flushes(kDetach)), {"attach"}));
+}
+
+TEST_CASE("the activity status says where a detach between windows stands", "[tracing][detach]") {
+  const std::string paused = "on, paused outside the step window";
+  cuscope::detail::set_detach_between(true);
+  const auto status_at = [&](DetachStage stage) {
+    cuscope::detail::set_detach_stage(stage);
+    return cuscope::detail::with_detach_stage(paused);
+  };
+  CHECK(status_at(DetachStage::pending) ==
+        "on, paused between step windows; CUPTI detaches once the window's records are in");
+  CHECK(status_at(DetachStage::detaching) == "on, paused between step windows; CUPTI detaches now");
+  CHECK(status_at(DetachStage::armed) == "on, paused between step windows; CUPTI detaches now");
+  CHECK(status_at(DetachStage::detached) == "on, detached between step windows until the next one");
+  CHECK(status_at(DetachStage::kept) == paused);
+  cuscope::detail::set_detach_between(false);
+  CHECK(status_at(DetachStage::detaching) == "on, paused after the last step window; CUPTI detaches now");
+  cuscope::detail::set_detach_stage(DetachStage::none);
+}
+
+TEST_CASE("CUSCOPE_DETACH_BETWEEN where no window repeats with wait steps: one note, and no detach between",
+          "[session][window][tracing][detach][options]") {
+  cuscope::Options o = between_windows();
+  o.wait_steps = 0;  // nothing pauses between windows
+  FakeCuptiSession traced(o);
+  steps(4);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  CHECK(cuscope::detail::detach_stage() == DetachStage::none);
+  CHECK(without_normal_flushes(logged()).empty());
+  const std::vector<std::string> notes = cuscope::snapshot().notes;
+  CHECK(notes == std::vector<std::string>{
+                     "Options::detach_between needs a window that repeats with wait steps (repeat != 1, "
+                     "wait_steps > 0); CUPTI is not detached between step windows"});
+}
