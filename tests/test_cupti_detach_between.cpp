@@ -140,7 +140,7 @@ TEST_CASE(
 }
 
 TEST_CASE("a window that begins while the detach is under way waits for its finalize, then attaches again",
-          "[session][window][tracing][detach]") {
+          "[session][window][tracing][detach][threads]") {
   FakeCuptiSession traced(between_windows());
   cuscope::detail::set_detach_wait_for_testing(50'000'000);
   steps(3);
@@ -194,6 +194,41 @@ TEST_CASE("recording off when the next window begins keeps CUPTI detached until 
   CHECK(cuscope::detail::detach_stage() == DetachStage::none);
   const std::vector<std::string> log = without_normal_flushes(logged());
   CHECK(log == with(with(kPause, without_normal_flushes(kDetach)), {"attach"}));
+}
+
+// Recording off from a wait step through the whole next window: nothing attaches CUPTI, and the
+// window's end asks for no second detach; the first window with recording on attaches it again.
+TEST_CASE("recording off through a whole window keeps the detach, and the next window attaches CUPTI again",
+          "[session][window][tracing][detach]") {
+  FakeCuptiSession traced(between_windows());
+  cuscope::detail::set_detach_wait_for_testing(50'000'000);
+  steps(3);
+  detach_made();
+  cuscope::set_enabled(false);
+  steps(4);  // warm-up 4, active 5, its end into wait 6, then warm-up 7 with recording off
+  CHECK(cuscope::detail::detach_stage() == DetachStage::detached);
+  CHECK(cuscope::snapshot().activity_status.ends_with(", detached between step windows until the next one"));
+  cuscope::set_enabled(true);  // in warm-up step 7: attached again
+  CHECK(cuscope::detail::detach_stage() == DetachStage::none);
+  CHECK(without_normal_flushes(logged()) == with(with(kPause, without_normal_flushes(kDetach)), {"attach"}));
+}
+
+// The same through the last window: the detach between windows is the last window's, and says so;
+// recording on again after it attaches nothing.
+TEST_CASE("recording off through the last window keeps the detach between windows as the last one's",
+          "[session][window][tracing][detach]") {
+  cuscope::Options o = between_windows();
+  o.repeat = 2;  // steps 0-2 and 3-5, then done
+  FakeCuptiSession traced(o);
+  cuscope::detail::set_detach_wait_for_testing(50'000'000);
+  steps(3);
+  detach_made();
+  cuscope::set_enabled(false);
+  steps(3);  // warm-up 4, active 5, then done
+  cuscope::set_enabled(true);
+  CHECK(cuscope::detail::detach_stage() == DetachStage::detached);
+  CHECK(cuscope::snapshot().activity_status.ends_with(", detached after the last step window"));
+  CHECK(without_normal_flushes(logged()) == with(kPause, without_normal_flushes(kDetach)));
 }
 
 TEST_CASE("the activity status says where a detach between windows stands", "[tracing][detach]") {

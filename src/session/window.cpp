@@ -14,6 +14,7 @@
 
 #include "producers/clock.hpp"
 #include "producers/cupti/adapter.hpp"
+#include "producers/cupti/detach.hpp"
 #include "producers/cupti/range_profiler.hpp"
 #include "producers/log.hpp"
 #include "session/handover.hpp"
@@ -120,6 +121,12 @@ namespace {
 // docs/cupti-windows.md), where the session traces and no hardware counters run (the range profiler
 // is CUPTI's too).
 void detach_after_last_window(Session& s) {
+  if (s.detach_asked) {
+    // A detach between windows still holds CUPTI (recording was off since: nothing attached it
+    // again); it is the last window's now, and says so.
+    set_detach_between(false);
+    return;
+  }
   if (!s.options.detach || !s.options.metrics.empty() || !s.tracing.load(std::memory_order_acquire)) return;
   s.detach_asked = request_detach();
 }
@@ -130,7 +137,11 @@ void detach_after_last_window(Session& s) {
 // start() turned the option off where no hardware counters may run, nor CUPTI time cuscope's events
 // (their device timestamps are keyed by CUPTI's correlation ids, which a re-attach starts again).
 void detach_between_windows(Session& s) {
-  if (!s.options.detach_between || s.detach_between_off || !s.tracing.load(std::memory_order_acquire)) return;
+  // A detach between windows that still holds CUPTI (recording off since, so nothing attached it
+  // again) stays asked for: the next window's first step with recording on attaches CUPTI again.
+  if (!s.options.detach_between || s.detach_between_off || s.detach_asked ||
+      !s.tracing.load(std::memory_order_acquire))
+    return;
   s.detach_asked = request_detach(true);
 }
 
