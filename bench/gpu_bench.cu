@@ -225,6 +225,22 @@ int main(int argc, char** argv) {
       end_session();
       m.step_after_window.insert(m.step_after_window.end(), t.begin(), t.end());
     };
+    // The defaults detaching CUPTI between windows (CUSCOPE_DETACH_BETWEEN): steps timed in a wait
+    // once CUPTI detached, then the re-attach at the wait's end and the step after it. A round whose
+    // CUPTI had not detached 3 s after its window is timed all the same, and counted.
+    auto between_windows = [&] {
+      const char* key = "transformer.between_windows";
+      if (!part(key)) return;
+      std::uint32_t taken = 0;
+      if (!restart_between_windows_session(kBetweenWait, &taken)) ++m.between_not_detached;
+      const std::vector<double> t = step_ns(0, args.steps);
+      double reattach = 0, first = 0;
+      time_reattach(kBetweenWait, taken + static_cast<std::uint32_t>(args.steps), &reattach, &first);
+      end_session();
+      m.step_between_windows.insert(m.step_between_windows.end(), t.begin(), t.end());
+      m.reattach_call.push_back(reattach);
+      m.step_after_reattach.push_back(first);
+    };
     // The step's configurations, in round_order as the launch loops are; transformer.with
     // runs last in every round (its report is the notes').
     const std::function<void()> sessions[] = {
@@ -276,7 +292,8 @@ int main(int argc, char** argv) {
           });
         },
         windowed,
-        after_window};
+        after_window,
+        between_windows};
     constexpr int kSessions = sizeof sessions / sizeof sessions[0];
     for (const int i : cuscope_bench::round_order(kSessions, round)) sessions[i]();
     // Last: its report is the notes' "last transformer run".

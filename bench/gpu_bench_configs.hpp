@@ -133,6 +133,10 @@ constexpr int kLaunchConfigCount = sizeof kLaunchConfigs / sizeof kLaunchConfigs
 /// one warm-up step traced and left out, one step recorded.
 constexpr std::uint32_t kWindowWait = 8;
 constexpr std::uint32_t kWindowCycle = kWindowWait + 2;
+/// transformer.between_windows's wait (CUSCOPE_DETACH_BETWEEN): more steps than a round takes of it
+/// (the 1 s the detach waits, about 5,300 steps of 0.19 ms on the H200, and the timed steps), the
+/// rest run as empty cuscope::step() calls.
+constexpr std::uint32_t kBetweenWait = 100000;
 /// Indices into kLaunchConfigs, for the ratios.
 enum : int {
   kBare,

@@ -102,6 +102,24 @@ Summary summarize(const Args& args, const BenchMachine& machine, const Measured&
   s.measurements.push_back(paired_ratio("paired.transformer.after_window_over_without",
                                         "paired: " + after_window_label + " / without",
                                         round_ratios(m.step_after_window, m.step_without, steps_in_round)));
+  const std::string between_label =
+      "transformer step, cuscope's defaults in the wait steps of a window detached between windows "
+      "(CUSCOPE_WAIT=" +
+      std::to_string(kBetweenWait) +
+      " CUSCOPE_WARMUP=1 CUSCOPE_ACTIVE=1 CUSCOPE_REPEAT=0 CUSCOPE_DETACH_BETWEEN=1: CUPTI detached)";
+  s.measurements.push_back({"transformer.between_windows", between_label, median(m.step_between_windows),
+                            "ns", coefficient_of_variation(m.step_between_windows)});
+  s.measurements.push_back(paired_ratio(
+      "paired.transformer.between_windows_over_without", "paired: " + between_label + " / without",
+      round_ratios(m.step_between_windows, m.step_without, steps_in_round)));
+  s.measurements.push_back({"transformer.between_windows.reattach_call",
+                            "host time of the cuscope::step() that attaches CUPTI again at a window's first "
+                            "step (CUSCOPE_DETACH_BETWEEN=1), one per round",
+                            median(m.reattach_call), "ns", coefficient_of_variation(m.reattach_call)});
+  s.measurements.push_back({"ratio.transformer.between_windows.first_step_after_reattach_over_without",
+                            "ratio: the transformer step after CUPTI attached again (its first launches "
+                            "instrumented again), one per round / without",
+                            median(m.step_after_reattach) / without, "x"});
   // cuscope's own share of the step: its configurations over the step that CUPTI traces for a
   // client doing nothing else (where goal.defaults_step is missed, whether CUPTI or cuscope).
   const double minimal_step = median(m.step_minimal);
@@ -248,6 +266,12 @@ Summary summarize(const Args& args, const BenchMachine& machine, const Measured&
         "NOT MEASURED AS MEANT: transformer.after_window: CUPTI had not detached 2 s after the "
         "window in " +
         std::to_string(m.after_window_not_detached) +
+        " round(s); their steps ran with CUPTI paused, not detached");
+  if (m.between_not_detached != 0)
+    s.notes.push_back(
+        "NOT MEASURED AS MEANT: transformer.between_windows: CUPTI had not detached 3 s after "
+        "the window in " +
+        std::to_string(m.between_not_detached) +
         " round(s); their steps ran with CUPTI paused, not detached");
   for (const Measured::Refusal& r : m.floor_refused)
     s.notes.push_back("NOT MEASURED from round " + std::to_string(r.round) + " on: " + r.key +

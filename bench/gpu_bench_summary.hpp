@@ -29,6 +29,10 @@ struct Measured {
   // CUPTI detached (CUSCOPE_DETACH), what a program's steps cost after its last window.
   std::vector<double> step_after_window;
   int after_window_not_detached = 0;  ///< rounds whose CUPTI had not detached 2 s after the window
+  // The defaults in the wait steps of a window detached between windows (CUSCOPE_DETACH_BETWEEN=1),
+  // CUPTI detached; each round's cuscope::step() that attached it again, and the step after it.
+  std::vector<double> step_between_windows, reattach_call, step_after_reattach;
+  int between_not_detached = 0;  ///< rounds whose CUPTI had not detached 3 s after the window
   // The step under the minimal CUPTI client, cuscope off: what tracing kernels costs the step before
   // cuscope does anything, the floor under goal.defaults_step.
   std::vector<double> step_minimal;

@@ -97,6 +97,38 @@ bool restart_after_window_session() {
   }
 }
 
+bool restart_between_windows_session(std::uint32_t wait, std::uint32_t* steps_taken) {
+  cuscope::Options o;
+  o.wait_steps = wait;
+  o.warmup_steps = 1;
+  o.active_steps = 1;
+  o.repeat = 0;
+  o.detach_between = true;
+  restart_with(o);
+  for (std::uint32_t i = 0; i < wait; ++i) cuscope::step();  // the first wait: paused, nothing to detach
+  cuscope_bench::transformer_step_ns();                      // the warm-up step
+  cuscope_bench::transformer_step_ns();  // the window's step: its end pauses CUPTI, the detach pending
+  *steps_taken = 0;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  while (*steps_taken + 1 < wait) {
+    cuscope_bench::transformer_step_ns();
+    ++*steps_taken;
+    if (cuscope::snapshot().activity_status.ends_with(", detached between step windows until the next one"))
+      return true;
+    if (std::chrono::steady_clock::now() > give_up) return false;
+  }
+  return false;
+}
+
+void time_reattach(std::uint32_t wait, std::uint32_t steps_taken, double* reattach_ns,
+                   double* first_step_ns) {
+  for (std::uint32_t i = steps_taken; i + 1 < wait; ++i) cuscope::step();
+  const std::uint64_t start = now_ns();
+  cuscope::step();  // the last wait step ends: CUPTI attached again for the warm-up step
+  *reattach_ns = static_cast<double>(now_ns() - start);
+  *first_step_ns = static_cast<double>(cuscope_bench::transformer_step_ns());
+}
+
 double launch_ns(cudaStream_t s, int launches, Wrap wrap, bool step_per_batch) {
   std::uint64_t timed = 0;
   for (int done = -kBatch; done < launches; done += kBatch) {

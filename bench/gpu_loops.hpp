@@ -43,6 +43,20 @@ void restart_windowed_session(std::uint32_t wait, std::uint32_t warmup, std::uin
 /// last window.
 bool restart_after_window_session();
 
+/// Replaces the cuscope session by one with cuscope's defaults and a window that repeats without end
+/// and detaches CUPTI between its windows (CUSCOPE_WAIT=`wait` CUSCOPE_WARMUP=1 CUSCOPE_ACTIVE=1
+/// CUSCOPE_REPEAT=0 CUSCOPE_DETACH_BETWEEN=1): its first wait steps (empty cuscope::step() calls:
+/// CUPTI paused since the start, never detached), its window (two transformer steps), then untimed
+/// transformer steps until the activity status says CUPTI detached between windows, 3 s at most. True
+/// when it did; `*steps_taken`: the wait steps of the second wait so far.
+bool restart_between_windows_session(std::uint32_t wait, std::uint32_t* steps_taken);
+/// What attaching CUPTI again costs a program, at the end of the wait whose steps `steps_taken` of
+/// `wait` are done: the rest of them as empty cuscope::step() calls but the last, then the host time
+/// (ns) of the cuscope::step() that ends it (the next window's warm-up step begins: CUPTI attached
+/// again inside it), into `*reattach_ns`, and of the transformer step after it (CUPTI's first launches
+/// after a re-attach), into `*first_step_ns`.
+void time_reattach(std::uint32_t wait, std::uint32_t steps_taken, double* reattach_ns, double* first_step_ns);
+
 /// Ends the current session (reset_for_testing), leaving none started. A part of the bench ends its
 /// session before the next part begins, so that a teardown that stalls (CUPTI's flushes, disabling
 /// kinds, unsubscribing) is named as the part whose session it was, and --skip of that part avoids it.

@@ -14,7 +14,8 @@
 # rounds, now 8), PyTorch step 162 (174 for 14 fresh processes, now 13), zero-code 52 + 6 with the
 # full build (35) and the probes' build (9) beside them, say 68; ctest 16 (the GPU tests alone) + 45
 # (the rest, the 65 s consumer build started first with 8 jobs); demos 9: about 415 s counted, and
-# up to 20 s more where the bench's after_window waits for its detaches. Then informational: the CPU
+# up to 20 s more where the bench's after_window waits for its detaches (and since 2026-11-28 about
+# 9 s more where its between_windows waits for one detach a round, 1 s each). Then informational: the CPU
 # bench ~15, probes 40, ncu 2, the CUPTI-timed trial 8 and its two-stream case twice apart, 2 (15 s
 # each, and the stacks, where it hangs again): 65-115 s; whatever the budget cuts of them counts for
 # nothing. About 500-545 s in all, inside GPU_CHECK_BUDGET=545.
@@ -261,10 +262,10 @@ check() {
   # A detach that hung (hung_exit: ended by the tests' watchdog, run_with_stacks or the section's
   # limit) or crashed (a signal) would do so again in the
   # external run (a hang: 30 s, the stacks and their gdb up to 60 s more) and in every round of the
-  # bench's transformer.after_window (a hang: the bench's 45 s stall limit, then its rerun): both left
-  # out, so that the sections after them keep their budget.
+  # bench's transformer.after_window and transformer.between_windows (a hang: the bench's 45 s stall
+  # limit, then its rerun): all left out, so that the sections after them keep their budget.
   detach_exit=$(section_exit "$detach_section")
-  if hung_exit "$detach_exit" || crashed_exit "$detach_exit"; then bench_skip=transformer.after_window; fi
+  if hung_exit "$detach_exit" || crashed_exit "$detach_exit"; then bench_skip=transformer.after_window,transformer.between_windows; fi
   # The same exact expectations with CUSCOPE_ATTRIBUTION=external (docs/cupti.md, "Attribution"):
   # external correlation and API records instead of the default's launch callbacks.
   export GPU_TEST_ATTRIBUTION=external
@@ -315,7 +316,7 @@ check() {
     local twins="$stalled,launch.${stalled#*.},transformer.${stalled#*.}"
     # A crash is blamed on the last part named, but CUPTI attached again after after_window's
     # finalize (the next part's start) would crash in the part named after it: left out too.
-    [[ $how == crashed* ]] && twins+=",transformer.after_window"
+    [[ $how == crashed* ]] && twins+=",transformer.after_window,transformer.between_windows"
     run_if_built "gpu bench, without $twins ($how above)" \
       "$BUILD_DIR/bench/cuscope_gpu_bench" --json="$results/gpu-bench.json" --git-commit="$commit" \
       "${bench_args[@]}" --skip="$twins${bench_skip:+,$bench_skip}"

@@ -235,6 +235,38 @@ TEST_CASE(
   CHECK(not_detached(summarize(args, {"gpu", "cuda"}, m, 2)) == 1);
 }
 
+TEST_CASE(
+    "bench: the steps between windows detached are paired with the step without, the re-attach its own, and "
+    "a round not detached named",
+    "[bench]") {
+  using namespace cuscope_bench;
+  auto [args, m] = TwoRounds();
+  m.step_between_windows = {99, 99, 206, 206};  // 0.99, then 1.03
+  m.reattach_call = {70000, 60000};
+  m.step_after_reattach = {150, 250};
+  const Summary s = summarize(args, {"gpu", "cuda"}, m, 2);
+  const Measurement* between = measurement(s, "paired.transformer.between_windows_over_without");
+  REQUIRE(between != nullptr);
+  CHECK(between->value == Approx(1.01));
+  CHECK(between->low == Approx(0.99));
+  CHECK(between->high == Approx(1.03));
+  REQUIRE(measurement(s, "transformer.between_windows.reattach_call") != nullptr);
+  CHECK(measurement(s, "transformer.between_windows.reattach_call")->value == Approx(65000));
+  const Measurement* first =
+      measurement(s, "ratio.transformer.between_windows.first_step_after_reattach_over_without");
+  REQUIRE(first != nullptr);
+  CHECK(first->value == Approx(200.0 / median(m.step_without)));
+  const auto not_detached = [](const Summary& summary) {
+    return std::count(
+        summary.notes.begin(), summary.notes.end(),
+        "NOT MEASURED AS MEANT: transformer.between_windows: CUPTI had not detached 3 s after the "
+        "window in 2 round(s); their steps ran with CUPTI paused, not detached");
+  };
+  CHECK(not_detached(s) == 0);
+  m.between_not_detached = 2;
+  CHECK(not_detached(summarize(args, {"gpu", "cuda"}, m, 2)) == 1);
+}
+
 TEST_CASE("cycle means: each sample the mean of its cycle, cycles cut within each round", "[bench]") {
   // Two rounds of 5 samples, cycles of 2: [1 3][5 7][9] | [2 2][4 8][6].
   const std::vector<double> v{1, 3, 5, 7, 9, 2, 2, 4, 8, 6};
