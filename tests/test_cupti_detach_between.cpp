@@ -7,6 +7,7 @@
 // for real.
 // Never here: a GPU, or CUPTI itself (tests/gpu/test_gpu_detach.cu checks the real detach).
 #include <algorithm>
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <string>
@@ -18,6 +19,7 @@
 #include "detach_fixture.hpp"
 #include "model/range_tree.hpp"
 #include "producers/cupti/detach.hpp"
+#include "producers/scope_state.hpp"
 #include "session/session.hpp"
 #include "session_fixture.hpp"
 #include "trace_kit.hpp"
@@ -145,13 +147,112 @@ TEST_CASE("a window that begins while the detach is under way waits for its fina
   cuscope::detail::set_detach_wait_for_testing(50'000'000);
   steps(3);
   REQUIRE(reaches(DetachStage::armed));
-  std::thread program([] { cuscope::step(); });  // the warm-up step waits (2 s at most)
+  std::atomic<bool> stepped{false};
+  std::thread program([&] {  // the warm-up step waits (2 s at most)
+    cuscope::step();
+    stepped = true;
+  });
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK_FALSE(stepped);  // still waiting: the finalize has not come
+  // Meanwhile no scope pushes (its flags stored before the wait): the hooks would mark the thread's
+  // launches as the scope's while CUPTI is attached again.
+  CHECK((cuscope::detail::g_flags.load() & cuscope::detail::kCorrelation) == 0);
   cuscope::detail::api_exit_for_testing();  // the collector's CUDA call returns: finalized
   program.join();
   CHECK(cuscope::detail::detach_stage() == DetachStage::none);
   CHECK(without_normal_flushes(logged()) == with(with(kPause, without_normal_flushes(kDetach)), {"attach"}));
   CHECK(cuscope::snapshot().activity_status.find("attached again 1 time,") != std::string::npos);
+  CHECK((cuscope::detail::g_flags.load() & cuscope::detail::kCorrelation) != 0);  // as the new attach traces
+}
+
+TEST_CASE(
+    "a detach given up while the next window waits for it: callbacks off first, then CUPTI traces again",
+    "[session][window][tracing][detach]") {
+  FakeCuptiSession traced(between_windows());
+  cuscope::detail::set_detach_wait_for_testing(50'000'000);
+  cuscope::detail::set_finalize_wait_for_testing(100'000'000);  // no finalize comes: given up 100 ms on
+  steps(3);
+  REQUIRE(reaches(DetachStage::armed));
+  cuscope::step();  // waits for the give-up, then attaches CUPTI again
+  CHECK(cuscope::detail::detach_stage() == DetachStage::none);
+  std::vector<std::string> detach_armed = without_normal_flushes(kDetach);
+  detach_armed.pop_back();  // no cuptiFinalize
+  CHECK(without_normal_flushes(logged()) ==
+        with(with(kPause, detach_armed), {"cuptiEnableDomain(0, RUNTIME_API, DRIVER_API)", "attach"}));
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(r.notes ==
+        std::vector<std::string>{
+            "CUPTI is not detached between step windows: no CUDA call of cuscope's collector reached "
+            "CUPTI's callback, where it finalizes, within 1 s; it is paused between them from now on"});
+  CHECK(r.activity_status == "on (fake CUPTI), paused outside the step window");  // it never left
+}
+
+// A detach still armed 2 s after the window began (no finalize yet, none given up): one note, the
+// window's later steps try again without waiting, and the first after the finalize attaches CUPTI.
+TEST_CASE("a window that begins 2 s before the detach is made tries again at each later step, unwaited",
+          "[session][window][tracing][detach]") {
+  cuscope::Options o = between_windows();
+  o.active_steps = 2;  // 0 waits, 1 warms up, 2 and 3 recorded, 4 waits, 5 warms up, 6 and 7 recorded
+  FakeCuptiSession traced(o);
+  cuscope::detail::set_detach_wait_for_testing(50'000'000);
+  steps(4);
+  REQUIRE(reaches(DetachStage::armed));
+  cuscope::step();  // into warm-up step 5: 2 s of waiting, then on
+  CHECK(cuscope::detail::detach_stage() == DetachStage::armed);
+  const auto start = std::chrono::steady_clock::now();
+  cuscope::step();  // into step 6: tried again, not waited for
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::milliseconds(1000));
+  CHECK(cuscope::detail::detach_stage() == DetachStage::armed);
+  cuscope::detail::api_exit_for_testing();
+  cuscope::step();  // into step 7: attached again
+  CHECK(cuscope::detail::detach_stage() == DetachStage::none);
+  CHECK(without_normal_flushes(logged()) == with(with(kPause, without_normal_flushes(kDetach)), {"attach"}));
+  CHECK(
+      cuscope::snapshot().notes ==
+      std::vector<std::string>{"CUPTI's detach between step windows was still under way 2 s after a window "
+                               "began: that window's GPU work is recorded only from the step at which CUPTI "
+                               "is attached again"});
+}
+
+namespace {
+
+std::string refused_attach(cuscope::detail::Sink&) {
+  log_call("attach refused");
+  return "cuptiActivityRegisterCallbacks returned CUPTI_ERROR_UNKNOWN (the test's)";
+}
+
+}  // namespace
+
+TEST_CASE(
+    "an attach refused after a detach between windows: tracing off for good, CUDA events time the calls",
+    "[session][window][tracing][detach]") {
+  cuscope::Options o = between_windows();
+  o.gpu_events = true;  // CUSCOPE_EVENTS=auto, which leaves the calls' GPU time to CUPTI while it traces
+  FakeCuptiSession traced(o);
+  {
+    std::lock_guard lock(cuscope::detail::session().lifecycle_mutex);  // as a traced session has it
+    cuscope::detail::session().gpu_timing = "projected: each call's span of the GPU work CUPTI traced";
+  }
+  cuscope::detail::set_attach_for_testing(&refused_attach);
+  cuscope::detail::set_detach_wait_for_testing(50'000'000);
+  steps(3);
+  detach_made();
+  cuscope::step();                                              // the warm-up step: the attach refused
+  steps(6);                                                     // two more cycles: no CUPTI call, no detach
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));  // the collector's polls: none
+  CHECK(without_normal_flushes(logged()) ==
+        with(with(kPause, without_normal_flushes(kDetach)), {"attach refused"}));
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(r.activity_status ==
+        "off since CUPTI could not trace again after a detach between step windows: "
+        "cuptiActivityRegisterCallbacks returned CUPTI_ERROR_UNKNOWN (the test's)");
+  CHECK_FALSE(r.tracing_on());
+  CHECK(r.gpu_timing.starts_with("on"));  // CUSCOPE_EVENTS=auto: events where CUPTI does not trace
+  CHECK(r.notes ==
+        std::vector<std::string>{
+            "CUPTI could not trace again after a detach between step windows "
+            "(cuptiActivityRegisterCallbacks returned CUPTI_ERROR_UNKNOWN (the test's)): the later "
+            "windows' GPU work is not recorded"});
 }
 
 TEST_CASE("a refused finalize between windows is said once, CUPTI traces again, and later windows only pause",

@@ -6,6 +6,7 @@
 // Never: a session or a GPU; never a trace file left behind.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdint>
@@ -380,4 +381,31 @@ TEST_CASE("the summary carries cuscope's own processing, and a trace from before
   CHECK(cuscope::format_table(before).find("cuscope's own work") == std::string::npos);
   CHECK(before.find("step") != nullptr);
   std::remove(rec.path.c_str());
+}
+
+// A re-attach's mark (Reattach) must be in the file before any event the new attach makes: ring
+// events (scopes, graph nodes) recorded after pass_now() come after it, though each pass writes the
+// rings' events before the marks it took with them.
+TEST_CASE("pass_now: what was marked before it is in the file before ring events recorded after it",
+          "[trace][detach]") {
+  Recorded rec("pass_now.cuscope");
+  rec.writer->start();
+  rec.writer->reattached(5);
+  rec.writer->pass_now();
+  rec.begin("after", 10);
+  rec.end(1, 20);
+  rec.writer->finish_events();
+  REQUIRE(rec.writer->close(trace::Summary{}));
+  struct Order : trace::Visitor {
+    std::vector<std::string> seen;
+    void scope(const trace::ScopeEvent&) override { seen.emplace_back("scope"); }
+    void reattached(std::uint64_t) override { seen.emplace_back("reattach"); }
+  } order;
+  trace::Reader reader;
+  std::string error;
+  REQUIRE(reader.open(rec.path, &error));
+  REQUIRE(reader.read(order, &error));
+  REQUIRE_FALSE(order.seen.empty());
+  CHECK(order.seen.front() == "reattach");
+  CHECK(std::count(order.seen.begin(), order.seen.end(), "scope") >= 2);  // the Enter and the Exit
 }

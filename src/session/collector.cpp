@@ -50,8 +50,10 @@ void collector_loop(Session* s) {
     }
     resolve_gpu_events();
     recalibrate_clock();  // does something about once a second
+    // A detach under way is settled whatever tracing says (a window's re-attach may have turned it off).
+    const bool detached_now = advance_detach();
     if (s->tracing.load(std::memory_order_acquire)) {
-      if (advance_detach()) {
+      if (detached_now) {
         // The detach after the last step window, made this tick: its flushes delivered.
       } else if (tick % 10 == 0) {
         poll_activity();

@@ -77,6 +77,8 @@ class Session : public Sink {
   // pause CUPTI only; and how many times CUPTI was attached again.
   bool detach_between_off = false;
   std::uint64_t reattaches = 0;
+  // A window began while that detach was still under way (2 s): its later steps try again, unwaited.
+  bool reattach_late = false;
   // Recording as the program last set it (Options::enabled, then set_enabled()): while off, CUPTI's
   // tracing is paused as outside the step window.
   bool recording_on = true;

@@ -61,7 +61,9 @@ std::uint32_t flags_for(const Session& s, Phase p) {
     }
   }
   if (tracing && (f & kRecording)) f |= kInstances;
-  if (tracing && !s.launch_attributed.load(std::memory_order_relaxed) &&
+  // Not while a detach is asked for: CUPTI is (or is about to be) detached, and no scope may push
+  // while it is attached again (launch notes' hooks mark the thread's launches as the pushed scope's).
+  if (tracing && !s.launch_attributed.load(std::memory_order_relaxed) && !s.detach_asked &&
       (p == Phase::Record || p == Phase::Warmup))
     f |= kCorrelation;
   if (p == Phase::Record && trace_on()) f |= kTrace;
@@ -71,14 +73,25 @@ std::uint32_t flags_for(const Session& s, Phase p) {
 namespace {
 
 // CUPTI traces again after a detach between windows (reattach_activity_tracing()): the activity
-// status as the new attach has it, or, where it does not trace again, off for the rest, with a note.
-// The caller holds the lifecycle lock.
+// status as the new attach has it, or, where it does not trace again, off for the rest (and CUDA
+// events time the calls, where CUSCOPE_EVENTS=auto had left that to CUPTI), with a note. A detach
+// still under way 2 s after a window began (the collector settles it) is one note, and each later
+// step of the window tries again without waiting. The caller holds the lifecycle lock.
 void reattach(Session& s) {
-  const Reattached r = reattach_activity_tracing(s);
+  const Reattached r = reattach_activity_tracing(s, !s.reattach_late);
+  if (r.under_way) {
+    s.reattach_late = true;
+    warn_once(
+        "CUPTI's detach between step windows was still under way 2 s after a window began: that window's "
+        "GPU work is recorded only from the step at which CUPTI is attached again");
+    return;
+  }
+  s.reattach_late = false;
   s.detach_asked = false;
   if (r.detach_refused) s.detach_between_off = true;  // its note said so; the later windows pause only
   if (!r.tracing) {
     s.tracing.store(false, std::memory_order_release);
+    if (s.gpu_timing.rfind("projected", 0) == 0) s.gpu_timing = event_timing(s.options, true, {}, false);
     s.activity_status = fmt::format(
         "off since CUPTI could not trace again after a detach between step windows: {}", r.status);
     warn_once(
@@ -88,6 +101,10 @@ void reattach(Session& s) {
     return;
   }
   if (!r.attached) return;  // called off: paused only, as the status says
+  if (r.detach_refused) {   // CUPTI never left: its note says why
+    s.activity_status = fmt::format("{}, paused outside the step window", r.status);
+    return;
+  }
   ++s.reattaches;
   s.activity_status = fmt::format(
       "{}, detached between step windows and attached again {} {}, paused outside the step window", r.status,
@@ -191,8 +208,10 @@ void step() {
   const std::uint64_t ended = now_ns();
   mark_and_switch(s, records(s, was), records(s, next), ended,
                   [&] { trace_step(ended, finished + 1, next == Phase::Record); });
-  if (was == next) return;
-  if (paused_in(was) != paused_in(next) && pause_for(s, next))
+  if (was == next && !(s.detach_asked && !paused_in(next))) return;
+  // A phase that pauses or traces again, or, after a detach between windows that was still under
+  // way when this window began, each of the window's steps until CUPTI is attached again.
+  if ((paused_in(was) != paused_in(next) || (s.detach_asked && !paused_in(next))) && pause_for(s, next))
     g_flags.store(flags_for(s, next), std::memory_order_relaxed);  // as the new attach traces
   if (next == Phase::Done) detach_after_last_window(s);
   if (next == Phase::Wait && !paused_in(was)) detach_between_windows(s);

@@ -181,10 +181,22 @@ void Writer::loop() {
   std::unique_lock lock(wake_mutex_);
   while (!stop_) {
     wake_.wait_for(lock, std::chrono::milliseconds(5));
+    const std::uint64_t n = ++passes_started_;
     lock.unlock();
     pass();
     lock.lock();
+    passes_done_ = n;
+    passed_.notify_all();
   }
+  passed_.notify_all();
+}
+
+void Writer::pass_now() {
+  std::unique_lock lock(wake_mutex_);
+  if (stop_ || !thread_.joinable()) return;
+  const std::uint64_t want = passes_started_ + 1;
+  wake_.notify_all();
+  passed_.wait_for(lock, std::chrono::seconds(1), [&] { return stop_ || passes_done_ >= want; });
 }
 
 void Writer::put_record(const std::string& bytes, std::uint64_t events) {

@@ -83,6 +83,9 @@ class Writer {
   void recording(std::uint64_t now_ns, bool on);
   /// CUPTI attached again at `now_ns` after a detach between step windows (its ids start again).
   void reattached(std::uint64_t now_ns);
+  /// Waits (1 s at most) for a whole pass of the writer thread that begins after this call: every
+  /// ring event and activity record so far is then in the file, before any recorded later.
+  void pass_now();
 
   /// Stops the writer thread after writing everything recorded so far; record() drops from now.
   void finish_events();
@@ -175,6 +178,9 @@ class Writer {
   std::thread thread_;
   std::mutex wake_mutex_;
   std::condition_variable wake_;
+  std::condition_variable passed_;    // a pass ended (pass_now)
+  std::uint64_t passes_started_ = 0;  // guarded by wake_mutex_
+  std::uint64_t passes_done_ = 0;     // guarded by wake_mutex_: the number of the last pass ended
   bool stop_ = false;
 };
 

@@ -76,19 +76,21 @@ bool settle_detach_for_stop() noexcept;
 bool request_detach(bool between = false) noexcept;
 /// What reattach_activity_tracing() did.
 struct Reattached {
-  bool tracing = true;          ///< false: CUPTI does not trace again (`status` says why)
+  bool tracing = true;          ///< false: CUPTI does not trace again (`status`: the attach's refusal)
   bool attached = false;        ///< CUPTI attached again (`status`: start_activity_tracing()'s)
   bool detach_refused = false;  ///< the detach had been refused or given up (a note said so)
+  bool under_way = false;       ///< the detach still under way on the collector: nothing done yet
   std::string status;
 };
 /// The first step of a window after a detach between windows (Options::detach_between), the lifecycle
 /// lock held: CUPTI traces again. A detach still pending is called off (CUPTI never left: the pause
-/// ends as between windows); one under way on the collector is waited for (2 s at most: then
-/// `tracing` false); a detached CUPTI, or one left attached with every kind off by a refused detach,
-/// is attached again: cuscope's side of the last attach forgotten, the model's books keyed by CUPTI's
-/// ids emptied (Aggregator::reattached(), the trace's Reattach mark, under the aggregator's lock), then
-/// start_activity_tracing(). CUPTI's correlation ids start again at 1 (docs/cupti-windows.md).
-Reattached reattach_activity_tracing(Sink& sink) noexcept;
+/// ends as between windows); one under way on the collector is waited for (`wait`: 2 s at most;
+/// still under way then, or without `wait`, `under_way`, and nothing done); a detached CUPTI, or one left
+/// attached with every kind off by a refused detach, is attached again: cuscope's side of the last attach
+/// forgotten, the model's books keyed by CUPTI's ids emptied (Aggregator::reattached(), the trace's Reattach
+/// mark, under the aggregator's lock), then start_activity_tracing(). CUPTI's correlation ids start again at
+/// 1 (docs/cupti-windows.md).
+Reattached reattach_activity_tracing(Sink& sink, bool wait = true) noexcept;
 /// Tests: `attach` stands for start_activity_tracing() in reattach_activity_tracing() (nullptr: it
 /// again).
 void set_attach_for_testing(std::string (*attach)(Sink& sink)) noexcept;

@@ -145,21 +145,24 @@ bool advance_detach() noexcept {
       set_detach_stage(DetachStage::kept);
       return false;
     case DetachStage::armed:
-      // The collector's calls each tick have not reached CUPTI's callback: given up, as refused.
+      // The collector's calls each tick have not reached CUPTI's callback: given up, as refused. Claimed
+      // back first (no finalize can begin then), kept only once the API callbacks are off: a window's
+      // first step that attaches CUPTI again waits for that (its unsubscribe must not race this).
       if (model::elapsed_ns(s.detach_armed_ns, now_ns()) <
               g_finalize_wait_ns.load(std::memory_order_relaxed) ||
-          !move_detach_stage(DetachStage::armed, DetachStage::kept))
+          !move_detach_stage(DetachStage::armed, DetachStage::detaching))
         return false;
       stop_api_callbacks();
       say_kept(
           "no CUDA call of cuscope's collector reached CUPTI's callback, where it finalizes, within 1 s");
+      set_detach_stage(DetachStage::kept);
       return false;
     default:
       return false;
   }
 }
 
-Reattached reattach_activity_tracing(Sink& sink) noexcept {
+Reattached reattach_activity_tracing(Sink& sink, bool wait) noexcept {
   Reattached out;
   // Called off before the collector claimed it: CUPTI never left, and resumes as between windows.
   if (move_detach_stage(DetachStage::pending, DetachStage::none)) {
@@ -168,13 +171,11 @@ Reattached reattach_activity_tracing(Sink& sink) noexcept {
   }
   // Claimed: its last records, its arming and the finalize at the collector's next tick (10 ms) take
   // tens of milliseconds; an armed one given up takes 1 s (kFinalizeWaitNs).
-  for (int i = 0; i < 2000 && under_way(detach_stage()); ++i)
+  for (int i = 0; wait && i < 2000 && under_way(detach_stage()); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   const DetachStage stage = detach_stage();
   if (under_way(stage)) {
-    out.tracing = false;
-    out.status =
-        "CUPTI's detach between the step windows was still under way 2 s after the next window began";
+    out.under_way = true;  // the collector settles it; a later step attaches CUPTI again
     return out;
   }
   if (stage == DetachStage::none) {  // none was made (another tool's subscriber): paused only
@@ -194,11 +195,15 @@ Reattached reattach_activity_tracing(Sink& sink) noexcept {
   // is none again, must not race the attach's first calls inside libcupti (two first calls at once
   // did, flush_mutex()). The attach flushes nothing; the aggregator's lock comes after this one.
   std::lock_guard flushes(flush_mutex());
+  trace::Writer* writer = trace::g_writer.load(std::memory_order_acquire);
   {
     std::lock_guard lock(sink.aggregator_mutex);
-    if (trace::Writer* w = trace::g_writer.load(std::memory_order_acquire)) w->reattached(now_ns());
+    if (writer != nullptr) writer->reattached(now_ns());
     sink.aggregator.reattached();
   }
+  // The mark in the file before any graph node the new attach makes: those go through the threads'
+  // rings, which the writer writes before the marks it took with them (writer.hpp).
+  if (writer != nullptr) writer->pass_now();
   std::string (*attach)(Sink&) = g_attach_for_testing.load(std::memory_order_acquire);
   out.status = attach != nullptr ? attach(sink) : start_activity_tracing(sink);
   out.attached = out.status.rfind("on", 0) == 0;
