@@ -261,18 +261,15 @@ Summary summarize(const Args& args, const BenchMachine& machine, const Measured&
                 std::to_string(m.event_timed[c]) + ");";
   }
   s.notes.push_back(per_loop);
-  if (m.after_window_not_detached != 0)
-    s.notes.push_back(
-        "NOT MEASURED AS MEANT: transformer.after_window: CUPTI had not detached 2 s after the "
-        "window in " +
-        std::to_string(m.after_window_not_detached) +
-        " round(s); their steps ran with CUPTI paused, not detached");
-  if (m.between_not_detached != 0)
-    s.notes.push_back(
-        "NOT MEASURED AS MEANT: transformer.between_windows: CUPTI had not detached 3 s after "
-        "the window in " +
-        std::to_string(m.between_not_detached) +
-        " round(s); their steps ran with CUPTI paused, not detached");
+  // The parts that time steps after a detach, in rounds whose CUPTI had not detached `within` it.
+  const auto not_detached = [&s](const char* key, const char* within, int rounds) {
+    if (rounds != 0)
+      s.notes.push_back(std::string("NOT MEASURED AS MEANT: ") + key + ": CUPTI had not detached " + within +
+                        " after the window in " + std::to_string(rounds) +
+                        " round(s); their steps ran with CUPTI paused, not detached");
+  };
+  not_detached("transformer.after_window", "2 s", m.after_window_not_detached);
+  not_detached("transformer.between_windows", "3 s", m.between_not_detached);
   for (const Measured::Refusal& r : m.floor_refused)
     s.notes.push_back("NOT MEASURED from round " + std::to_string(r.round) + " on: " + r.key +
                       ", CUPTI set up as cuscope's defaults (" + r.why + "); " +

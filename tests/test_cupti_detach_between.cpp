@@ -56,6 +56,14 @@ void detach_made() {
   REQUIRE(cuscope::detail::detach_stage() == DetachStage::detached);
 }
 
+// The window's first detach between windows, made: step 2 recorded ends, step 3 waits, CUPTI
+// detached (its records in after 50 ms).
+void first_detach() {
+  cuscope::detail::set_detach_wait_for_testing(50'000'000);
+  steps(3);
+  detach_made();
+}
+
 }  // namespace
 
 TEST_CASE("a repeated window detaches CUPTI in its wait steps and attaches it again at the next window",
@@ -234,9 +242,7 @@ TEST_CASE(
     cuscope::detail::session().gpu_timing = "projected: each call's span of the GPU work CUPTI traced";
   }
   cuscope::detail::set_attach_for_testing(&refused_attach);
-  cuscope::detail::set_detach_wait_for_testing(50'000'000);
-  steps(3);
-  detach_made();
+  first_detach();
   cuscope::step();                                              // the warm-up step: the attach refused
   steps(6);                                                     // two more cycles: no CUPTI call, no detach
   std::this_thread::sleep_for(std::chrono::milliseconds(250));  // the collector's polls: none
@@ -283,9 +289,7 @@ TEST_CASE("a refused finalize between windows is said once, CUPTI traces again, 
 TEST_CASE("recording off when the next window begins keeps CUPTI detached until recording is on",
           "[session][window][tracing][detach]") {
   FakeCuptiSession traced(between_windows());
-  cuscope::detail::set_detach_wait_for_testing(50'000'000);
-  steps(3);
-  detach_made();
+  first_detach();
   cuscope::set_enabled(false);
   cuscope::step();  // the warm-up step, recording off: nothing to trace
   CHECK(cuscope::detail::detach_stage() == DetachStage::detached);
@@ -302,9 +306,7 @@ TEST_CASE("recording off when the next window begins keeps CUPTI detached until 
 TEST_CASE("recording off through a whole window keeps the detach, and the next window attaches CUPTI again",
           "[session][window][tracing][detach]") {
   FakeCuptiSession traced(between_windows());
-  cuscope::detail::set_detach_wait_for_testing(50'000'000);
-  steps(3);
-  detach_made();
+  first_detach();
   cuscope::set_enabled(false);
   steps(4);  // warm-up 4, active 5, its end into wait 6, then warm-up 7 with recording off
   CHECK(cuscope::detail::detach_stage() == DetachStage::detached);
@@ -321,9 +323,7 @@ TEST_CASE("recording off through the last window keeps the detach between window
   cuscope::Options o = between_windows();
   o.repeat = 2;  // steps 0-2 and 3-5, then done
   FakeCuptiSession traced(o);
-  cuscope::detail::set_detach_wait_for_testing(50'000'000);
-  steps(3);
-  detach_made();
+  first_detach();
   cuscope::set_enabled(false);
   steps(3);  // warm-up 4, active 5, then done
   cuscope::set_enabled(true);
