@@ -79,7 +79,7 @@ namespace {
 // step of the window tries again without waiting. The caller holds the lifecycle lock.
 void reattach(Session& s) {
   const Reattached r = reattach_activity_tracing(s, !s.reattach_late);
-  if (r.under_way) {
+  if (r.how == Reattached::How::under_way) {
     s.reattach_late = true;
     warn_once(
         "CUPTI's detach between step windows was still under way 2 s after a window began: that window's "
@@ -89,7 +89,7 @@ void reattach(Session& s) {
   s.reattach_late = false;
   s.detach_asked = false;
   if (r.detach_refused) s.detach_between_off = true;  // its note said so; the later windows pause only
-  if (!r.tracing) {
+  if (r.how == Reattached::How::refused) {
     s.tracing.store(false, std::memory_order_release);
     if (s.gpu_timing.rfind("projected", 0) == 0) s.gpu_timing = event_timing(s.options, true, {}, false);
     s.activity_status = fmt::format(
@@ -100,8 +100,8 @@ void reattach(Session& s) {
                     r.status));
     return;
   }
-  if (!r.attached) return;  // called off: paused only, as the status says
-  if (r.detach_refused) {   // CUPTI never left: its note says why
+  if (r.how == Reattached::How::resumed) return;  // called off: paused only, as the status says
+  if (r.detach_refused) {                         // CUPTI never left: its note says why
     s.activity_status = fmt::format("{}, paused outside the step window", r.status);
     return;
   }
@@ -208,11 +208,12 @@ void step() {
   const std::uint64_t ended = now_ns();
   mark_and_switch(s, records(s, was), records(s, next), ended,
                   [&] { trace_step(ended, finished + 1, next == Phase::Record); });
-  if (was == next && !(s.detach_asked && !paused_in(next))) return;
   // A phase that pauses or traces again, or, after a detach between windows that was still under
   // way when this window began, each of the window's steps until CUPTI is attached again.
-  if ((paused_in(was) != paused_in(next) || (s.detach_asked && !paused_in(next))) && pause_for(s, next))
+  const bool switches = paused_in(was) != paused_in(next) || (s.detach_asked && !paused_in(next));
+  if (switches && pause_for(s, next))
     g_flags.store(flags_for(s, next), std::memory_order_relaxed);  // as the new attach traces
+  if (was == next) return;
   if (next == Phase::Done) detach_after_last_window(s);
   if (next == Phase::Wait && !paused_in(was)) detach_between_windows(s);
 }

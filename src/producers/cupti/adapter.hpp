@@ -76,16 +76,20 @@ bool settle_detach_for_stop() noexcept;
 bool request_detach(bool between = false) noexcept;
 /// What reattach_activity_tracing() did.
 struct Reattached {
-  bool tracing = true;          ///< false: CUPTI does not trace again (`status`: the attach's refusal)
-  bool attached = false;        ///< CUPTI attached again (`status`: start_activity_tracing()'s)
-  bool detach_refused = false;  ///< the detach had been refused or given up (a note said so)
-  bool under_way = false;       ///< the detach still under way on the collector: nothing done yet
+  enum class How : std::uint8_t {
+    resumed,    ///< no detach was made (called off, or none asked): the pause ended as between windows
+    under_way,  ///< the detach still under way on the collector: nothing done yet
+    attached,   ///< CUPTI attached again (`status`: start_activity_tracing()'s)
+    refused,    ///< the attach refused: CUPTI does not trace again (`status` says why)
+  };
+  How how = How::resumed;
+  bool detach_refused = false;  ///< attached or refused: the detach had been refused or given up (noted)
   std::string status;
 };
 /// The first step of a window after a detach between windows (Options::detach_between), the lifecycle
 /// lock held: CUPTI traces again. A detach still pending is called off (CUPTI never left: the pause
 /// ends as between windows); one under way on the collector is waited for (`wait`: 2 s at most;
-/// still under way then, or without `wait`, `under_way`, and nothing done); a detached CUPTI, or one left
+/// still under way then, or without `wait`, How::under_way, and nothing done); a detached CUPTI, or one left
 /// attached with every kind off by a refused detach, is attached again: cuscope's side of the last attach
 /// forgotten, the model's books keyed by CUPTI's ids emptied (Aggregator::reattached(), the trace's Reattach
 /// mark, under the aggregator's lock), then start_activity_tracing(). CUPTI's correlation ids start again at

@@ -175,7 +175,7 @@ Reattached reattach_activity_tracing(Sink& sink, bool wait) noexcept {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   const DetachStage stage = detach_stage();
   if (under_way(stage)) {
-    out.under_way = true;  // the collector settles it; a later step attaches CUPTI again
+    out.how = Reattached::How::under_way;  // the collector settles it; a later step attaches CUPTI again
     return out;
   }
   if (stage == DetachStage::none) {  // none was made (another tool's subscriber): paused only
@@ -206,8 +206,7 @@ Reattached reattach_activity_tracing(Sink& sink, bool wait) noexcept {
   if (writer != nullptr) writer->pass_now();
   std::string (*attach)(Sink&) = g_attach_for_testing.load(std::memory_order_acquire);
   out.status = attach != nullptr ? attach(sink) : start_activity_tracing(sink);
-  out.attached = out.status.rfind("on", 0) == 0;
-  out.tracing = out.attached;
+  out.how = out.status.rfind("on", 0) == 0 ? Reattached::How::attached : Reattached::How::refused;
   return out;
 }
 
