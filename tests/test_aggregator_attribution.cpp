@@ -282,3 +282,44 @@ TEST_CASE("a re-attach of CUPTI forgets every book keyed by its ids: what waits 
   CHECK(r.diagnostics.zero_timestamp_records == 1);
   CHECK(r.diagnostics.incomplete_at_exit == 0);
 }
+
+TEST_CASE("after two re-attaches an id of every earlier attach is unknown, scoped or not, until its own call",
+          "[aggregator][detach]") {
+  Fixture f;
+  auto a = f.begin("a");
+  REQUIRE(f.launch(kNoInstance) == 1);  // the first attach: 1 outside every scope, 2 inside "a"
+  REQUIRE(f.launch(a.instance) == 2);
+  f.end(a);
+  f.agg.reattached();
+  f.next_correlation = 3;  // the second attach's 3, from a call of "a" again
+  auto a2 = f.begin("a");
+  REQUIRE(f.launch(a2.instance) == 3);
+  f.end(a2);
+  f.agg.reattached();
+
+  // The third attach: its 1, 2 and 3 are none of the earlier calls. Each waits for its own call,
+  // not (unscoped) for 1 nor "a" for 2 and 3.
+  f.kernel(1, 100, 110);
+  f.kernel(2, 200, 220);
+  f.kernel(3, 300, 330);
+  CHECK(f.agg.pending() == 3);
+  auto b = f.begin("b");
+  f.next_correlation = 1;
+  REQUIRE(f.launch(b.instance) == 1);
+  REQUIRE(f.launch(b.instance) == 2);
+  REQUIRE(f.launch(kNoInstance) == 3);
+  f.end(b);
+  f.agg.settle();
+  CHECK(f.agg.pending() == 0);
+
+  const Report r = f.report();
+  REQUIRE(r.find("b") != nullptr);
+  CHECK(r.find("b")->self.kernel_calls == 2);
+  CHECK(r.find("b")->self.kernel_ns == 30);
+  REQUIRE(r.find("a") != nullptr);
+  CHECK(r.find("a")->self.kernel_calls == 0);
+  REQUIRE(r.find("(unscoped)") != nullptr);
+  CHECK(r.find("(unscoped)")->self.kernel_calls == 1);
+  CHECK(r.find("(unscoped)")->self.kernel_ns == 30);
+  CHECK(r.diagnostics.unresolved_records == 0);
+}

@@ -162,10 +162,8 @@ void Aggregator::on_kernel(const KernelActivity& k) {
     return;
   }
   // locate(), its common case first: an API call made inside a scope instance still in the table.
-  const Correlation& c = attribution_.correlation(k.correlation);
-  Instance* inst = c.correlation == k.correlation && c.instance > kCuscopeInternal && k.correlation != 0
-                       ? attribution_.instance(c.instance)
-                       : nullptr;
+  const std::uint64_t scoped = attribution_.scoped_instance(k.correlation);
+  Instance* inst = scoped != 0 ? attribution_.instance(scoped) : nullptr;
   const Target t = inst != nullptr ? Target{Where::Range, inst} : attribution_.locate(k.correlation);
   if (t.where != Where::Range && t.where != Where::Unscoped) {  // to wait, or to be counted apart
     handle_kernel(k);

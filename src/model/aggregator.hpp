@@ -165,10 +165,9 @@ class Aggregator {
 inline void Aggregator::on(const KernelActivity& k) {
   // The common case inline: a kernel launched inside a scope instance still in the table, of the
   // row its range predicted (same name pointer and launch shape). Everything else: on_kernel().
-  const Correlation& c = attribution_.correlation(k.correlation);
-  if (k.start_ns != 0 && k.end_ns > k.start_ns && k.name != nullptr && c.correlation == k.correlation &&
-      c.instance > kCuscopeInternal && k.correlation != 0 && k.graph_node_id == 0) {
-    Instance* inst = attribution_.instance(c.instance);
+  const std::uint64_t scoped = attribution_.scoped_instance(k.correlation);
+  if (k.start_ns != 0 && k.end_ns > k.start_ns && k.name != nullptr && scoped != 0 && k.graph_node_id == 0) {
+    Instance* inst = attribution_.instance(scoped);
     RangeActivity* a = inst != nullptr ? inst->activity : nullptr;
     KernelRow* row = a != nullptr && a->last != nullptr ? a->last->next : nullptr;
     if (row != nullptr && row->matches(k)) {

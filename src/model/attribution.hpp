@@ -13,7 +13,6 @@
 // Not thread-safe: the aggregator's one consumer at a time.
 #pragma once
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
@@ -45,7 +44,7 @@ struct Target {
 
 /// An API call: the scope instance it was made in.
 struct Correlation {
-  std::uint64_t correlation = 0;  // the id held; 0: an empty slot
+  std::uint64_t correlation = 0;  // the id held, keyed by its attach (Attribution::key_of); 0: empty
   std::uint64_t instance = 0;     // kNoInstance: an API call outside every scope
   std::uint64_t api_start_ns = 0;
 };
@@ -62,17 +61,22 @@ class Attribution {
   void on(const ApiCall& a) {
     if (a.correlation == 0) return;  // CUPTI's "no correlation": nothing can point at it
     Correlation& slot = correlation_slot(a.correlation);
-    if (slot.correlation == a.correlation) return;  // scoped: its external correlation came first
-    slot = Correlation{a.correlation, kNoInstance, a.start_ns};
+    const std::uint64_t key = key_of(a.correlation);
+    if (slot.correlation == key) return;  // scoped: its external correlation came first
+    slot = Correlation{key, kNoInstance, a.start_ns};
   }
   void on(const ExternalCorrelation& e) {
     if (e.correlation == 0) return;
-    correlation_slot(e.correlation) = Correlation{e.correlation, e.instance, 0};
+    correlation_slot(e.correlation) = Correlation{key_of(e.correlation), e.instance, 0};
     if (e.instance > kCuscopeInternal) instance(e.instance);  // resolve while its ring slot is fresh
   }
 
-  [[nodiscard]] const Correlation& correlation(std::uint64_t correlation) const {
-    return correlations_[correlation & (kCorrelationSlots - 1)];
+  /// The scope instance API call `correlation` was made in, where the table holds that call and it
+  /// was made in a scope; 0 otherwise (locate() says why). The decoder's common case.
+  [[nodiscard]] std::uint64_t scoped_instance(std::uint64_t correlation) const {
+    const Correlation& c = correlations_[correlation & (kCorrelationSlots - 1)];
+    return c.correlation == key_of(correlation) && c.instance > kCuscopeInternal && correlation != 0 ? c.instance
+                                                                                                     : 0;
   }
   /// The instance `id`, looked up in the forest on first use; nullptr once it is gone from there.
   Instance* instance(std::uint64_t id) {
@@ -95,7 +99,9 @@ class Attribution {
   /// CUPTI attached again (a detach between step windows): its correlation ids start again at 1, so
   /// every API call and external correlation known so far is forgotten (a new call must not find an
   /// old one's scope). Scope instances and the step window stay: they are cuscope's own.
-  void forget_correlations() { std::fill(correlations_.begin(), correlations_.end(), Correlation{}); }
+  /// O(1), on the program's thread in the step that attaches again: the table is not cleared (6 MiB);
+  /// each attach keys its calls apart instead (key_of()), so an old call's slot matches no new one.
+  void forget_correlations() { attach_key_ += kAttachKeyStep; }
 
   /// Whether `inst` is a call that may have left the table with its span counted: its records
   /// count in its range, but must not extend its span (or the call would count twice).
@@ -112,6 +118,11 @@ class Attribution {
   Correlation& correlation_slot(std::uint64_t correlation) {
     return correlations_[correlation & (kCorrelationSlots - 1)];
   }
+  // What a slot holds for `correlation`: the id, plus one step per attach before this one. CUPTI's
+  // correlation ids are 32-bit (every record's correlationId is a uint32_t), so the attaches' keys
+  // never meet; the slot's index, the id's low bits, is the same in every attach.
+  static constexpr std::uint64_t kAttachKeyStep = std::uint64_t{1} << 32;
+  [[nodiscard]] std::uint64_t key_of(std::uint64_t correlation) const { return correlation + attach_key_; }
   Instance* resolve(Instance& slot, std::uint64_t id);
   void evict(const Instance& slot);
   [[nodiscard]] bool in_window(std::uint64_t t) const;
@@ -119,6 +130,7 @@ class Attribution {
   const Forest& forest_;
   RangeActivities& activities_;
   std::vector<Correlation> correlations_;  // direct-mapped by correlation id, kCorrelationSlots
+  std::uint64_t attach_key_ = 0;           // kAttachKeyStep times the attaches forgotten
   std::vector<Instance> instances_;        // direct-mapped by instance id, kInstanceSlots
   Instance late_;                          // resolve()'s answer for a late call (see late())
   // Per thread slot (Forest::kMaxSlots, made at the first eviction), the highest sequence number
