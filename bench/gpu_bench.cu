@@ -61,8 +61,8 @@ int main(int argc, char** argv) {
   dog.part("warm-up");
   cudaStream_t stream = nullptr;
   BENCH_CUDA(cudaStreamCreate(&stream));
-  // CUPTI's one-time attach, and cuscope's timestamp callback, before anything is timed: every
-  // minimal-client run then traces under the same CUPTI state.
+  // CUPTI's first attach in the process (libcupti loaded, its one-time setup) before anything is
+  // timed, then its detach: every part starts with CUPTI detached (end_session()).
   restart_session(true, cuscope::EventTiming::always, true);
   launch_ns(stream, kBatch, Wrap::ScopePerLaunch, args.step_per_batch);
   restart_session(false, cuscope::EventTiming::off, false);
@@ -78,10 +78,12 @@ int main(int argc, char** argv) {
   // before, each still paired with the same round's of the others (round_ratios pairs by index).
   auto start_floor = [&](const std::string& key, bool cuscope_setup, int round) {
     if (!cuscope_setup) {
+      cupti_attached();
       MinimalCupti::start();
       return true;
     }
     if (m.refused(key)) return false;
+    cupti_attached();  // a refusal may leave CUPTI attached, if not subscribed
     const std::string why = MinimalCupti::try_start(cuscope_defaults_setup());
     if (!why.empty()) m.floor_refused.push_back({key, why, round + 1});
     return why.empty();
@@ -105,6 +107,8 @@ int main(int argc, char** argv) {
   // run cut short by a stall or its time limit still leaves the figures of every part before), and
   // printed at the end. `next`: the part about to begin, for the PARTIAL note.
   auto summarize = [&](int rounds_done, const std::string& next = "") {
+    const CuptiDetaches& d = cupti_detaches();
+    m.cupti_detaches = {d.made, d.refused, d.why};
     return cuscope_bench::summarize(args, machine, m, rounds_done, next);
   };
   for (int round = 0; round < args.rounds; ++round) {
@@ -182,6 +186,7 @@ int main(int argc, char** argv) {
           key, into,
           [kinds] {
             restart_session(false, EventTiming::off, false, 3);
+            cupti_attached();
             MinimalCupti::start(kinds);
           },
           &MinimalCupti::stop);

@@ -232,6 +232,9 @@ Summary summarize(const Args& args, const BenchMachine& machine, const Measured&
       "ratio: the ratio of those medians. paired: each round's ratio (of the round's loop means, or of its",
       "step medians), then the median over the rounds, with the rounds' range; the targets read these.",
       "The configurations run in an order that changes each round (a Williams design, bench/README.md).",
+      "Each starts with CUPTI detached: cuptiFinalize after every part that attached it (" +
+          std::to_string(m.cupti_detaches.made) + " made, " + std::to_string(m.cupti_detaches.refused) +
+          " refused).",
       "Full tracing = CUDA events on every call (CUSCOPE_EVENTS=always) and CUPTI tracing, one scope per "
       "launch.",
       "Last full-tracing loop: activity " + m.traced.activity_status + "; " +
@@ -268,6 +271,10 @@ Summary summarize(const Args& args, const BenchMachine& machine, const Measured&
                         " after the window in " + std::to_string(rounds) +
                         " round(s); their steps ran with CUPTI paused, not detached");
   };
+  if (m.cupti_detaches.refused != 0)
+    s.notes.push_back("NOT MEASURED AS MEANT: CUPTI's detach between parts was refused " +
+                      std::to_string(m.cupti_detaches.refused) + " time(s) (" + m.cupti_detaches.why +
+                      "); the part after each ran with CUPTI attached and idle, not detached");
   not_detached("transformer.after_window", "2 s", m.after_window_not_detached);
   not_detached("transformer.between_windows", "3 s", m.between_not_detached);
   for (const Measured::Refusal& r : m.floor_refused)

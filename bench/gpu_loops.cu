@@ -1,9 +1,12 @@
 // bench/gpu_loops.cu — see gpu_loops.hpp.
 
+#include <cupti.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cuscope/cuscope.hpp>
+#include <utility>
 
 #include "gpu_loops.hpp"
 #include "session/session.hpp"
@@ -42,11 +45,31 @@ std::uint64_t over_loop_ranges(const cuscope::Report& r, Field field) {
   return n;
 }
 
+// Whether CUPTI may be attached since the last detach: a session that traced, or the minimal client.
+bool g_cupti_attached = false;
+CuptiDetaches g_detaches;
+
+// CUPTI detached, as cuscope's detach does it (the GPU work done and every record handed over first),
+// here on the bench's thread between two parts, where no other thread calls CUDA or CUPTI.
+void detach_cupti() {
+  BENCH_CUDA(cudaDeviceSynchronize());
+  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  const CUptiResult r = cuptiFinalize();
+  if (r == CUPTI_SUCCESS) {
+    ++g_detaches.made;
+    return;
+  }
+  const char* text = nullptr;
+  if (cuptiGetResultString(r, &text) != CUPTI_SUCCESS || text == nullptr) text = "?";
+  if (g_detaches.refused++ == 0) g_detaches.why = std::string("cuptiFinalize failed: ") + text;
+}
+
 // Replaces the cuscope session by a fresh one with `o`, the exit table off.
 void restart_with(cuscope::Options o) {
-  if (!g_ended) cuscope::detail::reset_for_testing();
+  if (!g_ended) end_session();
   g_ended = false;
   o.print_at_exit = false;
+  if (o.activities) g_cupti_attached = true;
   cuscope::start(o);
 }
 
@@ -55,7 +78,12 @@ void restart_with(cuscope::Options o) {
 void end_session() {
   cuscope::detail::reset_for_testing();
   g_ended = true;
+  if (std::exchange(g_cupti_attached, false)) detach_cupti();
 }
+
+void cupti_attached() { g_cupti_attached = true; }
+
+const CuptiDetaches& cupti_detaches() { return g_detaches; }
 
 void restart_session(bool enabled, cuscope::EventTiming events, bool activities, std::uint32_t warmup_steps,
                      const std::string& trace_path, std::uint32_t sample_every,
@@ -91,8 +119,10 @@ bool restart_after_window_session() {
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   for (int step = 1;; ++step) {
     cuscope_bench::transformer_step_ns();
-    if (step >= 2 && cuscope::snapshot().activity_status.ends_with(", detached after the last step window"))
+    if (step >= 2 && cuscope::snapshot().activity_status.ends_with(", detached after the last step window")) {
+      g_cupti_attached = false;  // cuscope detached it: no second detach at the part's end
       return true;
+    }
     if (std::chrono::steady_clock::now() > give_up) return false;
   }
 }

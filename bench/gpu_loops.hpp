@@ -1,8 +1,9 @@
 // bench/gpu_loops.hpp — the timed loops of the GPU benchmarks (gpu_bench.cu): kernel launches
 // bare or in scopes, CUDA-event pairs, the demo's transformer step; the cuscope session each
-// configuration runs under (the minimal CUPTI client is minimal_cupti.hpp's). Loops are timed
-// in batches; between batches, untimed, the stream is drained and CUDA events are resolved, so
-// neither the launch queue nor cuscope's event pool fills up and only the host cost is timed.
+// configuration runs under (the minimal CUPTI client is minimal_cupti.hpp's), and CUPTI detached
+// between them. Loops are timed in batches; between batches, untimed, the stream is drained and CUDA
+// events are resolved, so neither the launch queue nor cuscope's event pool fills up and only the
+// host cost is timed.
 // Never here: the configurations, the rounds or the summary (gpu_bench.cu).
 #pragma once
 
@@ -57,10 +58,24 @@ bool restart_between_windows_session(std::uint32_t wait, std::uint32_t* steps_ta
 /// after a re-attach), into `*first_step_ns`.
 void time_reattach(std::uint32_t wait, std::uint32_t steps_taken, double* reattach_ns, double* first_step_ns);
 
-/// Ends the current session (reset_for_testing), leaving none started. A part of the bench ends its
-/// session before the next part begins, so that a teardown that stalls (CUPTI's flushes, disabling
-/// kinds, unsubscribing) is named as the part whose session it was, and --skip of that part avoids it.
+/// Ends the current session (reset_for_testing), leaving none started, then detaches CUPTI
+/// (cuptiFinalize, after a device synchronize and a forced flush) where the part attached it. A part
+/// of the bench ends its session before the next part begins, so that a teardown that stalls
+/// (CUPTI's flushes, disabling kinds, unsubscribing, the detach) is named as the part whose session it
+/// was, and --skip of that part avoids it. So every part starts with CUPTI detached, whichever part
+/// came before it: a CUPTI left attached and idle makes a launch dearer (the probe tracing_toggle,
+/// bench/README.md), which would load the parts without cuscope by the order of the round.
 void end_session();
+/// Tells end_session() that the part attached CUPTI outside cuscope (the minimal client).
+void cupti_attached();
+/// The detaches end_session() made and those CUPTI refused (the first refusal's words): after a
+/// refused one, the next part ran with CUPTI attached and idle.
+struct CuptiDetaches {
+  int made = 0;
+  int refused = 0;
+  std::string why;
+};
+const CuptiDetaches& cupti_detaches();
 
 enum class Wrap { None, ScopePerLaunch, ScopePerBatch };
 

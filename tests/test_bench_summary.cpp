@@ -279,3 +279,31 @@ TEST_CASE("cycle means: each sample the mean of its cycle, cycles cut within eac
   CHECK(cuscope_bench::cycle_means(v, 0, 2) == v);  // nothing to cut
   CHECK(cuscope_bench::cycle_means({}, 5, 2).empty());
 }
+
+TEST_CASE(
+    "bench: the summary counts CUPTI's detaches between parts, and names the parts a refused one left "
+    "attached",
+    "[bench]") {
+  using namespace cuscope_bench;
+  auto [args, m] = TwoRounds();
+  m.cupti_detaches = {31, 0, ""};
+  const auto has = [](const Summary& summary, const std::string& note) {
+    return std::count(summary.notes.begin(), summary.notes.end(), note);
+  };
+  const std::string made =
+      "Each starts with CUPTI detached: cuptiFinalize after every part that attached it (31 made, 0 "
+      "refused).";
+  const std::string refused =
+      "NOT MEASURED AS MEANT: CUPTI's detach between parts was refused 2 time(s) (cuptiFinalize failed: "
+      "CUPTI_ERROR_NOT_SUPPORTED); the part after each ran with CUPTI attached and idle, not detached";
+  Summary s = summarize(args, {"gpu", "cuda"}, m, 2);
+  CHECK(has(s, made) == 1);
+  CHECK(has(s, refused) == 0);
+  m.cupti_detaches = {29, 2, "cuptiFinalize failed: CUPTI_ERROR_NOT_SUPPORTED"};
+  s = summarize(args, {"gpu", "cuda"}, m, 2);
+  CHECK(has(s, made) == 0);
+  CHECK(has(s,
+            "Each starts with CUPTI detached: cuptiFinalize after every part that attached it (29 made, 2 "
+            "refused).") == 1);
+  CHECK(has(s, refused) == 1);
+}

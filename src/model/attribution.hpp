@@ -75,8 +75,9 @@ class Attribution {
   /// was made in a scope; 0 otherwise (locate() says why). The decoder's common case.
   [[nodiscard]] std::uint64_t scoped_instance(std::uint64_t correlation) const {
     const Correlation& c = correlations_[correlation & (kCorrelationSlots - 1)];
-    return c.correlation == key_of(correlation) && c.instance > kCuscopeInternal && correlation != 0 ? c.instance
-                                                                                                     : 0;
+    return c.correlation == key_of(correlation) && c.instance > kCuscopeInternal && correlation != 0
+               ? c.instance
+               : 0;
   }
   /// The instance `id`, looked up in the forest on first use; nullptr once it is gone from there.
   Instance* instance(std::uint64_t id) {
