@@ -76,7 +76,7 @@ Target Attribution::locate(std::uint64_t correlation) {
   // Correlation 0 is CUPTI's "none": such a record can never be tied to an API call.
   if (correlation == 0) return {Where::Unresolved, nullptr};
   const Correlation& c = correlation_slot(correlation);
-  if (c.correlation != correlation) return {Where::Unknown, nullptr};
+  if (c.correlation != key_of(correlation)) return {Where::Unknown, nullptr};
   if (c.instance == kOutsideWindow) return {Where::Outside, nullptr};
   if (c.instance == kCuscopeInternal) return {Where::Own, nullptr};
   if (c.instance == kNoInstance)
