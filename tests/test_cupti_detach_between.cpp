@@ -332,6 +332,31 @@ TEST_CASE("recording off through the last window keeps the detach between window
   CHECK(without_normal_flushes(logged()) == with(kPause, without_normal_flushes(kDetach)));
 }
 
+// The GPU case's sequence (test_gpu_detach.cu): windows that re-attach, then the last window's own
+// detach, whose status keeps the count of re-attaches.
+TEST_CASE("after re-attaches between windows the last window detaches CUPTI, and the status says both",
+          "[session][window][tracing][detach]") {
+  cuscope::Options o = between_windows();
+  o.repeat = 3;  // steps 0-2, 3-5 and 6-8, then done
+  FakeCuptiSession traced(o);
+  first_detach();
+  cuscope::step();  // warm-up 4: attached again
+  steps(2);         // active 5 ends: the second detach between windows
+  detach_made();
+  cuscope::step();  // warm-up 7: attached again
+  CHECK(cuscope::detail::detach_between());
+  steps(2);  // active 8 ends: done, the last window's detach
+  detach_made();
+  CHECK_FALSE(cuscope::detail::detach_between());
+  CHECK(cuscope::snapshot().activity_status ==
+        "on (fake CUPTI), detached between step windows and attached again 2 times, detached after the last "
+        "step window");
+  const std::vector<std::string> cycle = with(with(kPause, without_normal_flushes(kDetach)), {"attach"});
+  CHECK(without_normal_flushes(logged()) ==
+        with(with(cycle, cycle), with(kPause, without_normal_flushes(kDetach))));
+  CHECK(cuscope::snapshot().notes.empty());
+}
+
 TEST_CASE("the activity status says where a detach between windows stands", "[tracing][detach]") {
   const std::string paused = "on, paused outside the step window";
   cuscope::detail::set_detach_between(true);
