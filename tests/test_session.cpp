@@ -154,7 +154,18 @@ TEST_CASE("the first scope starts the session from the environment", "[session]"
   const cuscope::Report r = cuscope::snapshot();
   CHECK(r.find("implicit_start")->calls == 1);
   CHECK(r.wall_ns > 0);
-  CHECK_FALSE(cuscope::start(cuscope_test::quiet_options()));  // already started
+  CHECK(r.notes.empty());
+  // Already started: the options are not applied, and the program is told once; start() asks for
+  // nothing of its own.
+  CHECK_FALSE(cuscope::start(cuscope_test::quiet_options()));
+  CHECK_FALSE(cuscope::start(cuscope_test::quiet_options()));
+  CHECK_FALSE(cuscope::start());
+  CHECK(cuscope::snapshot().notes ==
+        std::vector<std::string>{
+            "cuscope::start(options) came after the session had started (a scope, step(), set_enabled() or "
+            "start() before it starts one from the CUSCOPE_* environment); its options are not applied: call "
+            "it "
+            "before any of those"});
 }
 
 TEST_CASE("shutdown writes the table and the JSON where the options say, once", "[session]") {
@@ -198,7 +209,8 @@ TEST_CASE("an output path that cannot be written falls back to stderr with a not
   const auto notes = cuscope::snapshot().notes;
   REQUIRE(notes.size() == 1);
   CHECK(notes[0] ==
-        "could not write the table to '/nonexistent-dir/cuscope/table.txt' (No such file or directory); printing "
+        "could not write the table to '/nonexistent-dir/cuscope/table.txt' (No such file or directory); "
+        "printing "
         "it to stderr instead");
 }
 

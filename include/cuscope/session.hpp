@@ -171,8 +171,9 @@ using EnvLookup = const char* (*)(const char* name);
 /// caller refuses it.
 [[nodiscard]] Options options_from_env(Options base, std::vector<OptionError>* errors, EnvLookup given);
 
-/// Starts the session with `options` (if it has not started yet; otherwise changes nothing and
-/// returns false). Scopes start it implicitly with options_from_env().
+/// Starts the session with `options` (if it has not started yet; otherwise changes nothing, returns
+/// false and says so once in the report's notes). Scopes, step(), set_enabled() and start() start it
+/// implicitly with options_from_env(): call start(options) before any of them.
 bool start(const Options& options);
 bool start();
 

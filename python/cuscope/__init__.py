@@ -35,7 +35,8 @@ __all__ = [
 
 def start(**options: Any) -> bool:
     """Starts the session with ``options`` on top of the CUSCOPE_* environment; the first scope
-    starts it otherwise. Returns False when it had started already (nothing changes then).
+    starts it otherwise. Returns False when it had started already (nothing changes then, and the
+    report's notes say so once).
 
     The options are ``cuscope::Options``' fields, checked as the CUSCOPE_* variables are: a bad value
     raises ValueError naming the option, an unknown one TypeError, and nothing starts.

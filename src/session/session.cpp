@@ -233,21 +233,44 @@ bool start_from_scope() noexcept {
 
 }  // namespace detail
 
+namespace {
+
+bool start_session(const Options& given, bool from_caller);
+
+}  // namespace
+
 bool start() {
   if (detail::forked_child()) return false;
   // A copy that forwards lets the engine read the environment: what is wrong with it said once.
   if (const detail::Engine* e = detail::forward_target()) return e->start_from_env();
-  return start(options_from_env());
+  return start_session(options_from_env(), false);
 }
 
 bool start(const Options& given) {
+  if (detail::forked_child()) return false;
+  if (const detail::Engine* e = detail::forward_target()) return e->start(given);
+  return start_session(given, true);
+}
+
+namespace {
+
+// start()'s and start(Options)'s work; `from_caller`: the options are the program's own, and a
+// session already started (from the environment, by a scope or set_enabled() before, or an earlier
+// start) does not take them: said once, since the return value is easy to leave unread.
+bool start_session(const Options& given, bool from_caller) {
   using namespace detail;
-  if (forked_child()) return false;
-  if (const Engine* e = forward_target()) return e->start(given);
   try {
     Session& s = session();
     std::lock_guard lock(s.lifecycle_mutex);
-    if (s.started) return false;
+    if (s.started) {
+      if (from_caller)
+        warn_once(
+            "cuscope::start(options) came after the session had started (a scope, step(), set_enabled() or "
+            "start() before it starts one from the CUSCOPE_* environment); its options are not applied: call "
+            "it "
+            "before any of those");
+      return false;
+    }
     s.started = true;
     Options options = given;
     if (options.max_depth < 1 || options.max_depth > model::kHardMaxDepth) {
@@ -365,6 +388,8 @@ bool start(const Options& given) {
     return false;
   }
 }
+
+}  // namespace
 
 void flush() {
   using namespace detail;
