@@ -357,6 +357,23 @@ TEST_CASE("after re-attaches between windows the last window detaches CUPTI, and
   CHECK(cuscope::snapshot().notes.empty());
 }
 
+// No next window came: the last report says CUPTI detached after the last window that ran.
+TEST_CASE(
+    "a program that ends in a wait step, CUPTI detached between windows, reports it detached after the last "
+    "window",
+    "[session][window][tracing][detach]") {
+  FakeCuptiSession traced(between_windows());
+  first_detach();
+  const std::string running = cuscope::snapshot().activity_status;
+  const std::string base =
+      running.substr(0, running.find(", detached between step windows until the next one"));
+  CHECK(running == base + ", detached between step windows until the next one");
+  cuscope::shutdown();
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(r.final);
+  CHECK(r.activity_status == base + ", detached after the last step window");
+}
+
 TEST_CASE("the activity status says where a detach between windows stands", "[tracing][detach]") {
   const std::string paused = "on, paused outside the step window";
   cuscope::detail::set_detach_between(true);

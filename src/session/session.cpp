@@ -101,7 +101,9 @@ Report live_report(Session& s) noexcept {
       std::lock_guard lock(s.lifecycle_mutex);
       r.device = s.device;
       r.gpu_timing = timing_with_clock_given_up(s.gpu_timing);
-      r.activity_status = s.detach_asked ? with_detach_stage(s.activity_status) : s.activity_status;
+      r.activity_status = s.detach_asked
+                              ? with_detach_stage(s.activity_status, s.closed.load(std::memory_order_relaxed))
+                              : s.activity_status;
       // Not once the last window asked for the detach: its stage is what holds CUPTI (detached, or
       // paused for good), whatever the switch says.
       if (!s.recording_on && s.tracing.load(std::memory_order_relaxed) && !s.detach_asked)

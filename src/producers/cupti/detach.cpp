@@ -46,7 +46,7 @@ void set_detach_between(bool between) noexcept { g_between.store(between, std::m
 
 bool detach_between() noexcept { return g_between.load(std::memory_order_acquire); }
 
-std::string with_detach_stage(std::string status) {
+std::string with_detach_stage(std::string status, bool ended) {
   constexpr std::string_view kPaused = ", paused outside the step window";
   const bool between = detach_between();
   const std::string_view where = between ? "between step windows" : "after the last step window";
@@ -61,8 +61,8 @@ std::string with_detach_stage(std::string status) {
       stage = fmt::format(", paused {}; CUPTI detaches now", where);
       break;
     case DetachStage::detached:
-      stage = between ? ", detached between step windows until the next one"
-                      : ", detached after the last step window";
+      stage = between && !ended ? ", detached between step windows until the next one"
+                                : ", detached after the last step window";
       break;
     default:
       return status;  // none, refused or kept: paused, as it says

@@ -53,8 +53,9 @@ bool detach_between() noexcept;
 /// CUPTI detaches once the window's records are in" (pending), "...; CUPTI detaches now" (detaching,
 /// armed, finalizing) or ", detached after the last step window"; between windows "between step
 /// windows" for "after the last step window", and the detached one ", detached between step windows
-/// until the next one"; as it is when kept or not asked for.
-std::string with_detach_stage(std::string status);
+/// until the next one", or, once the session `ended` (its last report) in a wait step, ", detached
+/// after the last step window" (no next one came); as it is when kept or not asked for.
+std::string with_detach_stage(std::string status, bool ended = false);
 /// Whether cuscope may call CUPTI: false while armed, finalizing or detached.
 bool cupti_callable() noexcept;
 /// What cuptiFinalize returned (CUPTI_SUCCESS before it ran).
