@@ -2,10 +2,14 @@
 // step's detach in the order of the last window's, CUPTI attached again at the next window's first
 // step, the books keyed by CUPTI's ids forgotten there (live and replayed), a detach still pending
 // called off, one under way waited for, a refused one said once and not tried again, recording
-// switched off across a window's start, and the status at each stage. Fakes stand for CUPTI
+// switched off across a window's start, a child made by fork() while detached, a program that ends
+// in a wait step, and the status at each stage. Fakes stand for CUPTI
 // (detach_fixture.hpp: fake_attach stands for start_activity_tracing()); the collector thread runs
 // for real.
 // Never here: a GPU, or CUPTI itself (tests/gpu/test_gpu_detach.cu checks the real detach).
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
@@ -372,6 +376,33 @@ TEST_CASE(
   const cuscope::Report r = cuscope::snapshot();
   CHECK(r.final);
   CHECK(r.activity_status == base + ", detached after the last step window");
+}
+
+// A child made by fork() in a wait step while CUPTI is detached: its steps attach nothing (cuscope is
+// off in a child); the parent's next window attaches CUPTI again as without the child.
+TEST_CASE("a child made by fork() while detached between windows attaches nothing; its parent does",
+          "[session][window][tracing][detach]") {
+  FakeCuptiSession traced(between_windows());
+  first_detach();
+  const std::size_t before = logged().size();
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {   // no Catch2 here: the child reports by its exit status
+    cuscope::step();  // would begin the next window's warm-up step
+    cuscope::step();
+    const bool untouched =
+        cuscope::detail::detach_stage() == DetachStage::detached && logged().size() == before;
+    ::_exit(untouched ? 0 : 1);
+  }
+  int status = -1;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(logged().size() == before);
+  cuscope::step();  // the parent's warm-up step: attached again
+  CHECK(cuscope::detail::detach_stage() == DetachStage::none);
+  REQUIRE(logged().size() > before);
+  CHECK(logged().back() == "attach");
 }
 
 TEST_CASE("the activity status says where a detach between windows stands", "[tracing][detach]") {
