@@ -135,7 +135,7 @@ bool restart_between_windows_session(std::uint32_t wait, std::uint32_t* steps_ta
   o.repeat = 0;
   o.detach_between = true;
   restart_with(o);
-  for (std::uint32_t i = 0; i < wait; ++i) cuscope::step();  // the first wait: paused, nothing to detach
+  for (std::uint32_t i = 0; i < wait; ++i) cuscope::step();  // the first wait: CUPTI not attached yet
   cuscope_bench::transformer_step_ns();                      // the warm-up step
   cuscope_bench::transformer_step_ns();  // the window's step: its end pauses CUPTI, the detach pending
   *steps_taken = 0;

@@ -47,7 +47,7 @@ bool restart_after_window_session();
 /// Replaces the cuscope session by one with cuscope's defaults and a window that repeats without end
 /// and detaches CUPTI between its windows (CUSCOPE_WAIT=`wait` CUSCOPE_WARMUP=1 CUSCOPE_ACTIVE=1
 /// CUSCOPE_REPEAT=0 CUSCOPE_DETACH_BETWEEN=1): its first wait steps (empty cuscope::step() calls:
-/// CUPTI paused since the start, never detached), its window (two transformer steps), then untimed
+/// CUPTI not attached yet), its window (two transformer steps), then untimed
 /// transformer steps until the activity status says CUPTI detached between windows, 3 s at most. True
 /// when it did; `*steps_taken`: the wait steps of the second wait so far.
 bool restart_between_windows_session(std::uint32_t wait, std::uint32_t* steps_taken);

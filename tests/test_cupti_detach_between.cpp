@@ -24,6 +24,7 @@
 #include "model/range_tree.hpp"
 #include "producers/cupti/detach.hpp"
 #include "producers/scope_state.hpp"
+#include "session/internal.hpp"
 #include "session/session.hpp"
 #include "session_fixture.hpp"
 #include "trace_kit.hpp"
@@ -403,6 +404,42 @@ TEST_CASE("a child made by fork() while detached between windows attaches nothin
   CHECK(cuscope::detail::detach_stage() == DetachStage::none);
   REQUIRE(logged().size() > before);
   CHECK(logged().back() == "attach");
+}
+
+// start() with CUSCOPE_DETACH_BETWEEN where CUPTI could trace: the session begins in its first wait,
+// and CUPTI is not attached until the first window's first step (a GPU's start does this; here the
+// fakes stand for CUPTI and the test plays start()'s call).
+TEST_CASE("a session detached between windows attaches CUPTI at its first window, not at its start",
+          "[session][window][tracing][detach]") {
+  FakeCuptiSession traced(between_windows());
+  cuscope::detail::reset_for_testing();  // a session as start() leaves it, no fake tracing set up
+  cuscope::start(between_windows());
+  {
+    cuscope::detail::Session& s = cuscope::detail::session();
+    std::lock_guard lock(s.lifecycle_mutex);
+    cuscope::detail::defer_first_attach(s);
+  }
+  {
+    std::lock_guard lock(g_log_mutex);
+    g_log.clear();
+  }
+  CHECK(cuscope::snapshot().activity_status ==
+        "not attached yet: CUPTI attaches at the first step that traces (CUSCOPE_DETACH_BETWEEN)");
+  cuscope::flush();                                             // no CUPTI call: none is attached
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));  // nor the collector's polls
+  CHECK(logged().empty());
+  cuscope::step();  // the first wait ends, the warm-up step begins: attached
+  CHECK(logged() == std::vector<std::string>{"attach"});
+  CHECK(cuscope::detail::detach_stage() == DetachStage::none);
+  CHECK(cuscope::snapshot().activity_status == "on (fake CUPTI), paused outside the step window");
+  cuscope::detail::set_detach_wait_for_testing(50'000'000);
+  steps(2);  // step 2 recorded ends: the first detach between windows
+  detach_made();
+  cuscope::step();  // the next warm-up step: attached again, the first time counted
+  CHECK(cuscope::snapshot().activity_status ==
+        "on (fake CUPTI), detached between step windows and attached again 1 time, paused outside the step "
+        "window");
+  CHECK(cuscope::snapshot().notes.empty());
 }
 
 TEST_CASE("the activity status says where a detach between windows stands", "[tracing][detach]") {

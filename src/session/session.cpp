@@ -101,7 +101,7 @@ Report live_report(Session& s) noexcept {
       std::lock_guard lock(s.lifecycle_mutex);
       r.device = s.device;
       r.gpu_timing = timing_with_clock_given_up(s.gpu_timing);
-      r.activity_status = s.detach_asked
+      r.activity_status = s.detach_asked && !s.attach_deferred
                               ? with_detach_stage(s.activity_status, s.closed.load(std::memory_order_relaxed))
                               : s.activity_status;
       // Not once the last window asked for the detach: its stage is what holds CUPTI (detached, or
@@ -354,6 +354,8 @@ bool start_session(const Options& given, bool from_caller) {
       s.activity_status = "disabled by option (CUSCOPE_ACTIVITIES=0)";
     } else if (!probe.available) {
       s.activity_status = probe.reason;
+    } else if (options.detach_between) {
+      defer_first_attach(s);  // it begins in a wait step: CUPTI costs nothing until the first window
     } else {
       s.activity_status = start_activity_tracing(s);
       if (s.tracing.load(std::memory_order_relaxed) && pauses_tracing(options))

@@ -77,6 +77,9 @@ class Session : public Sink {
   // pause CUPTI only; and how many times CUPTI was attached again.
   bool detach_between_off = false;
   std::uint64_t reattaches = 0;
+  // Between windows, CUPTI not attached yet: the session began in its first wait (window.cpp,
+  // defer_first_attach()); the first step that traces attaches it, with nothing to forget.
+  bool attach_deferred = false;
   // A window began while that detach was still under way (2 s): its later steps try again, unwaited.
   bool reattach_late = false;
   // Recording as the program last set it (Options::enabled, then set_enabled()): while off, CUPTI's

@@ -78,7 +78,8 @@ namespace {
 // still under way 2 s after a window began (the collector settles it) is one note, and each later
 // step of the window tries again without waiting. The caller holds the lifecycle lock.
 void reattach(Session& s) {
-  const Reattached r = reattach_activity_tracing(s, !s.reattach_late);
+  const bool first = s.attach_deferred;  // the session's first attach: nothing of CUPTI's to forget
+  const Reattached r = reattach_activity_tracing(s, !s.reattach_late, !first);
   if (r.how == Reattached::How::under_way) {
     s.reattach_late = true;
     warn_once(
@@ -88,10 +89,15 @@ void reattach(Session& s) {
   }
   s.reattach_late = false;
   s.detach_asked = false;
+  s.attach_deferred = false;
   if (r.detach_refused) s.detach_between_off = true;  // its note said so; the later windows pause only
   if (r.how == Reattached::How::refused) {
     s.tracing.store(false, std::memory_order_release);
     if (s.gpu_timing.rfind("projected", 0) == 0) s.gpu_timing = event_timing(s.options, true, {}, false);
+    if (first) {  // as a start that CUPTI refused: the status says why
+      s.activity_status = r.status;
+      return;
+    }
     s.activity_status = fmt::format(
         "off since CUPTI could not trace again after a detach between step windows: {}", r.status);
     warn_once(
@@ -101,6 +107,10 @@ void reattach(Session& s) {
     return;
   }
   if (r.how == Reattached::How::resumed) return;  // called off: paused only, as the status says
+  if (first) {
+    s.activity_status = fmt::format("{}, paused outside the step window", r.status);
+    return;
+  }
   if (r.detach_refused) {                         // CUPTI never left: its note says why
     s.activity_status = fmt::format("{}, paused outside the step window", r.status);
     return;
@@ -120,6 +130,13 @@ void reattach(Session& s) {
 // traces again. The caller holds the lifecycle lock: one transition at a time, and none once
 // shutdown() began. Nothing when already so. True when CUPTI was attached again or stopped tracing
 // (the scope flags depend on it).
+void defer_first_attach(Session& s) {
+  defer_attach();
+  s.tracing.store(true, std::memory_order_release);  // what a step checks: CUPTI's calls are gated meanwhile
+  s.detach_asked = s.attach_deferred = true;
+  s.activity_status = "not attached yet: CUPTI attaches at the first step that traces (CUSCOPE_DETACH_BETWEEN)";
+}
+
 bool pause_for(Session& s, Phase p) {
   if (!s.tracing.load(std::memory_order_acquire)) return false;
   const bool paused = paused_in(p) || !s.recording_on;

@@ -92,7 +92,7 @@ TEST_CASE("between step windows CUPTI detaches and attaches again, every window'
   o.repeat = 3;  // steps 0-3, 4-7, 8-11: wait, warm-up, active, active; then detached for good
   o.detach_between = true;
   cuscope_test::Session session(o);
-  warm_up();  // in the first wait step: paused, no record
+  warm_up();  // in the first wait step: CUPTI not attached yet, no record
   const auto status_has = [](const char* what) {
     return cuscope::snapshot().activity_status.find(what) != std::string::npos;
   };

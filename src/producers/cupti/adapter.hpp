@@ -94,7 +94,13 @@ struct Reattached {
 /// forgotten, the model's books keyed by CUPTI's ids emptied (Aggregator::reattached(), the trace's Reattach
 /// mark, under the aggregator's lock), then start_activity_tracing(). CUPTI's correlation ids start again at
 /// 1 (docs/cupti-windows.md).
-Reattached reattach_activity_tracing(Sink& sink, bool wait = true) noexcept;
+/// `forget` false: the session's first attach, deferred (defer_attach()): no book of CUPTI's to empty,
+/// and no Reattach mark.
+Reattached reattach_activity_tracing(Sink& sink, bool wait = true, bool forget = true) noexcept;
+/// A session that begins in the first wait of a window detached between windows: CUPTI not attached
+/// (the stage `detached`, between windows, so that every CUPTI call is gated) until
+/// reattach_activity_tracing() attaches it.
+void defer_attach() noexcept;
 /// Tests: `attach` stands for start_activity_tracing() in reattach_activity_tracing() (nullptr: it
 /// again).
 void set_attach_for_testing(std::string (*attach)(Sink& sink)) noexcept;

@@ -162,7 +162,12 @@ bool advance_detach() noexcept {
   }
 }
 
-Reattached reattach_activity_tracing(Sink& sink, bool wait) noexcept {
+void defer_attach() noexcept {
+  set_detach_between(true);
+  set_detach_stage(DetachStage::detached);
+}
+
+Reattached reattach_activity_tracing(Sink& sink, bool wait, bool forget) noexcept {
   Reattached out;
   // Called off before the collector claimed it: CUPTI never left, and resumes as between windows.
   if (move_detach_stage(DetachStage::pending, DetachStage::none)) {
@@ -195,8 +200,8 @@ Reattached reattach_activity_tracing(Sink& sink, bool wait) noexcept {
   // is none again, must not race the attach's first calls inside libcupti (two first calls at once
   // did, flush_mutex()). The attach flushes nothing; the aggregator's lock comes after this one.
   std::lock_guard flushes(flush_mutex());
-  trace::Writer* writer = trace::g_writer.load(std::memory_order_acquire);
-  {
+  trace::Writer* writer = forget ? trace::g_writer.load(std::memory_order_acquire) : nullptr;
+  if (forget) {
     std::lock_guard lock(sink.aggregator_mutex);
     if (writer != nullptr) writer->reattached(now_ns());
     sink.aggregator.reattached();
