@@ -152,6 +152,16 @@ TEST_CASE(
   CHECK(cuscope::detail::detach_stage() == DetachStage::none);
   CHECK(without_normal_flushes(logged()) == with(kPause, {"MEMCPY on", "KERNEL on"}));
   CHECK(cuscope::snapshot().activity_status.find("between step windows") == std::string::npos);
+  // A wait that short never gains: said once.
+  const std::string called_off =
+      "CUPTI's detach between step windows was called off: a wait ended within the 1 s the detach waits for "
+      "the window's records, so CUPTI was only paused in it; a longer wait (CUSCOPE_WAIT) detaches it";
+  CHECK(cuscope::snapshot().notes == std::vector<std::string>{called_off});
+  cuscope::detail::set_detach_wait_for_testing(3'600'000'000'000);
+  steps(2);  // warm-up 4, active 5 ends: pending again
+  REQUIRE(cuscope::detail::detach_stage() == DetachStage::pending);
+  cuscope::step();  // called off again
+  CHECK(cuscope::snapshot().notes == std::vector<std::string>{called_off});
 }
 
 TEST_CASE("a window that begins while the detach is under way waits for its finalize, then attaches again",

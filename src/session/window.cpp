@@ -106,12 +106,20 @@ void reattach(Session& s) {
                     r.status));
     return;
   }
-  if (r.how == Reattached::How::resumed) return;  // called off: paused only, as the status says
+  if (r.how == Reattached::How::resumed) return;  // none made: paused only, as the status says
+  if (r.how == Reattached::How::called_off) {
+    // Paused only, as the status says; a wait that short never gains, which the program should know.
+    warn_once(fmt::format(
+        "CUPTI's detach between step windows was called off: a wait ended within the {} s the detach waits "
+        "for the window's records, so CUPTI was only paused in it; a longer wait (CUSCOPE_WAIT) detaches it",
+        kDetachWaitNs / 1'000'000'000));
+    return;
+  }
   if (first) {
     s.activity_status = fmt::format("{}, paused outside the step window", r.status);
     return;
   }
-  if (r.detach_refused) {                         // CUPTI never left: its note says why
+  if (r.detach_refused) {  // CUPTI never left: its note says why
     s.activity_status = fmt::format("{}, paused outside the step window", r.status);
     return;
   }
@@ -134,7 +142,8 @@ void defer_first_attach(Session& s) {
   defer_attach();
   s.tracing.store(true, std::memory_order_release);  // what a step checks: CUPTI's calls are gated meanwhile
   s.detach_asked = s.attach_deferred = true;
-  s.activity_status = "not attached yet: CUPTI attaches at the first step that traces (CUSCOPE_DETACH_BETWEEN)";
+  s.activity_status =
+      "not attached yet: CUPTI attaches at the first step that traces (CUSCOPE_DETACH_BETWEEN)";
 }
 
 bool pause_for(Session& s, Phase p) {

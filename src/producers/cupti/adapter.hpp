@@ -77,10 +77,12 @@ bool request_detach(bool between = false) noexcept;
 /// What reattach_activity_tracing() did.
 struct Reattached {
   enum class How : std::uint8_t {
-    resumed,    ///< no detach was made (called off, or none asked): the pause ended as between windows
-    under_way,  ///< the detach still under way on the collector: nothing done yet
-    attached,   ///< CUPTI attached again (`status`: start_activity_tracing()'s)
-    refused,    ///< the attach refused: CUPTI does not trace again (`status` says why)
+    resumed,     ///< no detach was made (none asked): the pause ended as between windows
+    called_off,  ///< the detach was still pending (the window's records awaited): called off, the pause
+                 ///< ended as between windows
+    under_way,   ///< the detach still under way on the collector: nothing done yet
+    attached,    ///< CUPTI attached again (`status`: start_activity_tracing()'s)
+    refused,     ///< the attach refused: CUPTI does not trace again (`status` says why)
   };
   How how = How::resumed;
   bool detach_refused = false;  ///< attached or refused: the detach had been refused or given up (noted)

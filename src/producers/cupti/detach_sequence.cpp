@@ -172,6 +172,7 @@ Reattached reattach_activity_tracing(Sink& sink, bool wait, bool forget) noexcep
   // Called off before the collector claimed it: CUPTI never left, and resumes as between windows.
   if (move_detach_stage(DetachStage::pending, DetachStage::none)) {
     pause_activity_tracing(false);
+    out.how = Reattached::How::called_off;
     return out;
   }
   // Claimed: its last records, its arming and the finalize at the collector's next tick (10 ms) take
