@@ -391,7 +391,7 @@ TEST_CASE(
 
 // A child made by fork() in a wait step while CUPTI is detached: its steps attach nothing (cuscope is
 // off in a child); the parent's next window attaches CUPTI again as without the child.
-TEST_CASE("a child made by fork() while detached between windows attaches nothing; its parent does",
+TEST_CASE("a child made by fork() while detached between windows attaches nothing, and its parent does",
           "[session][window][tracing][detach]") {
   FakeCuptiSession traced(between_windows());
   first_detach();
