@@ -268,9 +268,8 @@ bool start_session(const Options& given, bool from_caller) {
       if (from_caller)
         warn_once(
             "cuscope::start(options) came after the session had started (a scope, step(), set_enabled() or "
-            "start() before it starts one from the CUSCOPE_* environment); its options are not applied: call "
-            "it "
-            "before any of those");
+            "start() before it starts one from the CUSCOPE_* environment); its options are not applied: "
+            "call it before any of those");
       return false;
     }
     s.started = true;
