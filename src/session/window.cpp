@@ -115,11 +115,8 @@ void reattach(Session& s) {
         kDetachWaitNs / 1'000'000'000));
     return;
   }
-  if (first) {
-    s.activity_status = fmt::format("{}, paused outside the step window", r.status);
-    return;
-  }
-  if (r.detach_refused) {  // CUPTI never left: its note says why
+  // The first attach, or CUPTI never left (a refused detach's note says why): not a re-attach.
+  if (first || r.detach_refused) {
     s.activity_status = fmt::format("{}, paused outside the step window", r.status);
     return;
   }
@@ -131,13 +128,6 @@ void reattach(Session& s) {
 
 }  // namespace
 
-// Pauses or resumes CUPTI's tracing for phase `p` and the program's switch: paused outside the
-// window, and while recording is off (set_enabled(false), CUSCOPE_ENABLE=0: scopes record nothing,
-// and the GPU work launched then is neither paid for nor recorded); after a detach between windows
-// (detach_asked, in a phase that traces: the last window's detach is never followed by one) CUPTI
-// traces again. The caller holds the lifecycle lock: one transition at a time, and none once
-// shutdown() began. Nothing when already so. True when CUPTI was attached again or stopped tracing
-// (the scope flags depend on it).
 void defer_first_attach(Session& s) {
   defer_attach();
   s.tracing.store(true, std::memory_order_release);  // what a step checks: CUPTI's calls are gated meanwhile
@@ -146,6 +136,13 @@ void defer_first_attach(Session& s) {
       "not attached yet: CUPTI attaches at the first step that traces (CUSCOPE_DETACH_BETWEEN)";
 }
 
+// Pauses or resumes CUPTI's tracing for phase `p` and the program's switch: paused outside the
+// window, and while recording is off (set_enabled(false), CUSCOPE_ENABLE=0: scopes record nothing,
+// and the GPU work launched then is neither paid for nor recorded); after a detach between windows
+// (detach_asked, in a phase that traces: the last window's detach is never followed by one) CUPTI
+// traces again. The caller holds the lifecycle lock: one transition at a time, and none once
+// shutdown() began. Nothing when already so. True when CUPTI was attached again or stopped tracing
+// (the scope flags depend on it).
 bool pause_for(Session& s, Phase p) {
   if (!s.tracing.load(std::memory_order_acquire)) return false;
   const bool paused = paused_in(p) || !s.recording_on;
