@@ -1,7 +1,7 @@
 // session/window.cpp — the step window: which phase a step is in (wait, warm-up, active, done), the
 // scope flags of each phase, CUPTI's pause outside the window and while recording is off, the
-// detach after the last window and between windows (CUPTI attached again for the next), and the
-// program's calls that move them (step(), set_enabled()).
+// detach after the last window and between windows (CUPTI attached again for the next, and first
+// attached at the first window), and the program's calls that move them (step(), set_enabled()).
 // start() (session.cpp) sets the first step's phase up with the same calls.
 //
 // Never here: a switch outside the session's lifecycle lock (one transition at a time, none once
