@@ -133,6 +133,12 @@ class Buffers {
   /// records it may still be filling.
   static void flush() { cuptiActivityFlushAll(0); }
   static std::mutex& records_mutex() { return records_mutex_; }
+  /// Buffers CUPTI asked for and has not handed back: those it still holds (filling, or holding
+  /// back for a record not yet complete).
+  static long held() {
+    std::lock_guard lock(pool_mutex_);
+    return held_;
+  }
 
  private:
   static void CUPTIAPI requested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records) {
@@ -145,6 +151,7 @@ class Buffers {
     }
     *size = *buffer != nullptr ? kBytes : 0;
     *max_records = 0;
+    if (*buffer != nullptr) ++held_;
   }
   static void CUPTIAPI completed(CUcontext, std::uint32_t, std::uint8_t* buffer, std::size_t,
                                  std::size_t valid) {
@@ -156,12 +163,14 @@ class Buffers {
     }
     std::lock_guard lock(pool_mutex_);
     free_.push_back(buffer);
+    --held_;
   }
 
   static inline Parser parse_ = nullptr;
   static inline std::mutex records_mutex_;
   static inline std::mutex pool_mutex_;
   static inline std::vector<std::uint8_t*> free_;
+  static inline long held_ = 0;  // guarded by pool_mutex_
 };
 
 inline std::string callback_name(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {

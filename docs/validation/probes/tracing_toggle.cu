@@ -38,6 +38,13 @@
 // have a zero start or end. Then on again: one record for each of 1000 launches? CONCLUSION
 // inflight is computed from those counts.
 //
+// DRAIN, in the same check: a normal flush made after the pause while the held kernel still runs
+// (as a collector polls), and the one after the stream was waited for; after each, how many buffers
+// CUPTI still holds (asked for, not handed back) beyond those it held after the forced flush before
+// the held kernel. CONCLUSION drain: whether "no buffer held after a normal flush" told the running
+// work from the finished, a signal a detach could wait for instead of cuscope's fixed second
+// (kDetachWaitNs).
+//
 // Never: cuscope, or a figure not measured here.
 #include <cuda_runtime.h>
 #include <cupti.h>
@@ -164,6 +171,7 @@ void in_flight(Tracer& tracer, cudaStream_t s) {
   PROBE_CUDA(cudaStreamSynchronize(s));
   probe::Buffers::flush_forced();
   const Tally before = Tally::now();
+  const long base_buffers = probe::Buffers::held();  // kept even after a forced flush
   hold_kernel<<<1, 1, 0, s>>>(gate_on_device, gate_on_device + 1, kHoldMaxNs);
   launch_empty(s, kHeldLaunches);
   PROBE_CUDA(cudaMemsetAsync(device, 0, kCopyBytes, s));
@@ -173,12 +181,18 @@ void in_flight(Tracer& tracer, cudaStream_t s) {
   tracer.pause_unflushed();
   const double pause_us = static_cast<double>(probe::now_ns() - pause_start) / 1e3;
   const bool running = still_running(s);
+  // DRAIN: a collector's normal flush while the paused work still runs.
+  probe::Buffers::flush();
+  const Tally held_flush = Tally::now().since(before);
+  const long held_buffers = probe::Buffers::held() - base_buffers;
+  const bool held_still_running = still_running(s);
   reinterpret_cast<volatile unsigned*>(gate)[0] = 1;  // release the held kernel: the work behind it runs
   PROBE_CUDA(cudaStreamSynchronize(s));
   const unsigned how = reinterpret_cast<volatile unsigned*>(gate)[1];
   const char* gate_said = how == 1 ? "released" : how == 2 ? "timed_out" : "unknown";
   probe::Buffers::flush();
   const Tally normal = Tally::now().since(before);
+  const long done_buffers = probe::Buffers::held() - base_buffers;
   probe::Buffers::flush_forced();
   const Tally forced = Tally::now().since(before);
 
@@ -195,6 +209,31 @@ void in_flight(Tracer& tracer, cudaStream_t s) {
   PROBE_CUDA(cudaFreeHost(gate));
 
   const std::uint64_t launches = kHeldLaunches + 1;  // the held kernel too
+  std::printf(
+      "DRAIN while_running still_running=%d buffers_held=%ld base=%ld kernel_records=%llu "
+      "zero_timestamps=%llu | a normal flush after the pause, the held kernel not released\n",
+      held_still_running ? 1 : 0, held_buffers, base_buffers,
+      static_cast<unsigned long long>(held_flush.kernels),
+      static_cast<unsigned long long>(held_flush.zero_timestamps));
+  std::printf(
+      "DRAIN after_run buffers_held=%ld kernel_records=%llu complete=%d | a normal flush once the "
+      "stream was waited for\n",
+      done_buffers, static_cast<unsigned long long>(normal.kernels), normal.complete(launches) ? 1 : 0);
+  std::printf("CONCLUSION drain: ");
+  if (!held_still_running) {
+    std::printf("void: the held work had finished by the first normal flush\n");
+  } else if (held_buffers > 0 && done_buffers == 0 && normal.complete(launches)) {
+    std::printf(
+        "a normal flush left %ld buffer(s) with CUPTI while the paused work ran and none once it had "
+        "run, every record complete: 'no buffer held after a normal flush' marked the window's "
+        "records all in here\n",
+        held_buffers);
+  } else {
+    std::printf(
+        "no signal: buffers held after a normal flush %ld while the work ran, %ld once it had run "
+        "(records complete then: %s)\n",
+        held_buffers, done_buffers, normal.complete(launches) ? "yes" : "no");
+  }
   std::printf(
       "INFLIGHT still_running=%d running_before_pause=%d pause_us=%.1f launches=%llu memsets=1 memcpys=1 "
       "gate=%s\n",
