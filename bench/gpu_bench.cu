@@ -107,8 +107,7 @@ int main(int argc, char** argv) {
   // run cut short by a stall or its time limit still leaves the figures of every part before), and
   // printed at the end. `next`: the part about to begin, for the PARTIAL note.
   auto summarize = [&](int rounds_done, const std::string& next = "") {
-    const CuptiDetaches& d = cupti_detaches();
-    m.cupti_detaches = {d.made, d.refused, d.why};
+    m.cupti_detaches = cupti_detaches();
     return cuscope_bench::summarize(args, machine, m, rounds_done, next);
   };
   for (int round = 0; round < args.rounds; ++round) {

@@ -55,11 +55,7 @@ struct Measured {
     return false;
   }
   /// CUPTI's detaches between parts (gpu_loops.hpp, end_session()): each part starts detached.
-  struct Detaches {
-    int made = 0;
-    int refused = 0;
-    std::string why;  ///< the first refusal's
-  } cupti_detaches;
+  CuptiDetaches cupti_detaches;
   cuscope::Report traced;  ///< the last full-tracing loop's report
   std::uint64_t traced_after_forced_flush = 0;
   // Kernels each traced loop attributed to its scopes, last round (of launches + kBatch).

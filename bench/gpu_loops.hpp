@@ -73,7 +73,7 @@ void cupti_attached();
 struct CuptiDetaches {
   int made = 0;
   int refused = 0;
-  std::string why;
+  std::string why;  ///< the first refusal's
 };
 const CuptiDetaches& cupti_detaches();
 
