@@ -201,15 +201,17 @@ Reattached reattach_activity_tracing(Sink& sink, bool wait, bool forget) noexcep
   // is none again, must not race the attach's first calls inside libcupti (two first calls at once
   // did, flush_mutex()). The attach flushes nothing; the aggregator's lock comes after this one.
   std::lock_guard flushes(flush_mutex());
-  trace::Writer* writer = forget ? trace::g_writer.load(std::memory_order_acquire) : nullptr;
   if (forget) {
-    std::lock_guard lock(sink.aggregator_mutex);
-    if (writer != nullptr) writer->reattached(now_ns());
-    sink.aggregator.reattached();
+    trace::Writer* writer = trace::g_writer.load(std::memory_order_acquire);
+    {
+      std::lock_guard lock(sink.aggregator_mutex);
+      if (writer != nullptr) writer->reattached(now_ns());
+      sink.aggregator.reattached();
+    }
+    // The mark in the file before any graph node the new attach makes: those go through the threads'
+    // rings, which the writer writes before the marks it took with them (writer.hpp).
+    if (writer != nullptr) writer->pass_now();
   }
-  // The mark in the file before any graph node the new attach makes: those go through the threads'
-  // rings, which the writer writes before the marks it took with them (writer.hpp).
-  if (writer != nullptr) writer->pass_now();
   std::string (*attach)(Sink&) = g_attach_for_testing.load(std::memory_order_acquire);
   out.status = attach != nullptr ? attach(sink) : start_activity_tracing(sink);
   out.how = out.status.rfind("on", 0) == 0 ? Reattached::How::attached : Reattached::How::refused;
