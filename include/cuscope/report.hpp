@@ -253,7 +253,9 @@ struct Diagnostics {
   std::uint64_t scopes_in_capture =
       0;  ///< scopes whose stream was being captured into a CUDA graph (no CUDA-event time)
   std::uint64_t unrecorded_scopes = 0;      ///< not recorded: 65535 threads held a tree, or out of memory
-  std::uint64_t outside_window_scopes = 0;  ///< scope entries outside the step window, left out
+  /// scope entries outside the step window, left out (one still open when the window opens, with a
+  /// scope recorded inside it, counts as a call of its range instead)
+  std::uint64_t outside_window_scopes = 0;
   std::uint64_t rejected_counts = 0;        ///< count() amounts that were inf or NaN, not added
   std::uint64_t trace_records_dropped =
       0;  ///< trace mode: records that did not fit (CUSCOPE_TRACE_LIMIT); the trace is truncated

@@ -41,6 +41,9 @@ struct SoloCounter {
     value.store(value.load(std::memory_order_relaxed) + x, std::memory_order_relaxed);
   }
   void set(std::uint64_t x) { value.store(x, std::memory_order_relaxed); }
+  void sub(std::uint64_t x) {
+    value.store(value.load(std::memory_order_relaxed) - x, std::memory_order_relaxed);
+  }
   [[nodiscard]] std::uint64_t get() const { return value.load(std::memory_order_relaxed); }
 };
 

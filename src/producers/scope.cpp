@@ -22,6 +22,7 @@
 #include "producers/engine.hpp"
 #include "producers/hot_tls.hpp"
 #include "producers/nvtx_domain.hpp"
+#include "producers/outside_scopes.hpp"
 #include "producers/scope_state.hpp"
 #include "producers/sink.hpp"
 #include "trace/writer.hpp"
@@ -46,7 +47,8 @@ model::NameTable& process_names() {
 namespace {
 
 // A scope's token (Scope::depth_): the tree depth it opened at, what it did, and the tag of its
-// frame (so that an end on another thread finds that very frame).
+// frame (so that an end on another thread finds that very frame); or, for a scope entered outside
+// the window and kept (kOutside), its entry's index + 1 and tag (producers/outside_scopes.hpp).
 constexpr std::uint32_t kDepthMask = 0x3FF;
 constexpr std::uint32_t kOverflow = 0x3FF;
 static_assert(model::kHardMaxDepth < kOverflow);
@@ -56,7 +58,8 @@ constexpr std::uint32_t kTimedGpu = 1u << 12;
 constexpr std::uint32_t kTraced = 1u << 13;
 constexpr unsigned kTagShift = 14;
 static_assert(model::ThreadTree::kMaxTag <= (UINT32_MAX >> kTagShift));
-constexpr std::uint32_t kTokenBits = kRecorded | kPushed | kTimedGpu | kTraced;
+static_assert((model::ThreadTree::kMaxTag << kTagShift) < kOutside);
+constexpr std::uint32_t kTokenBits = kRecorded | kPushed | kTimedGpu | kTraced | kOutside;
 
 nvtxStringHandle_t nvtx_handle(std::uint32_t id) {
   return static_cast<nvtxStringHandle_t>(current_sink().forest.names.tag(id).load(std::memory_order_acquire));
@@ -79,7 +82,7 @@ std::uint32_t intern_site(Site& site) {
   return id;
 }
 
-std::uint32_t push_correlation(std::uint64_t instance) {
+[[gnu::always_inline]] inline std::uint32_t push_correlation(std::uint64_t instance) {
   CorrelationHook push = g_push_correlation.load(std::memory_order_acquire);
   if (push == nullptr) return 0;
   push(instance);
@@ -108,6 +111,7 @@ void end_elsewhere(ThreadState* ts, std::uint32_t token, std::uint64_t now) noex
   std::uint32_t bits = 0;
   if (token & kPushed) bits |= model::ThreadTree::kRemotePushed;
   if (token & kTimedGpu) bits |= model::ThreadTree::kRemoteGpu;
+  if (token & kOutside) end_outside_elsewhere(ts, token);
   const std::uint32_t depth = token & kDepthMask;
   if (!(token & kRecorded) || depth == kOverflow) {
     ts->tree->post_remote_unframed((token & kRecorded) != 0, bits);
@@ -146,6 +150,7 @@ ThreadState* this_thread() noexcept {
 [[gnu::noinline]] std::uint32_t record_entry(ThreadState* ts, std::uint32_t id, std::uint64_t now,
                                              std::uint32_t flags, cudaStream_t stream) noexcept {
   if ((flags & kCounters) && ts->tree->open_depth() == 0) open_counted_root(ts, now, flags);
+  if (ts->outside_pending) open_outside(ts, flags, now);  // the window opened inside them
   model::ThreadTree::Token b{};
   const bool common =
       (flags & kInstances) ? ts->tree->begin_common<true>(id, now, &b) : ts->tree->begin_common(id, now, &b);
@@ -216,7 +221,8 @@ inline constexpr std::uint32_t kCommonBits = kMode == Common::Traced       ? kRe
 
 // The common entry, one straight path with no call but its last: a started session with the
 // flags of kMode (no counters, GPU events, or trace unless Traced), the counter clock calibrated,
-// no NVTX range to push, the thread attached, no end posted from another thread; otherwise it
+// no NVTX range to push, the thread attached, no end posted from another thread, no scope of the
+// thread's kept from before the window waiting to open in the tree; otherwise it
 // returns general(), having done nothing (a tail call, so the common path saves no register).
 // Here, and in exit(), the clock is the counter's: CLOCK_MONOTONIC (calibrating, or no invariant
 // counter) takes the general path.
@@ -227,7 +233,8 @@ template <Common kMode, class General>
   constexpr std::uint32_t kFlags = kCommonFlags<kMode>;
   // The flags first: another mode leaves this path at its first test.
   if (g_flags.load(std::memory_order_relaxed) != kFlags || ts == nullptr ||
-      g_state.load(std::memory_order_relaxed) != kOn || ts->tree->remote_posted() || !nvtx_push_off())
+      g_state.load(std::memory_order_relaxed) != kOn || ts->tree->remote_posted() || ts->outside_pending ||
+      !nvtx_push_off())
     return general();
   const ClockSegment* clock = g_clock_segment.load(std::memory_order_acquire);
   if (clock == nullptr) return general();
@@ -267,6 +274,7 @@ template <Common kMode, class General>
   } else {
     ts->outside_window.add(1);  // left out: counted, so a window never reached is visible
     if (flags & kCorrelation) tok |= push_correlation(model::kOutsideWindow);
+    tok |= keep_outside(ts, id);  // for a window that opens inside it
   }
   token = tok;
   return ts;
@@ -339,6 +347,13 @@ template <Common kMode>
   return true;
 }
 
+// The exit of a scope entered outside the window and kept (producers/outside_scopes.hpp), with the
+// "(counted steps)" frame closed when the scope's frame was the last under it.
+[[gnu::noinline]] void exit_outside(ThreadState* ts, std::uint32_t token, std::uint64_t now) noexcept {
+  if (close_outside(ts, token, now) && ts->counted_root && ts->tree->open_depth() <= 1)
+    close_counted_root(ts, now);
+}
+
 // exit_owned() past its common path.
 [[gnu::noinline]] void exit_owned_general(ThreadState* ts, std::uint32_t token, std::uint64_t now) noexcept {
   if ((token & kTraced) && exit_common<Common::Traced>(ts, token, now)) return;
@@ -362,6 +377,8 @@ template <Common kMode>
     if (!tree.end_common(tree_depth, now)) tree.end(tree_depth, now);
     if (token & kTraced) trace::record(trace::ScopeKind::Exit, tree.slot(), tree_depth, now);
     if (ts->counted_root && tree.open_depth() <= 1) close_counted_root(ts, now);
+  } else if (token & kOutside) {
+    exit_outside(ts, token, now);
   }
   if (token & kPushed) pop_correlation();
   if (!g_nvtx_quiet.load(std::memory_order_relaxed)) nvtx_pop();

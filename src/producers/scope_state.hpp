@@ -16,6 +16,7 @@
 #include "model/range_tree.hpp"
 #include "producers/gpu_events.hpp"
 #include "producers/hot_tls.hpp"
+#include "producers/outside_scopes.hpp"
 
 namespace cuscope::inline v0::detail {
 
@@ -52,6 +53,8 @@ struct ThreadState {
   model::ThreadTree* tree = nullptr;
   std::unique_ptr<GpuEvents> gpu;
   model::SoloCounter outside_window;  // scopes entered outside the step window (left out)
+  std::unique_ptr<OutsideScopes> outside;  // those still open, kept for the window (made on the first)
+  bool outside_pending = false;            // owner only: some are not opened in the tree yet
   bool counted_root = false;          // owner only: a "(counted steps)" frame is open at depth 1
   bool counted_root_traced = false;   // owner only: and trace mode recorded its entry
 };

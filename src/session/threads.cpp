@@ -58,6 +58,7 @@ ThreadState* take_thread_state() noexcept {
       s.forest.idle_trees.fetch_sub(1, std::memory_order_relaxed);
       for (std::uint32_t d = ts->tree->open_depth(); d > 0 && ts->gpu; --d) ts->gpu->abandon(d);
       ts->tree->abandon_open();  // the exited thread left them open
+      forget_outside(ts);
       ts->tree->new_owner();
     } else {
       model::ThreadTree* tree = s.forest.make_tree();

@@ -94,6 +94,35 @@ def test_python_m_cuscope_run_one_session_one_tree(mixed, tmp_path):
     assert one_table(p.stderr), p.stderr
 
 
+OUTER = """
+import nvtx
+import cuscope
+with {outer}("zc_main"):
+    for _ in range(3):
+        with cuscope.scope("zc_step"):
+            with nvtx.annotate("zc_nvtx"):
+                pass
+        cuscope.step()
+"""
+
+
+@pytest.mark.parametrize("how", ["injected", "module"])
+def test_an_outer_range_open_when_the_window_opens_keeps_its_place(script, tmp_path, how):
+    # CUSCOPE_WAIT=1: "zc_main" (an NVTX range under the injection, a scope of the module alone)
+    # begins in the wait step and is open when the window opens; the two recorded steps go under it
+    # (they went to the top before), and it counts one call. Without the injection the nvtx
+    # package's ranges are no-ops.
+    pytest.importorskip("nvtx")
+    program = script(OUTER.format(outer="nvtx.annotate" if how == "injected" else "cuscope.scope"), "outer.py")
+    out = tmp_path / f"outer-{how}.json"
+    env = {"CUSCOPE_WAIT": "1", "CUSCOPE_JSON": str(out)}
+    args = [sys.executable, "-m", "cuscope", "run", program] if how == "injected" else [sys.executable, program]
+    p = run_script(args, tmp_path, env)
+    assert p.returncode == 0, p.stderr
+    inner = {"zc_main/zc_step/zc_nvtx": 2} if how == "injected" else {}
+    assert ranges_of(out) == {"zc_main": 1, "zc_main/zc_step": 2, **inner}
+
+
 def test_python_m_cuscope_run_takes_the_options(mixed, tmp_path):
     out = tmp_path / "domains.json"
     table = tmp_path / "table.txt"

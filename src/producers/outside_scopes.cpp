@@ -1,0 +1,108 @@
+// producers/outside_scopes.cpp — a thread's scopes that began outside the step window and are
+// still open (producers/outside_scopes.hpp): kept at their entry, opened in the range tree under
+// the window's first recorded scope, closed at their exit.
+//
+// Never here: a lock; an allocation but the stack's, made at the thread's first kept scope; a write
+// to another thread's stack but the ended mark of one of its entries.
+#include "producers/outside_scopes.hpp"
+
+#include <new>
+
+#include "producers/scope_state.hpp"
+#include "trace/writer.hpp"
+
+namespace cuscope::inline v0::detail {
+namespace {
+
+// The token's layout (producers/scope.cpp): the depth bits below 10, the tag from bit 14.
+constexpr std::uint32_t kIndexMask = 0x3FF;
+constexpr unsigned kTagShift = 14;
+constexpr std::uint32_t kTagMask = (1u << 13) - 1;
+static_assert(OutsideScopes::kMax < kIndexMask);
+static_assert(kTagMask < OutsideScopes::kEnded);
+
+// The ended entries innermost on the stack leave it, their frames closed at `now_ns` (a frame the
+// tree closed already, as unbalanced, is counted there). True when a frame closed.
+bool pop_ended(ThreadState* ts, OutsideScopes& o, std::uint64_t now_ns) noexcept {
+  bool closed = false;
+  while (o.open > 0) {
+    OutsideScopes::Entry& e = o.entries[o.open - 1];
+    if ((e.word.load(std::memory_order_acquire) & OutsideScopes::kEnded) == 0) break;
+    if (o.open <= o.opened && e.depth != 0) {
+      ts->tree->end(e.depth, now_ns);
+      if (e.traced) trace::record(trace::ScopeKind::Exit, ts->tree->slot(), e.depth, now_ns);
+      closed = true;
+    }
+    e.word.store(0, std::memory_order_relaxed);  // free: no later mark finds its tag
+    --o.open;
+  }
+  if (o.opened > o.open) o.opened = o.open;
+  ts->outside_pending = o.open > o.opened;
+  return closed;
+}
+
+// Marks the entry of `token` ended, if it is still the one the token names.
+void mark_ended(OutsideScopes& o, std::uint32_t token) noexcept {
+  const std::uint32_t index = (token & kIndexMask) - 1;
+  if (index >= OutsideScopes::kMax) return;
+  std::uint32_t tag = (token >> kTagShift) & kTagMask;
+  o.entries[index].word.compare_exchange_strong(tag, tag | OutsideScopes::kEnded, std::memory_order_acq_rel);
+}
+
+}  // namespace
+
+std::uint32_t keep_outside(ThreadState* ts, std::uint32_t id) noexcept {
+  OutsideScopes* o = ts->outside.get();
+  if (o == nullptr) {
+    o = new (std::nothrow) OutsideScopes();
+    if (o == nullptr) return 0;
+    ts->outside.reset(o);
+  }
+  if (o->open == OutsideScopes::kMax) return 0;
+  o->next_tag = o->next_tag == kTagMask ? 1 : o->next_tag + 1;
+  OutsideScopes::Entry& e = o->entries[o->open];
+  e.id = id;
+  e.depth = 0;
+  e.traced = false;
+  e.word.store(o->next_tag, std::memory_order_release);
+  ts->outside_pending = true;
+  return kOutside | ++o->open | (o->next_tag << kTagShift);
+}
+
+void open_outside(ThreadState* ts, std::uint32_t flags, std::uint64_t now_ns) noexcept {
+  OutsideScopes& o = *ts->outside;
+  pop_ended(ts, o, now_ns);
+  for (; o.opened < o.open; ++o.opened) {
+    OutsideScopes::Entry& e = o.entries[o.opened];
+    if (e.word.load(std::memory_order_acquire) & OutsideScopes::kEnded) continue;  // ended elsewhere: skipped
+    const model::ThreadTree::Token b = ts->tree->begin(e.id, now_ns);
+    e.depth = b.depth;
+    if (b.depth != 0) ts->outside_window.sub(1);  // a call of its range now, no longer left out
+    if (b.depth != 0 && (flags & kTrace)) {
+      trace::record(trace::ScopeKind::Enter, ts->tree->slot(), e.id, now_ns, b.instance);
+      e.traced = true;
+    }
+  }
+  ts->outside_pending = false;
+}
+
+bool close_outside(ThreadState* ts, std::uint32_t token, std::uint64_t now_ns) noexcept {
+  OutsideScopes* o = ts->outside.get();
+  if (o == nullptr) return false;
+  mark_ended(*o, token);
+  return pop_ended(ts, *o, now_ns);
+}
+
+void end_outside_elsewhere(ThreadState* ts, std::uint32_t token) noexcept {
+  if (OutsideScopes* o = ts->outside.get()) mark_ended(*o, token);
+}
+
+void forget_outside(ThreadState* ts) noexcept {
+  ts->outside_pending = false;
+  OutsideScopes* o = ts->outside.get();
+  if (o == nullptr) return;
+  for (std::uint32_t i = 0; i < o->open; ++i) o->entries[i].word.store(0, std::memory_order_relaxed);
+  o->open = o->opened = 0;
+}
+
+}  // namespace cuscope::inline v0::detail

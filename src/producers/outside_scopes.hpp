@@ -1,0 +1,58 @@
+// producers/outside_scopes.hpp — a thread's scopes that began outside the step window (wait or
+// warm-up steps, the steps after the last window) and are still open, innermost last: when the
+// window opens while they are, the first scope the thread enters in it is recorded under their
+// path ("main/step"), not at the top ("step"), and they are opened in the range tree at that
+// scope's entry, counted from there (a call clipped to the window, as a profiler's capture range
+// clips one).
+//
+// Never here: a lock, or an allocation but the thread's first such scope's (its stack); a look at
+// another thread's stack but to mark one of its entries ended (a scope ended on another thread).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+
+#include "model/range_tree.hpp"
+
+namespace cuscope::inline v0::detail {
+
+struct ThreadState;
+
+/// A token bit of a scope entered outside the window and kept here; the token's depth bits hold its
+/// entry's index + 1 and its tag bits the entry's tag (producers/scope.cpp lays the token out).
+inline constexpr std::uint32_t kOutside = 1u << 31;
+
+/// A thread's scopes entered outside the window and still open, innermost last. The owner thread
+/// writes it; another thread only marks an entry ended (end_outside_elsewhere()).
+struct OutsideScopes {
+  static constexpr std::uint32_t kMax = model::kHardMaxDepth;
+  static constexpr std::uint32_t kEnded = 1u << 16;  // in Entry::word, above the tag
+  struct Entry {
+    std::uint32_t id = 0;                // the scope's name id
+    std::uint32_t depth = 0;             // its tree depth once opened there (kOverflowDepth too); 0: none
+    std::atomic<std::uint32_t> word{0};  // its tag, | kEnded once it ended
+    bool traced = false;                 // trace mode recorded its entry at the opening
+  };
+  std::array<Entry, kMax> entries;
+  std::uint32_t open = 0;    // entries in use: [0, open)
+  std::uint32_t opened = 0;  // entries [0, opened) were opened in the tree (or skipped there)
+  std::uint32_t next_tag = 0;
+};
+
+/// Keeps scope `id`, entered outside the window on the calling thread (ts is its own): the token
+/// bits for its exit, or 0 where it cannot be kept (the stack is full, or could not be made).
+std::uint32_t keep_outside(ThreadState* ts, std::uint32_t id) noexcept;
+/// Opens the kept scopes not yet opened in the thread's tree, at `now_ns`, before the first scope
+/// recorded in the window is (trace mode records their entries, with `flags` & kTrace).
+void open_outside(ThreadState* ts, std::uint32_t flags, std::uint64_t now_ns) noexcept;
+/// The exit of the kept scope of `token` on its own thread, at `now_ns`: it and every entry ended
+/// elsewhere that is innermost then leave the stack, their frames closed. True when a frame closed.
+bool close_outside(ThreadState* ts, std::uint32_t token, std::uint64_t now_ns) noexcept;
+/// The exit of a kept scope on another thread: its entry is marked ended, for its own thread to
+/// close at its next kept scope's exit or opening.
+void end_outside_elsewhere(ThreadState* ts, std::uint32_t token) noexcept;
+/// Forgets the stack (the state passes to a new thread: the old one left its scopes open).
+void forget_outside(ThreadState* ts) noexcept;
+
+}  // namespace cuscope::inline v0::detail

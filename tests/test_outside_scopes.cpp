@@ -1,0 +1,173 @@
+// Scopes that began outside the step window and are still open when it opens
+// (producers/outside_scopes.hpp): what the window records inside them goes under their path, they
+// count once from the first scope recorded inside them, and a trace replays the same report.
+// Without them, a program's outer scope ("main") entered in a wait step put every recorded step at
+// the top ("step" instead of "main/step").
+// Never here: a GPU (the window's CUPTI side is tests/test_step_cycles.cpp's).
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <cuscope/cuscope.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "session_fixture.hpp"
+#include "trace_kit.hpp"
+
+namespace {
+
+std::vector<std::string> paths(const cuscope::Report& r) {
+  std::vector<std::string> out;
+  for (std::size_t i = 1; i < r.ranges.size(); ++i) out.push_back(r.ranges[i].path);
+  return out;
+}
+
+std::uint64_t calls(const cuscope::Report& r, const char* path) {
+  const cuscope::RangeStats* found = r.find(path);
+  return found != nullptr ? found->calls : 0;
+}
+
+cuscope::Options window(std::uint32_t wait, std::uint32_t active, std::uint32_t repeat) {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.wait_steps = wait;
+  o.active_steps = active;
+  o.repeat = repeat;
+  return o;
+}
+
+}  // namespace
+
+// The outer scope enters in the wait step, the window opens at step 1 inside it: its two recorded
+// steps go under "main", which counts one call, from the first of them on (so at least their time),
+// and no longer counts as left out. Without the kept scope the steps were "step", at the top.
+TEST_CASE("a scope open when the window opens keeps its place: the steps recorded inside it go under it",
+          "[session][window][outside]") {
+  cuscope_test::Session session(window(1, 0, 1));
+  {
+    CUSCOPE_SCOPE("main");
+    for (int i = 0; i < 3; ++i) {
+      { CUSCOPE_SCOPE("step"); }
+      cuscope::step();
+    }
+  }
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(paths(r) == std::vector<std::string>{"main", "main/step"});
+  CHECK(calls(r, "main") == 1);
+  CHECK(calls(r, "main/step") == 2);
+  REQUIRE(r.find("main") != nullptr);
+  CHECK(r.find("main")->host.total_ns >= r.find("main/step")->host.total_ns);
+  CHECK(r.diagnostics.outside_window_scopes == 1);  // the wait step's "step"; "main" is counted
+}
+
+// Nested kept scopes, a wait before every window and the outer scopes open through three windows:
+// each level opens once, at the first window, and every window's steps go under the same path.
+TEST_CASE("nested scopes open through a repeating window open once, and every window's steps go under them",
+          "[session][window][outside]") {
+  cuscope_test::Session session(window(2, 1, 3));  // steps 2, 5 and 8 recorded
+  {
+    CUSCOPE_SCOPE("train");
+    CUSCOPE_SCOPE("epoch");
+    for (int i = 0; i < 10; ++i) {
+      {
+        CUSCOPE_SCOPE("step");
+        CUSCOPE_SCOPE("forward");
+      }
+      cuscope::step();
+    }
+  }
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(paths(r) ==
+        std::vector<std::string>{"train", "train/epoch", "train/epoch/step", "train/epoch/step/forward"});
+  CHECK(calls(r, "train") == 1);
+  CHECK(calls(r, "train/epoch") == 1);
+  CHECK(calls(r, "train/epoch/step") == 3);
+  CHECK(calls(r, "train/epoch/step/forward") == 3);
+  CHECK(r.recorded_steps == 3);
+  CHECK(r.diagnostics.outside_window_scopes == 7 * 2);  // 7 steps' two scopes each
+}
+
+// Kept scopes that close before any window: nothing of theirs is recorded, and the stack is empty
+// again, so that a scope recorded later is at the top. A kept scope that a window opens on but
+// that holds no recorded scope is never opened: not in the report.
+TEST_CASE(
+    "a scope that closes in its wait steps, or that a window opens on without a recorded scope inside, "
+    "is left out",
+    "[session][window][outside]") {
+  cuscope_test::Session session(window(1, 0, 1));
+  {
+    CUSCOPE_SCOPE("setup");
+    { CUSCOPE_SCOPE("load"); }
+  }
+  {
+    CUSCOPE_SCOPE("idle");
+    cuscope::step();  // the window opens inside "idle", which records nothing in it
+  }
+  { CUSCOPE_SCOPE("step"); }
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(paths(r) == std::vector<std::string>{"step"});
+  CHECK(r.diagnostics.outside_window_scopes == 3);
+}
+
+// A scope recorded in the window, then a wait step inside it whose own scope stays open into the
+// next window: the scope recorded there goes under both.
+TEST_CASE("a scope entered in a wait step under a recorded one keeps its place in the next window",
+          "[session][window][outside]") {
+  cuscope_test::Session session(window(1, 1, 0));  // wait 0, active 1, wait 2, active 3, ...
+  cuscope::step();                                 // into the first window
+  {
+    CUSCOPE_SCOPE("outer");  // recorded: step 1
+    cuscope::step();         // step 2 waits
+    CUSCOPE_SCOPE("inner");  // left out, kept
+    cuscope::step();         // step 3: the window again
+    { CUSCOPE_SCOPE("leaf"); }
+  }
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(paths(r) == std::vector<std::string>{"outer", "outer/inner", "outer/inner/leaf"});
+  CHECK(calls(r, "outer") == 1);
+  CHECK(calls(r, "outer/inner") == 1);
+  CHECK(calls(r, "outer/inner/leaf") == 1);
+}
+
+// A kept scope ended on another thread (its end is marked in the owner's stack): the owner's next
+// recorded scope is not put under it, and the stack still pops the scopes below it in order.
+TEST_CASE("a kept scope ended on another thread is not opened under the window",
+          "[session][window][outside][threads]") {
+  cuscope_test::Session session(window(1, 0, 1));
+  CUSCOPE_SCOPE("main");
+  std::uint32_t token = 0;
+  cuscope::detail::ThreadState* ts = cuscope::detail::enter_named("handed_off", nullptr, token);
+  REQUIRE(ts != nullptr);
+  std::thread([&] { cuscope::detail::exit(ts, token); }).join();
+  cuscope::step();
+  { CUSCOPE_SCOPE("step"); }
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(paths(r) == std::vector<std::string>{"main", "main/step"});
+  CHECK(r.diagnostics.cross_thread_ends == 1);
+}
+
+// Trace mode: the kept scopes' opening is in the trace, so that it replays to the exit report to
+// the byte (replay_as_exit) with the same paths.
+TEST_CASE("a trace replays the scopes a window opened inside to the same report",
+          "[session][window][outside][trace]") {
+  const std::string trace_path = cuscope_test::trace_kit::temp_path("outside.cuscope");
+  const std::string json_path = cuscope_test::trace_kit::temp_path("outside.json");
+  cuscope::Options o = cuscope_test::replayable_options(trace_path, json_path);
+  o.wait_steps = 1;
+  o.active_steps = 1;
+  o.repeat = 0;
+  {
+    cuscope_test::Session session(o);
+    {
+      CUSCOPE_SCOPE("main");
+      for (int i = 0; i < 4; ++i) {
+        { CUSCOPE_SCOPE("step"); }
+        cuscope::step();
+      }
+    }
+    cuscope::shutdown();
+  }
+  const cuscope::Report replayed = cuscope_test::trace_kit::replay_as_exit(trace_path, json_path);
+  CHECK(paths(replayed) == std::vector<std::string>{"main", "main/step"});
+  CHECK(calls(replayed, "main") == 1);
+  CHECK(calls(replayed, "main/step") == 2);
+}
