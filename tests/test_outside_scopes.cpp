@@ -171,3 +171,25 @@ TEST_CASE("a trace replays the scopes a window opened inside to the same report"
   CHECK(calls(replayed, "main") == 1);
   CHECK(calls(replayed, "main/step") == 2);
 }
+
+// More scopes open outside the window than the stack keeps (256), and deeper than the tree records
+// (max_depth 64): the first 64 open as ranges, the kept ones past them and the window's own scope
+// count as depth overflows, those past 256 are not kept, and every exit after that pops in order.
+TEST_CASE("scopes kept past the maximum depth overflow as counted, and those past the stack are not kept",
+          "[session][window][outside]") {
+  cuscope_test::Session session(window(1, 0, 1));
+  constexpr int kOpen = 300;
+  std::vector<std::uint32_t> tokens(kOpen);
+  std::vector<cuscope::detail::ThreadState*> states(kOpen);
+  for (int i = 0; i < kOpen; ++i)
+    states[i] = cuscope::detail::enter_named(i % 2 ? "odd" : "even", nullptr, tokens[i]);  // no recursion
+  cuscope::step();
+  { CUSCOPE_SCOPE("inside"); }
+  for (int i = kOpen - 1; i >= 0; --i) cuscope::detail::exit(states[i], tokens[i]);
+  { CUSCOPE_SCOPE("after"); }
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(r.ranges.size() == 1 + 64 + 1);  // the root, "even/odd/..." 64 deep, and "after"
+  CHECK(r.find("after") != nullptr);
+  CHECK(r.diagnostics.depth_overflows == (256 - 64) + 1);
+  CHECK(r.diagnostics.outside_window_scopes == kOpen - 256);
+}
