@@ -117,6 +117,12 @@ struct Options {
   /// kernels of graphs made before a re-attach lose their capture-time breakdown (counted under
   /// "(unknown node)"). Off by default; not yet run on a GPU.
   bool detach_between = false;
+  /// CUSCOPE_STEP_MS: for a program that never calls step(), cuscope ends a step itself every this
+  /// many milliseconds (1-86400000; 0, the default: never), on a thread of its own, so that the
+  /// window above counts time: step_ms 1000, wait 59, active 1, repeat 0 records one second a
+  /// minute. A scope open across a step's end keeps its place (docs/options.md). The program's
+  /// first step() stops these steps, with a note: its own steps count from then on.
+  std::uint32_t step_ms = 0;
   bool print_at_exit = true;  ///< CUSCOPE_PRINT: print the table at exit
   /// CUSCOPE_OUTPUT: write the exit table here ("" = stderr). In this path, CUSCOPE_JSON's and
   /// CUSCOPE_TRACE's, start() replaces %r by the process's rank in its job (Report::rank; 0 when

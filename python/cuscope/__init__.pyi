@@ -86,6 +86,7 @@ def start(
     repeat: Union[int, str] = ...,
     detach: Union[bool, str] = ...,
     detach_between: Union[bool, str] = ...,
+    step_ms: Union[int, str] = ...,
     print_at_exit: Union[bool, str] = ...,
     output_path: Union[str, PathLike[str]] = ...,
     json_path: Union[str, PathLike[str]] = ...,

@@ -26,6 +26,7 @@ OPTIONS: Dict[str, Tuple[str, str]] = {
     "repeat": ("CUSCOPE_REPEAT", "int"),
     "detach": ("CUSCOPE_DETACH", "bool"),
     "detach_between": ("CUSCOPE_DETACH_BETWEEN", "bool"),
+    "step_ms": ("CUSCOPE_STEP_MS", "int"),
     "print_at_exit": ("CUSCOPE_PRINT", "bool"),
     "output_path": ("CUSCOPE_OUTPUT", "path"),
     "json_path": ("CUSCOPE_JSON", "path"),

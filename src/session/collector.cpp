@@ -3,7 +3,8 @@
 // drains the threads' launch rings, and every 100 ms asks CUPTI for its completed buffers, so a
 // snapshot sees recent work without a flush and CUPTI's buffers stay few. After the last step
 // window it detaches CUPTI (advance_detach(), off the program's threads). A second thread, the
-// reporter, rewrites the report's files every CUSCOPE_REPORT_EVERY seconds (report_files.cpp).
+// reporter, rewrites the report's files every CUSCOPE_REPORT_EVERY seconds (report_files.cpp); a
+// third, the stepper, ends a step every CUSCOPE_STEP_MS milliseconds (window.cpp, clock_step()).
 //
 // Never: let cuscope's own CUDA calls disturb the program's (they run in relaxed capture mode, and
 // under an external correlation id that keeps them out of the report), or wait on the GPU.
@@ -82,6 +83,21 @@ void reporter_loop(Session* s, std::chrono::seconds every) {
   }
 }
 
+// CUSCOPE_STEP_MS: a step ended every `every` (clock_step(), window.cpp), until the session stops or
+// the program's own step() stops them. Its CUDA calls (a re-attach's, between windows) are the
+// program's as step()'s would be: only the capture mode is relaxed, as the reporter's.
+void stepper_loop(Session* s, std::chrono::milliseconds every) {
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  if (g_cuda.exchange_capture_mode(&mode) != cudaSuccess) g_cuda.get_last_error();
+  s->stepper_ready.store(true, std::memory_order_release);
+  std::unique_lock lock(s->collector_mutex);
+  while (!s->collector_cv.wait_for(lock, every, [s] { return s->collector_stop; })) {
+    lock.unlock();
+    clock_step(*s);
+    lock.lock();
+  }
+}
+
 // Marks the calling thread's CUDA calls as cuscope's own while it lives: capture mode relaxed (so
 // that its event queries never invalidate another thread's global-mode stream capture), and,
 // while CUPTI traces, an external correlation id that keeps those calls out of the report.
@@ -131,11 +147,14 @@ void start_collector(Session& s) {
   s.collector = std::thread(collector_loop, &s);  // also keeps the clock calibrated
   if (s.options.report_every_s != 0 && has_report_file(s.options))
     s.reporter = std::thread(reporter_loop, &s, std::chrono::seconds(s.options.report_every_s));
+  if (s.options.step_ms != 0)
+    s.stepper = std::thread(stepper_loop, &s, std::chrono::milliseconds(s.options.step_ms));
   // A thread's start-up allocates (its stack and TLS, the CUDA runtime's per-thread state): a
   // fork() right after start() must not find an allocator lock held by a thread being born.
   const auto born = [&s] {
     return s.collector_ready.load(std::memory_order_acquire) &&
-           (!s.reporter.joinable() || s.reporter_ready.load(std::memory_order_acquire));
+           (!s.reporter.joinable() || s.reporter_ready.load(std::memory_order_acquire)) &&
+           (!s.stepper.joinable() || s.stepper_ready.load(std::memory_order_acquire));
   };
   for (int i = 0; i < 2000 && !born(); ++i) std::this_thread::sleep_for(std::chrono::microseconds(500));
 }
@@ -149,6 +168,7 @@ void stop_collector(Session& s) {
   s.collector_cv.notify_all();
   s.collector.join();
   if (s.reporter.joinable()) s.reporter.join();
+  if (s.stepper.joinable()) s.stepper.join();
 }
 
 bool resolve_gpu_events() noexcept {

@@ -41,6 +41,11 @@ void defer_first_attach(Session& s);
 /// Whether the model counts work launched outside every scope in phase `p`: in the active window,
 /// while recording is on (Session::recording_on). The caller holds the lifecycle lock.
 bool records(const Session& s, Phase p);
+/// The longest CUSCOPE_STEP_MS (a day).
+inline constexpr std::uint32_t kMaxStepMs = 86'400'000;
+/// A step CUSCOPE_STEP_MS ends (the stepper thread, collector.cpp): what step() does, unless the
+/// program has called step() itself.
+void clock_step(Session& s);
 
 // threads.cpp
 
@@ -51,9 +56,10 @@ void detach_this_thread() noexcept;
 // collector.cpp
 
 /// Starts `s`'s collector thread (and, with CUSCOPE_REPORT_EVERY and a file to rewrite, its
-/// reporter thread), and waits (a bounded time) until their start-up is done.
+/// reporter thread; with CUSCOPE_STEP_MS, its stepper thread), and waits (a bounded time) until
+/// their start-up is done.
 void start_collector(Session& s);
-/// Stops and joins `s`'s collector and reporter threads, if they run.
+/// Stops and joins `s`'s collector, reporter and stepper threads, if they run.
 void stop_collector(Session& s);
 
 // exit.cpp

@@ -223,7 +223,7 @@ constexpr const char* kKnown[] = {
     "CUSCOPE_METRIC_STEPS", "CUSCOPE_TRACE", "CUSCOPE_TRACE_LIMIT", "CUSCOPE_NVTX_DOMAINS",
     "CUSCOPE_FINDINGS", "CUSCOPE_GRAPHS", "CUSCOPE_EVENTS", "CUSCOPE_ATTRIBUTION", "CUSCOPE_SYNC_RECORDS",
     "CUSCOPE_MEMORY_RECORDS", "CUSCOPE_EVENT_TIMESTAMPS", "CUSCOPE_REPORT_EVERY", "CUSCOPE_REPEAT",
-    "CUSCOPE_DETACH", "CUSCOPE_DETACH_BETWEEN",
+    "CUSCOPE_DETACH", "CUSCOPE_DETACH_BETWEEN", "CUSCOPE_STEP_MS",
     // Not options: set by `cuscope run` for the processes below it.
     "CUSCOPE_INJECT_LIBRARY", "CUSCOPE_RUN_ID"};
 
@@ -266,6 +266,7 @@ Options options_from(EnvLookup lookup, Options base, std::vector<OptionError>* e
   r.number("CUSCOPE_REPEAT", base.repeat, 0, 1'000'000'000);
   r.boolean("CUSCOPE_DETACH", base.detach);
   r.boolean("CUSCOPE_DETACH_BETWEEN", base.detach_between);
+  r.number("CUSCOPE_STEP_MS", base.step_ms, 0, detail::kMaxStepMs);
   r.boolean("CUSCOPE_PRINT", base.print_at_exit);
   r.path("CUSCOPE_OUTPUT", base.output_path);
   r.path("CUSCOPE_JSON", base.json_path);

@@ -312,6 +312,11 @@ bool start_session(const Options& given, bool from_caller) {
         options.detach_between = false;
       }
     }
+    if (options.step_ms > kMaxStepMs) {
+      warn_once(fmt::format("Options::step_ms={} is out of range [0, {}]; cuscope ends no step itself",
+                            options.step_ms, kMaxStepMs));
+      options.step_ms = 0;
+    }
     if (options.report_every_s > kMaxReportEvery) {
       warn_once(
           fmt::format("Options::report_every_s={} is out of range [0, {}]; writing the report at exit only",

@@ -85,16 +85,20 @@ class Session : public Sink {
   // Recording as the program last set it (Options::enabled, then set_enabled()): while off, CUPTI's
   // tracing is paused as outside the step window.
   bool recording_on = true;
+  // The program called step() (guarded by lifecycle_mutex): CUSCOPE_STEP_MS's steps stop for good.
+  bool program_steps = false;
   // What snapshot() returns once shutdown() closed the session (guarded by lifecycle_mutex).
   std::optional<Report> final_report;
 
   std::thread collector;
   std::thread reporter;  // CUSCOPE_REPORT_EVERY's periodic writes, off the collector's ticks
+  std::thread stepper;   // CUSCOPE_STEP_MS's steps, until the program's first step() (program_steps)
   std::mutex collector_mutex;
   std::condition_variable collector_cv;
   bool collector_stop = false;               // guarded by collector_mutex; stops the reporter too
   std::atomic<bool> collector_ready{false};  // its start-up (thread and CUDA runtime set-up) is done
   std::atomic<bool> reporter_ready{false};   // the same, for the reporter
+  std::atomic<bool> stepper_ready{false};    // the same, for the stepper
 };
 
 Session& session();

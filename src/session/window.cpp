@@ -1,7 +1,8 @@
 // session/window.cpp — the step window: which phase a step is in (wait, warm-up, active, done), the
 // scope flags of each phase, CUPTI's pause outside the window and while recording is off, the
 // detach after the last window and between windows (CUPTI attached again for the next, and first
-// attached at the first window), and the program's calls that move them (step(), set_enabled()).
+// attached at the first window), and the calls that move them: the program's (step(), set_enabled())
+// and the steps CUSCOPE_STEP_MS's clock ends (clock_step(), from the stepper thread).
 // start() (session.cpp) sets the first step's phase up with the same calls.
 //
 // Never here: a switch outside the session's lifecycle lock (one transition at a time, none once
@@ -208,19 +209,25 @@ bool records(const Session& s, Phase p) { return p == Phase::Record && s.recordi
 // bound, or repeated without end, never reaches).
 bool pauses_tracing(const Options& o) { return o.wait_steps != 0 || (o.active_steps != 0 && o.repeat != 0); }
 
-}  // namespace detail
+namespace {
 
-void step() {
-  using namespace detail;
-  if (forked_child()) return;
-  if (const Engine* e = forward_target()) return e->step();
-  Session& s = session();
-  if (g_state.load(std::memory_order_acquire) == kNotStarted) start();
+// A step's end, by the program (step()) or by CUSCOPE_STEP_MS's clock (clock_step()): the window's
+// phase moves on, with the flags, the model's and the trace's marks and CUPTI's switches it needs.
+// The program's first step() stops the clock's steps for good, with a note.
+void end_step(Session& s, bool by_clock) {
   // One transition at a time, each whole (flags, window, trace mark), and none once shutdown()
   // cleared the flags: its summary follows, and the steps are final.
   std::lock_guard lock(s.lifecycle_mutex);
-  if (s.shut_down) return;
+  if (s.shut_down || (by_clock && s.program_steps)) return;
   const Options& o = s.options;
+  if (!by_clock && !s.program_steps) {
+    s.program_steps = true;
+    if (o.step_ms != 0)
+      warn_once(
+          fmt::format("cuscope::step() was called: the program marks its own steps, so those "
+                      "CUSCOPE_STEP_MS={} ended every {} ms stop after step {}",
+                      o.step_ms, o.step_ms, s.steps.load(std::memory_order_relaxed)));
+  }
   const std::uint64_t finished = s.steps.fetch_add(1, std::memory_order_relaxed);
   const Phase was = phase_of(o, finished);
   const Phase next = phase_of(o, finished + 1);
@@ -239,6 +246,23 @@ void step() {
   if (was == next) return;
   if (next == Phase::Done) detach_after_last_window(s);
   if (next == Phase::Wait && !paused_in(was)) detach_between_windows(s);
+}
+
+}  // namespace
+
+void clock_step(Session& s) {
+  if (!forked_child()) end_step(s, true);
+}
+
+}  // namespace detail
+
+void step() {
+  using namespace detail;
+  if (forked_child()) return;
+  if (const Engine* e = forward_target()) return e->step();
+  Session& s = session();
+  if (g_state.load(std::memory_order_acquire) == kNotStarted) start();
+  end_step(s, false);
 }
 
 void set_enabled(bool on) {

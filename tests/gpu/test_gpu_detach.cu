@@ -2,7 +2,8 @@
 // between windows (CUSCOPE_DETACH_BETWEEN, CUPTI attached again at each next window): the
 // window's counts exact across the pause and the detach, CUPTI detached at the exit of the
 // collector's own CUDA call, and the program's launches after it still run. The last window's case
-// passed on an H200 (2026-11-28); the case between windows is not yet run on a GPU.
+// passed on an H200 (2026-11-28); the case between windows, and the one whose steps the clock ends
+// (CUSCOPE_STEP_MS), are not yet run on a GPU.
 #include <cuda_runtime.h>
 
 #include <catch2/catch.hpp>
@@ -137,5 +138,59 @@ TEST_CASE("between step windows CUPTI detaches and attaches again, every window'
   CHECK(r.diagnostics.launch_notes_lost == 0);
   CHECK(r.find("between") == nullptr);
   CHECK(r.find("(unscoped)") == nullptr);
+  for (const std::string& note : r.notes) CHECK(note.find("not detached") == std::string::npos);
+}
+
+// CUSCOPE_STEP_MS with CUSCOPE_DETACH_BETWEEN, in a program that never calls step(): the stepper
+// thread pauses, detaches and attaches CUPTI again while the program's thread launches all the
+// while. A step's end falls anywhere, so only what a boundary can move is loose: a work scope the
+// window's end cuts off before its launch (recorded, its kernel not traced), or one entered before
+// the window whose launch falls in it (at most one of each per window); every traced kernel is
+// resolved, and the work recorded goes under "main", which was open when each window opened.
+TEST_CASE("steps ended by the clock detach CUPTI between windows and attach it again, on the stepper thread",
+          "[gpu][cupti][detach]") {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.events = cuscope::EventTiming::automatic;
+  o.step_ms = 1200;  // each wait longer than the detach's 1 s wait for the window's records
+  o.wait_steps = 1;
+  o.warmup_steps = 1;
+  o.active_steps = 1;
+  o.repeat = 2;  // steps 0-2 and 3-5: wait, warm-up, active; then detached for good
+  o.detach_between = true;
+  cuscope_test::Session session(o);
+  warm_up();
+  const auto status_has = [](const char* what) {
+    return cuscope::snapshot().activity_status.find(what) != std::string::npos;
+  };
+  bool done = false;
+  {
+    CUSCOPE_SCOPE("main");
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!done && std::chrono::steady_clock::now() < deadline) {
+      {
+        CUSCOPE_SCOPE("work");
+        empty_kernel<<<1, 1>>>();
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+      done = cuscope::snapshot().steps >= 6 && status_has(", detached after the last step window");
+    }
+  }
+  INFO("activity status: " << cuscope::snapshot().activity_status);
+  REQUIRE(done);
+  CHECK(status_has("detached between step windows and attached again 1 time"));
+
+  const cuscope::Report r = settled();
+  CHECK(r.recorded_steps == 2);
+  const cuscope::RangeStats& work = range(r, "main/work");
+  CHECK(work.calls >= 1);
+  CHECK(work.self.kernel_calls <= work.calls);
+  CHECK(work.calls - work.self.kernel_calls <= 2);  // cut off by a window's end
+  if (const cuscope::RangeStats* unscoped = r.find("(unscoped)"))
+    CHECK(unscoped->self.kernel_calls <= 2);  // launched in a window by a scope entered before it
+  CHECK(range(r, "main").calls == 1);
+  CHECK(r.diagnostics.unresolved_records == 0);
+  CHECK(r.diagnostics.zero_timestamp_records == 0);
+  CHECK(r.diagnostics.dropped_records == 0);
+  CHECK(r.diagnostics.launch_notes_lost == 0);
   for (const std::string& note : r.notes) CHECK(note.find("not detached") == std::string::npos);
 }

@@ -123,6 +123,40 @@ def test_an_outer_range_open_when_the_window_opens_keeps_its_place(script, tmp_p
     assert ranges_of(out) == {"zc_main": 1, "zc_main/zc_step": 2, **inner}
 
 
+CLOCKED = """
+import time
+import nvtx
+import cuscope
+deadline = time.monotonic() + 10
+with nvtx.annotate("zc_main"):
+    while cuscope.snapshot().steps < 4 and time.monotonic() < deadline:
+        with nvtx.annotate("zc_work"):
+            time.sleep(0.0002)
+print(cuscope.snapshot().steps)
+"""
+
+
+def test_a_program_that_never_steps_gets_its_window_from_cuscope_step_ms(script, tmp_path):
+    # Under `python -m cuscope run`, NVTX ranges only and no cuscope.step(): CUSCOPE_STEP_MS ends
+    # the steps, so the window of one wait step and two active ones opens inside "zc_main" and
+    # closes; its work goes under "zc_main". Without the stepper no step ends (the script gives up
+    # after 10 s and nothing is recorded).
+    pytest.importorskip("nvtx")
+    program = script(CLOCKED, "clocked.py")
+    out = tmp_path / "clocked.json"
+    env = {"CUSCOPE_STEP_MS": "50", "CUSCOPE_WAIT": "1", "CUSCOPE_ACTIVE": "2", "CUSCOPE_JSON": str(out)}
+    p = run_script([sys.executable, "-m", "cuscope", "run", program], tmp_path, env)
+    assert p.returncode == 0, p.stderr
+    assert int(p.stdout) >= 4, p.stdout
+    with open(out) as f:
+        rep = json.load(f)
+    assert rep["recorded_steps"] == 2
+    ranges = ranges_of(out)
+    assert set(ranges) == {"zc_main", "zc_main/zc_work"}, ranges
+    assert ranges["zc_main"] == 1 and ranges["zc_main/zc_work"] >= 1
+    assert rep["notes"] == []
+
+
 def test_python_m_cuscope_run_takes_the_options(mixed, tmp_path):
     out = tmp_path / "domains.json"
     table = tmp_path / "table.txt"

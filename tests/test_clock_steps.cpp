@@ -1,0 +1,110 @@
+// CUSCOPE_STEP_MS (Options::step_ms): steps that cuscope's stepper thread ends by the clock, for a
+// program that never calls step(), so that the step window counts time; the program's own first
+// step() stops them, with a note; a value out of range ends none.
+// Never here: a GPU, or a check on how long a step took (the machine may be slow): only on what
+// the window recorded once the steps have come.
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdint>
+#include <cuscope/cuscope.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "session_fixture.hpp"
+
+namespace {
+
+std::vector<std::string> paths(const cuscope::Report& r) {
+  std::vector<std::string> out;
+  for (std::size_t i = 1; i < r.ranges.size(); ++i) out.push_back(r.ranges[i].path);
+  return out;
+}
+
+bool has_note(const cuscope::Report& r, const std::string& note) {
+  for (const std::string& n : r.notes)
+    if (n == note) return true;
+  return false;
+}
+
+// Waits (up to 10 s) until the session has ended `steps` steps; the steps it found.
+std::uint64_t wait_for_steps(std::uint64_t steps) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  std::uint64_t now = 0;
+  while ((now = cuscope::snapshot().steps) < steps && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return now;
+}
+
+}  // namespace
+
+// A program with no step() of its own, one long outer scope, and work scopes all the time: the
+// clock's steps open a window of two steps after one wait step and close it, and the work recorded
+// in it goes under the outer scope. Without the stepper no step ends (the report has none), and
+// nothing is recorded under a window that never opens.
+TEST_CASE("CUSCOPE_STEP_MS ends steps by the clock: a window opens and closes in a program that never steps",
+          "[session][window][step_ms]") {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.step_ms = 50;
+  o.wait_steps = 1;
+  o.active_steps = 2;  // steps 1 and 2 recorded, then the window is done
+  cuscope_test::Session session(o);
+  std::uint64_t steps = 0;
+  {
+    CUSCOPE_SCOPE("main");
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while ((steps = cuscope::snapshot().steps) < 4 && std::chrono::steady_clock::now() < deadline) {
+      CUSCOPE_SCOPE("work");
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  }
+  REQUIRE(steps >= 4);
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(r.recorded_steps == 2);
+  CHECK(paths(r) == std::vector<std::string>{"main", "main/work"});
+  REQUIRE(r.find("main") != nullptr);
+  CHECK(r.find("main")->calls == 1);
+  CHECK(r.find("main/work")->calls >= 1);
+  CHECK(r.notes.empty());
+}
+
+// The program steps itself: the clock's steps stop at once, for good, and a note says after which
+// step; the program's steps go on counting.
+TEST_CASE("the program's first step() stops CUSCOPE_STEP_MS's steps, with a note",
+          "[session][window][step_ms]") {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.step_ms = 5;
+  cuscope_test::Session session(o);
+  REQUIRE(wait_for_steps(2) >= 2);
+  cuscope::step();
+  const std::uint64_t after = cuscope::snapshot().steps;
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // twenty of the clock's steps
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(r.steps == after);
+  CHECK(has_note(r,
+                 "cuscope::step() was called: the program marks its own steps, so those CUSCOPE_STEP_MS=5 "
+                 "ended every 5 ms stop after step " +
+                     std::to_string(after - 1)));
+  cuscope::step();
+  CHECK(cuscope::snapshot().steps == after + 1);
+}
+
+// A step() without CUSCOPE_STEP_MS says nothing; a value out of range ends no step, with a note.
+TEST_CASE("step_ms out of range ends no step, with a note, and step() without it says nothing",
+          "[session][window][step_ms]") {
+  {
+    cuscope_test::Session session(cuscope_test::quiet_options());
+    cuscope::step();
+    CHECK(cuscope::snapshot().notes.empty());
+  }
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.step_ms = 86'400'001;
+  cuscope_test::Session session(o);
+  CHECK(cuscope::current_options().step_ms == 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(r.steps == 0);
+  CHECK(r.notes ==
+        std::vector<std::string>{
+            "Options::step_ms=86400001 is out of range [0, 86400000]; cuscope ends no step itself"});
+}
