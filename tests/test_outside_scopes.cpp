@@ -4,6 +4,7 @@
 // Without them, a program's outer scope ("main") entered in a wait step put every recorded step at
 // the top ("step" instead of "main/step").
 // Never here: a GPU (the window's CUPTI side is tests/test_step_cycles.cpp's).
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <cuscope/cuscope.hpp>
@@ -192,4 +193,44 @@ TEST_CASE("scopes kept past the maximum depth overflow as counted, and those pas
   CHECK(r.find("after") != nullptr);
   CHECK(r.diagnostics.depth_overflows == (256 - 64) + 1);
   CHECK(r.diagnostics.outside_window_scopes == kOpen - 256);
+}
+
+// Eight threads each open "worker" in the wait step, then the program's step opens the window while
+// every one of them is inside it: each thread keeps its own, so every thread's jobs go under
+// "worker", which counts one call a thread. Run under TSan with the threaded cases.
+TEST_CASE("every thread's scope open when the window opens keeps its place",
+          "[session][window][outside][threads]") {
+  cuscope_test::Session session(window(1, 0, 1));
+  constexpr int kThreads = 8;
+  constexpr int kJobs = 10;
+  std::atomic<int> inside{0};
+  std::atomic<bool> open{false};
+  std::atomic<int> finished{0};
+  std::atomic<bool> leave{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      CUSCOPE_SCOPE("worker");
+      inside.fetch_add(1);
+      while (!open.load()) std::this_thread::yield();
+      for (int j = 0; j < kJobs; ++j) {
+        CUSCOPE_SCOPE("job");
+      }
+      finished.fetch_add(1);
+      while (!leave.load()) std::this_thread::yield();
+    });
+  }
+  while (inside.load() < kThreads) std::this_thread::yield();
+  cuscope::step();  // the window opens with every "worker" open
+  open.store(true);
+  while (finished.load() < kThreads) std::this_thread::yield();
+  leave.store(true);
+  for (std::thread& t : threads) t.join();
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(paths(r) == std::vector<std::string>{"worker", "worker/job"});
+  CHECK(calls(r, "worker") == kThreads);
+  CHECK(calls(r, "worker/job") == kThreads * kJobs);
+  REQUIRE(r.find("worker") != nullptr);
+  CHECK(r.find("worker")->threads == kThreads);
+  CHECK(r.diagnostics.outside_window_scopes == 0);
 }
