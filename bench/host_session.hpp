@@ -2,18 +2,22 @@
 // CUPTI tracing and the exit table off (so "enabled" is the host-only scope on any machine), and
 // the scope clock settled: on the TSC once it is calibrated (about 100 ms after start, where there
 // is one), waited for up to `max_wait_ms` (longer under valgrind, which runs everything slower).
-// With `trace_path`, in trace mode (CUSCOPE_TRACE) as well.
+// With `trace_path`, in trace mode (CUSCOPE_TRACE) as well; with `wait_steps`, the session waits
+// that many steps (CUSCOPE_WAIT) before recording, so that its scopes are outside the window.
 #pragma once
 
 #include <unistd.h>
 
+#include <cstdint>
 #include <cuscope/cuscope.hpp>
 
 namespace cuscope_bench {
 
-inline void start_host_only_session(int max_wait_ms, const char* trace_path = "") {
+inline void start_host_only_session(int max_wait_ms, const char* trace_path = "",
+                                    std::uint32_t wait_steps = 0) {
   cuscope::Options options;
   options.trace_path = trace_path;
+  options.wait_steps = wait_steps;
   options.gpu_events = false;
   options.activities = false;
   options.print_at_exit = false;

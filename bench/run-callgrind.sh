@@ -46,6 +46,7 @@ per_nvtx_call=$(per_call run_nvtx_call nvtx_call)
 per_traced=$(per_call run_scopes traced 8000)
 per_cupti=$(per_call run_scopes cupti)
 per_launch=$(per_call run_scopes launch)
+per_outside=$(per_call run_scopes outside)
 per_note=$(per_call run_note_launch note_launch)
 per_call_note=$(per_call run_call_notes call_note)
 clock=$(sed -n 's/.*clock: //p' "$tmp/log.run_scopes.20000")
@@ -59,6 +60,7 @@ echo "instructions per push/pop of a left-out domain: $per_excluded (two empty N
 echo "instructions per enabled scope in trace mode (CUSCOPE_TRACE): $per_traced ($(ratio "$per_traced" "$per_scope")x the scope)"
 echo "instructions per enabled scope while CUPTI traces (default events; correlation push and pop into empty functions): $per_cupti ($(ratio "$per_cupti" "$per_scope")x the scope)"
 echo "instructions per enabled scope while CUPTI traces with launch notes (CUSCOPE_ATTRIBUTION=launch): $per_launch ($(ratio "$per_launch" "$per_scope")x the scope)"
+echo "instructions per scope outside the step window (a wait step: counted as left out, kept for a window opening inside it): $per_outside"
 echo "instructions per launch noted by the launch callback (CUSCOPE_ATTRIBUTION=launch; cuscope's part, not CUPTI's dispatch): $per_note"
 echo "instructions per synchronize noted by the call callbacks, entry and exit (no synchronization records; cuscope's part, not CUPTI's dispatch): $per_call_note"
 echo "clock: $clock"
@@ -70,8 +72,8 @@ if [[ ${1:-} == --update-tracing ]]; then
   exit 0
 fi
 if [[ ${1:-} == --update ]]; then
-  printf '{\n  "instructions_per_scope": %s,\n  "instructions_per_injected_range": %s,\n  "instructions_per_injected_registered": %s,\n  "instructions_per_injected_operator": %s,\n  "instructions_per_excluded_domain": %s,\n  "instructions_per_two_empty_nvtx_calls": %s,\n  "instructions_per_traced_scope": %s,\n  "clock": "%s",\n  "commit": "%s",\n  "date": "%s"\n}\n' \
-    "$per_scope" "$per_injected" "$per_registered" "$per_operator" "$per_excluded" "$per_nvtx_call" "$per_traced" "$clock" "$commit" "$(date -u +%F)" >"$baseline"
+  printf '{\n  "instructions_per_scope": %s,\n  "instructions_per_injected_range": %s,\n  "instructions_per_injected_registered": %s,\n  "instructions_per_injected_operator": %s,\n  "instructions_per_excluded_domain": %s,\n  "instructions_per_two_empty_nvtx_calls": %s,\n  "instructions_per_traced_scope": %s,\n  "instructions_per_scope_outside_window": %s,\n  "clock": "%s",\n  "commit": "%s",\n  "date": "%s"\n}\n' \
+    "$per_scope" "$per_injected" "$per_registered" "$per_operator" "$per_excluded" "$per_nvtx_call" "$per_traced" "$per_outside" "$clock" "$commit" "$(date -u +%F)" >"$baseline"
   echo "wrote $baseline"
   exit 0
 fi

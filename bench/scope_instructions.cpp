@@ -27,7 +27,10 @@
 // synchronization records (the defaults; producers/cupti/call_callbacks.hpp): its entry (the clock
 // into correlationData) and its successful exit (the clock, the thread's innermost scope, one push
 // into the call queue under its lock), inside an open scope, the queue drained between batches
-// outside the count. CUPTI's dispatch is not in it either.
+// outside the count. CUPTI's dispatch is not in it either. `outside` counts run_scopes() in a wait
+// step (outside the step window): each scope counted as left out and kept on the thread's stack of
+// scopes open outside the window (producers/outside_scopes.hpp), for a window that would open
+// inside it.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -142,7 +145,8 @@ int main(int argc, char** argv) {
   const bool launch = argc > 2 && std::strcmp(argv[2], "launch") == 0;
   const bool notes = argc > 2 && std::strcmp(argv[2], "note_launch") == 0;
   const bool calls = argc > 2 && std::strcmp(argv[2], "call_note") == 0;
-  if (argc > 2 && !traced && !cupti && !launch && !notes && !calls) {
+  const bool outside = argc > 2 && std::strcmp(argv[2], "outside") == 0;
+  if (argc > 2 && !traced && !cupti && !launch && !notes && !calls && !outside) {
     const std::string mode = argv[2];
     cuscope_bench::Injected& in = cuscope_bench::injected(5000);
     if (!in.error.empty()) {
@@ -177,7 +181,7 @@ int main(int argc, char** argv) {
     std::printf("%s ranges %ld\n", mode.c_str(), n);
     return 0;
   }
-  cuscope_bench::start_host_only_session(5000, traced ? "/dev/null" : "");
+  cuscope_bench::start_host_only_session(5000, traced ? "/dev/null" : "", outside ? 1'000'000'000 : 0);
   if (cupti || launch || notes || calls)
     cuscope::detail::trace_with_fake_cupti_for_testing(empty_correlation_push, empty_correlation_pop,
                                                        launch || notes || calls);
@@ -213,10 +217,12 @@ int main(int argc, char** argv) {
   { CUSCOPE_SCOPE("counted"); }  // the steady state: the call site interned
   run_scopes(n);
   const cuscope::Report r = cuscope::snapshot();
-  std::printf("scopes %ld%s, clock: %s\n", n, traced   ? " (trace mode)"
-              : cupti  ? " (CUPTI tracing, fake hooks)"
-              : launch ? " (CUPTI tracing, launch notes)"
-                       : "",
+  std::printf("scopes %ld%s, clock: %s\n", n,
+              traced    ? " (trace mode)"
+              : cupti   ? " (CUPTI tracing, fake hooks)"
+              : launch  ? " (CUPTI tracing, launch notes)"
+              : outside ? " (outside the step window)"
+                        : "",
               r.clock.c_str());
   if (traced && r.diagnostics.trace_records_dropped != 0) {
     std::fprintf(stderr, "scope_instructions: %llu trace events dropped\n",

@@ -8,18 +8,12 @@
 
 #include <new>
 
+#include "producers/counted_root.hpp"
 #include "producers/scope_state.hpp"
 #include "trace/writer.hpp"
 
 namespace cuscope::inline v0::detail {
 namespace {
-
-// The token's layout (producers/scope.cpp): the depth bits below 10, the tag from bit 14.
-constexpr std::uint32_t kIndexMask = 0x3FF;
-constexpr unsigned kTagShift = 14;
-constexpr std::uint32_t kTagMask = (1u << 13) - 1;
-static_assert(OutsideScopes::kMax < kIndexMask);
-static_assert(kTagMask < OutsideScopes::kEnded);
 
 // The ended entries innermost on the stack leave it, their frames closed at `now_ns` (a frame the
 // tree closed already, as unbalanced, is counted there). True when a frame closed.
@@ -33,8 +27,7 @@ bool pop_ended(ThreadState* ts, OutsideScopes& o, std::uint64_t now_ns) noexcept
       if (e.traced) trace::record(trace::ScopeKind::Exit, ts->tree->slot(), e.depth, now_ns);
       closed = true;
     }
-    e.word.store(0, std::memory_order_relaxed);  // free: no later mark finds its tag
-    --o.open;
+    --o.open;  // its word keeps its tag|kEnded: the next entry made there writes its own tag
   }
   if (o.opened > o.open) o.opened = o.open;
   ts->outside_pending = o.open > o.opened;
@@ -43,30 +36,19 @@ bool pop_ended(ThreadState* ts, OutsideScopes& o, std::uint64_t now_ns) noexcept
 
 // Marks the entry of `token` ended, if it is still the one the token names.
 void mark_ended(OutsideScopes& o, std::uint32_t token) noexcept {
-  const std::uint32_t index = (token & kIndexMask) - 1;
-  if (index >= OutsideScopes::kMax) return;
-  std::uint32_t tag = (token >> kTagShift) & kTagMask;
+  const std::uint32_t index = (token & kOutsideIndexMask) - 1;
+  if (index >= OutsideScopes::kMax) return;  // a token's index is below kMax: never so
+  std::uint32_t tag = (token >> kOutsideTagShift) & kOutsideTagMask;
   o.entries[index].word.compare_exchange_strong(tag, tag | OutsideScopes::kEnded, std::memory_order_acq_rel);
 }
 
 }  // namespace
 
-std::uint32_t keep_outside(ThreadState* ts, std::uint32_t id) noexcept {
-  OutsideScopes* o = ts->outside.get();
-  if (o == nullptr) {
-    o = new (std::nothrow) OutsideScopes();
-    if (o == nullptr) return 0;
-    ts->outside.reset(o);
-  }
-  if (o->open == OutsideScopes::kMax) return 0;
-  o->next_tag = o->next_tag == kTagMask ? 1 : o->next_tag + 1;
-  OutsideScopes::Entry& e = o->entries[o->open];
-  e.id = id;
-  e.depth = 0;
-  e.traced = false;
-  e.word.store(o->next_tag, std::memory_order_release);
-  ts->outside_pending = true;
-  return kOutside | ++o->open | (o->next_tag << kTagShift);
+std::uint32_t keep_first_outside(ThreadState* ts, std::uint32_t id) noexcept {
+  auto* o = new (std::nothrow) OutsideScopes();
+  if (o == nullptr) return 0;
+  ts->outside.reset(o);
+  return keep_outside(*o, ts->outside_pending, id);
 }
 
 void open_outside(ThreadState* ts, std::uint32_t flags, std::uint64_t now_ns) noexcept {
@@ -74,11 +56,14 @@ void open_outside(ThreadState* ts, std::uint32_t flags, std::uint64_t now_ns) no
   pop_ended(ts, o, now_ns);
   for (; o.opened < o.open; ++o.opened) {
     OutsideScopes::Entry& e = o.entries[o.opened];
+    e.depth = 0;  // what keep_outside() leaves as the entry's last user left it
+    e.traced = false;
     if (e.word.load(std::memory_order_acquire) & OutsideScopes::kEnded) continue;  // ended elsewhere: skipped
     const model::ThreadTree::Token b = ts->tree->begin(e.id, now_ns);
     e.depth = b.depth;
-    if (b.depth != 0) ts->outside_window.sub(1);  // a call of its range now, no longer left out
-    if (b.depth != 0 && (flags & kTrace)) {
+    if (b.depth == 0) continue;  // out of memory on a first visit (the tree counted it)
+    ts->outside_window.sub(1);   // a call of its range now, no longer left out
+    if (flags & kTrace) {
       trace::record(trace::ScopeKind::Enter, ts->tree->slot(), e.id, now_ns, b.instance);
       e.traced = true;
     }
@@ -86,11 +71,13 @@ void open_outside(ThreadState* ts, std::uint32_t flags, std::uint64_t now_ns) no
   ts->outside_pending = false;
 }
 
-bool close_outside(ThreadState* ts, std::uint32_t token, std::uint64_t now_ns) noexcept {
+void exit_outside(ThreadState* ts, std::uint32_t token, std::uint64_t now_ns) noexcept {
   OutsideScopes* o = ts->outside.get();
-  if (o == nullptr) return false;
+  if (o == nullptr || pop_outside(*o, ts->outside_pending, token)) return;
   mark_ended(*o, token);
-  return pop_ended(ts, *o, now_ns);
+  // A frame the window opened for it, the last under "(counted steps)": that frame closes too.
+  if (pop_ended(ts, *o, now_ns) && ts->counted_root && ts->tree->open_depth() <= 1)
+    close_counted_root(ts, now_ns);
 }
 
 void end_outside_elsewhere(ThreadState* ts, std::uint32_t token) noexcept {

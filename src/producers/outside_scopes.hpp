@@ -12,6 +12,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <memory>
 
 #include "model/range_tree.hpp"
 
@@ -30,9 +31,9 @@ struct OutsideScopes {
   static constexpr std::uint32_t kEnded = 1u << 16;  // in Entry::word, above the tag
   struct Entry {
     std::uint32_t id = 0;                // the scope's name id
-    std::uint32_t depth = 0;             // its tree depth once opened there (kOverflowDepth too); 0: none
+    std::uint32_t depth = 0;             // once opened (open_outside() sets it): its tree depth, 0: none
     std::atomic<std::uint32_t> word{0};  // its tag, | kEnded once it ended
-    bool traced = false;                 // trace mode recorded its entry at the opening
+    bool traced = false;                 // once opened: trace mode recorded its entry
   };
   std::array<Entry, kMax> entries;
   std::uint32_t open = 0;    // entries in use: [0, open)
@@ -40,15 +41,47 @@ struct OutsideScopes {
   std::uint32_t next_tag = 0;
 };
 
-/// Keeps scope `id`, entered outside the window on the calling thread (ts is its own): the token
-/// bits for its exit, or 0 where it cannot be kept (the stack is full, or could not be made).
-std::uint32_t keep_outside(ThreadState* ts, std::uint32_t id) noexcept;
+/// The token's layout (producers/scope.cpp): the entry's index + 1 in the depth bits, below 10; its
+/// tag from bit 14.
+inline constexpr std::uint32_t kOutsideIndexMask = 0x3FF;
+inline constexpr unsigned kOutsideTagShift = 14;
+inline constexpr std::uint32_t kOutsideTagMask = (1u << 13) - 1;
+static_assert(OutsideScopes::kMax < kOutsideIndexMask && kOutsideTagMask < OutsideScopes::kEnded);
+
+/// Keeps scope `id` on the calling thread's stack `o` (`pending`: its ThreadState's
+/// outside_pending): the token bits for its exit, or 0 where the stack is full.
+inline std::uint32_t keep_outside(OutsideScopes& o, bool& pending, std::uint32_t id) noexcept {
+  if (o.open == OutsideScopes::kMax) return 0;
+  const std::uint32_t tag = o.next_tag == kOutsideTagMask ? 1 : o.next_tag + 1;
+  o.next_tag = tag;
+  OutsideScopes::Entry& e = o.entries[o.open];
+  e.id = id;
+  e.word.store(tag, std::memory_order_release);
+  pending = true;
+  return kOutside | ++o.open | (tag << kOutsideTagShift);
+}
+/// keep_outside() of the thread's first such scope: its stack made first (0 where it cannot be).
+std::uint32_t keep_first_outside(ThreadState* ts, std::uint32_t id) noexcept;
+/// The common exit of a kept scope, on its own thread: the innermost entry, never opened in the
+/// tree, with no entry ended elsewhere under it, leaves the stack; true. False having done nothing:
+/// exit_outside() does it. Its word keeps its tag: a late mark finds an entry out of use, and the
+/// next entry made there writes its own tag.
+inline bool pop_outside(OutsideScopes& o, bool& pending, std::uint32_t token) noexcept {
+  const std::uint32_t index = (token & kOutsideIndexMask) - 1;
+  if (index + 1 != o.open || index < o.opened ||
+      (index != 0 && (o.entries[index - 1].word.load(std::memory_order_acquire) & OutsideScopes::kEnded)))
+    return false;
+  o.open = index;
+  pending = index > o.opened;
+  return true;
+}
 /// Opens the kept scopes not yet opened in the thread's tree, at `now_ns`, before the first scope
 /// recorded in the window is (trace mode records their entries, with `flags` & kTrace).
 void open_outside(ThreadState* ts, std::uint32_t flags, std::uint64_t now_ns) noexcept;
 /// The exit of the kept scope of `token` on its own thread, at `now_ns`: it and every entry ended
-/// elsewhere that is innermost then leave the stack, their frames closed. True when a frame closed.
-bool close_outside(ThreadState* ts, std::uint32_t token, std::uint64_t now_ns) noexcept;
+/// elsewhere that is innermost then leave the stack, their frames closed (and the "(counted steps)"
+/// frame, where it was the last under it).
+void exit_outside(ThreadState* ts, std::uint32_t token, std::uint64_t now_ns) noexcept;
 /// The exit of a kept scope on another thread: its entry is marked ended, for its own thread to
 /// close at its next kept scope's exit or opening.
 void end_outside_elsewhere(ThreadState* ts, std::uint32_t token) noexcept;

@@ -12,12 +12,11 @@
 //
 // What a scope needs from the session is declared on the producers' side (producers/scope_state.hpp,
 // sink.hpp, engine.hpp) and implemented by the session: nothing here includes the session.
-#include <bit>
-#include <cmath>
 #include <cuscope/scope.hpp>
 
 #include "model/range_tree.hpp"
 #include "producers/clock.hpp"
+#include "producers/counted_root.hpp"
 #include "producers/cupti/range_profiler.hpp"
 #include "producers/engine.hpp"
 #include "producers/hot_tls.hpp"
@@ -118,26 +117,6 @@ void end_elsewhere(ThreadState* ts, std::uint32_t token, std::uint64_t now) noex
   } else {
     ts->tree->post_remote_end(depth, token >> kTagShift, bits, now);
   }
-}
-
-// A step with hardware counters: its top-level scopes go under "(counted steps)", apart.
-void open_counted_root(ThreadState* ts, std::uint64_t now, std::uint32_t flags) noexcept {
-  const model::ThreadTree::Token b = ts->tree->begin(model::NameTable::kCountedStepsId, now);
-  if (b.depth == 0) return;  // out of memory (counted): the scope goes at the top, not under it
-  ts->counted_root = true;
-  ts->counted_root_traced = (flags & kTrace) != 0;
-  if (ts->counted_root_traced)
-    trace::record(trace::ScopeKind::Enter, ts->tree->slot(), model::NameTable::kCountedStepsId, now,
-                  b.instance);
-}
-
-// Closes the "(counted steps)" frame once the top-level scope under it has closed.
-void close_counted_root(ThreadState* ts, std::uint64_t now) noexcept {
-  ts->counted_root = false;
-  const model::Node* top = ts->tree->open_depth() == 1 ? ts->tree->open_node(1) : nullptr;
-  if (top == nullptr || top->name_id != model::NameTable::kCountedStepsId) return;
-  ts->tree->end(1, now);
-  if (ts->counted_root_traced) trace::record(trace::ScopeKind::Exit, ts->tree->slot(), 1, now);
 }
 
 // The calling thread's state, attached on its first scope or count (nullptr past the thread limit).
@@ -274,7 +253,7 @@ template <Common kMode, class General>
   } else {
     ts->outside_window.add(1);  // left out: counted, so a window never reached is visible
     if (flags & kCorrelation) tok |= push_correlation(model::kOutsideWindow);
-    tok |= keep_outside(ts, id);  // for a window that opens inside it
+    tok |= ts->outside ? keep_outside(*ts->outside, ts->outside_pending, id) : keep_first_outside(ts, id);
   }
   token = tok;
   return ts;
@@ -282,29 +261,16 @@ template <Common kMode, class General>
 
 bool started() noexcept { return g_state.load(std::memory_order_relaxed) == kOn || start_from_scope(); }
 
-// Adds to the counter `id` of the calling thread's innermost scope. An inf or NaN amount would
-// poison every total above it: it is refused and counted instead.
-void count_id(std::uint32_t id, double amount) noexcept {
-  if (!std::isfinite(amount)) {
-    current_sink().rejected_counts.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-  ThreadState* ts = this_thread();
-  if (ts == nullptr) return;
-  try {
-    ts->tree->count(id, amount);
-    if (g_flags.load(std::memory_order_relaxed) & kTrace)
-      trace::record(trace::ScopeKind::Count, ts->tree->slot(), id, now_ns(),
-                    std::bit_cast<std::uint64_t>(amount));
-  } catch (...) {  // out of memory on a first count: the count is lost, the program goes on
-  }
-}
-
-bool counting() noexcept { return started() && (g_flags.load(std::memory_order_relaxed) & kRecording) != 0; }
-
 }  // namespace
 
 ThreadState* current_thread_state() noexcept { return t_state; }
+
+ThreadState* this_thread_state() noexcept { return this_thread(); }
+
+std::uint32_t site_id(Site& site) noexcept {
+  const std::uint32_t id = site.id.load(std::memory_order_acquire);
+  return id != 0 ? id : intern_site(site);
+}
 
 void forget_this_thread() noexcept {
   t_state = nullptr;
@@ -347,15 +313,12 @@ template <Common kMode>
   return true;
 }
 
-// The exit of a scope entered outside the window and kept (producers/outside_scopes.hpp), with the
-// "(counted steps)" frame closed when the scope's frame was the last under it.
-[[gnu::noinline]] void exit_outside(ThreadState* ts, std::uint32_t token, std::uint64_t now) noexcept {
-  if (close_outside(ts, token, now) && ts->counted_root && ts->tree->open_depth() <= 1)
-    close_counted_root(ts, now);
-}
-
 // exit_owned() past its common path.
 [[gnu::noinline]] void exit_owned_general(ThreadState* ts, std::uint32_t token, std::uint64_t now) noexcept {
+  // A scope kept outside the window (enter_outside()), its common exit.
+  if ((token & kTokenBits) == kOutside && !ts->tree->has_remote_ends() && nvtx_pop_off() && ts->outside &&
+      pop_outside(*ts->outside, ts->outside_pending, token))
+    return;
   if ((token & kTraced) && exit_common<Common::Traced>(ts, token, now)) return;
   if ((token & kPushed) && exit_common<Common::Correlated>(ts, token, now)) return;
   model::ThreadTree& tree = *ts->tree;
@@ -419,6 +382,26 @@ template <class General>
   return enter_traced_by_cupti(id, stream, depth, [&] { return enter_general(site, stream, depth); });
 }
 
+// The common path of a scope outside the step window (a wait step, or after the last window: no
+// flag set): counted as left out and kept for a window that opens inside it; otherwise general().
+template <class General>
+[[gnu::always_inline]] inline ThreadState* enter_outside(std::uint32_t id, std::uint32_t& token,
+                                                         General general) noexcept {
+  ThreadState* ts = t_state;
+  if (ts == nullptr || ts->outside == nullptr || g_state.load(std::memory_order_relaxed) != kOn ||
+      g_flags.load(std::memory_order_relaxed) != 0 || ts->tree->has_remote_ends() || !nvtx_push_off())
+    return general();
+  ts->outside_window.add(1);
+  token = keep_outside(*ts->outside, ts->outside_pending, id);
+  return ts;
+}
+
+// enter() past its common path outside the window.
+[[gnu::noinline]] ThreadState* enter_waiting(Site& site, std::uint32_t id, cudaStream_t stream,
+                                             std::uint32_t& depth) noexcept {
+  return enter_outside(id, depth, [&] { return enter_general(site, stream, depth); });
+}
+
 // enter() past its common path otherwise: trace mode's common path, else the general one.
 [[gnu::noinline]] ThreadState* enter_traced(Site& site, std::uint32_t id, cudaStream_t stream,
                                             std::uint32_t& depth) noexcept {
@@ -431,8 +414,9 @@ ThreadState* enter(Site& site, cudaStream_t stream, std::uint32_t& depth) noexce
   const std::uint32_t id = site.id.load(std::memory_order_acquire);
   if (id == 0) return enter_general(site, stream, depth);  // the call site's first visit
   return enter_common<Common::Plain>(t_state, id, stream, depth, [&] {
-    return (g_flags.load(std::memory_order_relaxed) & kInstances) ? enter_cupti(site, id, stream, depth)
-                                                                  : enter_traced(site, id, stream, depth);
+    const std::uint32_t flags = g_flags.load(std::memory_order_relaxed);
+    if (flags & kInstances) return enter_cupti(site, id, stream, depth);
+    return flags == 0 ? enter_waiting(site, id, stream, depth) : enter_traced(site, id, stream, depth);
   });
 }
 
@@ -451,8 +435,10 @@ ThreadState* enter_interned(std::uint32_t id, std::uint32_t& token) noexcept {
     if (!started()) return nullptr;
     return enter_id(id, nullptr, nullptr, token);
   };
-  return enter_common<Common::Plain>(t_state, id, nullptr, token,
-                                     [&] { return enter_traced_by_cupti(id, nullptr, token, general); });
+  return enter_common<Common::Plain>(t_state, id, nullptr, token, [&] {
+    if (g_flags.load(std::memory_order_relaxed) == 0) return enter_outside(id, token, general);
+    return enter_traced_by_cupti(id, nullptr, token, general);
+  });
 }
 
 bool recording() noexcept { return started() && (g_flags.load(std::memory_order_relaxed) & kRecording) != 0; }
@@ -475,25 +461,7 @@ std::uint32_t owned_token(std::uint32_t depth) noexcept { return kRecorded | dep
 
 void settle_remote_ends(ThreadState* ts) noexcept { settle_remote(ts); }
 
-void count(Site& site, double amount) noexcept {
-  if (!counting()) {
-    if (const Engine* e = forwarding()) e->count_site(site, amount);
-    return;
-  }
-  std::uint32_t id = site.id.load(std::memory_order_acquire);
-  if (id == 0) id = intern_site(site);
-  count_id(id, amount);
-}
-
 }  // namespace detail
-
-void count(std::string_view name, double amount) noexcept {
-  if (!detail::counting()) {
-    if (const detail::Engine* e = detail::forwarding()) e->count_name(name, amount);
-    return;
-  }
-  detail::count_id(detail::current_sink().forest.names.intern(name), amount);
-}
 
 }  // namespace v0
 }  // namespace cuscope

@@ -80,6 +80,10 @@ ThreadState* enter_interned(std::uint32_t id, std::uint32_t& token) noexcept;
 void exit_owned(ThreadState* ts, std::uint32_t token, std::uint64_t now_ns) noexcept;
 /// The calling thread's state if it has one (no attaching).
 ThreadState* current_thread_state() noexcept;
+/// The calling thread's state, attached on its first scope or count (nullptr past the thread limit).
+ThreadState* this_thread_state() noexcept;
+/// The name id of a call site, interned (with its NVTX string) on its first visit.
+std::uint32_t site_id(Site& site) noexcept;
 /// The calling thread's state (scope.cpp), for the NVTX injection's own common path: it opens and
 /// closes frames with ThreadTree::begin_common()/end_common() as the scope's common path does.
 CUSCOPE_HOT_TLS extern constinit thread_local ThreadState* t_state;
