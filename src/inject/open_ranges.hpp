@@ -59,7 +59,7 @@ inline OpenRanges* open_ranges() {
 // own to push: this library is the NVTX tool. False having done nothing: enter_interned() does it.
 [[gnu::always_inline]] inline bool enter_common(std::uint32_t name_id, OpenRanges::Entry& e) {
   ThreadState* ts = t_state;
-  if (ts == nullptr || ts->outside_pending || g_state.load(std::memory_order_relaxed) != kOn ||
+  if (ts == nullptr || g_state.load(std::memory_order_relaxed) != kOn ||
       g_flags.load(std::memory_order_relaxed) != kRecording || ts->tree->remote_posted())
     return false;
   const ClockSegment* clock = g_clock_segment.load(std::memory_order_acquire);

@@ -192,6 +192,12 @@ class ThreadTree {
     *token = {d + 1, (std::uint64_t{slot_} << kInstanceSeqBits) | seq, t, false};
     return true;
   }
+  /// Makes the next begin_common() decline (the innermost range forgets which child it entered
+  /// last), so that the owner's next entry takes begin()'s way, where it has work to do first
+  /// (producers/outside_scopes.hpp: scopes to open in the tree before it). Owner thread only.
+  void decline_next_common() {
+    frames_[depth_.load(std::memory_order_relaxed)].node.load(std::memory_order_relaxed)->hint = nullptr;
+  }
   /// Moves the start of the frame at `depth` (the innermost, just opened) to `now_ns`: the producer
   /// did work of its own after begin() (a CUDA event record, a correlation push) that must not count
   /// in the range's host time. Owner thread only.

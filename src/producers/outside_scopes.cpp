@@ -48,7 +48,7 @@ std::uint32_t keep_first_outside(ThreadState* ts, std::uint32_t id) noexcept {
   auto* o = new (std::nothrow) OutsideScopes();
   if (o == nullptr) return 0;
   ts->outside.reset(o);
-  return keep_outside(*o, ts->outside_pending, id);
+  return keep_outside(*o, ts->outside_pending, *ts->tree, id);
 }
 
 void open_outside(ThreadState* ts, std::uint32_t flags, std::uint64_t now_ns) noexcept {

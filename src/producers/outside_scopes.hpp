@@ -49,14 +49,18 @@ inline constexpr std::uint32_t kOutsideTagMask = (1u << 13) - 1;
 static_assert(OutsideScopes::kMax < kOutsideIndexMask && kOutsideTagMask < OutsideScopes::kEnded);
 
 /// Keeps scope `id` on the calling thread's stack `o` (`pending`: its ThreadState's
-/// outside_pending): the token bits for its exit, or 0 where the stack is full.
-inline std::uint32_t keep_outside(OutsideScopes& o, bool& pending, std::uint32_t id) noexcept {
+/// outside_pending; `tree`: its tree, whose next common entry then declines, so that the entry
+/// that comes in a window opens the kept scopes first): the token bits for its exit, or 0 where the
+/// stack is full.
+inline std::uint32_t keep_outside(OutsideScopes& o, bool& pending, model::ThreadTree& tree,
+                                  std::uint32_t id) noexcept {
   if (o.open == OutsideScopes::kMax) return 0;
   const std::uint32_t tag = o.next_tag == kOutsideTagMask ? 1 : o.next_tag + 1;
   o.next_tag = tag;
   OutsideScopes::Entry& e = o.entries[o.open];
   e.id = id;
   e.word.store(tag, std::memory_order_release);
+  if (!pending) tree.decline_next_common();  // no frame opens before the entry that opens them
   pending = true;
   return kOutside | ++o.open | (tag << kOutsideTagShift);
 }

@@ -200,8 +200,9 @@ inline constexpr std::uint32_t kCommonBits = kMode == Common::Traced       ? kRe
 
 // The common entry, one straight path with no call but its last: a started session with the
 // flags of kMode (no counters, GPU events, or trace unless Traced), the counter clock calibrated,
-// no NVTX range to push, the thread attached, no end posted from another thread, no scope of the
-// thread's kept from before the window waiting to open in the tree; otherwise it
+// no NVTX range to push, the thread attached, no end posted from another thread (and the tree's
+// own common case, which declines while scopes kept from before the window wait to open in it:
+// producers/outside_scopes.hpp); otherwise it
 // returns general(), having done nothing (a tail call, so the common path saves no register).
 // Here, and in exit(), the clock is the counter's: CLOCK_MONOTONIC (calibrating, or no invariant
 // counter) takes the general path.
@@ -212,8 +213,7 @@ template <Common kMode, class General>
   constexpr std::uint32_t kFlags = kCommonFlags<kMode>;
   // The flags first: another mode leaves this path at its first test.
   if (g_flags.load(std::memory_order_relaxed) != kFlags || ts == nullptr ||
-      g_state.load(std::memory_order_relaxed) != kOn || ts->tree->remote_posted() || ts->outside_pending ||
-      !nvtx_push_off())
+      g_state.load(std::memory_order_relaxed) != kOn || ts->tree->remote_posted() || !nvtx_push_off())
     return general();
   const ClockSegment* clock = g_clock_segment.load(std::memory_order_acquire);
   if (clock == nullptr) return general();
@@ -253,7 +253,8 @@ template <Common kMode, class General>
   } else {
     ts->outside_window.add(1);  // left out: counted, so a window never reached is visible
     if (flags & kCorrelation) tok |= push_correlation(model::kOutsideWindow);
-    tok |= ts->outside ? keep_outside(*ts->outside, ts->outside_pending, id) : keep_first_outside(ts, id);
+    tok |= ts->outside ? keep_outside(*ts->outside, ts->outside_pending, *ts->tree, id)
+                       : keep_first_outside(ts, id);
   }
   token = tok;
   return ts;
@@ -315,12 +316,12 @@ template <Common kMode>
 
 // exit_owned() past its common path.
 [[gnu::noinline]] void exit_owned_general(ThreadState* ts, std::uint32_t token, std::uint64_t now) noexcept {
+  if ((token & kTraced) && exit_common<Common::Traced>(ts, token, now)) return;
+  if ((token & kPushed) && exit_common<Common::Correlated>(ts, token, now)) return;
   // A scope kept outside the window (enter_outside()), its common exit.
   if ((token & kTokenBits) == kOutside && !ts->tree->has_remote_ends() && nvtx_pop_off() && ts->outside &&
       pop_outside(*ts->outside, ts->outside_pending, token))
     return;
-  if ((token & kTraced) && exit_common<Common::Traced>(ts, token, now)) return;
-  if ((token & kPushed) && exit_common<Common::Correlated>(ts, token, now)) return;
   model::ThreadTree& tree = *ts->tree;
   if (tree.has_remote_ends()) settle_remote(ts);
   if (token & kRecorded) {
@@ -392,7 +393,7 @@ template <class General>
       g_flags.load(std::memory_order_relaxed) != 0 || ts->tree->has_remote_ends() || !nvtx_push_off())
     return general();
   ts->outside_window.add(1);
-  token = keep_outside(*ts->outside, ts->outside_pending, id);
+  token = keep_outside(*ts->outside, ts->outside_pending, *ts->tree, id);
   return ts;
 }
 
