@@ -66,34 +66,21 @@ void collector_loop(Session* s) {
   }
 }
 
-// CUSCOPE_REPORT_EVERY: the report's files rewritten every `every`, on a thread of their own, so
-// that building and writing a large report never holds up the collector's ticks (a fast launcher
-// fills its launch ring in about 16 ms).
-void reporter_loop(Session* s, std::chrono::seconds every) {
-  // As the collector's: building the report resolves CUDA events, which must not invalidate
-  // another thread's stream capture.
+// A thread of the session's own that calls `work` every `every` until the session stops: the
+// reporter (CUSCOPE_REPORT_EVERY: the report's files rewritten, off the collector's ticks, so that
+// building a large report never holds them up: a fast launcher fills its launch ring in about 16 ms)
+// and the stepper (CUSCOPE_STEP_MS: clock_step(), window.cpp, until the program's own step() stops
+// them). As the collector, in relaxed capture mode: building a report resolves CUDA events, and a
+// step's re-attach makes CUDA calls, neither of which may invalidate another thread's stream capture.
+template <class Every, class Work>
+void every_until_stopped(Session* s, std::atomic<bool>* ready, Every every, Work work) {
   cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
   if (g_cuda.exchange_capture_mode(&mode) != cudaSuccess) g_cuda.get_last_error();
-  s->reporter_ready.store(true, std::memory_order_release);
+  ready->store(true, std::memory_order_release);
   std::unique_lock lock(s->collector_mutex);
   while (!s->collector_cv.wait_for(lock, every, [s] { return s->collector_stop; })) {
     lock.unlock();
-    write_periodic_report(*s);
-    lock.lock();
-  }
-}
-
-// CUSCOPE_STEP_MS: a step ended every `every` (clock_step(), window.cpp), until the session stops or
-// the program's own step() stops them. Its CUDA calls (a re-attach's, between windows) are the
-// program's as step()'s would be: only the capture mode is relaxed, as the reporter's.
-void stepper_loop(Session* s, std::chrono::milliseconds every) {
-  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-  if (g_cuda.exchange_capture_mode(&mode) != cudaSuccess) g_cuda.get_last_error();
-  s->stepper_ready.store(true, std::memory_order_release);
-  std::unique_lock lock(s->collector_mutex);
-  while (!s->collector_cv.wait_for(lock, every, [s] { return s->collector_stop; })) {
-    lock.unlock();
-    clock_step(*s);
+    work();
     lock.lock();
   }
 }
@@ -146,9 +133,15 @@ std::vector<GpuEvents*> event_pools(Session& s) {
 void start_collector(Session& s) {
   s.collector = std::thread(collector_loop, &s);  // also keeps the clock calibrated
   if (s.options.report_every_s != 0 && has_report_file(s.options))
-    s.reporter = std::thread(reporter_loop, &s, std::chrono::seconds(s.options.report_every_s));
+    s.reporter = std::thread([s = &s] {
+      every_until_stopped(s, &s->reporter_ready, std::chrono::seconds(s->options.report_every_s),
+                          [s] { write_periodic_report(*s); });
+    });
   if (s.options.step_ms != 0)
-    s.stepper = std::thread(stepper_loop, &s, std::chrono::milliseconds(s.options.step_ms));
+    s.stepper = std::thread([s = &s] {
+      every_until_stopped(s, &s->stepper_ready, std::chrono::milliseconds(s->options.step_ms),
+                          [s] { clock_step(*s); });
+    });
   // A thread's start-up allocates (its stack and TLS, the CUDA runtime's per-thread state): a
   // fork() right after start() must not find an allocator lock held by a thread being born.
   const auto born = [&s] {
