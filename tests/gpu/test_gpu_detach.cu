@@ -151,7 +151,7 @@ TEST_CASE("steps ended by the clock detach CUPTI between windows and attach it a
           "[gpu][cupti][detach]") {
   cuscope::Options o = cuscope_test::quiet_options();
   o.events = cuscope::EventTiming::automatic;
-  o.step_ms = 1200;  // each wait longer than the detach's 1 s wait for the window's records
+  o.step_ms = 1500;  // each wait well past the detach's 1 s wait for the window's records
   o.wait_steps = 1;
   o.warmup_steps = 1;
   o.active_steps = 1;
