@@ -3,9 +3,14 @@
 // step() stops them, with a note; a value out of range ends none.
 // Never here: a GPU, or a check on how long a step took (the machine may be slow): only on what
 // the window recorded once the steps have come.
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <csignal>
 #include <cstdint>
+#include <cstdlib>
 #include <cuscope/cuscope.hpp>
 #include <string>
 #include <thread>
@@ -107,4 +112,36 @@ TEST_CASE("step_ms out of range ends no step, with a note, and step() without it
   CHECK(r.notes ==
         std::vector<std::string>{
             "Options::step_ms=86400001 is out of range [0, 86400000]; cuscope ends no step itself"});
+}
+
+// fork() while the stepper runs: the child has no stepper (threads do not survive fork), and its
+// scopes, step() and exit handlers do nothing (cuscope is off in a child): it exits at once, never
+// joining a thread it does not have. The parent's clock goes on ending steps.
+TEST_CASE("a child forked while the clock ends steps exits at once, and the parent's steps go on",
+          "[session][window][step_ms][fork]") {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.step_ms = 5;
+  cuscope_test::Session session(o);
+  const std::uint64_t before = wait_for_steps(1);
+  REQUIRE(before >= 1);
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    { CUSCOPE_SCOPE("in_child"); }
+    cuscope::step();
+    std::exit(0);  // the exit handlers run: shutdown() must not wait for a stepper
+  }
+  int status = 0;
+  pid_t done = 0;
+  for (int waited = 0; waited < 500 && (done = ::waitpid(child, &status, WNOHANG)) == 0; ++waited)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (done == 0) {
+    ::kill(child, SIGKILL);
+    ::waitpid(child, &status, 0);
+    FAIL("the forked child did not exit within 5 s");
+  }
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(wait_for_steps(before + 2) >= before + 2);
+  CHECK(cuscope::snapshot().find("in_child") == nullptr);
 }
