@@ -115,8 +115,9 @@ TEST_CASE("step_ms out of range ends no step, with a note, and step() without it
 }
 
 // fork() while the stepper runs: the child has no stepper (threads do not survive fork), and its
-// scopes, step() and exit handlers do nothing (cuscope is off in a child): it exits at once, never
-// joining a thread it does not have. The parent's clock goes on ending steps.
+// scopes, step() and exit handlers do nothing (cuscope is off in a child): it exits at once, without
+// taking a lock of the session's that the stepper may have held at the fork. The parent's clock goes
+// on ending steps.
 TEST_CASE("a child forked while the clock ends steps exits at once, and the parent's steps go on",
           "[session][window][step_ms][fork]") {
   cuscope::Options o = cuscope_test::quiet_options();
