@@ -8,7 +8,6 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
-#include <csignal>
 #include <cstdint>
 #include <cstdlib>
 #include <cuscope/cuscope.hpp>
@@ -16,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "child_kit.hpp"
 #include "session_fixture.hpp"
 
 namespace {
@@ -133,14 +133,7 @@ TEST_CASE("a child forked while the clock ends steps exits at once, and the pare
     std::exit(0);  // the exit handlers run: shutdown() must not wait for a stepper
   }
   int status = 0;
-  pid_t done = 0;
-  for (int waited = 0; waited < 500 && (done = ::waitpid(child, &status, WNOHANG)) == 0; ++waited)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  if (done == 0) {
-    ::kill(child, SIGKILL);
-    ::waitpid(child, &status, 0);
-    FAIL("the forked child did not exit within 5 s");
-  }
+  if (cuscope_test::wait_child(child, &status) == 0) FAIL("the forked child did not exit within 5 s");
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
   CHECK(wait_for_steps(before + 2) >= before + 2);

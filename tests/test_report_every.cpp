@@ -19,6 +19,7 @@
 #include <string>
 #include <thread>
 
+#include "child_kit.hpp"
 #include "session/internal.hpp"
 #include "session_fixture.hpp"
 #include "trace_kit.hpp"
@@ -234,14 +235,8 @@ TEST_CASE("replace_file never waits for a FIFO's reader and says when there is n
     _exit(!written && why == "a FIFO that no process has open for reading" ? 0 : 1);
   }
   int status = 0;
-  pid_t done = 0;
-  for (int waited = 0; waited < 500 && (done = ::waitpid(child, &status, WNOHANG)) == 0; ++waited)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  if (done == 0) {
-    ::kill(child, SIGKILL);
-    ::waitpid(child, &status, 0);
-    FAIL("replace_file waited 5 s for a reader of the FIFO");
-  }
+  const pid_t done = cuscope_test::wait_child(child, &status);
+  if (done == 0) FAIL("replace_file waited 5 s for a reader of the FIFO");
   REQUIRE(done == child);
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);  // 1: written, or another reason given

@@ -30,7 +30,6 @@ bool pop_ended(ThreadState* ts, OutsideScopes& o, std::uint64_t now_ns) noexcept
     --o.open;  // its word keeps its tag|kEnded: the next entry made there writes its own tag
   }
   if (o.opened > o.open) o.opened = o.open;
-  ts->outside_pending = o.open > o.opened;
   return closed;
 }
 
@@ -48,7 +47,7 @@ std::uint32_t keep_first_outside(ThreadState* ts, std::uint32_t id) noexcept {
   auto* o = new (std::nothrow) OutsideScopes();
   if (o == nullptr) return 0;
   ts->outside.reset(o);
-  return keep_outside(*o, ts->outside_pending, *ts->tree, id);
+  return keep_outside(*o, *ts->tree, id);
 }
 
 void open_outside(ThreadState* ts, std::uint32_t flags, std::uint64_t now_ns) noexcept {
@@ -68,12 +67,11 @@ void open_outside(ThreadState* ts, std::uint32_t flags, std::uint64_t now_ns) no
       e.traced = true;
     }
   }
-  ts->outside_pending = false;
 }
 
 void exit_outside(ThreadState* ts, std::uint32_t token, std::uint64_t now_ns) noexcept {
   OutsideScopes* o = ts->outside.get();
-  if (o == nullptr || pop_outside(*o, ts->outside_pending, token)) return;
+  if (o == nullptr || pop_outside(*o, token)) return;
   mark_ended(*o, token);
   // A frame the window opened for it, the last under "(counted steps)": that frame closes too.
   if (pop_ended(ts, *o, now_ns) && ts->counted_root && ts->tree->open_depth() <= 1)
@@ -85,7 +83,6 @@ void end_outside_elsewhere(ThreadState* ts, std::uint32_t token) noexcept {
 }
 
 void forget_outside(ThreadState* ts) noexcept {
-  ts->outside_pending = false;
   OutsideScopes* o = ts->outside.get();
   if (o == nullptr) return;
   for (std::uint32_t i = 0; i < o->open; ++i) o->entries[i].word.store(0, std::memory_order_relaxed);

@@ -48,20 +48,19 @@ inline constexpr unsigned kOutsideTagShift = 14;
 inline constexpr std::uint32_t kOutsideTagMask = (1u << 13) - 1;
 static_assert(OutsideScopes::kMax < kOutsideIndexMask && kOutsideTagMask < OutsideScopes::kEnded);
 
-/// Keeps scope `id` on the calling thread's stack `o` (`pending`: its ThreadState's
-/// outside_pending; `tree`: its tree, whose next common entry then declines, so that the entry
-/// that comes in a window opens the kept scopes first): the token bits for its exit, or 0 where the
-/// stack is full.
-inline std::uint32_t keep_outside(OutsideScopes& o, bool& pending, model::ThreadTree& tree,
-                                  std::uint32_t id) noexcept {
+/// Whether some of the kept scopes are not opened in the tree yet (`o`: null before the first).
+inline bool waiting_to_open(const OutsideScopes* o) noexcept { return o != nullptr && o->open > o->opened; }
+/// Keeps scope `id` on the calling thread's stack `o` (`tree`: its tree, whose next common entry
+/// then declines, so that the entry that comes in a window opens the kept scopes first): the token
+/// bits for its exit, or 0 where the stack is full.
+inline std::uint32_t keep_outside(OutsideScopes& o, model::ThreadTree& tree, std::uint32_t id) noexcept {
   if (o.open == OutsideScopes::kMax) return 0;
   const std::uint32_t tag = o.next_tag == kOutsideTagMask ? 1 : o.next_tag + 1;
   o.next_tag = tag;
   OutsideScopes::Entry& e = o.entries[o.open];
   e.id = id;
   e.word.store(tag, std::memory_order_release);
-  if (!pending) tree.decline_next_common();  // no frame opens before the entry that opens them
-  pending = true;
+  if (o.open == o.opened) tree.decline_next_common();  // no frame opens before the entry that opens them
   return kOutside | ++o.open | (tag << kOutsideTagShift);
 }
 /// keep_outside() of the thread's first such scope: its stack made first (0 where it cannot be).
@@ -70,13 +69,12 @@ std::uint32_t keep_first_outside(ThreadState* ts, std::uint32_t id) noexcept;
 /// tree, with no entry ended elsewhere under it, leaves the stack; true. False having done nothing:
 /// exit_outside() does it. Its word keeps its tag: a late mark finds an entry out of use, and the
 /// next entry made there writes its own tag.
-inline bool pop_outside(OutsideScopes& o, bool& pending, std::uint32_t token) noexcept {
+inline bool pop_outside(OutsideScopes& o, std::uint32_t token) noexcept {
   const std::uint32_t index = (token & kOutsideIndexMask) - 1;
   if (index + 1 != o.open || index < o.opened ||
       (index != 0 && (o.entries[index - 1].word.load(std::memory_order_acquire) & OutsideScopes::kEnded)))
     return false;
   o.open = index;
-  pending = index > o.opened;
   return true;
 }
 /// Opens the kept scopes not yet opened in the thread's tree, at `now_ns`, before the first scope

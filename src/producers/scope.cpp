@@ -58,6 +58,8 @@ constexpr std::uint32_t kTraced = 1u << 13;
 constexpr unsigned kTagShift = 14;
 static_assert(model::ThreadTree::kMaxTag <= (UINT32_MAX >> kTagShift));
 static_assert((model::ThreadTree::kMaxTag << kTagShift) < kOutside);
+static_assert(kOutsideIndexMask == kDepthMask && kOutsideTagShift == kTagShift,
+              "outside_scopes.hpp's layout");
 constexpr std::uint32_t kTokenBits = kRecorded | kPushed | kTimedGpu | kTraced | kOutside;
 
 nvtxStringHandle_t nvtx_handle(std::uint32_t id) {
@@ -129,7 +131,7 @@ ThreadState* this_thread() noexcept {
 [[gnu::noinline]] std::uint32_t record_entry(ThreadState* ts, std::uint32_t id, std::uint64_t now,
                                              std::uint32_t flags, cudaStream_t stream) noexcept {
   if ((flags & kCounters) && ts->tree->open_depth() == 0) open_counted_root(ts, now, flags);
-  if (ts->outside_pending) open_outside(ts, flags, now);  // the window opened inside them
+  if (waiting_to_open(ts->outside.get())) open_outside(ts, flags, now);  // the window opened inside them
   model::ThreadTree::Token b{};
   const bool common =
       (flags & kInstances) ? ts->tree->begin_common<true>(id, now, &b) : ts->tree->begin_common(id, now, &b);
@@ -253,8 +255,7 @@ template <Common kMode, class General>
   } else {
     ts->outside_window.add(1);  // left out: counted, so a window never reached is visible
     if (flags & kCorrelation) tok |= push_correlation(model::kOutsideWindow);
-    tok |= ts->outside ? keep_outside(*ts->outside, ts->outside_pending, *ts->tree, id)
-                       : keep_first_outside(ts, id);
+    tok |= ts->outside ? keep_outside(*ts->outside, *ts->tree, id) : keep_first_outside(ts, id);
   }
   token = tok;
   return ts;
@@ -291,8 +292,7 @@ namespace {
     const Engine* e = forwarding();  // decided by the start() that started() attempted
     return e != nullptr ? e->enter(site, stream, depth) : nullptr;
   }
-  std::uint32_t id = site.id.load(std::memory_order_acquire);
-  if (id == 0) id = intern_site(site);
+  const std::uint32_t id = site_id(site);
   return enter_id(id, static_cast<nvtxStringHandle_t>(site.nvtx.load(std::memory_order_relaxed)), stream,
                   depth);
 }
@@ -320,7 +320,7 @@ template <Common kMode>
   if ((token & kPushed) && exit_common<Common::Correlated>(ts, token, now)) return;
   // A scope kept outside the window (enter_outside()), its common exit.
   if ((token & kTokenBits) == kOutside && !ts->tree->has_remote_ends() && nvtx_pop_off() && ts->outside &&
-      pop_outside(*ts->outside, ts->outside_pending, token))
+      pop_outside(*ts->outside, token))
     return;
   model::ThreadTree& tree = *ts->tree;
   if (tree.has_remote_ends()) settle_remote(ts);
@@ -393,7 +393,7 @@ template <class General>
       g_flags.load(std::memory_order_relaxed) != 0 || ts->tree->has_remote_ends() || !nvtx_push_off())
     return general();
   ts->outside_window.add(1);
-  token = keep_outside(*ts->outside, ts->outside_pending, *ts->tree, id);
+  token = keep_outside(*ts->outside, *ts->tree, id);
   return ts;
 }
 

@@ -54,7 +54,6 @@ struct ThreadState {
   std::unique_ptr<GpuEvents> gpu;
   model::SoloCounter outside_window;  // scopes entered outside the step window (left out)
   std::unique_ptr<OutsideScopes> outside;  // those still open, kept for the window (made on the first)
-  bool outside_pending = false;            // owner only: some are not opened in the tree yet
   bool counted_root = false;          // owner only: a "(counted steps)" frame is open at depth 1
   bool counted_root_traced = false;   // owner only: and trace mode recorded its entry
 };
