@@ -132,7 +132,7 @@ struct FakeCuptiSession {
     cuscope::detail::set_finalize_wait_for_testing(0);
     cuscope::detail::set_detach_wait_for_testing(0);
     cuscope::detail::set_attach_for_testing(nullptr);
-    cuscope::detail::set_detach_between(false);
+    cuscope::detail::set_detach_for(cuscope::detail::DetachFor::last_window);
     g_at_pending_flush = g_at_forced_flush = nullptr;
     g_held = nullptr;
     g_inside_finalize = nullptr;

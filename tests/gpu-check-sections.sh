@@ -152,18 +152,20 @@ section_exit() {
 }
 
 # gpu_detach_test NAME: the GPU tests' detach cases alone (their tag [detach]: after the last step
-# window, and between windows), as a counted section;
-# past 25 s every thread's stack from the tests' watchdog (exit 3), past 30 s run_with_stacks ends it.
+# window, between windows, between the clock's windows, while recording is off), as a counted
+# section; past 40 s every thread's stack from the tests' watchdog (exit 3), past 45 s
+# run_with_stacks ends it (the four take about 20 s: 1 s of waiting for each detach's records, and
+# the clock's case 9 s of 1.5 s steps).
 gpu_detach_test() {
   local exe=$BUILD_DIR/tests/gpu/cuscope_gpu_tests
   if [[ ! -x $exe ]]; then
     skip "$1" "$exe not built"
     return
   fi
-  # The tests' own watchdog first (25 s: every thread's stack with symbols, then exit 3; the GPU
-  # machine may have no gdb), run_with_stacks's 30 s behind it.
-  section "$1" env GPU_TEST_STALL_S=25 bash -c "$(declare -f run_with_stacks); run_with_stacks \"\$@\"" \
-    run_with_stacks 30 "$exe" '[detach]'
+  # The tests' own watchdog first (40 s: every thread's stack with symbols, then exit 3; the GPU
+  # machine may have no gdb), run_with_stacks's 45 s behind it.
+  section "$1" env GPU_TEST_STALL_S=40 bash -c "$(declare -f run_with_stacks); run_with_stacks \"\$@\"" \
+    run_with_stacks 45 "$exe" '[detach]'
 }
 
 # hung_exit CODE: whether a section's exit code says it hung: run_with_stacks ended it (124), the

@@ -4,8 +4,8 @@
 # without one): its run of every case but the detach one (GPU_TESTS_BUT_DETACH) holds exactly the
 # cases a run without a spec holds, less those tagged [detach]: none hidden ([.slow]: its own CTest
 # test; [.multi-gpu]: fails on one GPU), none left out besides. Its detach sections' spec ([detach])
-# holds the three detach cases (after the last window, between windows, between windows the clock
-# ends). And section_exit (gpu-check-sections.sh) reads the exit code of the section named
+# holds the four detach cases (after the last window, between windows, between windows the clock
+# ends, while recording is off). And section_exit (gpu-check-sections.sh) reads the exit code of the section named
 # exactly so, its last one; hung_exit and crashed_exit tell a hang's and a crash's exit codes. Prints what differs and exits 1; exits 0 when nothing does. Never runs
 # a test case.
 set -u
@@ -21,7 +21,7 @@ names() { "$bin" --list-test-names-only "$@" | sed '/^$/d' | sort; }
 
 spec=$(sed -n "s/^readonly GPU_TESTS_BUT_DETACH='\(.*\)'$/\1/p" "$here/gpu-check.sh")
 [[ -n $spec ]] || fail "no readonly GPU_TESTS_BUT_DETACH='...' in gpu-check.sh"
-detach_spec=$(sed -n "s/.*run_with_stacks 30 \"\$exe\" '\(.*\)'$/\1/p" "$here/gpu-check-sections.sh")
+detach_spec=$(sed -n "s/.*run_with_stacks [0-9]* \"\$exe\" '\(.*\)'$/\1/p" "$here/gpu-check-sections.sh")
 [[ -n $detach_spec ]] || fail "no detach spec in gpu-check-sections.sh's gpu_detach_test"
 
 all=$(names) || fail "$bin --list-test-names-only failed"
@@ -29,8 +29,8 @@ hidden=$(names '[.]')
 detach=$(names "$detach_spec")
 selected=$(names "$spec")
 [[ -n $hidden ]] || fail "no hidden case to check the spec against (none tagged [.])"
-[[ $(grep -c . <<<"$detach") == 3 ]] ||
-  fail "'$detach_spec' selects $(grep -c . <<<"$detach") cases, not 3 (after the last window, between windows, between the clock's windows): $detach"
+[[ $(grep -c . <<<"$detach") == 4 ]] ||
+  fail "'$detach_spec' selects $(grep -c . <<<"$detach") cases, not 4 (after the last window, between windows, between the clock's windows, while recording is off): $detach"
 expected=$(comm -23 <(echo "$all") <(echo "$detach"))
 if [[ $selected != "$expected" ]]; then
   fail "'$spec' selects other cases than every case but the detach one:"

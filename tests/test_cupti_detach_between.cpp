@@ -359,10 +359,10 @@ TEST_CASE("after re-attaches between windows the last window detaches CUPTI, and
   steps(2);         // active 5 ends: the second detach between windows
   detach_made();
   cuscope::step();  // warm-up 7: attached again
-  CHECK(cuscope::detail::detach_between());
+  CHECK(cuscope::detail::detach_for() == cuscope::detail::DetachFor::between_windows);
   steps(2);  // active 8 ends: done, the last window's detach
   detach_made();
-  CHECK_FALSE(cuscope::detail::detach_between());
+  CHECK(cuscope::detail::detach_for() == cuscope::detail::DetachFor::last_window);
   CHECK(cuscope::snapshot().activity_status ==
         "on (fake CUPTI), detached between step windows and attached again 2 times, detached after the last "
         "step window");
@@ -454,7 +454,7 @@ TEST_CASE("a session detached between windows attaches CUPTI at its first window
 
 TEST_CASE("the activity status says where a detach between windows stands", "[tracing][detach]") {
   const std::string paused = "on, paused outside the step window";
-  cuscope::detail::set_detach_between(true);
+  cuscope::detail::set_detach_for(cuscope::detail::DetachFor::between_windows);
   const auto status_at = [&](DetachStage stage) {
     cuscope::detail::set_detach_stage(stage);
     return cuscope::detail::with_detach_stage(paused);
@@ -465,7 +465,7 @@ TEST_CASE("the activity status says where a detach between windows stands", "[tr
   CHECK(status_at(DetachStage::armed) == "on, paused between step windows; CUPTI detaches now");
   CHECK(status_at(DetachStage::detached) == "on, detached between step windows until the next one");
   CHECK(status_at(DetachStage::kept) == paused);
-  cuscope::detail::set_detach_between(false);
+  cuscope::detail::set_detach_for(cuscope::detail::DetachFor::last_window);
   CHECK(status_at(DetachStage::detaching) == "on, paused after the last step window; CUPTI detaches now");
   cuscope::detail::set_detach_stage(DetachStage::none);
 }
@@ -480,7 +480,8 @@ TEST_CASE("CUSCOPE_DETACH_BETWEEN where no window repeats with wait steps: one n
   CHECK(cuscope::detail::detach_stage() == DetachStage::none);
   CHECK(without_normal_flushes(logged()).empty());
   const std::vector<std::string> notes = cuscope::snapshot().notes;
-  CHECK(notes == std::vector<std::string>{
-                     "Options::detach_between needs a window that repeats with wait steps (repeat != 1, "
-                     "wait_steps > 0); CUPTI is not detached between step windows"});
+  CHECK(notes ==
+        std::vector<std::string>{
+            "Options::detach_between: no step window repeats with wait steps (repeat != 1, wait_steps > "
+            "0), so CUPTI is detached only while recording is off (cuscope::set_enabled(false))"});
 }

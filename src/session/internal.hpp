@@ -34,10 +34,17 @@ std::uint32_t flags_for(const Session& s, Phase p);
 /// attached again where `p` traces. The caller holds the lifecycle lock. True when CUPTI was attached
 /// again or stopped tracing (the scope flags then change).
 bool pause_for(Session& s, Phase p);
-/// start() with Options::detach_between where CUPTI could trace (the caller holds the lifecycle
-/// lock): the session begins in its first wait, so CUPTI is not attached until the first step that
-/// traces, which attaches it as after a detach between windows, with nothing to forget.
+/// Whether start() leaves CUPTI unattached where it could trace: the session begins in a wait step of
+/// a window detached between windows (Options::detach_between), or with recording off
+/// (CUSCOPE_ENABLE=0), and nothing needs CUPTI from the start (hardware counters, CUPTI's clock for
+/// cuscope's events).
+bool defers_attach(const Options& o);
+/// start() where defers_attach() (the caller holds the lifecycle lock): CUPTI is not attached until
+/// the first step or switch that traces, which attaches it as after a detach between windows, with
+/// nothing to forget.
 void defer_first_attach(Session& s);
+/// The activity status while that first attach waits: what will attach CUPTI, or that nothing will.
+std::string deferred_attach_status(const Session& s);
 /// Whether the model counts work launched outside every scope in phase `p`: in the active window,
 /// while recording is on (Session::recording_on). The caller holds the lifecycle lock.
 bool records(const Session& s, Phase p);

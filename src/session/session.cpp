@@ -101,7 +101,8 @@ Report live_report(Session& s) noexcept {
       std::lock_guard lock(s.lifecycle_mutex);
       r.device = s.device;
       r.gpu_timing = timing_with_clock_given_up(s.gpu_timing);
-      r.activity_status = s.detach_asked && !s.attach_deferred
+      r.activity_status = s.attach_deferred ? deferred_attach_status(s)
+                          : s.detach_asked
                               ? with_detach_stage(s.activity_status, s.closed.load(std::memory_order_relaxed))
                               : s.activity_status;
       // Not once the last window asked for the detach: its stage is what holds CUPTI (detached, or
@@ -299,17 +300,22 @@ bool start_session(const Options& given, bool from_caller) {
       options.repeat = 1;
     }
     if (options.detach_between) {
-      // Said once, here: a detach between windows that could never be made.
+      // Said once, here: a detach that could never be made, or made only while recording is off.
       const char* why =
-          options.repeat == 1 || options.wait_steps == 0
-              ? "needs a window that repeats with wait steps (repeat != 1, wait_steps > 0)"
-          : !options.metrics.empty() ? "is not made where hardware counters run (CUSCOPE_METRICS)"
+          !options.metrics.empty() ? "is not made where hardware counters run (CUSCOPE_METRICS)"
           : wants_cupti_event_clock(options)
               ? "is not made where CUPTI times cuscope's events (CUSCOPE_EVENT_TIMESTAMPS=cupti)"
               : nullptr;
       if (why != nullptr) {
-        warn_once(fmt::format("Options::detach_between {}; CUPTI is not detached between step windows", why));
+        warn_once(
+            fmt::format("Options::detach_between {}; CUPTI is not detached between step windows or while "
+                        "recording is off",
+                        why));
         options.detach_between = false;
+      } else if (options.repeat == 1 || options.wait_steps == 0) {
+        warn_once(
+            "Options::detach_between: no step window repeats with wait steps (repeat != 1, wait_steps > 0), "
+            "so CUPTI is detached only while recording is off (cuscope::set_enabled(false))");
       }
     }
     if (options.step_ms > kMaxStepMs) {
@@ -346,6 +352,7 @@ bool start_session(const Options& given, bool from_caller) {
     s.forest.max_depth.store(options.max_depth, std::memory_order_relaxed);
     nvtx_domain();
 
+    s.recording_on = options.enabled;
     GpuProbe probe;
     const bool wants_cuda = options.gpu_events || options.activities;
     if (wants_cuda) {
@@ -358,8 +365,8 @@ bool start_session(const Options& given, bool from_caller) {
       s.activity_status = "disabled by option (CUSCOPE_ACTIVITIES=0)";
     } else if (!probe.available) {
       s.activity_status = probe.reason;
-    } else if (options.detach_between) {
-      defer_first_attach(s);  // it begins in a wait step: CUPTI costs nothing until the first window
+    } else if (defers_attach(options)) {
+      defer_first_attach(s);  // a wait step, or recording off: CUPTI costs nothing until it traces
     } else {
       s.activity_status = start_activity_tracing(s);
       if (s.tracing.load(std::memory_order_relaxed) && pauses_tracing(options))
@@ -373,7 +380,6 @@ bool start_session(const Options& given, bool from_caller) {
         event_timing(options, probe.available, probe.reason, s.tracing.load(std::memory_order_relaxed));
     g_event_sample_every.store(options.events == EventTiming::sampled ? options.events_sample_every : 0,
                                std::memory_order_relaxed);
-    s.recording_on = options.enabled;
     pause_for(s, phase_of(options, 0));  // a session that begins with wait steps, or off, traces nothing yet
     if (!options.metrics.empty()) s.counters_status = probe.available ? start_counters(s) : probe.reason;
     if (probe.available) s.peaks = device_peaks();

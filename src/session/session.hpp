@@ -73,12 +73,14 @@ class Session : public Sink {
   // A window's end began detaching CUPTI, after the last window or between two
   // (producers/cupti/detach.hpp: where it stands); between two, the next window's first step ends it.
   bool detach_asked = false;
-  // Between windows (Options::detach_between): a detach was refused or given up, so the later windows
-  // pause CUPTI only; and how many times CUPTI was attached again.
+  // Between windows or while recording is off (Options::detach_between): a detach was refused or given
+  // up, so the later ones pause CUPTI only; and how many times CUPTI was attached again after each.
   bool detach_between_off = false;
   std::uint64_t reattaches = 0;
-  // Between windows, CUPTI not attached yet: the session began in its first wait (window.cpp,
-  // defer_first_attach()); the first step that traces attaches it, with nothing to forget.
+  std::uint64_t reattaches_after_off = 0;
+  // CUPTI not attached yet: the session began in the first wait of a window detached between windows,
+  // or with recording off (window.cpp, defers_attach()); the first step or switch that traces attaches
+  // it, with nothing to forget.
   bool attach_deferred = false;
   // A window began while that detach was still under way (2 s): its later steps try again, unwaited.
   bool reattach_late = false;

@@ -12,11 +12,13 @@
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
+#include <string>
 
 #include "producers/clock.hpp"
 #include "producers/cupti/adapter.hpp"
 #include "producers/cupti/detach.hpp"
 #include "producers/cupti/range_profiler.hpp"
+#include "producers/event_timestamps.hpp"
 #include "producers/log.hpp"
 #include "session/handover.hpp"
 #include "session/internal.hpp"
@@ -80,18 +82,23 @@ namespace {
 // step of the window tries again without waiting. The caller holds the lifecycle lock.
 void reattach(Session& s) {
   const bool first = s.attach_deferred;  // the session's first attach: nothing of CUPTI's to forget
+  const bool after_off = detach_for() == DetachFor::recording_off;  // else between windows
   const Reattached r = reattach_activity_tracing(s, !s.reattach_late, !first);
   if (r.how == Reattached::How::under_way) {
     s.reattach_late = true;
-    warn_once(
-        "CUPTI's detach between step windows was still under way 2 s after a window began: that window's "
-        "GPU work is recorded only from the step at which CUPTI is attached again");
+    warn_once(after_off
+                  ? "CUPTI's detach while recording was off was still under way 2 s after recording was "
+                    "switched on: its GPU work is recorded only from the step or switch at which CUPTI is "
+                    "attached again"
+                  : "CUPTI's detach between step windows was still under way 2 s after a window began: that "
+                    "window's GPU work is recorded only from the step at which CUPTI is attached again");
     return;
   }
   s.reattach_late = false;
   s.detach_asked = false;
   s.attach_deferred = false;
-  if (r.detach_refused) s.detach_between_off = true;  // its note said so; the later windows pause only
+  if (r.detach_refused) s.detach_between_off = true;  // its note said so; later ones pause only
+  const char* paused = pauses_tracing(s.options) ? ", paused outside the step window" : "";
   if (r.how == Reattached::How::refused) {
     s.tracing.store(false, std::memory_order_release);
     if (s.gpu_timing.rfind("projected", 0) == 0) s.gpu_timing = event_timing(s.options, true, {}, false);
@@ -99,42 +106,64 @@ void reattach(Session& s) {
       s.activity_status = r.status;
       return;
     }
-    s.activity_status = fmt::format(
-        "off since CUPTI could not trace again after a detach between step windows: {}", r.status);
+    s.activity_status = fmt::format("off since CUPTI could not trace again after a detach {}: {}",
+                                    after_off ? "while recording was off" : "between step windows", r.status);
     warn_once(
-        fmt::format("CUPTI could not trace again after a detach between step windows ({}): the later "
-                    "windows' GPU work is not recorded",
-                    r.status));
+        fmt::format("CUPTI could not trace again after a detach {} ({}): the {} GPU work is not recorded",
+                    after_off ? "while recording was off" : "between step windows", r.status,
+                    after_off ? "later" : "later windows'"));
     return;
   }
   if (r.how == Reattached::How::resumed) return;  // none made: paused only, as the status says
   if (r.how == Reattached::How::called_off) {
-    // Paused only, as the status says; a wait that short never gains, which the program should know.
-    warn_once(fmt::format(
-        "CUPTI's detach between step windows was called off: a wait ended within the {} s the detach waits "
-        "for the window's records, so CUPTI was only paused in it; a longer wait (CUSCOPE_WAIT) detaches it",
-        kDetachWaitNs / 1'000'000'000));
+    // Paused only, as the status says; a pause that short never gains, which the program should know.
+    warn_once(
+        after_off
+            ? fmt::format("CUPTI's detach while recording was off was called off: recording was switched on "
+                          "within the {} s the detach waits for the last records, so CUPTI was only paused",
+                          kDetachWaitNs / 1'000'000'000)
+            : fmt::format("CUPTI's detach between step windows was called off: a wait ended within the {} s "
+                          "the detach waits for the window's records, so CUPTI was only paused in it; a "
+                          "longer wait (CUSCOPE_WAIT) detaches it",
+                          kDetachWaitNs / 1'000'000'000));
     return;
   }
   // The first attach, or CUPTI never left (a refused detach's note says why): not a re-attach.
   if (first || r.detach_refused) {
-    s.activity_status = fmt::format("{}, paused outside the step window", r.status);
+    s.activity_status = r.status + paused;
     return;
   }
-  ++s.reattaches;
-  s.activity_status = fmt::format(
-      "{}, detached between step windows and attached again {} {}, paused outside the step window", r.status,
-      s.reattaches, s.reattaches == 1 ? "time" : "times");
+  ++(after_off ? s.reattaches_after_off : s.reattaches);
+  s.activity_status = r.status;
+  const auto times = [](std::uint64_t n) { return fmt::format("{} {}", n, n == 1 ? "time" : "times"); };
+  if (s.reattaches != 0)
+    s.activity_status += ", detached between step windows and attached again " + times(s.reattaches);
+  if (s.reattaches_after_off != 0)
+    s.activity_status +=
+        ", detached while recording was off and attached again " + times(s.reattaches_after_off);
+  s.activity_status += paused;
 }
 
 }  // namespace
 
+bool defers_attach(const Options& o) {
+  if (!o.metrics.empty() || wants_cupti_event_clock(o)) return false;
+  return !o.enabled || (o.detach_between && paused_in(phase_of(o, 0)));
+}
+
 void defer_first_attach(Session& s) {
-  defer_attach();
+  defer_attach(s.recording_on ? DetachFor::between_windows : DetachFor::recording_off);
   s.tracing.store(true, std::memory_order_release);  // what a step checks: CUPTI's calls are gated meanwhile
   s.detach_asked = s.attach_deferred = true;
-  s.activity_status =
-      "not attached yet: CUPTI attaches at the first step that traces (CUSCOPE_DETACH_BETWEEN)";
+}
+
+std::string deferred_attach_status(const Session& s) {
+  if (phase_of(s.options, s.steps.load(std::memory_order_relaxed)) == Phase::Done)
+    return "not attached: the last step window ended before any step traced";
+  if (!s.recording_on)
+    return "not attached yet: CUPTI attaches when recording is switched on (CUSCOPE_ENABLE=0, "
+           "cuscope::set_enabled(true))";
+  return "not attached yet: CUPTI attaches at the first step that traces (CUSCOPE_DETACH_BETWEEN)";
 }
 
 // Pauses or resumes CUPTI's tracing for phase `p` and the program's switch: paused outside the
@@ -165,25 +194,26 @@ void detach_after_last_window(Session& s) {
   if (s.detach_asked) {
     // A detach between windows still holds CUPTI (recording was off since: nothing attached it
     // again); it is the last window's now, and says so.
-    set_detach_between(false);
+    set_detach_for(DetachFor::last_window);
     return;
   }
   if (!s.options.detach || !s.options.metrics.empty() || !s.tracing.load(std::memory_order_acquire)) return;
   s.detach_asked = request_detach();
 }
 
-// The step that enters a wait step from the window (right after the pause; the caller holds the
-// lifecycle lock): with Options::detach_between, CUPTI is detached until the next window's first
-// step, as after the last window, where the session traces and no detach between windows was refused.
-// start() turned the option off where no hardware counters may run, nor CUPTI time cuscope's events
-// (their device timestamps are keyed by CUPTI's correlation ids, which a re-attach starts again).
-void detach_between_windows(Session& s) {
-  // A detach between windows that still holds CUPTI (recording off since, so nothing attached it
-  // again) stays asked for: the next window's first step with recording on attaches CUPTI again.
+// Where CUPTI just stopped tracing (a step into a wait from the window, the program's switch off
+// while it traced), right after the pause; the caller holds the lifecycle lock: with
+// Options::detach_between CUPTI is detached until the next step or switch that traces, as after the
+// last window, where the session traces and no such detach was refused. start() turned the option
+// off where hardware counters run or CUPTI times cuscope's events (their device timestamps are keyed
+// by CUPTI's correlation ids, which a re-attach starts again).
+void detach_until_traced(Session& s, DetachFor why) {
+  // A detach that still holds CUPTI (recording off since, so nothing attached it again) stays asked
+  // for: the next step or switch that traces attaches CUPTI again.
   if (!s.options.detach_between || s.detach_between_off || s.detach_asked ||
       !s.tracing.load(std::memory_order_acquire))
     return;
-  s.detach_asked = request_detach(true);
+  s.detach_asked = request_detach(why);
 }
 
 // Writes the trace's mark (`mark()`: a step's end, the program's switch) and, where the model's
@@ -245,7 +275,7 @@ void end_step(Session& s, bool by_clock) {
     g_flags.store(flags_for(s, next), std::memory_order_relaxed);  // as the new attach traces
   if (was == next) return;
   if (next == Phase::Done) detach_after_last_window(s);
-  if (next == Phase::Wait && !paused_in(was)) detach_between_windows(s);
+  if (next == Phase::Wait && !paused_in(was)) detach_until_traced(s, DetachFor::between_windows);
 }
 
 }  // namespace
@@ -283,6 +313,12 @@ void set_enabled(bool on) {
   const std::uint64_t now = now_ns();
   mark_and_switch(s, was, records(s, p), now, [&] { trace_recording(now, on); });
   if (pause_for(s, p)) g_flags.store(flags_for(s, p), std::memory_order_relaxed);
+  if (!on && !paused_in(p)) {
+    detach_until_traced(s, DetachFor::recording_off);
+    g_flags.store(flags_for(s, p), std::memory_order_relaxed);  // no external correlation while it detaches
+  } else if (on && s.detach_asked && paused_in(p) && detach_for() == DetachFor::recording_off) {
+    set_detach_for(DetachFor::between_windows);  // switched on in a wait step: the next window attaches it
+  }
 }
 
 bool enabled() {

@@ -1,9 +1,10 @@
-// GPU tests of the detach after the last step window (CUSCOPE_DETACH, docs/cupti-windows.md) and
-// between windows (CUSCOPE_DETACH_BETWEEN, CUPTI attached again at each next window): the
-// window's counts exact across the pause and the detach, CUPTI detached at the exit of the
-// collector's own CUDA call, and the program's launches after it still run. The last window's case
-// passed on an H200 (2026-11-28); the case between windows, and the one whose steps the clock ends
-// (CUSCOPE_STEP_MS), are not yet run on a GPU.
+// GPU tests of the detach after the last step window (CUSCOPE_DETACH, docs/cupti-windows.md),
+// between windows (CUSCOPE_DETACH_BETWEEN, CUPTI attached again at each next window) and while
+// recording is off (CUSCOPE_ENABLE=0 attaching nothing until switched on): the counts exact across
+// the pause and the detach, CUPTI detached at the exit of the collector's own CUDA call, and the
+// program's launches after it still run. The last window's case passed on an H200 (2026-11-28); the
+// case between windows, the one whose steps the clock ends (CUSCOPE_STEP_MS) and the one while
+// recording is off are not yet run on a GPU.
 #include <cuda_runtime.h>
 
 #include <catch2/catch.hpp>
@@ -190,6 +191,68 @@ TEST_CASE("steps ended by the clock detach CUPTI between windows and attach it a
   CHECK(range(r, "main").calls == 1);
   CHECK(r.diagnostics.unresolved_records == 0);
   CHECK(r.diagnostics.zero_timestamp_records == 0);
+  CHECK(r.diagnostics.dropped_records == 0);
+  CHECK(r.diagnostics.launch_notes_lost == 0);
+  for (const std::string& note : r.notes) CHECK(note.find("not detached") == std::string::npos);
+}
+
+// CUSCOPE_ENABLE=0 at the start: CUPTI is not attached until recording is switched on; with
+// CUSCOPE_DETACH_BETWEEN each switch off detaches it once the last records are in (1 s), and the next
+// switch on attaches it again, whose correlation ids start again at 1: each stretch with recording
+// on counted exactly, nothing of the stretches off, every record resolved.
+TEST_CASE("recording off attaches no CUPTI until switched on, and each switch off detaches it, counts exact",
+          "[gpu][cupti][detach]") {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.events = cuscope::EventTiming::automatic;
+  o.enabled = false;
+  o.detach_between = true;  // no step window: detached only while recording is off
+  cuscope_test::Session session(o);
+  const auto status_has = [](const char* what) {
+    return cuscope::snapshot().activity_status.find(what) != std::string::npos;
+  };
+  INFO("activity status: " << cuscope::snapshot().activity_status);
+  REQUIRE(status_has("not attached yet: CUPTI attaches when recording is switched on"));
+  CHECK(cuscope::detail::detach_stage() == cuscope::detail::DetachStage::detached);
+  warm_up();  // CUDA's start while off: nothing of CUPTI's
+  for (int stretch = 0; stretch < 2; ++stretch) {
+    {
+      CUSCOPE_SCOPE("while_off");
+      empty_kernel<<<1, 1>>>();
+    }
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+    cuscope::set_enabled(true);  // attached (again) here, on the program's thread
+    INFO("stretch " << stretch << ", activity status: " << cuscope::snapshot().activity_status);
+    REQUIRE(cuscope::snapshot().activity_status.starts_with("on"));
+    if (stretch == 1) CHECK(status_has("detached while recording was off and attached again 1 time"));
+    for (int call = 0; call < 3; ++call) {
+      CUSCOPE_SCOPE("while_on");
+      for (int i = 0; i < kLaunchesPerStep; ++i) empty_kernel<<<1, 1>>>();
+    }
+    {
+      CUSCOPE_SCOPE("settle");
+      REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+    }
+    cuscope::set_enabled(false);
+    bool detached = false;  // bounded wait: the program launches on meanwhile, unrecorded
+    for (int i = 0; i < 5000 && !detached; ++i) {
+      {
+        CUSCOPE_SCOPE("while_off");
+        empty_kernel<<<1, 1>>>();
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      detached = status_has(", detached while recording is off");
+    }
+    REQUIRE(detached);
+  }
+
+  const cuscope::Report r = settled();
+  CHECK(range(r, "while_on").calls == 6);
+  CHECK(range(r, "while_on").self.kernel_calls == 6 * kLaunchesPerStep);
+  CHECK(range(r, "settle").self.kernel_calls == 0);
+  CHECK(r.find("while_off") == nullptr);
+  CHECK(r.diagnostics.unresolved_records == 0);
+  CHECK(r.diagnostics.zero_timestamp_records == 0);
+  CHECK(r.diagnostics.incomplete_at_exit == 0);
   CHECK(r.diagnostics.dropped_records == 0);
   CHECK(r.diagnostics.launch_notes_lost == 0);
   for (const std::string& note : r.notes) CHECK(note.find("not detached") == std::string::npos);

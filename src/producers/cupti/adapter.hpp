@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "producers/cupti/activity_kinds.hpp"  // activity_kinds()
+#include "producers/cupti/detach.hpp"          // DetachFor
 #include "producers/cupti/subscriber.hpp"
 #include "producers/cupti/traced_calls.hpp"
 
@@ -69,11 +70,12 @@ void stop_activity_tracing() noexcept;
 bool settle_detach_for_stop() noexcept;
 
 /// Detaching CUPTI after the last step window (docs/cupti-windows.md, "Detaching after the last
-/// step window"; the stages are detach.hpp's), or, `between`, between two windows (Options::
-/// detach_between). The step that ends the window, right after its pause (the lifecycle lock held):
+/// step window"; the stages are detach.hpp's), or, as `why` says, between two windows (Options::
+/// detach_between) or while recording is off. The step that ends the window (or the switch that turns
+/// recording off), right after its pause (the lifecycle lock held):
 /// the detach begins (pending), unless this session's CUPTI is not paused (a refused pause) or
 /// another tool holds CUPTI's subscriber (one note). True when it began.
-bool request_detach(bool between = false) noexcept;
+bool request_detach(DetachFor why = DetachFor::last_window) noexcept;
 /// What reattach_activity_tracing() did.
 struct Reattached {
   enum class How : std::uint8_t {
@@ -99,10 +101,10 @@ struct Reattached {
 /// `forget` false: the session's first attach, deferred (defer_attach()): no book of CUPTI's to empty,
 /// and no Reattach mark.
 Reattached reattach_activity_tracing(Sink& sink, bool wait = true, bool forget = true) noexcept;
-/// A session that begins in the first wait of a window detached between windows: CUPTI not attached
-/// (the stage `detached`, between windows, so that every CUPTI call is gated) until
-/// reattach_activity_tracing() attaches it.
-void defer_attach() noexcept;
+/// A session that begins in the first wait of a window detached between windows, or with recording
+/// off (`until` says which): CUPTI not attached (the stage `detached`, so that every CUPTI call is
+/// gated) until reattach_activity_tracing() attaches it.
+void defer_attach(DetachFor until) noexcept;
 /// Tests: `attach` stands for start_activity_tracing() in reattach_activity_tracing() (nullptr: it
 /// again).
 void set_attach_for_testing(std::string (*attach)(Sink& sink)) noexcept;

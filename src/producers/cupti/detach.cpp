@@ -13,7 +13,7 @@ namespace {
 std::atomic<DetachStage> g_stage{DetachStage::none};
 std::atomic<CUptiResult> g_finalize_result{CUPTI_SUCCESS};
 std::atomic<CuptiObserver> g_observer{nullptr};
-std::atomic<bool> g_between{false};
+std::atomic<DetachFor> g_for{DetachFor::last_window};
 constinit thread_local bool t_finalizing_thread = false;  // the collector's (finalize_on_this_thread)
 
 bool off_limits(DetachStage s) {
@@ -42,18 +42,22 @@ bool move_detach_stage(DetachStage from, DetachStage to) noexcept {
   return g_stage.compare_exchange_strong(from, to, std::memory_order_acq_rel);
 }
 
-void set_detach_between(bool between) noexcept { g_between.store(between, std::memory_order_release); }
+void set_detach_for(DetachFor why) noexcept { g_for.store(why, std::memory_order_release); }
 
-bool detach_between() noexcept { return g_between.load(std::memory_order_acquire); }
+DetachFor detach_for() noexcept { return g_for.load(std::memory_order_acquire); }
 
 std::string with_detach_stage(std::string status, bool ended) {
   constexpr std::string_view kPaused = ", paused outside the step window";
-  const bool between = detach_between();
-  const std::string_view where = between ? "between step windows" : "after the last step window";
+  const DetachFor why = detach_for();
+  const std::string_view where = why == DetachFor::between_windows ? "between step windows"
+                                 : why == DetachFor::recording_off ? "while recording is off"
+                                                                   : "after the last step window";
+  const std::string_view records =
+      why == DetachFor::recording_off ? "the last records" : "the window's records";
   std::string stage;
   switch (detach_stage()) {
     case DetachStage::pending:
-      stage = fmt::format(", paused {}; CUPTI detaches once the window's records are in", where);
+      stage = fmt::format(", paused {}; CUPTI detaches once {} are in", where, records);
       break;
     case DetachStage::detaching:
     case DetachStage::armed:
@@ -61,8 +65,10 @@ std::string with_detach_stage(std::string status, bool ended) {
       stage = fmt::format(", paused {}; CUPTI detaches now", where);
       break;
     case DetachStage::detached:
-      stage = between && !ended ? ", detached between step windows until the next one"
-                                : ", detached after the last step window";
+      stage = why == DetachFor::recording_off ? std::string(", detached while recording is off")
+              : why == DetachFor::between_windows && !ended
+                  ? std::string(", detached between step windows until the next one")
+                  : std::string(", detached after the last step window");
       break;
     default:
       return status;  // none, refused or kept: paused, as it says

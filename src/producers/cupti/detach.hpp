@@ -44,17 +44,26 @@ DetachStage detach_stage() noexcept;
 void set_detach_stage(DetachStage stage) noexcept;
 /// From `from` to `to`, if the stage is `from`: true when it was.
 bool move_detach_stage(DetachStage from, DetachStage to) noexcept;
-/// Whether the detach asked for last is one between two step windows (request_detach()), not after
-/// the last one: what with_detach_stage() and the adapter's notes say.
-void set_detach_between(bool between) noexcept;
-bool detach_between() noexcept;
+/// What the detach asked for last is made for (request_detach()), and so what the status and the
+/// notes say of it, and whether anything attaches CUPTI again after it.
+enum class DetachFor : std::uint8_t {
+  last_window,      ///< after the last step window: for good
+  between_windows,  ///< between two step windows (Options::detach_between): the next window attaches it
+  recording_off,    ///< while recording is off (set_enabled(false), Options::detach_between; or
+                    ///< CUSCOPE_ENABLE=0 at the start): switching recording on attaches it
+};
+void set_detach_for(DetachFor why) noexcept;
+DetachFor detach_for() noexcept;
 /// A session's activity status (`status`, ending ", paused outside the step window" where the window
 /// pauses) as the detach has it now: that suffix replaced by ", paused after the last step window;
 /// CUPTI detaches once the window's records are in" (pending), "...; CUPTI detaches now" (detaching,
 /// armed, finalizing) or ", detached after the last step window"; between windows "between step
 /// windows" for "after the last step window", and the detached one ", detached between step windows
 /// until the next one", or, once the session `ended` (its last report) in a wait step, ", detached
-/// after the last step window" (no next one came); as it is when kept or not asked for.
+/// after the last step window" (no next one came); while recording is off "while recording is off"
+/// for "after the last step window", once the records are in "the last records" for "the window's
+/// records", and the detached one ", detached while recording is off"; as it is when kept or not
+/// asked for.
 std::string with_detach_stage(std::string status, bool ended = false);
 /// Whether cuscope may call CUPTI: false while armed, finalizing or detached.
 bool cupti_callable() noexcept;

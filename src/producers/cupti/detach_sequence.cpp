@@ -35,13 +35,20 @@ std::atomic<std::uint64_t> g_detach_wait_ns{kDetachWaitNs};      // tests change
 // The one note of a detach not made: CUPTI stays attached and paused, and `why`. Between windows,
 // none is tried again: the later ones pause CUPTI only.
 void say_kept(std::string_view why) {
-  if (detach_between())
-    warn_once(
-        fmt::format("CUPTI is not detached between step windows: {}; it is paused between them from "
-                    "now on",
-                    why));
-  else
-    warn_once(fmt::format("CUPTI is paused, not detached, after the last step window: {}", why));
+  switch (detach_for()) {
+    case DetachFor::between_windows:
+      warn_once(fmt::format(
+          "CUPTI is not detached between step windows: {}; it is paused between them from now on", why));
+      return;
+    case DetachFor::recording_off:
+      warn_once(fmt::format(
+          "CUPTI is not detached while recording is off: {}; it is paused while recording is off from now on",
+          why));
+      return;
+    case DetachFor::last_window:
+      warn_once(fmt::format("CUPTI is paused, not detached, after the last step window: {}", why));
+      return;
+  }
 }
 
 std::atomic<std::string (*)(Sink&)> g_attach_for_testing{nullptr};
@@ -110,11 +117,11 @@ void set_detach_wait_for_testing(std::uint64_t ns) noexcept {
   g_detach_wait_ns.store(ns != 0 ? ns : kDetachWaitNs, std::memory_order_relaxed);
 }
 
-bool request_detach(bool between) noexcept {
+bool request_detach(DetachFor why) noexcept {
   State& s = state();
   if (s.target.load(std::memory_order_acquire) == nullptr || s.pause_refused || !cupti_callable())
     return false;
-  set_detach_between(between);
+  set_detach_for(why);
   if (subscriber_refused()) {
     say_kept("another tool holds CUPTI's subscriber, and detaching would detach it too");
     return false;
@@ -162,8 +169,8 @@ bool advance_detach() noexcept {
   }
 }
 
-void defer_attach() noexcept {
-  set_detach_between(true);
+void defer_attach(DetachFor until) noexcept {
+  set_detach_for(until);
   set_detach_stage(DetachStage::detached);
 }
 
