@@ -350,8 +350,11 @@ struct Report {
   /// windows until the next one", and once attached again "..., detached between step windows and
   /// attached again N times, paused outside the step window"; while recording is off
   /// (set_enabled(false), CUSCOPE_ENABLE=0) and no detach was asked, ", paused while recording is
-  /// off (...)" follows; or one line saying why CUPTI tracing is off. tracing_on() tells the two
-  /// apart.
+  /// off (...)" follows, or, with Options::detach_between, ", detached while recording is off", and
+  /// once attached again "..., detached while recording was off and attached again N times"; or one
+  /// line saying why CUPTI tracing is off or not attached (a session started with recording off:
+  /// "not attached yet: CUPTI attaches when recording is switched on (...)"). tracing_on() tells the
+  /// two apart.
   std::string activity_status;
   std::string counters_status{kCountersNotRequested};  ///< "on: ...", or why hardware counters are off
                                                        ///< (the table prints "off — <reason>")

@@ -59,7 +59,10 @@ enum class Attribution : std::uint8_t {
 
 /// Session configuration. Every field has an environment variable (docs/options.md).
 struct Options {
-  bool enabled = true;     ///< CUSCOPE_ENABLE: false makes every scope cost one branch
+  /// CUSCOPE_ENABLE: false makes every scope cost one branch, and CUPTI is not attached until
+  /// set_enabled(true) (where it could trace, but for CUSCOPE_METRICS and
+  /// CUSCOPE_EVENT_TIMESTAMPS=cupti; docs/cupti-windows.md)
+  bool enabled = true;
   bool gpu_events = true;  ///< CUSCOPE_GPU_EVENTS: false is CUSCOPE_EVENTS=off (the older switch)
   /// CUSCOPE_EVENTS: which calls CUDA events time, "auto" (the default), "always", "sampled:N" or
   /// "off". Where CUPTI traces, a call's GPU time is the projected span of its work
@@ -115,7 +118,9 @@ struct Options {
   /// CUPTI's first launches after it, which warm-up steps keep out of the window. Not with hardware
   /// counters, CUSCOPE_EVENT_TIMESTAMPS=cupti or another tool holding CUPTI's subscriber. Graph
   /// kernels of graphs made before a re-attach lose their capture-time breakdown (counted under
-  /// "(unknown node)"). Off by default; not yet run on a GPU.
+  /// "(unknown node)"). Also while recording is off: set_enabled(false) detaches CUPTI the same way,
+  /// and set_enabled(true) attaches it again (without a window that repeats with wait steps, only
+  /// that, with a note). Off by default; not yet run on a GPU.
   bool detach_between = false;
   /// CUSCOPE_STEP_MS: for a program that never calls step(), cuscope ends a step itself every this
   /// many milliseconds (1-86400000; 0, the default: never), on a thread of its own, so that the

@@ -71,7 +71,8 @@ enum class RecordType : std::uint32_t {
   /// (set_enabled(), or CUSCOPE_ENABLE=0 at the start): work launched outside every scope while it is
   /// off counts as outside the window, as between windows. Files before 2026-11-28 lack it.
   Recording = 22,
-  /// u64 now_ns: CUPTI attached again after a detach between step windows (Options::detach_between):
+  /// u64 now_ns: CUPTI attached again after a detach between step windows or while recording was off
+  /// (Options::detach_between):
   /// its correlation and graph node ids start again, so the model forgets every book keyed by them
   /// (Aggregator::reattached(): records still waiting count as unresolved). Files before 2026-11-28
   /// lack it.
