@@ -245,6 +245,17 @@ int main(int argc, char** argv) {
       m.reattach_call.push_back(reattach);
       m.step_after_reattach.push_back(first);
     };
+    // The defaults with recording off from the start (CUSCOPE_ENABLE=0): CUPTI not attached until
+    // recording is switched on, which it never is here. A round whose session attached CUPTI all
+    // the same is timed, and counted.
+    auto recording_off = [&] {
+      const char* key = "transformer.recording_off";
+      if (!part(key)) return;
+      if (!restart_recording_off_session()) ++m.recording_off_attached;
+      const std::vector<double> t = step_ns(3, args.steps);
+      end_session();
+      m.step_recording_off.insert(m.step_recording_off.end(), t.begin(), t.end());
+    };
     // The step's configurations, in round_order as the launch loops are; transformer.with
     // runs last in every round (its report is the notes').
     const std::function<void()> sessions[] = {
@@ -297,7 +308,8 @@ int main(int argc, char** argv) {
         },
         windowed,
         after_window,
-        between_windows};
+        between_windows,
+        recording_off};
     constexpr int kSessions = sizeof sessions / sizeof sessions[0];
     for (const int i : cuscope_bench::round_order(kSessions, round)) sessions[i]();
     // Last: its report is the notes' "last transformer run".

@@ -120,6 +120,14 @@ Summary summarize(const Args& args, const BenchMachine& machine, const Measured&
                             "ratio: the transformer step after CUPTI attached again (its first launches "
                             "instrumented again), one per round / without",
                             median(m.step_after_reattach) / without, "x"});
+  const std::string off_label =
+      "transformer step, cuscope's defaults with recording off from the start (CUSCOPE_ENABLE=0: CUPTI not "
+      "attached)";
+  s.measurements.push_back({"transformer.recording_off", off_label, median(m.step_recording_off), "ns",
+                            coefficient_of_variation(m.step_recording_off)});
+  s.measurements.push_back(paired_ratio("paired.transformer.recording_off_over_without",
+                                        "paired: " + off_label + " / without",
+                                        round_ratios(m.step_recording_off, m.step_without, steps_in_round)));
   // cuscope's own share of the step: its configurations over the step that CUPTI traces for a
   // client doing nothing else (where goal.defaults_step is missed, whether CUPTI or cuscope).
   const double minimal_step = median(m.step_minimal);
@@ -277,6 +285,11 @@ Summary summarize(const Args& args, const BenchMachine& machine, const Measured&
                       "); the part after each ran with CUPTI attached and idle, not detached");
   not_detached("transformer.after_window", "2 s", m.after_window_not_detached);
   not_detached("transformer.between_windows", "3 s", m.between_not_detached);
+  if (m.recording_off_attached != 0)
+    s.notes.push_back("NOT MEASURED AS MEANT: transformer.recording_off: the session attached CUPTI in " +
+                      std::to_string(m.recording_off_attached) +
+                      " round(s) (its activity status did not say 'not attached yet'); their steps ran "
+                      "with CUPTI attached and paused");
   for (const Measured::Refusal& r : m.floor_refused)
     s.notes.push_back("NOT MEASURED from round " + std::to_string(r.round) + " on: " + r.key +
                       ", CUPTI set up as cuscope's defaults (" + r.why + "); " +

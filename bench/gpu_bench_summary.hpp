@@ -33,6 +33,10 @@ struct Measured {
   // CUPTI detached; each round's cuscope::step() that attached it again, and the step after it.
   std::vector<double> step_between_windows, reattach_call, step_after_reattach;
   int between_not_detached = 0;  ///< rounds whose CUPTI had not detached 3 s after the window
+  // The defaults with recording off from the start (CUSCOPE_ENABLE=0): CUPTI not attached, each scope
+  // one branch; what a program shipped with cuscope linked and off pays.
+  std::vector<double> step_recording_off;
+  int recording_off_attached = 0;  ///< rounds whose session had attached CUPTI all the same
   // The step under the minimal CUPTI client, cuscope off: what tracing kernels costs the step before
   // cuscope does anything, the floor under goal.defaults_step.
   std::vector<double> step_minimal;

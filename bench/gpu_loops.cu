@@ -127,6 +127,15 @@ bool restart_after_window_session() {
   }
 }
 
+bool restart_recording_off_session() {
+  cuscope::Options o;
+  o.enabled = false;
+  restart_with(o);
+  if (!cuscope::snapshot().activity_status.starts_with("not attached yet")) return false;
+  g_cupti_attached = false;  // nothing to detach at the part's end
+  return true;
+}
+
 bool restart_between_windows_session(std::uint32_t wait, std::uint32_t* steps_taken) {
   cuscope::Options o;
   o.wait_steps = wait;

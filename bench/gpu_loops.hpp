@@ -44,6 +44,11 @@ void restart_windowed_session(std::uint32_t wait, std::uint32_t warmup, std::uin
 /// last window.
 bool restart_after_window_session();
 
+/// Replaces the cuscope session by one with cuscope's defaults and recording off from the start
+/// (CUSCOPE_ENABLE=0): true when its activity status says CUPTI is not attached (so the part's end
+/// detaches nothing, and calls no CUPTI that would attach it).
+bool restart_recording_off_session();
+
 /// Replaces the cuscope session by one with cuscope's defaults and a window that repeats without end
 /// and detaches CUPTI between its windows (CUSCOPE_WAIT=`wait` CUSCOPE_WARMUP=1 CUSCOPE_ACTIVE=1
 /// CUSCOPE_REPEAT=0 CUSCOPE_DETACH_BETWEEN=1): its first wait steps (empty cuscope::step() calls:

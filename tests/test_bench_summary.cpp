@@ -267,6 +267,30 @@ TEST_CASE(
   CHECK(not_detached(summarize(args, {"gpu", "cuda"}, m, 2)) == 1);
 }
 
+TEST_CASE("bench: the step with recording off is paired with the step without, and a round attached named",
+          "[bench]") {
+  using namespace cuscope_bench;
+  auto [args, m] = TwoRounds();
+  m.step_recording_off = {100, 100, 196, 196};  // 1.00, then 0.98
+  const Summary s = summarize(args, {"gpu", "cuda"}, m, 2);
+  const Measurement* off = measurement(s, "paired.transformer.recording_off_over_without");
+  REQUIRE(off != nullptr);
+  CHECK(off->value == Approx(0.99));
+  CHECK(off->low == Approx(0.98));
+  CHECK(off->high == Approx(1.00));
+  REQUIRE(measurement(s, "transformer.recording_off") != nullptr);
+  CHECK(measurement(s, "transformer.recording_off")->value == Approx(148));
+  const auto attached = [](const Summary& summary) {
+    return std::count(summary.notes.begin(), summary.notes.end(),
+                      "NOT MEASURED AS MEANT: transformer.recording_off: the session attached CUPTI in 1 "
+                      "round(s) (its activity status did not say 'not attached yet'); their steps ran with "
+                      "CUPTI attached and paused");
+  };
+  CHECK(attached(s) == 0);
+  m.recording_off_attached = 1;
+  CHECK(attached(summarize(args, {"gpu", "cuda"}, m, 2)) == 1);
+}
+
 TEST_CASE("cycle means: each sample the mean of its cycle, cycles cut within each round", "[bench]") {
   // Two rounds of 5 samples, cycles of 2: [1 3][5 7][9] | [2 2][4 8][6].
   const std::vector<double> v{1, 3, 5, 7, 9, 2, 2, 4, 8, 6};
