@@ -106,6 +106,7 @@ TEST_CASE("recording off at the start attaches no CUPTI until it is switched on,
   cuscope::flush();                                             // no CUPTI call: none is attached
   std::this_thread::sleep_for(std::chrono::milliseconds(150));  // nor the collector's polls
   CHECK(logged().empty());
+  CHECK(cuscope::snapshot().find("while_off") == nullptr);
   cuscope::set_enabled(true);
   CHECK(logged() == std::vector<std::string>{"attach"});
   CHECK(cuscope::detail::detach_stage() == DetachStage::none);
@@ -235,4 +236,34 @@ TEST_CASE("recording off through a window that ends before it is switched on: CU
   CHECK(logged().empty());
   CHECK(cuscope::snapshot().activity_status ==
         "not attached: the last step window ended before any step traced");
+}
+
+// The last report of a session whose CUPTI never attached says that nothing will any more.
+TEST_CASE("a session that ends with recording off all along reports CUPTI never attached",
+          "[session][tracing][detach]") {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.gpu_events = false;
+  o.enabled = false;
+  FakeCuptiSession traced(o);
+  start_deferred(o);
+  cuscope::shutdown();
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(r.final);
+  CHECK(r.activity_status == "not attached: recording was off until the session ended (CUSCOPE_ENABLE=0)");
+  CHECK_FALSE(r.tracing_on());
+  CHECK(logged().empty());  // the stop called no CUPTI
+}
+
+TEST_CASE("a session that ends in its first wait, detached between windows, reports CUPTI never attached",
+          "[session][window][tracing][detach]") {
+  cuscope::Options o = detached_while_off();
+  o.wait_steps = 5;
+  o.active_steps = 1;
+  o.repeat = 0;
+  FakeCuptiSession traced(o);
+  start_deferred(o);
+  cuscope::step();  // still waiting
+  cuscope::shutdown();
+  CHECK(cuscope::snapshot().activity_status == "not attached: no step traced before the session ended");
+  CHECK(logged().empty());
 }

@@ -43,7 +43,8 @@ bool defers_attach(const Options& o);
 /// the first step or switch that traces, which attaches it as after a detach between windows, with
 /// nothing to forget.
 void defer_first_attach(Session& s);
-/// The activity status while that first attach waits: what will attach CUPTI, or that nothing will.
+/// The activity status while that first attach waits: what will attach CUPTI, or that nothing will
+/// (the last window ended, or the session did).
 std::string deferred_attach_status(const Session& s);
 /// Whether the model counts work launched outside every scope in phase `p`: in the active window,
 /// while recording is on (Session::recording_on). The caller holds the lifecycle lock.

@@ -160,6 +160,9 @@ void defer_first_attach(Session& s) {
 std::string deferred_attach_status(const Session& s) {
   if (phase_of(s.options, s.steps.load(std::memory_order_relaxed)) == Phase::Done)
     return "not attached: the last step window ended before any step traced";
+  if (s.closed.load(std::memory_order_acquire))  // the last report: nothing attaches it any more
+    return s.recording_on ? "not attached: no step traced before the session ended"
+                          : "not attached: recording was off until the session ended (CUSCOPE_ENABLE=0)";
   if (!s.recording_on)
     return "not attached yet: CUPTI attaches when recording is switched on (CUSCOPE_ENABLE=0, "
            "cuscope::set_enabled(true))";
