@@ -155,7 +155,8 @@ TEST_CASE(
   // A wait that short never gains: said once.
   const std::string called_off =
       "CUPTI's detach between step windows was called off: a wait ended within the 1 s the detach waits for "
-      "the window's records, so CUPTI was only paused in it; a longer wait (CUSCOPE_WAIT) detaches it";
+      "the window's records, so CUPTI was only paused in it; a longer wait (CUSCOPE_WAIT, CUSCOPE_WAIT_MS) "
+      "detaches it";
   CHECK(cuscope::snapshot().notes == std::vector<std::string>{called_off});
   cuscope::detail::set_detach_wait_for_testing(3'600'000'000'000);
   steps(2);  // warm-up 4, active 5 ends: pending again

@@ -97,6 +97,13 @@ struct Options {
   /// by their own callbacks
   bool memory_records = false;
   std::uint32_t wait_steps = 0;    ///< CUSCOPE_WAIT: steps recorded nothing at all
+  /// CUSCOPE_WAIT_MS: each wait lasts at least this many milliseconds too (0-86400000; 0, the
+  /// default: wait_steps alone): its last wait step is taken again at each step() until that long
+  /// has passed since the wait began, so that a window that repeats records one step every so
+  /// often whatever a step takes: wait 1, warmup 1, active 1, repeat 0, wait_ms 10000 records a
+  /// step every 10 s (with detach_between, CUPTI detached in between). Needs wait_steps > 0
+  /// (start() says so otherwise).
+  std::uint32_t wait_ms = 0;
   std::uint32_t warmup_steps = 0;  ///< CUSCOPE_WARMUP: then steps run traced but left out
   std::uint32_t active_steps = 0;  ///< CUSCOPE_ACTIVE: then steps recorded; 0 = every step after
   /// CUSCOPE_REPEAT: how many times the wait, warm-up and active steps run, one cycle after the

@@ -81,6 +81,7 @@ def start(
     sync_records: Union[bool, str] = ...,
     memory_records: Union[bool, str] = ...,
     wait_steps: Union[int, str] = ...,
+    wait_ms: Union[int, str] = ...,
     warmup_steps: Union[int, str] = ...,
     active_steps: Union[int, str] = ...,
     repeat: Union[int, str] = ...,

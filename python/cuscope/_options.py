@@ -21,6 +21,7 @@ OPTIONS: Dict[str, Tuple[str, str]] = {
     "sync_records": ("CUSCOPE_SYNC_RECORDS", "bool"),
     "memory_records": ("CUSCOPE_MEMORY_RECORDS", "bool"),
     "wait_steps": ("CUSCOPE_WAIT", "int"),
+    "wait_ms": ("CUSCOPE_WAIT_MS", "int"),
     "warmup_steps": ("CUSCOPE_WARMUP", "int"),
     "active_steps": ("CUSCOPE_ACTIVE", "int"),
     "repeat": ("CUSCOPE_REPEAT", "int"),

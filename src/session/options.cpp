@@ -223,7 +223,7 @@ constexpr const char* kKnown[] = {
     "CUSCOPE_METRIC_STEPS", "CUSCOPE_TRACE", "CUSCOPE_TRACE_LIMIT", "CUSCOPE_NVTX_DOMAINS",
     "CUSCOPE_FINDINGS", "CUSCOPE_GRAPHS", "CUSCOPE_EVENTS", "CUSCOPE_ATTRIBUTION", "CUSCOPE_SYNC_RECORDS",
     "CUSCOPE_MEMORY_RECORDS", "CUSCOPE_EVENT_TIMESTAMPS", "CUSCOPE_REPORT_EVERY", "CUSCOPE_REPEAT",
-    "CUSCOPE_DETACH", "CUSCOPE_DETACH_BETWEEN", "CUSCOPE_STEP_MS",
+    "CUSCOPE_DETACH", "CUSCOPE_DETACH_BETWEEN", "CUSCOPE_STEP_MS", "CUSCOPE_WAIT_MS",
     // Not options: set by `cuscope run` for the processes below it.
     "CUSCOPE_INJECT_LIBRARY", "CUSCOPE_RUN_ID"};
 
@@ -261,6 +261,7 @@ Options options_from(EnvLookup lookup, Options base, std::vector<OptionError>* e
   r.either("CUSCOPE_ATTRIBUTION", base.attribution, Attribution::external, Attribution::launch,
            "an attribution");
   r.number("CUSCOPE_WAIT", base.wait_steps, 0, 1'000'000'000);
+  r.number("CUSCOPE_WAIT_MS", base.wait_ms, 0, detail::kMaxStepMs);
   r.number("CUSCOPE_WARMUP", base.warmup_steps, 0, 1'000'000'000);
   r.number("CUSCOPE_ACTIVE", base.active_steps, 0, 1'000'000'000);
   r.number("CUSCOPE_REPEAT", base.repeat, 0, 1'000'000'000);

@@ -224,7 +224,7 @@ void trace_with_fake_cupti_for_testing(CorrelationHook push, CorrelationPopHook 
   // tracing: "auto" records none.
   if (s.records_events() || s.gpu_timing.rfind("projected", 0) == 0)
     s.gpu_timing = event_timing(s.options, true, {}, true);
-  const Phase now = phase_of(s.options, s.steps.load(std::memory_order_relaxed));
+  const Phase now = phase_of(s.options, s.window_step);
   g_flags.store(flags_for(s, now), std::memory_order_relaxed);
   pause_for(s, now);  // as start() does where CUPTI traces
 }
@@ -318,6 +318,15 @@ bool start_session(const Options& given, bool from_caller) {
             "so CUPTI is detached only while recording is off (cuscope::set_enabled(false))");
       }
     }
+    if (options.wait_ms > kMaxStepMs) {
+      warn_once(fmt::format("Options::wait_ms={} is out of range [0, {}]; waits count steps only",
+                            options.wait_ms, kMaxStepMs));
+      options.wait_ms = 0;
+    } else if (options.wait_ms != 0 && options.wait_steps == 0) {
+      warn_once(fmt::format("Options::wait_ms={} needs wait_steps > 0 (a wait to make last); ignored",
+                            options.wait_ms));
+      options.wait_ms = 0;
+    }
     if (options.step_ms > kMaxStepMs) {
       warn_once(fmt::format("Options::step_ms={} is out of range [0, {}]; cuscope ends no step itself",
                             options.step_ms, kMaxStepMs));
@@ -349,6 +358,7 @@ bool start_session(const Options& given, bool from_caller) {
     s.options = options;
     start_clock(true);
     s.start_ns = now_ns();
+    s.wait_began_ns = s.start_ns;  // the first wait, if the window begins with one
     s.forest.max_depth.store(options.max_depth, std::memory_order_relaxed);
     nvtx_domain();
 

@@ -63,6 +63,11 @@ class Session : public Sink {
 
   std::atomic<std::uint64_t> steps{0};
   std::atomic<std::uint64_t> recorded_steps{0};
+  // The step window's position (window.cpp, schedule_step()): the step count, less the steps a wait
+  // of Options::wait_ms took again on its last wait step; and when the wait in progress began.
+  // Guarded by lifecycle_mutex.
+  std::uint64_t window_step = 0;
+  std::uint64_t wait_began_ns = 0;
 
   std::mutex lifecycle_mutex;
   bool started = false;

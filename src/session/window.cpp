@@ -124,7 +124,7 @@ void reattach(Session& s) {
                           kDetachWaitNs / 1'000'000'000)
             : fmt::format("CUPTI's detach between step windows was called off: a wait ended within the {} s "
                           "the detach waits for the window's records, so CUPTI was only paused in it; a "
-                          "longer wait (CUSCOPE_WAIT) detaches it",
+                          "longer wait (CUSCOPE_WAIT, CUSCOPE_WAIT_MS) detaches it",
                           kDetachWaitNs / 1'000'000'000));
     return;
   }
@@ -158,7 +158,7 @@ void defer_first_attach(Session& s) {
 }
 
 std::string deferred_attach_status(const Session& s) {
-  if (phase_of(s.options, s.steps.load(std::memory_order_relaxed)) == Phase::Done)
+  if (phase_of(s.options, s.window_step) == Phase::Done)
     return "not attached: the last step window ended before any step traced";
   if (s.closed.load(std::memory_order_acquire))  // the last report: nothing attaches it any more
     return s.recording_on ? "not attached: no step traced before the session ended"
@@ -244,6 +244,16 @@ bool pauses_tracing(const Options& o) { return o.wait_steps != 0 || (o.active_st
 
 namespace {
 
+// Whether the step that ends at `now` is the last step of a wait that has lasted less than
+// Options::wait_ms: the window stays at it, and the next step is that wait step again.
+bool wait_goes_on(const Session& s, std::uint64_t now) {
+  const Options& o = s.options;
+  if (o.wait_ms == 0 || phase_of(o, s.window_step) != Phase::Wait ||
+      phase_of(o, s.window_step + 1) == Phase::Wait)
+    return false;
+  return now - s.wait_began_ns < std::uint64_t{o.wait_ms} * 1'000'000;
+}
+
 // A step's end, by the program (step()) or by CUSCOPE_STEP_MS's clock (clock_step()): the window's
 // phase moves on, with the flags, the model's and the trace's marks and CUPTI's switches it needs.
 // The program's first step() stops the clock's steps for good, with a note.
@@ -262,13 +272,15 @@ void end_step(Session& s, bool by_clock) {
                       o.step_ms, o.step_ms, s.steps.load(std::memory_order_relaxed)));
   }
   const std::uint64_t finished = s.steps.fetch_add(1, std::memory_order_relaxed);
-  const Phase was = phase_of(o, finished);
-  const Phase next = phase_of(o, finished + 1);
-  if (was == Phase::Record) s.recorded_steps.fetch_add(1, std::memory_order_relaxed);
-  g_flags.store(flags_for(s, next), std::memory_order_relaxed);  // also ends the counters' steps
   // One time for the step's end, in the model as in the trace (a replay finds the same windows):
   // not after CUPTI's pause, which takes its time.
   const std::uint64_t ended = now_ns();
+  const Phase was = phase_of(o, s.window_step);
+  if (!wait_goes_on(s, ended)) ++s.window_step;
+  const Phase next = phase_of(o, s.window_step);
+  if (next == Phase::Wait && was != Phase::Wait) s.wait_began_ns = ended;
+  if (was == Phase::Record) s.recorded_steps.fetch_add(1, std::memory_order_relaxed);
+  g_flags.store(flags_for(s, next), std::memory_order_relaxed);  // also ends the counters' steps
   mark_and_switch(s, records(s, was), records(s, next), ended,
                   [&] { trace_step(ended, finished + 1, next == Phase::Record); });
   // A phase that pauses or traces again, or, after a detach between windows that was still under
@@ -308,7 +320,7 @@ void set_enabled(bool on) {
   if (s.shut_down) return;
   g_state.store(on ? kOn : kOff, std::memory_order_release);
   if (s.recording_on == on) return;
-  const Phase p = phase_of(s.options, s.steps.load(std::memory_order_relaxed));
+  const Phase p = phase_of(s.options, s.window_step);
   const bool was = records(s, p);
   s.recording_on = on;
   // The switch's time, in the model as in the trace: what is called outside every scope while

@@ -92,6 +92,7 @@ def test_options_come_on_top_of_the_environment(tmp_path):
     ("nvtx_domains='a,-b'", "nvtx_domains='a,-b': CUSCOPE_NVTX_DOMAINS='a,-b' names both domains"),
     ("enabled='maybe'", "enabled='maybe': CUSCOPE_ENABLE='maybe' is not a boolean"),
     ("warmup_steps=-1", "warmup_steps=-1: CUSCOPE_WARMUP='-1' is not a whole number"),
+    ("wait_ms='soon'", "wait_ms='soon': CUSCOPE_WAIT_MS='soon' is not a whole number"),
     ("max_rows=2.5", "max_rows=2.5: CUSCOPE_ROWS takes a whole number"),
     ("gpu_events=1", "gpu_events=1: CUSCOPE_GPU_EVENTS takes a bool"),
     ("events='sampled:1'", "events='sampled:1': CUSCOPE_EVENTS='sampled:1' is not an event mode"),
