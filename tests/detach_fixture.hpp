@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdint>
 #include <mutex>
@@ -171,6 +172,19 @@ inline cuscope::Options one_window() {
   o.gpu_events = false;
   o.active_steps = 1;
   return o;
+}
+
+// `a` then `b`: the sequences above put together.
+inline std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// A detach made: pending, delivered, armed, then the collector's CUDA call's exit.
+inline void detach_made() {
+  REQUIRE(reaches(DetachStage::armed));
+  cuscope::detail::api_exit_for_testing();
+  REQUIRE(cuscope::detail::detach_stage() == DetachStage::detached);
 }
 
 inline const std::vector<std::string> kPause = {"KERNEL off", "MEMCPY off"};  // CUDA_EVENT stays on

@@ -49,18 +49,6 @@ void steps(int n) {
   for (int i = 0; i < n; ++i) cuscope::step();
 }
 
-std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
-// The wait step's detach made: pending, delivered, armed, then the collector's CUDA call's exit.
-void detach_made() {
-  REQUIRE(reaches(DetachStage::armed));
-  cuscope::detail::api_exit_for_testing();
-  REQUIRE(cuscope::detail::detach_stage() == DetachStage::detached);
-}
-
 // The window's first detach between windows, made: step 2 recorded ends, step 3 waits, CUPTI
 // detached (its records in after 50 ms).
 void first_detach() {

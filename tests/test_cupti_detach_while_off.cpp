@@ -36,16 +36,12 @@ const std::string kOffOnlyNote =
     "Options::detach_between: no step window repeats with wait steps (repeat != 1, wait_steps > 0), so CUPTI "
     "is detached only while recording is off (cuscope::set_enabled(false))";
 
-std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
-// The switch off's detach made: pending, delivered, armed, then the collector's CUDA call's exit.
-void detach_made() {
-  REQUIRE(reaches(DetachStage::armed));
-  cuscope::detail::api_exit_for_testing();
-  REQUIRE(cuscope::detail::detach_stage() == DetachStage::detached);
+// Recording off from the start, no step window.
+cuscope::Options recording_off() {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.gpu_events = false;
+  o.enabled = false;
+  return o;
 }
 
 // start(o) where CUPTI could trace: a GPU's start defers the attach where defers_attach(o); here the
@@ -94,11 +90,8 @@ TEST_CASE("start() leaves CUPTI unattached with recording off, or in a wait step
 
 TEST_CASE("recording off at the start attaches no CUPTI until it is switched on, which attaches it",
           "[session][tracing][detach]") {
-  cuscope::Options o = cuscope_test::quiet_options();
-  o.gpu_events = false;
-  o.enabled = false;
-  FakeCuptiSession traced(o);
-  start_deferred(o);
+  FakeCuptiSession traced(recording_off());
+  start_deferred(recording_off());
   CHECK(cuscope::snapshot().activity_status ==
         "not attached yet: CUPTI attaches when recording is switched on (CUSCOPE_ENABLE=0, "
         "cuscope::set_enabled(true))");
@@ -241,11 +234,8 @@ TEST_CASE("recording off through a window that ends before it is switched on: CU
 // The last report of a session whose CUPTI never attached says that nothing will any more.
 TEST_CASE("a session that ends with recording off all along reports CUPTI never attached",
           "[session][tracing][detach]") {
-  cuscope::Options o = cuscope_test::quiet_options();
-  o.gpu_events = false;
-  o.enabled = false;
-  FakeCuptiSession traced(o);
-  start_deferred(o);
+  FakeCuptiSession traced(recording_off());
+  start_deferred(recording_off());
   cuscope::shutdown();
   const cuscope::Report r = cuscope::snapshot();
   CHECK(r.final);
