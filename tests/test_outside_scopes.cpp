@@ -1,11 +1,13 @@
 // Scopes that began outside the step window and are still open when it opens
 // (producers/outside_scopes.hpp): what the window records inside them goes under their path, they
-// count once from the first scope recorded inside them, and a trace replays the same report.
+// count a call from the first scope recorded inside them to the window's end (again at each window
+// of a repeating one, the time between left out), and a trace replays the same report.
 // Without them, a program's outer scope ("main") entered in a wait step put every recorded step at
 // the top ("step" instead of "main/step").
 // Never here: a GPU (the window's CUPTI side is tests/test_step_cycles.cpp's).
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdint>
 #include <cuscope/cuscope.hpp>
 #include <string>
@@ -61,8 +63,9 @@ TEST_CASE("a scope open when the window opens keeps its place: the steps recorde
 }
 
 // Nested kept scopes, a wait before every window and the outer scopes open through three windows:
-// each level opens once, at the first window, and every window's steps go under the same path.
-TEST_CASE("nested scopes open through a repeating window open once, and every window's steps go under them",
+// each level opens at each window (closed at its end, at the next wait's first scope), and every
+// window's steps go under the same path.
+TEST_CASE("nested scopes open through a repeating window open at each window, and its steps go under them",
           "[session][window][outside]") {
   cuscope_test::Session session(window(2, 1, 3));  // steps 2, 5 and 8 recorded
   {
@@ -79,12 +82,59 @@ TEST_CASE("nested scopes open through a repeating window open once, and every wi
   const cuscope::Report r = cuscope::snapshot();
   CHECK(paths(r) ==
         std::vector<std::string>{"train", "train/epoch", "train/epoch/step", "train/epoch/step/forward"});
-  CHECK(calls(r, "train") == 1);
-  CHECK(calls(r, "train/epoch") == 1);
+  CHECK(calls(r, "train") == 3);
+  CHECK(calls(r, "train/epoch") == 3);
   CHECK(calls(r, "train/epoch/step") == 3);
   CHECK(calls(r, "train/epoch/step/forward") == 3);
   CHECK(r.recorded_steps == 3);
-  CHECK(r.diagnostics.outside_window_scopes == 7 * 2);  // 7 steps' two scopes each
+  // 7 steps' two scopes each, and "train" and "epoch" after the last window, waiting to open again.
+  CHECK(r.diagnostics.outside_window_scopes == 7 * 2 + 2);
+}
+
+// A wait of 30 ms between windows: the outer scope's calls are its windows', so its host time holds
+// none of the waits (without the close at each window's end it held them all: at least 60 ms).
+TEST_CASE("a kept scope's call ends at its window's end: the waits between windows are not in its time",
+          "[session][window][outside]") {
+  cuscope_test::Session session(window(1, 1, 0));  // steps 1, 3 and 5 recorded
+  {
+    CUSCOPE_SCOPE("main");
+    for (int i = 0; i < 6; ++i) {
+      { CUSCOPE_SCOPE("step"); }
+      if (i % 2 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(30));  // a wait step
+      cuscope::step();
+    }
+  }
+  const cuscope::Report r = cuscope::snapshot();
+  REQUIRE(r.find("main") != nullptr);
+  CHECK(calls(r, "main") == 3);
+  CHECK(calls(r, "main/step") == 3);
+  CHECK(r.find("main")->host.total_ns < 30'000'000);  // three windows of a scope and a step() each
+  CHECK(r.find("main")->host.total_ns >= r.find("main/step")->host.total_ns);
+}
+
+// A recorded scope still open when the window closes: the kept scope under it cannot close before it,
+// so both go on, their calls counting whole, and the next window's steps go under them.
+TEST_CASE("a kept scope under a recorded scope open across the window's end goes on as one call",
+          "[session][window][outside]") {
+  cuscope_test::Session session(window(1, 1, 0));  // steps 1, 3, ... recorded
+  {
+    CUSCOPE_SCOPE("main");
+    cuscope::step();  // the wait ends
+    {
+      CUSCOPE_SCOPE("phase");     // recorded, open across the window's end
+      cuscope::step();            // step 1 ends: a wait
+      { CUSCOPE_SCOPE("idle"); }  // outside the window, under "phase": nothing closes
+      cuscope::step();            // step 3 is recorded
+      { CUSCOPE_SCOPE("work"); }
+    }
+    cuscope::step();
+  }
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(paths(r) == std::vector<std::string>{"main", "main/phase", "main/phase/work"});
+  CHECK(calls(r, "main") == 1);
+  CHECK(calls(r, "main/phase") == 1);
+  CHECK(calls(r, "main/phase/work") == 1);
+  CHECK(r.diagnostics.unbalanced_ends == 0);
 }
 
 // Kept scopes that close before any window: nothing of theirs is recorded, and the stack is empty
@@ -169,7 +219,7 @@ TEST_CASE("a trace replays the scopes a window opened inside to the same report"
   }
   const cuscope::Report replayed = cuscope_test::trace_kit::replay_as_exit(trace_path, json_path);
   CHECK(paths(replayed) == std::vector<std::string>{"main", "main/step"});
-  CHECK(calls(replayed, "main") == 1);
+  CHECK(calls(replayed, "main") == 2);  // a call per window, closed at its end
   CHECK(calls(replayed, "main/step") == 2);
 }
 

@@ -254,7 +254,8 @@ struct Diagnostics {
       0;  ///< scopes whose stream was being captured into a CUDA graph (no CUDA-event time)
   std::uint64_t unrecorded_scopes = 0;      ///< not recorded: 65535 threads held a tree, or out of memory
   /// scope entries outside the step window, left out (one still open when the window opens, with a
-  /// scope recorded inside it, counts as a call of its range instead)
+  /// scope recorded inside it, counts as a call of its range instead, and as left out again from that
+  /// window's end until the next window opens it)
   std::uint64_t outside_window_scopes = 0;
   std::uint64_t rejected_counts = 0;        ///< count() amounts that were inf or NaN, not added
   std::uint64_t trace_records_dropped =

@@ -1,6 +1,6 @@
 // producers/outside_scopes.cpp — a thread's scopes that began outside the step window and are
 // still open (producers/outside_scopes.hpp): kept at their entry, opened in the range tree under
-// the window's first recorded scope, closed at their exit.
+// the window's first recorded scope, closed at its end or at their exit.
 //
 // Never here: a lock; an allocation but the stack's, made at the thread's first kept scope; a write
 // to another thread's stack but the ended mark of one of its entries.
@@ -50,6 +50,31 @@ std::uint32_t keep_first_outside(ThreadState* ts, std::uint32_t id) noexcept {
   return keep_outside(*o, *ts->tree, id);
 }
 
+void close_kept_at_window_end(ThreadState* ts) noexcept {
+  OutsideScopes& o = *ts->outside;
+  model::ThreadTree& tree = *ts->tree;
+  std::uint32_t innermost = 0;  // the tree depth of the innermost opened entry with a frame
+  for (std::uint32_t i = o.opened; i-- > 0 && innermost == 0;) innermost = o.entries[i].depth;
+  if (innermost != 0 && tree.open_depth() != innermost) return;  // a recorded scope open above: they go on
+  const std::uint64_t closed = g_window_closed_ns.load(std::memory_order_acquire);
+  std::uint32_t waiting = 0;  // to open again: left out until then
+  for (std::uint32_t i = o.opened; i-- > 0;) {
+    OutsideScopes::Entry& e = o.entries[i];
+    if (e.depth != 0) {
+      tree.end(e.depth, closed);  // a close before the frame's start (a step's end raced) times 0
+      if (e.traced) trace::record(trace::ScopeKind::Exit, tree.slot(), e.depth, closed);
+      if ((e.word.load(std::memory_order_acquire) & OutsideScopes::kEnded) == 0) ++waiting;
+    }
+    e.depth = 0;
+    e.traced = false;
+  }
+  o.opened = 0;
+  if (waiting == 0) return;
+  ts->outside_window.add(waiting);
+  tree.decline_next_common();  // the next window's first recorded entry opens them (record_entry())
+  if (ts->counted_root && tree.open_depth() <= 1) close_counted_root(ts, closed);
+}
+
 void open_outside(ThreadState* ts, std::uint32_t flags, std::uint64_t now_ns) noexcept {
   OutsideScopes& o = *ts->outside;
   pop_ended(ts, o, now_ns);
@@ -71,7 +96,11 @@ void open_outside(ThreadState* ts, std::uint32_t flags, std::uint64_t now_ns) no
 
 void exit_outside(ThreadState* ts, std::uint32_t token, std::uint64_t now_ns) noexcept {
   OutsideScopes* o = ts->outside.get();
-  if (o == nullptr || pop_outside(*o, token)) return;
+  if (o == nullptr) return;
+  // Outside the window, a call the last window opened ends at its end, this exit's included.
+  if (o->opened != 0 && (g_flags.load(std::memory_order_relaxed) & kRecording) == 0)
+    close_kept_at_window_end(ts);
+  if (pop_outside(*o, token)) return;
   mark_ended(*o, token);
   // A frame the window opened for it, the last under "(counted steps)": that frame closes too.
   if (pop_ended(ts, *o, now_ns) && ts->counted_root && ts->tree->open_depth() <= 1)

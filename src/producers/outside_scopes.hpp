@@ -3,7 +3,9 @@
 // window opens while they are, the first scope the thread enters in it is recorded under their
 // path ("main/step"), not at the top ("step"), and they are opened in the range tree at that
 // scope's entry, counted from there (a call clipped to the window, as a profiler's capture range
-// clips one).
+// clips one). When that window closes with nothing recorded open above them, their frames close at
+// its end (at the thread's next scope outside the window: close_kept_at_window_end()), and the next
+// window opens them again: a call per window, none of the time between.
 //
 // Never here: a lock, or an allocation but the thread's first such scope's (its stack); a look at
 // another thread's stack but to mark one of its entries ended (a scope ended on another thread).
@@ -48,6 +50,10 @@ inline constexpr unsigned kOutsideTagShift = 14;
 inline constexpr std::uint32_t kOutsideTagMask = (1u << 13) - 1;
 static_assert(OutsideScopes::kMax < kOutsideIndexMask && kOutsideTagMask < OutsideScopes::kEnded);
 
+/// When the step window last closed (its last recorded step's end, window.cpp): where the kept
+/// scopes a window opened end their call. Written before the scope flags that close it.
+inline std::atomic<std::uint64_t> g_window_closed_ns{0};
+
 /// Whether some of the kept scopes are not opened in the tree yet (`o`: null before the first).
 inline bool waiting_to_open(const OutsideScopes* o) noexcept { return o != nullptr && o->open > o->opened; }
 /// Keeps scope `id` on the calling thread's stack `o` (`tree`: its tree, whose next common entry
@@ -80,6 +86,12 @@ inline bool pop_outside(OutsideScopes& o, std::uint32_t token) noexcept {
 /// Opens the kept scopes not yet opened in the thread's tree, at `now_ns`, before the first scope
 /// recorded in the window is (trace mode records their entries, with `flags` & kTrace).
 void open_outside(ThreadState* ts, std::uint32_t flags, std::uint64_t now_ns) noexcept;
+/// Outside the window, on the thread's next scope entry or kept scope's exit: the kept scopes that a
+/// window opened, with nothing recorded open above them, close their frames at the window's end
+/// (g_window_closed_ns; trace mode records it) and wait to open again at the next window's first
+/// recorded scope (counted as left out until then). Where a recorded scope is still open above them
+/// they go on, their call counting whole.
+void close_kept_at_window_end(ThreadState* ts) noexcept;
 /// The exit of the kept scope of `token` on its own thread, at `now_ns`: it and every entry ended
 /// elsewhere that is innermost then leave the stack, their frames closed (and the "(counted steps)"
 /// frame, where it was the last under it).

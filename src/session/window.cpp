@@ -20,6 +20,7 @@
 #include "producers/cupti/range_profiler.hpp"
 #include "producers/event_timestamps.hpp"
 #include "producers/log.hpp"
+#include "producers/outside_scopes.hpp"
 #include "session/handover.hpp"
 #include "session/internal.hpp"
 #include "trace/session_trace.hpp"
@@ -279,6 +280,9 @@ void end_step(Session& s, bool by_clock) {
   if (!wait_goes_on(s, ended)) ++s.window_step;
   const Phase next = phase_of(o, s.window_step);
   if (next == Phase::Wait && was != Phase::Wait) s.wait_began_ns = ended;
+  // Before the flags that close the window: a thread that finds them closed finds this time too.
+  if (was == Phase::Record && next != Phase::Record)
+    g_window_closed_ns.store(ended, std::memory_order_release);
   if (was == Phase::Record) s.recorded_steps.fetch_add(1, std::memory_order_relaxed);
   g_flags.store(flags_for(s, next), std::memory_order_relaxed);  // also ends the counters' steps
   mark_and_switch(s, records(s, was), records(s, next), ended,
