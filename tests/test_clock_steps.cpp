@@ -17,6 +17,7 @@
 
 #include "child_kit.hpp"
 #include "session_fixture.hpp"
+#include "trace_kit.hpp"
 
 namespace {
 
@@ -71,6 +72,12 @@ TEST_CASE("CUSCOPE_STEP_MS ends steps by the clock: a window opens and closes in
   CHECK(r.find("main")->calls == 1);
   CHECK(r.find("main/work")->calls >= 1);
   CHECK(r.notes.empty());
+  // The report says whose steps they were: every one the clock's.
+  CHECK(r.clock_steps == r.steps);
+  CHECK(r.step_ms == 50);
+  const std::string table = cuscope::format_table(r);
+  CHECK(table.find(" — steps " + std::to_string(r.recorded_steps) + "/" + std::to_string(r.steps) +
+                   " (ended by cuscope's clock every 50 ms)") != std::string::npos);
 }
 
 // The program steps itself: the clock's steps stop at once, for good, and a note says after which
@@ -91,7 +98,12 @@ TEST_CASE("the program's first step() stops CUSCOPE_STEP_MS's steps, with a note
                  "ended every 5 ms stop after step " +
                      std::to_string(after - 1)));
   cuscope::step();
-  CHECK(cuscope::snapshot().steps == after + 1);
+  const cuscope::Report later = cuscope::snapshot();
+  CHECK(later.steps == after + 1);
+  CHECK(later.clock_steps == after - 1);  // the clock's, then the program's two
+  CHECK(later.step_ms == 5);
+  CHECK(cuscope::format_table(later).find(" (" + std::to_string(after - 1) +
+                                          " ended by cuscope's clock every 5 ms)") != std::string::npos);
 }
 
 // A step() without CUSCOPE_STEP_MS says nothing; a value out of range ends no step, with a note.
@@ -100,7 +112,11 @@ TEST_CASE("step_ms out of range ends no step, with a note, and step() without it
   {
     cuscope_test::Session session(cuscope_test::quiet_options());
     cuscope::step();
-    CHECK(cuscope::snapshot().notes.empty());
+    const cuscope::Report r = cuscope::snapshot();
+    CHECK(r.notes.empty());
+    CHECK(r.clock_steps == 0);  // the program's own
+    CHECK(r.step_ms == 0);
+    CHECK(cuscope::format_table(r).find("cuscope's clock") == std::string::npos);
   }
   cuscope::Options o = cuscope_test::quiet_options();
   o.step_ms = 86'400'001;
@@ -112,6 +128,27 @@ TEST_CASE("step_ms out of range ends no step, with a note, and step() without it
   CHECK(r.notes ==
         std::vector<std::string>{
             "Options::step_ms=86400001 is out of range [0, 86400000]; cuscope ends no step itself"});
+}
+
+// Trace mode: the clock's steps are in the trace's summary, so a replay says the same as the exit
+// report (replay_as_exit compares the two JSONs to the byte).
+TEST_CASE("a trace replays the steps the clock ended, and says whose they were",
+          "[session][step_ms][trace]") {
+  const std::string trace_path = cuscope_test::trace_kit::temp_path("clock_steps.cuscope");
+  const std::string json_path = cuscope_test::trace_kit::temp_path("clock_steps.json");
+  cuscope::Options o = cuscope_test::replayable_options(trace_path, json_path);
+  o.step_ms = 5;
+  std::uint64_t steps = 0;
+  {
+    cuscope_test::Session session(o);
+    REQUIRE(wait_for_steps(3) >= 3);
+    cuscope::shutdown();
+    steps = cuscope::snapshot().steps;
+  }
+  const cuscope::Report replayed = cuscope_test::trace_kit::replay_as_exit(trace_path, json_path);
+  CHECK(replayed.steps == steps);
+  CHECK(replayed.clock_steps == steps);
+  CHECK(replayed.step_ms == 5);
 }
 
 // fork() while the stepper runs: the child has no stepper (threads do not survive fork), and its

@@ -347,13 +347,19 @@ TEST_CASE("threads record into their own rings while the writer thread writes", 
   CHECK(cuscope::format_json(replayed) == cuscope::format_json(live));
 }
 
-TEST_CASE("the summary carries cuscope's own processing, and a trace from before it replays it as 0", "[trace]") {
+TEST_CASE(
+    "the summary carries cuscope's own processing and the clock's steps, and a trace from before each "
+    "replays it as 0",
+    "[trace]") {
   Recorded rec("own_work.cuscope");
   rec.begin("step", 10);
   rec.end(1, 20);
   trace::Summary summary;
   summary.activity_buffers = 3;
   summary.activity_processing_ns = 4'567;
+  summary.steps = 4;
+  summary.clock_steps = 4;
+  summary.step_ms = 250;
   REQUIRE(rec.writer->close(summary));
   const std::string good = read_file(rec.path);
   Report replayed;
@@ -361,25 +367,37 @@ TEST_CASE("the summary carries cuscope's own processing, and a trace from before
   REQUIRE(trace::replay_file(rec.path, &replayed, &error));
   CHECK(replayed.diagnostics.activity_buffers == 3);
   CHECK(replayed.diagnostics.activity_processing_ns == 4'567);
+  CHECK(replayed.clock_steps == 4);
+  CHECK(replayed.step_ms == 250);
   CHECK(cuscope::format_table(replayed).find("cuscope's own work: 3 CUPTI buffers processed in 4.57 µs") !=
         std::string::npos);
+  CHECK(cuscope::format_table(replayed).find("(ended by cuscope's clock every 250 ms)") != std::string::npos);
 
-  // The same file as written before the tail: the summary record 16 bytes shorter.
+  // The same file as written before a tail: the summary record `bytes` shorter.
   const std::size_t at = offset_of(good, trace::RecordType::Summary);
   std::uint32_t size = 0;
   std::memcpy(&size, good.data() + at + 4, 4);
-  const std::uint32_t older = size - 16;
-  std::string old = good.substr(0, at + 4);
-  old.append(reinterpret_cast<const char*>(&older), 4);
-  old += good.substr(at + trace::kRecordHeaderBytes, older);
-  old += good.substr(at + trace::kRecordHeaderBytes + size);
-  write_file(rec.path, old);
-  Report before;
-  REQUIRE(trace::replay_file(rec.path, &before, &error));
+  const auto replay_without = [&](std::uint32_t bytes) {
+    const std::uint32_t older = size - bytes;
+    std::string old = good.substr(0, at + 4);
+    old.append(reinterpret_cast<const char*>(&older), 4);
+    old += good.substr(at + trace::kRecordHeaderBytes, older);
+    old += good.substr(at + trace::kRecordHeaderBytes + size);
+    write_file(rec.path, old);
+    Report before;
+    REQUIRE(trace::replay_file(rec.path, &before, &error));
+    CHECK(before.find("step") != nullptr);
+    return before;
+  };
+  const Report before_clock = replay_without(16);  // before 2026-11-28's clock steps
+  CHECK(before_clock.clock_steps == 0);
+  CHECK(before_clock.step_ms == 0);
+  CHECK(before_clock.diagnostics.activity_buffers == 3);
+  CHECK(cuscope::format_table(before_clock).find("cuscope's clock") == std::string::npos);
+  const Report before = replay_without(32);  // before 2026-11-27's own processing too
   CHECK(before.diagnostics.activity_buffers == 0);
   CHECK(before.diagnostics.activity_processing_ns == 0);
   CHECK(cuscope::format_table(before).find("cuscope's own work") == std::string::npos);
-  CHECK(before.find("step") != nullptr);
   std::remove(rec.path.c_str());
 }
 

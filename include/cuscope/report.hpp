@@ -366,6 +366,10 @@ struct Report {
 
   std::uint64_t steps = 0;              ///< steps marked with cuscope::step()
   std::uint64_t recorded_steps = 0;     ///< of those, steps inside the active window
+  /// Of `steps`, those cuscope's clock ended (CUSCOPE_STEP_MS, every `step_ms` milliseconds: a
+  /// program that never calls step(); its first step() stops them); 0: the program's own.
+  std::uint64_t clock_steps = 0;
+  std::uint64_t step_ms = 0;            ///< the clock's period where clock_steps > 0, else 0
   std::uint64_t window_start_step = 0;  ///< steps before the window opens (wait + warm-up)
   std::uint64_t wall_ns = 0;            ///< session start to snapshot
   /// Built once the session had ended (the exit report, snapshot() after shutdown(), a whole

@@ -288,6 +288,8 @@ class Report:
     counters_status: str
     steps: int
     recorded_steps: int
+    clock_steps: int
+    step_ms: int
     wall_ns: int
     final: bool
     rank: Optional[int]

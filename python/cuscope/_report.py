@@ -282,6 +282,10 @@ class Report:
     counters_status = property(lambda self: self._d["counters_status"], doc="Hardware counters' state.")
     steps = property(lambda self: self._d["steps"], doc="Steps marked with cuscope.step().")
     recorded_steps = property(lambda self: self._d["recorded_steps"], doc="Steps inside the active window.")
+    clock_steps = property(lambda self: self._d.get("clock_steps", 0),
+                           doc="Of the steps, those cuscope's clock ended (CUSCOPE_STEP_MS); 0: the program's own.")
+    step_ms = property(lambda self: self._d.get("step_ms", 0),
+                       doc="The clock's period in ms where clock_steps > 0, else 0.")
     wall_ns = property(lambda self: self._d["wall_ns"], doc="Session start to snapshot.")
     final = property(lambda self: self._d.get("final", True),
                      doc="Built once the session had ended (the exit report, snapshot() after shutdown()); False "

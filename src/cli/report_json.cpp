@@ -190,6 +190,8 @@ bool report_from_json(const std::string& text, Report* out, std::string* error) 
     get(j, "notes", r.notes);
     get(j, "steps", r.steps);
     get(j, "recorded_steps", r.recorded_steps);
+    get(j, "clock_steps", r.clock_steps);  // absent (a report from before 2026-11-28): 0
+    get(j, "step_ms", r.step_ms);
     get(j, "window_start_step", r.window_start_step);
     get(j, "wall_ns", r.wall_ns);
     get(j, "final", r.final);  // absent (a report from before 2026-11-28, nearly all written at exit): final

@@ -123,6 +123,8 @@ Report live_report(Session& s) noexcept {
     r.notes = notes_so_far();
     r.steps = s.steps.load(std::memory_order_relaxed);
     r.recorded_steps = s.recorded_steps.load(std::memory_order_relaxed);
+    r.clock_steps = s.clock_steps.load(std::memory_order_relaxed);
+    r.step_ms = r.clock_steps != 0 ? s.options.step_ms : 0;
     r.diagnostics.cross_thread_ends = s.cross_thread_ends.load(std::memory_order_relaxed);
     r.diagnostics.unbalanced_ends += s.stray_pops.load(std::memory_order_relaxed);
     r.diagnostics.rejected_counts = s.rejected_counts.load(std::memory_order_relaxed);

@@ -63,6 +63,7 @@ class Session : public Sink {
 
   std::atomic<std::uint64_t> steps{0};
   std::atomic<std::uint64_t> recorded_steps{0};
+  std::atomic<std::uint64_t> clock_steps{0};  // of steps, those CUSCOPE_STEP_MS's clock ended
   // The step window's position (window.cpp, schedule_step()): the step count, less the steps a wait
   // of Options::wait_ms took again on its last wait step; and when the wait in progress began.
   // Guarded by lifecycle_mutex.

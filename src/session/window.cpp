@@ -273,6 +273,7 @@ void end_step(Session& s, bool by_clock) {
                       o.step_ms, o.step_ms, s.steps.load(std::memory_order_relaxed)));
   }
   const std::uint64_t finished = s.steps.fetch_add(1, std::memory_order_relaxed);
+  if (by_clock) s.clock_steps.fetch_add(1, std::memory_order_relaxed);
   // One time for the step's end, in the model as in the trace (a replay finds the same windows):
   // not after CUPTI's pause, which takes its time.
   const std::uint64_t ended = now_ns();

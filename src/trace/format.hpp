@@ -131,6 +131,9 @@ struct Summary {
   /// refuses the summary that has it ("malformed"), as with the spans' tail: the version stays 1, and
   /// a trace is read by the cuscope that wrote it or a newer one.
   std::uint64_t activity_buffers = 0, activity_processing_ns = 0;
+  /// The steps cuscope's clock ended (Report::clock_steps, step_ms): a third optional tail (files
+  /// from before 2026-11-28 lack it and read as 0: the program's own steps, as they all were).
+  std::uint64_t clock_steps = 0, step_ms = 0;
 };
 inline constexpr std::size_t kMaxSummarySpans = 1024;
 

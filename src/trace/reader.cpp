@@ -462,6 +462,8 @@ bool Reader::dispatch(RecordType type, Decoder& d, Visitor& v, std::string* erro
       if (!d.failed() && d.left() > 0) {  // cuscope's own processing (absent in older files)
         for (std::uint64_t* x : {&s.activity_buffers, &s.activity_processing_ns}) *x = d.get<std::uint64_t>();
       }
+      if (!d.failed() && d.left() > 0)  // the steps cuscope's clock ended (absent in older files)
+        for (std::uint64_t* x : {&s.clock_steps, &s.step_ms}) *x = d.get<std::uint64_t>();
       if (!d.done()) return false;
       v.summary(s);
       return true;

@@ -190,6 +190,8 @@ class Replay final : public Visitor {
     r.notes = s.notes;
     r.steps = s.steps;
     r.recorded_steps = s.recorded_steps;
+    r.clock_steps = s.clock_steps;
+    r.step_ms = s.step_ms;
     r.wall_ns = s.wall_ns;
     r.final = has_summary_ && cut.empty();  // the session's end is in the file
     r.rank = rank_;

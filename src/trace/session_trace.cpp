@@ -106,6 +106,8 @@ void close_trace(Session& s, const Report& r) noexcept {
     sum.peaks_source = r.peaks.source;
     sum.steps = r.steps;
     sum.recorded_steps = r.recorded_steps;
+    sum.clock_steps = r.clock_steps;
+    sum.step_ms = r.step_ms;
     sum.wall_ns = r.wall_ns;
     sum.cross_thread_ends = r.diagnostics.cross_thread_ends;
     sum.stray_pops = s.stray_pops.load(std::memory_order_relaxed);

@@ -350,6 +350,7 @@ bool Writer::close(const Summary& s) {
   for (std::uint64_t v : {s.unmatched_span_ends, s.spans_dropped, s.spans_cut + (s.spans.size() - spans)})
     e.put(v);
   for (std::uint64_t v : {s.activity_buffers, s.activity_processing_ns}) e.put(v);
+  for (std::uint64_t v : {s.clock_steps, s.step_ms}) e.put(v);
   e.finish(at);
   at = e.begin(RecordType::End);
   e.put(dropped());

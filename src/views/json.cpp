@@ -342,6 +342,8 @@ std::string format_json(const Report& report) {
   w.array("notes", report.notes, [](JsonWriter& o, const std::string& note) { o.put(note); });
   w.field("steps", report.steps);
   w.field("recorded_steps", report.recorded_steps);
+  w.field("clock_steps", report.clock_steps);
+  w.field("step_ms", report.step_ms);
   w.field("window_start_step", report.window_start_step);
   w.field("wall_ns", report.wall_ns);
   w.field("final", report.final);

@@ -57,6 +57,11 @@ std::string status_line(std::string_view what, std::string_view status) {
 std::string table_header(const Report& report) {
   std::string out = fmt::format("cuscope {} — device: {} — wall {} — steps {}/{}", version(), report.device,
                                 format_duration(report.wall_ns), report.recorded_steps, report.steps);
+  if (report.clock_steps != 0)  // a window that counts time, not the program's steps
+    out +=
+        report.clock_steps == report.steps
+            ? fmt::format(" (ended by cuscope's clock every {} ms)", report.step_ms)
+            : fmt::format(" ({} ended by cuscope's clock every {} ms)", report.clock_steps, report.step_ms);
   if (report.rank >= 0) {
     out += report.world_size > 0 ? fmt::format(" — rank {} of {}", report.rank, report.world_size)
                                  : fmt::format(" — rank {}", report.rank);
