@@ -270,7 +270,8 @@ int merge(const Args& args) {
                           {"pid", in->report.pid > 0 ? nlohmann::json(in->report.pid) : nlohmann::json()},
                           {"wall_ns", in->report.wall_ns},
                           {"final", in->report.final},
-                          {"steps", in->report.steps}});
+                          {"steps", in->report.steps},
+                          {"clock_steps", in->report.clock_steps}});
   j["missing_ranks"] = missing;
   j["notes"] = notes;
   j["straggler_threshold"] = straggler;

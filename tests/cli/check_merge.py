@@ -31,6 +31,8 @@ for rank, host, gpu, open_scopes in [(0, 10, 8, 1), (1, 12, 9, 0), (2, 30, 20, 2
                                  "children": {"io": {"calls": rank + 1, "host_ns": MS // 2}}}},
                        rank=rank, world_size=4)
     j["diagnostics"] = {"open_scopes": open_scopes}
+    if rank != 1:  # rank 1's report is from before clock_steps (read as 0)
+        j["steps"], j["clock_steps"] = 7, 5 * rank
     json.dump(j, open(f"crafted-{rank}.json", "w"))
 crafted = subprocess.run([cli, "merge", "-o", "crafted.json", "crafted-2.json", "crafted-0.json", "crafted-1.json"],
                          capture_output=True, text=True)
@@ -54,6 +56,8 @@ check(step["host_total_ns"] == {"min": 10e6, "median": 12e6, "max": 30e6, "slowe
       f"crafted step: {step}")
 check(m["straggler"] == [{"range": "step", "rank": 2, "host_total_ns": 30e6, "median_ns": 12e6, "ratio": 2.5}],
       f"crafted straggler: {m['straggler']}")
+check([(r["rank"], r["clock_steps"]) for r in m["ranks"]] == [(0, 0), (1, 0), (2, 10)],
+      f"crafted ranks' clock steps: {m['ranks']}")
 print("ok: merge of crafted reports: exact table, medians, slowest rank, imbalance, straggler, missing rank")
 
 # A world size is read from a file: a huge one is counted, its missing ranks listed up to 64.
