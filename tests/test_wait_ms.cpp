@@ -32,6 +32,16 @@ std::uint64_t calls(const cuscope::Report& r, const char* path) {
   return range != nullptr ? range->calls : 0;
 }
 
+// `wait` wait steps, then one recorded, without end; each wait at least `wait_ms` (0: steps only).
+cuscope::Options repeated_window(std::uint32_t wait, std::uint32_t wait_ms) {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.wait_steps = wait;
+  o.active_steps = 1;
+  o.repeat = 0;
+  o.wait_ms = wait_ms;
+  return o;
+}
+
 void past_the_wait() { std::this_thread::sleep_for(std::chrono::milliseconds(kWaitMs + 50)); }
 
 }  // namespace
@@ -42,12 +52,7 @@ void past_the_wait() { std::this_thread::sleep_for(std::chrono::milliseconds(kWa
 // past it is the window's.
 TEST_CASE("a wait of CUSCOPE_WAIT_MS takes its last step again until it has lasted that long",
           "[session][window][wait_ms]") {
-  cuscope::Options o = cuscope_test::quiet_options();
-  o.wait_steps = 2;
-  o.active_steps = 1;
-  o.repeat = 0;
-  o.wait_ms = kWaitMs;
-  cuscope_test::Session session(o);
+  cuscope_test::Session session(repeated_window(2, kWaitMs));
   work_steps(6);  // steps 0-5, all in the first wait (well within kWaitMs)
   cuscope::Report r = cuscope::snapshot();
   CHECK(r.steps == 6);
@@ -74,11 +79,7 @@ TEST_CASE("a wait of CUSCOPE_WAIT_MS takes its last step again until it has last
 
 // Without CUSCOPE_WAIT_MS the same window counts steps only: every third step is recorded.
 TEST_CASE("without CUSCOPE_WAIT_MS a wait counts steps only", "[session][window][wait_ms]") {
-  cuscope::Options o = cuscope_test::quiet_options();
-  o.wait_steps = 2;
-  o.active_steps = 1;
-  o.repeat = 0;
-  cuscope_test::Session session(o);
+  cuscope_test::Session session(repeated_window(2, 0));
   work_steps(9);
   const cuscope::Report r = cuscope::snapshot();
   CHECK(r.recorded_steps == 3);
@@ -87,10 +88,7 @@ TEST_CASE("without CUSCOPE_WAIT_MS a wait counts steps only", "[session][window]
 
 TEST_CASE("wait_ms out of range, or without wait steps, is one note, and waits count steps only",
           "[session][window][wait_ms][options]") {
-  cuscope::Options o = cuscope_test::quiet_options();
-  o.wait_steps = 1;
-  o.active_steps = 1;
-  o.repeat = 0;
+  cuscope::Options o = repeated_window(1, 0);
   SECTION("out of range") {
     o.wait_ms = 86'400'001;
     cuscope_test::Session session(o);

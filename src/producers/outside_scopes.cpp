@@ -15,6 +15,13 @@
 namespace cuscope::inline v0::detail {
 namespace {
 
+// Closes the frame the window opened for entry `e` at `now_ns` (trace mode records it, where it
+// recorded the opening).
+void close_frame(ThreadState* ts, const OutsideScopes::Entry& e, std::uint64_t now_ns) noexcept {
+  ts->tree->end(e.depth, now_ns);
+  if (e.traced) trace::record(trace::ScopeKind::Exit, ts->tree->slot(), e.depth, now_ns);
+}
+
 // The ended entries innermost on the stack leave it, their frames closed at `now_ns` (a frame the
 // tree closed already, as unbalanced, is counted there). True when a frame closed.
 bool pop_ended(ThreadState* ts, OutsideScopes& o, std::uint64_t now_ns) noexcept {
@@ -23,8 +30,7 @@ bool pop_ended(ThreadState* ts, OutsideScopes& o, std::uint64_t now_ns) noexcept
     OutsideScopes::Entry& e = o.entries[o.open - 1];
     if ((e.word.load(std::memory_order_acquire) & OutsideScopes::kEnded) == 0) break;
     if (o.open <= o.opened && e.depth != 0) {
-      ts->tree->end(e.depth, now_ns);
-      if (e.traced) trace::record(trace::ScopeKind::Exit, ts->tree->slot(), e.depth, now_ns);
+      close_frame(ts, e, now_ns);
       closed = true;
     }
     --o.open;  // its word keeps its tag|kEnded: the next entry made there writes its own tag
@@ -61,8 +67,7 @@ void close_kept_at_window_end(ThreadState* ts) noexcept {
   for (std::uint32_t i = o.opened; i-- > 0;) {
     OutsideScopes::Entry& e = o.entries[i];
     if (e.depth != 0) {
-      tree.end(e.depth, closed);  // a close before the frame's start (a step's end raced) times 0
-      if (e.traced) trace::record(trace::ScopeKind::Exit, tree.slot(), e.depth, closed);
+      close_frame(ts, e, closed);  // a close before the frame's start (a step's end raced) times 0
       if ((e.word.load(std::memory_order_acquire) & OutsideScopes::kEnded) == 0) ++waiting;
     }
     e.depth = 0;

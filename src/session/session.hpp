@@ -63,7 +63,9 @@ class Session : public Sink {
 
   std::atomic<std::uint64_t> steps{0};
   std::atomic<std::uint64_t> recorded_steps{0};
-  std::atomic<std::uint64_t> clock_steps{0};  // of steps, those CUSCOPE_STEP_MS's clock ended
+  // Of steps, those CUSCOPE_STEP_MS's clock ended: the others are the program's (its first step()
+  // stops the clock's for good). Both change only in window.cpp's end_step(), under lifecycle_mutex.
+  std::atomic<std::uint64_t> clock_steps{0};
   // The step window's position (window.cpp, schedule_step()): the step count, less the steps a wait
   // of Options::wait_ms took again on its last wait step; and when the wait in progress began.
   // Guarded by lifecycle_mutex.
@@ -93,14 +95,12 @@ class Session : public Sink {
   // Recording as the program last set it (Options::enabled, then set_enabled()): while off, CUPTI's
   // tracing is paused as outside the step window.
   bool recording_on = true;
-  // The program called step() (guarded by lifecycle_mutex): CUSCOPE_STEP_MS's steps stop for good.
-  bool program_steps = false;
   // What snapshot() returns once shutdown() closed the session (guarded by lifecycle_mutex).
   std::optional<Report> final_report;
 
   std::thread collector;
   std::thread reporter;  // CUSCOPE_REPORT_EVERY's periodic writes, off the collector's ticks
-  std::thread stepper;   // CUSCOPE_STEP_MS's steps, until the program's first step() (program_steps)
+  std::thread stepper;   // CUSCOPE_STEP_MS's steps, until the program's first step() (window.cpp)
   std::mutex collector_mutex;
   std::condition_variable collector_cv;
   bool collector_stop = false;               // guarded by collector_mutex; stops the reporter too

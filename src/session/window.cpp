@@ -84,6 +84,7 @@ namespace {
 void reattach(Session& s) {
   const bool first = s.attach_deferred;  // the session's first attach: nothing of CUPTI's to forget
   const bool after_off = detach_for() == DetachFor::recording_off;  // else between windows
+  const char* detached = after_off ? "while recording was off" : "between step windows";
   const Reattached r = reattach_activity_tracing(s, !s.reattach_late, !first);
   if (r.how == Reattached::How::under_way) {
     s.reattach_late = true;
@@ -107,12 +108,11 @@ void reattach(Session& s) {
       s.activity_status = r.status;
       return;
     }
-    s.activity_status = fmt::format("off since CUPTI could not trace again after a detach {}: {}",
-                                    after_off ? "while recording was off" : "between step windows", r.status);
+    s.activity_status =
+        fmt::format("off since CUPTI could not trace again after a detach {}: {}", detached, r.status);
     warn_once(
         fmt::format("CUPTI could not trace again after a detach {} ({}): the {} GPU work is not recorded",
-                    after_off ? "while recording was off" : "between step windows", r.status,
-                    after_off ? "later" : "later windows'"));
+                    detached, r.status, after_off ? "later" : "later windows'"));
     return;
   }
   if (r.how == Reattached::How::resumed) return;  // none made: paused only, as the status says
@@ -262,10 +262,12 @@ void end_step(Session& s, bool by_clock) {
   // One transition at a time, each whole (flags, window, trace mark), and none once shutdown()
   // cleared the flags: its summary follows, and the steps are final.
   std::lock_guard lock(s.lifecycle_mutex);
-  if (s.shut_down || (by_clock && s.program_steps)) return;
+  // The program has called step() when some step is not the clock's.
+  const bool program_steps =
+      s.steps.load(std::memory_order_relaxed) != s.clock_steps.load(std::memory_order_relaxed);
+  if (s.shut_down || (by_clock && program_steps)) return;
   const Options& o = s.options;
-  if (!by_clock && !s.program_steps) {
-    s.program_steps = true;
+  if (!by_clock && !program_steps) {
     if (o.step_ms != 0)
       warn_once(
           fmt::format("cuscope::step() was called: the program marks its own steps, so those "
