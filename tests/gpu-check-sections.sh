@@ -152,10 +152,10 @@ section_exit() {
 }
 
 # gpu_detach_test NAME: the GPU tests' detach cases alone (their tag [detach]: after the last step
-# window, between windows, between the clock's windows, while recording is off), as a counted
-# section; past 40 s every thread's stack from the tests' watchdog (exit 3), past 45 s
-# run_with_stacks ends it (the four take about 20 s: 1 s of waiting for each detach's records, and
-# the clock's case 9 s of 1.5 s steps).
+# window, between windows, between the clock's windows, while recording is off, a sample), as a
+# counted section; past 40 s every thread's stack from the tests' watchdog (exit 3), past 45 s
+# run_with_stacks ends it (the five take about 25 s: 1 s of waiting for each detach's records, the
+# clock's case 9 s of 1.5 s steps, and the sample's 5 s of 1.5 s waits).
 gpu_detach_test() {
   local exe=$BUILD_DIR/tests/gpu/cuscope_gpu_tests
   if [[ ! -x $exe ]]; then

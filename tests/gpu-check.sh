@@ -10,8 +10,8 @@
 # Time (the H200 of 2026-11-27, a1456a7's sections; docs/validation/README.md has the plan): outside
 # the sections ~9; configure 10, the cost targets' build 43, GPU tests 8 + 7 (and their detach case
 # alone after each: 3 + 3 on the H200 of 2026-11-28, and since then the case between windows, about
-# 5 s more each, and the one whose steps the clock ends, about 11 s more each, neither yet run
-# there), bench 31 (38 for 10 rounds, now 8), PyTorch step 162 (174 for 14 fresh processes, now
+# 5 s more each, the one whose steps the clock ends, about 11 s more each, and the sample's, about
+# 5 s more each, none yet run there), bench 31 (38 for 10 rounds, now 8), PyTorch step 162 (174 for 14 fresh processes, now
 # 13), zero-code 52 + 6 with the full build (35) and the probes' build (9) beside them, say 68; ctest 16 (the GPU tests alone) + 45
 # (the rest, the 65 s consumer build started first with 8 jobs); demos 9: about 415 s counted, and
 # up to 20 s more where the bench's after_window waits for its detaches (and since 2026-11-28 about

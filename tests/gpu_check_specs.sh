@@ -4,8 +4,8 @@
 # without one): its run of every case but the detach one (GPU_TESTS_BUT_DETACH) holds exactly the
 # cases a run without a spec holds, less those tagged [detach]: none hidden ([.slow]: its own CTest
 # test; [.multi-gpu]: fails on one GPU), none left out besides. Its detach sections' spec ([detach])
-# holds the four detach cases (after the last window, between windows, between windows the clock
-# ends, while recording is off). And section_exit (gpu-check-sections.sh) reads the exit code of the section named
+# holds the five detach cases (after the last window, between windows, between windows the clock
+# ends, while recording is off, a sample). And section_exit (gpu-check-sections.sh) reads the exit code of the section named
 # exactly so, its last one; hung_exit and crashed_exit tell a hang's and a crash's exit codes. Prints what differs and exits 1; exits 0 when nothing does. Never runs
 # a test case.
 set -u
@@ -29,8 +29,8 @@ hidden=$(names '[.]')
 detach=$(names "$detach_spec")
 selected=$(names "$spec")
 [[ -n $hidden ]] || fail "no hidden case to check the spec against (none tagged [.])"
-[[ $(grep -c . <<<"$detach") == 4 ]] ||
-  fail "'$detach_spec' selects $(grep -c . <<<"$detach") cases, not 4 (after the last window, between windows, between the clock's windows, while recording is off): $detach"
+[[ $(grep -c . <<<"$detach") == 5 ]] ||
+  fail "'$detach_spec' selects $(grep -c . <<<"$detach") cases, not 5 (after the last window, between windows, between the clock's windows, while recording is off, a sample): $detach"
 expected=$(comm -23 <(echo "$all") <(echo "$detach"))
 if [[ $selected != "$expected" ]]; then
   fail "'$spec' selects other cases than every case but the detach one:"

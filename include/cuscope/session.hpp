@@ -135,6 +135,19 @@ struct Options {
   /// minute. A scope open across a step's end keeps its place (docs/options.md). The program's
   /// first step() stops these steps, with a note: its own steps count from then on.
   std::uint32_t step_ms = 0;
+  /// CUSCOPE_WHOLE_MS: record every step until the first step that ends this many milliseconds
+  /// after the start (0-86400000; 0, the default: the window from the start), then the step window
+  /// above: a program's start and first steps whole, then only the window's steps. Needs a window
+  /// that leaves steps out (wait, warmup or active steps; start() says so otherwise).
+  std::uint32_t whole_ms = 0;
+  /// CUSCOPE_SAMPLE_MS: leave it on. The program whole for its first sample_ms (whole_ms, where
+  /// given), then one step every sample_ms, with CUPTI detached in between: start() sets wait_steps
+  /// 1, wait_ms sample_ms, warmup_steps 1, active_steps 1, repeat 0 and detach_between (a window given
+  /// with it is replaced, with a note), and, for a program that never calls step(), step_ms a tenth
+  /// of sample_ms (at most 100; where step_ms is 0). 0, the default: every step recorded. A report
+  /// then counts the recorded steps (Report::recorded_steps of steps), not the whole run
+  /// (docs/options.md, "Leave it on"). Not yet run on a GPU.
+  std::uint32_t sample_ms = 0;
   bool print_at_exit = true;  ///< CUSCOPE_PRINT: print the table at exit
   /// CUSCOPE_OUTPUT: write the exit table here ("" = stderr). In this path, CUSCOPE_JSON's and
   /// CUSCOPE_TRACE's, start() replaces %r by the process's rank in its job (Report::rank; 0 when

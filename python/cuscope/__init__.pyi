@@ -88,6 +88,8 @@ def start(
     detach: Union[bool, str] = ...,
     detach_between: Union[bool, str] = ...,
     step_ms: Union[int, str] = ...,
+    whole_ms: Union[int, str] = ...,
+    sample_ms: Union[int, str] = ...,
     print_at_exit: Union[bool, str] = ...,
     output_path: Union[str, PathLike[str]] = ...,
     json_path: Union[str, PathLike[str]] = ...,

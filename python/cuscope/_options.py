@@ -28,6 +28,8 @@ OPTIONS: Dict[str, Tuple[str, str]] = {
     "detach": ("CUSCOPE_DETACH", "bool"),
     "detach_between": ("CUSCOPE_DETACH_BETWEEN", "bool"),
     "step_ms": ("CUSCOPE_STEP_MS", "int"),
+    "whole_ms": ("CUSCOPE_WHOLE_MS", "int"),
+    "sample_ms": ("CUSCOPE_SAMPLE_MS", "int"),
     "print_at_exit": ("CUSCOPE_PRINT", "bool"),
     "output_path": ("CUSCOPE_OUTPUT", "path"),
     "json_path": ("CUSCOPE_JSON", "path"),

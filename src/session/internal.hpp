@@ -24,9 +24,14 @@ Session* session_if_made() noexcept;
 // window.cpp
 
 enum class Phase { Wait, Warmup, Record, Done };
-/// The phase of step `step` (0-based): wait, warm-up and active steps, that cycle `o.repeat` times
-/// (0: without end), then done.
+/// The phase of step `step` (0-based) of the window: wait, warm-up and active steps, that cycle
+/// `o.repeat` times (0: without end), then done.
 Phase phase_of(const Options& o, std::uint64_t step);
+/// The session's first phase: recorded while Options::whole_ms keeps it whole, else the window's first.
+Phase first_phase(const Options& o);
+/// The phase the session is in now: recorded while Options::whole_ms keeps it whole
+/// (Session::whole), else the window's at Session::window_step. The caller holds the lifecycle lock.
+Phase phase_now(const Session& s);
 /// The scopes' flags in phase `p` (g_flags): what they record, and how.
 std::uint32_t flags_for(const Session& s, Phase p);
 /// Pauses or resumes CUPTI's tracing for phase `p` and the program's switch (Session::recording_on):
@@ -51,6 +56,15 @@ std::string deferred_attach_status(const Session& s);
 bool records(const Session& s, Phase p);
 /// The longest CUSCOPE_STEP_MS (a day).
 inline constexpr std::uint32_t kMaxStepMs = 86'400'000;
+
+// window_options.cpp
+
+/// start()'s step window options: Options::sample_ms expanded into its window, and each value that
+/// is out of range or cannot apply said once (warn_once) and replaced by what the session does.
+void settle_window_options(Options& o);
+/// The clock's steps Options::sample_ms gives a program that never calls step() (where step_ms is 0):
+/// a tenth of sample_ms, at least 1 ms and at most 100 ms.
+std::uint32_t sample_step_ms(std::uint32_t sample_ms);
 /// A step CUSCOPE_STEP_MS ends (the stepper thread, collector.cpp): what step() does, unless the
 /// program has called step() itself.
 void clock_step(Session& s);

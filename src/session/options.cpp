@@ -223,7 +223,8 @@ constexpr const char* kKnown[] = {
     "CUSCOPE_METRIC_STEPS", "CUSCOPE_TRACE", "CUSCOPE_TRACE_LIMIT", "CUSCOPE_NVTX_DOMAINS",
     "CUSCOPE_FINDINGS", "CUSCOPE_GRAPHS", "CUSCOPE_EVENTS", "CUSCOPE_ATTRIBUTION", "CUSCOPE_SYNC_RECORDS",
     "CUSCOPE_MEMORY_RECORDS", "CUSCOPE_EVENT_TIMESTAMPS", "CUSCOPE_REPORT_EVERY", "CUSCOPE_REPEAT",
-    "CUSCOPE_DETACH", "CUSCOPE_DETACH_BETWEEN", "CUSCOPE_STEP_MS", "CUSCOPE_WAIT_MS",
+    "CUSCOPE_DETACH", "CUSCOPE_DETACH_BETWEEN", "CUSCOPE_STEP_MS", "CUSCOPE_WAIT_MS", "CUSCOPE_WHOLE_MS",
+    "CUSCOPE_SAMPLE_MS",
     // Not options: set by `cuscope run` for the processes below it.
     "CUSCOPE_INJECT_LIBRARY", "CUSCOPE_RUN_ID"};
 
@@ -268,6 +269,8 @@ Options options_from(EnvLookup lookup, Options base, std::vector<OptionError>* e
   r.boolean("CUSCOPE_DETACH", base.detach);
   r.boolean("CUSCOPE_DETACH_BETWEEN", base.detach_between);
   r.number("CUSCOPE_STEP_MS", base.step_ms, 0, detail::kMaxStepMs);
+  r.number("CUSCOPE_WHOLE_MS", base.whole_ms, 0, detail::kMaxStepMs);
+  r.number("CUSCOPE_SAMPLE_MS", base.sample_ms, 0, detail::kMaxStepMs);
   r.boolean("CUSCOPE_PRINT", base.print_at_exit);
   r.path("CUSCOPE_OUTPUT", base.output_path);
   r.path("CUSCOPE_JSON", base.json_path);

@@ -118,7 +118,9 @@ Report live_report(Session& s) noexcept {
       if (std::string failure = counters_failure(); !failure.empty()) r.counters_status = failure;
       apply_verdicts(r, s.peaks, s.counter_metrics);
       r.wall_ns = s.started ? now_ns() - s.start_ns : 0;
-      r.window_start_step = std::uint64_t{s.options.wait_steps} + s.options.warmup_steps;
+      // A whole start (Options::whole_ms) records from the first step.
+      r.window_start_step =
+          s.options.whole_ms != 0 ? 0 : std::uint64_t{s.options.wait_steps} + s.options.warmup_steps;
     }
     r.notes = notes_so_far();
     r.steps = s.steps.load(std::memory_order_relaxed);
@@ -226,7 +228,7 @@ void trace_with_fake_cupti_for_testing(CorrelationHook push, CorrelationPopHook 
   // tracing: "auto" records none.
   if (s.records_events() || s.gpu_timing.rfind("projected", 0) == 0)
     s.gpu_timing = event_timing(s.options, true, {}, true);
-  const Phase now = phase_of(s.options, s.window_step);
+  const Phase now = phase_now(s);
   g_flags.store(flags_for(s, now), std::memory_order_relaxed);
   pause_for(s, now);  // as start() does where CUPTI traces
 }
@@ -294,46 +296,7 @@ bool start_session(const Options& given, bool from_caller) {
       options.events = Options{}.events;
       options.events_sample_every = Options{}.events_sample_every;
     }
-    if (options.repeat != 1 && options.active_steps == 0) {
-      // Nothing to repeat: every step after the first window is already active.
-      warn_once(
-          fmt::format("Options::repeat={} needs active_steps > 0 (a window to repeat); the window runs once",
-                      options.repeat));
-      options.repeat = 1;
-    }
-    if (options.detach_between) {
-      // Said once, here: a detach that could never be made, or made only while recording is off.
-      const char* why =
-          !options.metrics.empty() ? "is not made where hardware counters run (CUSCOPE_METRICS)"
-          : wants_cupti_event_clock(options)
-              ? "is not made where CUPTI times cuscope's events (CUSCOPE_EVENT_TIMESTAMPS=cupti)"
-              : nullptr;
-      if (why != nullptr) {
-        warn_once(
-            fmt::format("Options::detach_between {}; CUPTI is not detached between step windows or while "
-                        "recording is off",
-                        why));
-        options.detach_between = false;
-      } else if (options.repeat == 1 || options.wait_steps == 0) {
-        warn_once(
-            "Options::detach_between: no step window repeats with wait steps (repeat != 1, wait_steps > 0), "
-            "so CUPTI is detached only while recording is off (cuscope::set_enabled(false))");
-      }
-    }
-    if (options.wait_ms > kMaxStepMs) {
-      warn_once(fmt::format("Options::wait_ms={} is out of range [0, {}]; waits count steps only",
-                            options.wait_ms, kMaxStepMs));
-      options.wait_ms = 0;
-    } else if (options.wait_ms != 0 && options.wait_steps == 0) {
-      warn_once(fmt::format("Options::wait_ms={} needs wait_steps > 0 (a wait to make last); ignored",
-                            options.wait_ms));
-      options.wait_ms = 0;
-    }
-    if (options.step_ms > kMaxStepMs) {
-      warn_once(fmt::format("Options::step_ms={} is out of range [0, {}]; cuscope ends no step itself",
-                            options.step_ms, kMaxStepMs));
-      options.step_ms = 0;
-    }
+    settle_window_options(options);  // the step window's (window_options.cpp)
     if (options.report_every_s > kMaxReportEvery) {
       warn_once(
           fmt::format("Options::report_every_s={} is out of range [0, {}]; writing the report at exit only",
@@ -361,6 +324,8 @@ bool start_session(const Options& given, bool from_caller) {
     start_clock(true);
     s.start_ns = now_ns();
     s.wait_began_ns = s.start_ns;  // the first wait, if the window begins with one
+    s.whole = options.whole_ms != 0;
+    s.clock_from_sample = options.step_ms != given.step_ms;  // settle_window_options() set it
     s.forest.max_depth.store(options.max_depth, std::memory_order_relaxed);
     nvtx_domain();
 
@@ -392,15 +357,15 @@ bool start_session(const Options& given, bool from_caller) {
         event_timing(options, probe.available, probe.reason, s.tracing.load(std::memory_order_relaxed));
     g_event_sample_every.store(options.events == EventTiming::sampled ? options.events_sample_every : 0,
                                std::memory_order_relaxed);
-    pause_for(s, phase_of(options, 0));  // a session that begins with wait steps, or off, traces nothing yet
+    pause_for(s, first_phase(options));  // a session that begins with wait steps, or off, traces nothing yet
     if (!options.metrics.empty()) s.counters_status = probe.available ? start_counters(s) : probe.reason;
     if (probe.available) s.peaks = device_peaks();
     if (std::string off = start_trace(s); !off.empty()) warn_once(off);
-    trace_step(s.start_ns, 0, phase_of(options, 0) == Phase::Record);
+    trace_step(s.start_ns, 0, first_phase(options) == Phase::Record);
     if (!options.enabled) trace_recording(s.start_ns, false);
 
-    g_flags.store(flags_for(s, phase_of(options, 0)), std::memory_order_relaxed);
-    if (!records(s, phase_of(options, 0))) {
+    g_flags.store(flags_for(s, first_phase(options)), std::memory_order_relaxed);
+    if (!records(s, first_phase(options))) {
       std::lock_guard agg(s.aggregator_mutex);
       s.aggregator.set_recording(false, s.start_ns);
     }

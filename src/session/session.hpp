@@ -66,11 +66,18 @@ class Session : public Sink {
   // Of steps, those CUSCOPE_STEP_MS's clock ended: the others are the program's (its first step()
   // stops the clock's for good). Both change only in window.cpp's end_step(), under lifecycle_mutex.
   std::atomic<std::uint64_t> clock_steps{0};
-  // The step window's position (window.cpp, schedule_step()): the step count, less the steps a wait
-  // of Options::wait_ms took again on its last wait step; and when the wait in progress began.
+  // The step window's position (window.cpp, end_step()): the step count, less the steps recorded
+  // whole before it (Options::whole_ms) and those a wait of Options::wait_ms took again on its last
+  // wait step; and when the wait in progress began.
   // Guarded by lifecycle_mutex.
   std::uint64_t window_step = 0;
   std::uint64_t wait_began_ns = 0;
+  // Options::whole_ms: every step recorded until the first to end that long after the start, and
+  // the window (at window_step 0) from then on. Guarded by lifecycle_mutex.
+  bool whole = false;
+  // Options::step_ms is Options::sample_ms's, not the program's: its steps stop at the program's first
+  // step() without a note (window.cpp).
+  bool clock_from_sample = false;
 
   std::mutex lifecycle_mutex;
   bool started = false;

@@ -52,6 +52,10 @@ Phase phase_of(const Options& o, std::uint64_t step) {
   return Phase::Done;
 }
 
+Phase first_phase(const Options& o) { return o.whole_ms != 0 ? Phase::Record : phase_of(o, 0); }
+
+Phase phase_now(const Session& s) { return s.whole ? Phase::Record : phase_of(s.options, s.window_step); }
+
 std::uint32_t flags_for(const Session& s, Phase p) {
   const bool tracing = s.tracing.load(std::memory_order_relaxed);
   std::uint32_t f = 0;
@@ -149,7 +153,7 @@ void reattach(Session& s) {
 
 bool defers_attach(const Options& o) {
   if (!o.metrics.empty() || wants_cupti_event_clock(o)) return false;
-  return !o.enabled || (o.detach_between && paused_in(phase_of(o, 0)));
+  return !o.enabled || (o.detach_between && paused_in(first_phase(o)));
 }
 
 void defer_first_attach(Session& s) {
@@ -159,8 +163,7 @@ void defer_first_attach(Session& s) {
 }
 
 std::string deferred_attach_status(const Session& s) {
-  if (phase_of(s.options, s.window_step) == Phase::Done)
-    return "not attached: the last step window ended before any step traced";
+  if (phase_now(s) == Phase::Done) return "not attached: the last step window ended before any step traced";
   if (s.closed.load(std::memory_order_acquire))  // the last report: nothing attaches it any more
     return s.recording_on ? "not attached: no step traced before the session ended"
                           : "not attached: recording was off until the session ended (CUSCOPE_ENABLE=0)";
@@ -268,7 +271,7 @@ void end_step(Session& s, bool by_clock) {
   if (s.shut_down || (by_clock && program_steps)) return;
   const Options& o = s.options;
   if (!by_clock && !program_steps) {
-    if (o.step_ms != 0)
+    if (o.step_ms != 0 && !s.clock_from_sample)  // the program's own CUSCOPE_STEP_MS
       warn_once(
           fmt::format("cuscope::step() was called: the program marks its own steps, so those "
                       "CUSCOPE_STEP_MS={} ended every {} ms stop after step {}",
@@ -279,9 +282,13 @@ void end_step(Session& s, bool by_clock) {
   // One time for the step's end, in the model as in the trace (a replay finds the same windows):
   // not after CUPTI's pause, which takes its time.
   const std::uint64_t ended = now_ns();
-  const Phase was = phase_of(o, s.window_step);
-  if (!wait_goes_on(s, ended)) ++s.window_step;
-  const Phase next = phase_of(o, s.window_step);
+  const Phase was = phase_now(s);
+  if (s.whole) {
+    s.whole = ended - s.start_ns < std::uint64_t{o.whole_ms} * 1'000'000;  // else the window's first step
+  } else if (!wait_goes_on(s, ended)) {
+    ++s.window_step;
+  }
+  const Phase next = phase_now(s);
   if (next == Phase::Wait && was != Phase::Wait) s.wait_began_ns = ended;
   // Before the flags that close the window: a thread that finds them closed finds this time too.
   if (was == Phase::Record && next != Phase::Record)
@@ -327,7 +334,7 @@ void set_enabled(bool on) {
   if (s.shut_down) return;
   g_state.store(on ? kOn : kOff, std::memory_order_release);
   if (s.recording_on == on) return;
-  const Phase p = phase_of(s.options, s.window_step);
+  const Phase p = phase_now(s);
   const bool was = records(s, p);
   s.recording_on = on;
   // The switch's time, in the model as in the trace: what is called outside every scope while

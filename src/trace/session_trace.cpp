@@ -22,11 +22,10 @@ std::string* g_path = new std::string;
 
 std::string options_line(const Options& o) {
   return fmt::format(
-      "gpu_events={} activities={} wait={} wait_ms={} warmup={} active={} repeat={} max_depth={} "
-      "metrics='{}' "
-      "trace_limit_mb={}",
-      o.gpu_events, o.activities, o.wait_steps, o.wait_ms, o.warmup_steps, o.active_steps, o.repeat,
-      o.max_depth, o.metrics, o.trace_limit_mb);
+      "gpu_events={} activities={} whole_ms={} wait={} wait_ms={} warmup={} active={} repeat={} "
+      "max_depth={} metrics='{}' trace_limit_mb={}",
+      o.gpu_events, o.activities, o.whole_ms, o.wait_steps, o.wait_ms, o.warmup_steps, o.active_steps,
+      o.repeat, o.max_depth, o.metrics, o.trace_limit_mb);
 }
 
 }  // namespace

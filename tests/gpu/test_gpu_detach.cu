@@ -2,9 +2,10 @@
 // between windows (CUSCOPE_DETACH_BETWEEN, CUPTI attached again at each next window) and while
 // recording is off (CUSCOPE_ENABLE=0 attaching nothing until switched on): the counts exact across
 // the pause and the detach, CUPTI detached at the exit of the collector's own CUDA call, and the
-// program's launches after it still run. The last window's case passed on an H200 (2026-11-28); the
-// case between windows, the one whose steps the clock ends (CUSCOPE_STEP_MS) and the one while
-// recording is off are not yet run on a GPU.
+// program's launches after it still run; and a sample (CUSCOPE_SAMPLE_MS), whole at the start, then
+// detached between its sampled steps. The last window's case passed on an H200 (2026-11-28); the
+// case between windows, the one whose steps the clock ends (CUSCOPE_STEP_MS), the one while
+// recording is off and the sample's are not yet run on a GPU.
 #include <cuda_runtime.h>
 
 #include <catch2/catch.hpp>
@@ -256,5 +257,58 @@ TEST_CASE("recording off attaches no CUPTI until switched on, and each switch of
   CHECK(r.diagnostics.incomplete_at_exit == 0);
   CHECK(r.diagnostics.dropped_records == 0);
   CHECK(r.diagnostics.launch_notes_lost == 0);
+  for (const std::string& note : r.notes) CHECK(note.find("not detached") == std::string::npos);
+}
+
+// CUSCOPE_SAMPLE_MS (leave it on): the program whole from the start (CUPTI attached there), then,
+// once a step ends past sample_ms, a wait of at least sample_ms in which CUPTI detaches (1 s after
+// the pause), a warm-up step that attaches it again and one recorded step, twice: every recorded
+// step of the program counted with exactly its launches, across two re-attaches, nothing of the
+// waits, the warm-up steps' launches outside the window. The sample's own clock steps (100 ms, for a
+// program that never calls step()) may end steps during CUDA's start, all of them whole.
+TEST_CASE(
+    "a sample records the start whole, then a step per sample with CUPTI detached between, counts exact",
+    "[gpu][cupti][detach]") {
+  cuscope::Options o = cuscope_test::quiet_options();
+  o.events = cuscope::EventTiming::automatic;
+  o.sample_ms = 1500;  // each wait well past the detach's 1 s wait for the window's records
+  cuscope_test::Session session(o);
+  {
+    CUSCOPE_SCOPE("start_up");
+    warm_up();  // whole: recorded
+  }
+  const auto status_has = [](const char* what) {
+    return cuscope::snapshot().activity_status.find(what) != std::string::npos;
+  };
+  // Steps until the second re-attach (made at the step into that sample's warm-up step), then the
+  // warm-up step and the recorded one.
+  int after = -1;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (after != 0 && std::chrono::steady_clock::now() < deadline) {
+    {
+      CUSCOPE_SCOPE("sample_step");
+      for (int i = 0; i < kLaunchesPerStep; ++i) empty_kernel<<<1, 1>>>();
+    }
+    cuscope::step();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (after > 0) --after;
+    if (after < 0 && status_has("attached again 2 times")) after = 2;
+  }
+  INFO("activity status: " << cuscope::snapshot().activity_status);
+  REQUIRE(after == 0);
+
+  const cuscope::Report r = settled();
+  const std::uint64_t program_recorded = r.recorded_steps - r.clock_steps;  // the clock's: all whole
+  CHECK(program_recorded >= 3);  // at least one whole step, and the two samples
+  CHECK(range(r, "start_up").self.kernel_calls == 1);
+  CHECK(range(r, "sample_step").calls == program_recorded);
+  CHECK(range(r, "sample_step").self.kernel_calls == kLaunchesPerStep * program_recorded);
+  CHECK(r.steps > r.recorded_steps + 2);  // the waits' steps, taken again until each has lasted
+  CHECK(r.diagnostics.outside_window_records == 2 * kLaunchesPerStep);  // the warm-up steps'
+  CHECK(r.diagnostics.unresolved_records == 0);
+  CHECK(r.diagnostics.zero_timestamp_records == 0);
+  CHECK(r.diagnostics.dropped_records == 0);
+  CHECK(r.diagnostics.launch_notes_lost == 0);
+  CHECK(r.find("(unscoped)") == nullptr);
   for (const std::string& note : r.notes) CHECK(note.find("not detached") == std::string::npos);
 }

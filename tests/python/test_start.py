@@ -74,6 +74,29 @@ def test_a_setting_replaces_a_bad_environment_value_with_no_note_that_it_was_kep
     assert lines[1].startswith("CUSCOPE_FINDINGS='x' is not a whole number")
 
 
+def test_a_sample_records_the_start_whole_then_a_step_after_each_wait():
+    # sample_ms=400: every step recorded until one ends 400 ms after the start, then a wait of at
+    # least 400 ms (its step taken again), a warm-up step and a recorded one.
+    p = run_python("""
+        import time, cuscope
+        assert cuscope.start(print_at_exit=False, sample_ms=400, step_ms=86400000)  # no clock step
+        def steps(n):
+            for i in range(n):
+                with cuscope.scope("sampled"):
+                    pass
+                cuscope.step()
+        steps(3)
+        time.sleep(0.45)
+        steps(4)  # the last whole step, then the wait's step again and again
+        time.sleep(0.45)
+        steps(3)  # the wait ends, the warm-up step, the recorded step
+        r = cuscope.snapshot()
+        print(r.steps, r.recorded_steps, r.find("sampled").calls)
+    """)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["10", "5", "5"]
+
+
 def test_options_come_on_top_of_the_environment(tmp_path):
     p = run_python("""
         import cuscope
@@ -93,6 +116,7 @@ def test_options_come_on_top_of_the_environment(tmp_path):
     ("enabled='maybe'", "enabled='maybe': CUSCOPE_ENABLE='maybe' is not a boolean"),
     ("warmup_steps=-1", "warmup_steps=-1: CUSCOPE_WARMUP='-1' is not a whole number"),
     ("wait_ms='soon'", "wait_ms='soon': CUSCOPE_WAIT_MS='soon' is not a whole number"),
+    ("sample_ms=-1", "sample_ms=-1: CUSCOPE_SAMPLE_MS='-1' is not a whole number"),
     ("max_rows=2.5", "max_rows=2.5: CUSCOPE_ROWS takes a whole number"),
     ("gpu_events=1", "gpu_events=1: CUSCOPE_GPU_EVENTS takes a bool"),
     ("events='sampled:1'", "events='sampled:1': CUSCOPE_EVENTS='sampled:1' is not an event mode"),
