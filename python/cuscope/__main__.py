@@ -14,7 +14,7 @@ import time
 from typing import List, Optional
 
 USAGE = """usage: python -m cuscope run [--json FILE] [--trace FILE] [--output FILE] [--domains LIST] \
-[--report-every S] [--] SCRIPT.py [ARGS...]
+[--report-every S] [--sample-ms MS] [--] SCRIPT.py [ARGS...]
        python -m cuscope run [options] [--] -m MODULE [ARGS...]
 
 Runs the script with this Python under cuscope's zero-code mode, in a new process: its NVTX ranges
@@ -27,6 +27,9 @@ and cuscope.scope ranges become one tree, GPU work is attributed to them, the ta
                    (CUSCOPE_NVTX_DOMAINS)
   --report-every S rewrite the JSON (and a table FILE) every S seconds while the script runs, so a
                    script stopped by a signal leaves its report (CUSCOPE_REPORT_EVERY)
+  --sample-ms MS   leave it on: record the script whole for its first MS milliseconds, then 100 ms
+                   (a tenth of MS, at most 100) every MS, CUPTI detached in between
+                   (CUSCOPE_SAMPLE_MS; docs/options.md)
 A relative FILE is taken from the folder this command is run in, wherever the script goes.
 
 Processes the script starts inherit the injection: the first to start a session writes FILE, any
@@ -37,7 +40,8 @@ library). CUSCOPE_INJECT_LIBRARY overrides where libcuscope_inject.so is looked 
 """
 
 FLAGS = {"--json": "CUSCOPE_JSON", "--trace": "CUSCOPE_TRACE", "--output": "CUSCOPE_OUTPUT",
-         "--domains": "CUSCOPE_NVTX_DOMAINS", "--report-every": "CUSCOPE_REPORT_EVERY"}
+         "--domains": "CUSCOPE_NVTX_DOMAINS", "--report-every": "CUSCOPE_REPORT_EVERY",
+         "--sample-ms": "CUSCOPE_SAMPLE_MS"}
 PATH_FLAGS = ("--json", "--trace", "--output")
 RUN_ERROR = 125
 

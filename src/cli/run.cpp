@@ -23,7 +23,7 @@ namespace {
 
 constexpr const char* kHelp =
     "usage: cuscope run [--json FILE] [--trace FILE] [--output FILE] [--domains LIST] [--report-every S]\n"
-    "                   [--] COMMAND [ARGS...]\n"
+    "                   [--sample-ms MS] [--] COMMAND [ARGS...]\n"
     "\n"
     "Runs COMMAND (any program: a C++ or CUDA binary, `python train.py`, ...) with cuscope injected:\n"
     "its NVTX push/pop ranges (torch.cuda.nvtx.range, emit_nvtx(), NCCL, hand-written nvtxRangePush)\n"
@@ -37,6 +37,9 @@ constexpr const char* kHelp =
     "                   (CUSCOPE_NVTX_DOMAINS)\n"
     "  --report-every S rewrite the JSON (and a table FILE) every S seconds while COMMAND runs, so a\n"
     "                   program stopped by a signal leaves its report (CUSCOPE_REPORT_EVERY)\n"
+    "  --sample-ms MS   leave it on: record COMMAND whole for its first MS milliseconds, then 100 ms\n"
+    "                   (a tenth of MS, at most 100) every MS, CUPTI detached in between\n"
+    "                   (CUSCOPE_SAMPLE_MS; docs/options.md)\n"
     "A relative FILE is taken from the folder cuscope run is run in, wherever COMMAND goes.\n"
     "\n"
     "Processes COMMAND starts inherit the injection: the first to start a session writes FILE, any\n"
@@ -148,7 +151,8 @@ int run(const Args& args) {
                                           {"--trace", "CUSCOPE_TRACE", true},
                                           {"--output", "CUSCOPE_OUTPUT", true},
                                           {"--domains", "CUSCOPE_NVTX_DOMAINS", false},
-                                          {"--report-every", "CUSCOPE_REPORT_EVERY", false}};
+                                          {"--report-every", "CUSCOPE_REPORT_EVERY", false},
+                                          {"--sample-ms", "CUSCOPE_SAMPLE_MS", false}};
   std::vector<std::pair<const char*, std::string>> settings;
   CommandLine cl("run", kHelp, args, kRunError);
   std::size_t command = args.size();

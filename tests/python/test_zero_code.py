@@ -157,6 +157,46 @@ def test_a_program_that_never_steps_gets_its_window_from_cuscope_step_ms(script,
     assert rep["notes"] == []
 
 
+SAMPLED = """
+import time
+import nvtx
+import cuscope
+deadline = time.monotonic() + 20
+n, whole = 0, None
+while time.monotonic() < deadline:
+    with nvtx.annotate("zc_sampled"):
+        time.sleep(0.001)
+    n += 1
+    r = cuscope.snapshot()
+    if whole is None and r.steps > r.recorded_steps:  # a wait step ended: the whole start is over
+        whole = r.recorded_steps
+    if whole is not None and r.recorded_steps == whole + 2:  # two samples after it
+        break
+print(n, whole)
+"""
+
+
+@pytest.mark.parametrize("how", ["cuscope run", "python -m cuscope run"])
+def test_sample_ms_records_the_start_whole_then_a_sample_after_each_wait(how, script, tmp_path):
+    # --sample-ms 300: steps of 30 ms by cuscope's clock (the script never calls step()), all recorded
+    # until one ends 300 ms after the start, then a wait of at least 300 ms, a warm-up step and a
+    # recorded one, each time: the report holds the whole start and the two samples, no wait.
+    out = tmp_path / "sampled.json"
+    command = zero_code(how, ["--json", str(out), "--sample-ms", "300"], script(SAMPLED, "sampled.py"))
+    p = run_script(command, tmp_path)
+    assert p.returncode == 0, p.stderr
+    n, whole = (int(x) for x in p.stdout.split())
+    with open(out) as f:
+        rep = json.load(f)
+    assert whole >= 1
+    assert rep["recorded_steps"] == whole + 2
+    assert rep["clock_steps"] == rep["steps"] and rep["step_ms"] == 30
+    assert rep["steps"] > rep["recorded_steps"] + 2  # the waits' steps, taken again
+    assert rep["window_start_step"] == 0
+    assert 0 < ranges_of(out)["zc_sampled"] < n
+    assert rep["notes"] == []
+
+
 def test_python_m_cuscope_run_takes_the_options(mixed, tmp_path):
     out = tmp_path / "domains.json"
     table = tmp_path / "table.txt"
