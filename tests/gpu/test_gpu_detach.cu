@@ -277,6 +277,9 @@ TEST_CASE(
     CUSCOPE_SCOPE("start_up");
     warm_up();  // whole: recorded
   }
+  const cuscope::Report started = cuscope::snapshot();
+  INFO("steps " << started.steps << ", recorded " << started.recorded_steps << " after CUDA's start");
+  REQUIRE(started.recorded_steps == started.steps);  // still whole: CUDA's start took under 1.5 s
   const auto status_has = [](const char* what) {
     return cuscope::snapshot().activity_status.find(what) != std::string::npos;
   };
@@ -296,6 +299,12 @@ TEST_CASE(
   }
   INFO("activity status: " << cuscope::snapshot().activity_status);
   REQUIRE(after == 0);
+  bool detached = false;  // the second sample's records in, CUPTI detached again (bounded wait)
+  for (int i = 0; i < 5000 && !detached; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    detached = status_has(", detached between step windows until the next one");
+  }
+  REQUIRE(detached);
 
   const cuscope::Report r = settled();
   const std::uint64_t program_recorded = r.recorded_steps - r.clock_steps;  // the clock's: all whole
