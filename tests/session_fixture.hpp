@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cctype>
+#include <cstdint>
 #include <cstdlib>
 #include <cuscope/cuscope.hpp>
 #include <filesystem>
@@ -99,5 +100,19 @@ struct Session {
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 };
+
+// The calls of range `path` in `r`; 0 where it has none.
+inline std::uint64_t calls(const cuscope::Report& r, const char* path) {
+  const cuscope::RangeStats* range = r.find(path);
+  return range != nullptr ? range->calls : 0;
+}
+
+// A scope "work" in each of `n` steps, ended one after another (cuscope::step()).
+inline void work_steps(int n) {
+  for (int i = 0; i < n; ++i) {
+    { CUSCOPE_SCOPE("work"); }
+    cuscope::step();
+  }
+}
 
 }  // namespace cuscope_test

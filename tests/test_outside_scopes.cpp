@@ -19,15 +19,12 @@
 
 namespace {
 
+using cuscope_test::calls;
+
 std::vector<std::string> paths(const cuscope::Report& r) {
   std::vector<std::string> out;
   for (std::size_t i = 1; i < r.ranges.size(); ++i) out.push_back(r.ranges[i].path);
   return out;
-}
-
-std::uint64_t calls(const cuscope::Report& r, const char* path) {
-  const cuscope::RangeStats* found = r.find(path);
-  return found != nullptr ? found->calls : 0;
 }
 
 cuscope::Options window(std::uint32_t wait, std::uint32_t active, std::uint32_t repeat) {

@@ -25,21 +25,11 @@
 
 namespace {
 
+using cuscope_test::calls;
+using cuscope_test::work_steps;
+
 constexpr std::uint32_t kWholeMs = 400;
 constexpr std::uint32_t kDay = 86'400'000;  // a clock step the case never reaches
-
-// A scope "work" in each of `n` steps, ended one after another.
-void work_steps(int n) {
-  for (int i = 0; i < n; ++i) {
-    { CUSCOPE_SCOPE("work"); }
-    cuscope::step();
-  }
-}
-
-std::uint64_t calls(const cuscope::Report& r, const char* path) {
-  const cuscope::RangeStats* range = r.find(path);
-  return range != nullptr ? range->calls : 0;
-}
 
 void past(std::uint32_t ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms + 50)); }
 

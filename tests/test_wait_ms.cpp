@@ -17,20 +17,10 @@
 
 namespace {
 
+using cuscope_test::calls;
+using cuscope_test::work_steps;
+
 constexpr std::uint32_t kWaitMs = 400;
-
-// A scope "work" in each of `n` steps, ended one after another.
-void work_steps(int n) {
-  for (int i = 0; i < n; ++i) {
-    { CUSCOPE_SCOPE("work"); }
-    cuscope::step();
-  }
-}
-
-std::uint64_t calls(const cuscope::Report& r, const char* path) {
-  const cuscope::RangeStats* range = r.find(path);
-  return range != nullptr ? range->calls : 0;
-}
 
 // `wait` wait steps, then one recorded, without end; each wait at least `wait_ms` (0: steps only).
 cuscope::Options repeated_window(std::uint32_t wait, std::uint32_t wait_ms) {
