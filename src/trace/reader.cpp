@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "trace/summary_record.hpp"
+
 namespace cuscope::trace {
 
 namespace {
@@ -431,41 +433,9 @@ bool Reader::dispatch(RecordType type, Decoder& d, Visitor& v, std::string* erro
       return true;
     }
     case RecordType::Summary: {
-      Summary s;
-      for (std::string* str : {&s.device, &s.gpu_timing, &s.activity_status, &s.counters_status, &s.clock})
-        *str = std::string(d.str());
-      const auto notes = d.get<std::uint32_t>();
-      if (notes > 1024) return false;
-      for (std::uint32_t i = 0; i < notes && !d.failed(); ++i) s.notes.emplace_back(d.str());
-      for (double* x : {&s.dram_bytes_per_s, &s.fp64_flop_per_s, &s.fp32_flop_per_s, &s.fp16_flop_per_s})
-        *x = d.get<double>();
-      s.peaks_source = std::string(d.str());
-      for (std::uint64_t* x : {&s.steps, &s.recorded_steps, &s.wall_ns, &s.cross_thread_ends, &s.stray_pops,
-                               &s.gpu_event_failures, &s.scopes_in_capture, &s.adjusted_names,
-                               &s.name_table_full, &s.refused_buffers, &s.window_start_step,
-                               &s.outside_window_scopes, &s.rejected_counts, &s.unrecorded_scopes})
-        *x = d.get<std::uint64_t>();
-      if (!d.failed() && d.left() > 0) {  // the NVTX start/end ranges' tail (absent in older files)
-        const auto spans = d.get<std::uint32_t>();
-        if (spans > kMaxSummarySpans) return false;
-        for (std::uint32_t i = 0; i < spans && !d.failed(); ++i) {
-          SpanStats& x = s.spans.emplace_back();
-          x.domain = std::string(d.str());
-          x.name = std::string(d.str());
-          for (std::uint64_t* f :
-               {&x.host.count, &x.host.total_ns, &x.host.min_ns, &x.host.max_ns, &x.open, &x.cross_thread})
-            *f = d.get<std::uint64_t>();
-        }
-        for (std::uint64_t* x : {&s.unmatched_span_ends, &s.spans_dropped, &s.spans_cut})
-          *x = d.get<std::uint64_t>();
-      }
-      if (!d.failed() && d.left() > 0) {  // cuscope's own processing (absent in older files)
-        for (std::uint64_t* x : {&s.activity_buffers, &s.activity_processing_ns}) *x = d.get<std::uint64_t>();
-      }
-      if (!d.failed() && d.left() > 0)  // the steps cuscope's clock ended (absent in older files)
-        for (std::uint64_t* x : {&s.clock_steps, &s.step_ms}) *x = d.get<std::uint64_t>();
-      if (!d.done()) return false;
-      v.summary(s);
+      Summary summary;
+      if (!decode_summary(d, summary)) return false;
+      v.summary(summary);
       return true;
     }
     case RecordType::GpuTime: {

@@ -11,6 +11,8 @@
 #include <chrono>
 #include <cstring>
 
+#include "trace/summary_record.hpp"
+
 namespace cuscope::trace {
 
 std::atomic<Writer*> g_writer{nullptr};
@@ -326,31 +328,7 @@ bool Writer::close(const Summary& s) {
   std::string out;
   Encoder e(out);
   std::size_t at = e.begin(RecordType::Summary);
-  for (const std::string* str : {&s.device, &s.gpu_timing, &s.activity_status, &s.counters_status, &s.clock})
-    e.str(str->substr(0, 4096));
-  e.put(static_cast<std::uint32_t>(s.notes.size() < 64 ? s.notes.size() : 64));
-  for (std::size_t i = 0; i < s.notes.size() && i < 64; ++i) e.str(s.notes[i].substr(0, 4096));
-  for (double d : {s.dram_bytes_per_s, s.fp64_flop_per_s, s.fp32_flop_per_s, s.fp16_flop_per_s}) e.put(d);
-  e.str(s.peaks_source.substr(0, 4096));
-  for (std::uint64_t v :
-       {s.steps, s.recorded_steps, s.wall_ns, s.cross_thread_ends, s.stray_pops, s.gpu_event_failures,
-        s.scopes_in_capture, s.adjusted_names, s.name_table_full, s.refused_buffers, s.window_start_step,
-        s.outside_window_scopes, s.rejected_counts, s.unrecorded_scopes})
-    e.put(v);
-  const std::size_t spans = s.spans.size() < kMaxSummarySpans ? s.spans.size() : kMaxSummarySpans;
-  e.put(static_cast<std::uint32_t>(spans));
-  for (std::size_t i = 0; i < spans; ++i) {
-    const SpanStats& x = s.spans[i];
-    e.str(x.domain.substr(0, 256));
-    e.str(x.name.substr(0, 256));
-    for (std::uint64_t v :
-         {x.host.count, x.host.total_ns, x.host.min_ns, x.host.max_ns, x.open, x.cross_thread})
-      e.put(v);
-  }
-  for (std::uint64_t v : {s.unmatched_span_ends, s.spans_dropped, s.spans_cut + (s.spans.size() - spans)})
-    e.put(v);
-  for (std::uint64_t v : {s.activity_buffers, s.activity_processing_ns}) e.put(v);
-  for (std::uint64_t v : {s.clock_steps, s.step_ms}) e.put(v);
+  encode_summary(e, s);
   e.finish(at);
   at = e.begin(RecordType::End);
   e.put(dropped());
