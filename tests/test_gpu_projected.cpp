@@ -1,10 +1,13 @@
 // A range's GPU time per call without CUDA events: the projected span of each call's GPU work
 // (first kernel, copy or set start to last end, whatever the stream), its count, total, min and
 // max; and the bounded table of calls, whose evictions must never count a call twice.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <string>
 #include <vector>
 
+#include "model/findings.hpp"
 #include "model_fixture.hpp"
 
 using cuscope::Report;
@@ -243,4 +246,114 @@ TEST_CASE("projected span: a record that ends before it starts spans 0 ns, its c
   REQUIRE(c != nullptr);
   CHECK(c->gpu_projected.total_ns == 500);  // 7000 .. 7500
   CHECK(c->total.gpu_span_ns == 500);
+}
+
+namespace {
+
+// A call "main" open across two recording windows ([0, 1000) and [5000, ...), when `windows`; else
+// one run recorded throughout): in each, a "step" call with a kernel, and a kernel of main's own.
+Report across_two_windows(bool windows) {
+  Fixture f;
+  if (windows) f.agg.set_recording(true, 0);
+  auto main = f.begin("main");
+  auto s1 = f.begin("step");
+  f.kernel(f.launch(s1.instance, 100), 200, 300);
+  f.end(s1, 350);
+  f.kernel(f.launch(main.instance, 360), 400, 500);
+  if (windows) {
+    f.agg.set_recording(false, 1'000);
+    f.agg.set_recording(true, 5'000);
+  }
+  auto s2 = f.begin("step", 5'050);
+  f.kernel(f.launch(s2.instance, 5'100), 5'200, 5'400);
+  f.end(s2, 5'500);
+  f.kernel(f.launch(main.instance, 5'600), 5'700, 5'800);
+  f.end(main, 6'000);
+  return f.report();
+}
+
+}  // namespace
+
+// A step window that repeats (CUSCOPE_REPEAT, CUSCOPE_SAMPLE_MS) leaves stretches unrecorded; a
+// scope open across them (main, recorded in the first window) must not span them: its GPU time is
+// the sum of its hull in each window, and its busy share is over that.
+TEST_CASE(
+    "projected span: a call open across two recording windows spans each window's work, not the stretch "
+    "between",
+    "[projected][window]") {
+  const Report r = across_two_windows(true);
+  const auto* main = r.find("main");
+  REQUIRE(main != nullptr);
+  CHECK(main->gpu_projected.count == 1);
+  CHECK(main->gpu_projected.total_ns == 300 + 600);  // 200 .. 500, then 5200 .. 5800
+  CHECK(main->total.gpu_span_ns == 900);
+  CHECK(main->self.gpu_span_ns == 100 + 100);  // its own kernels, one per window
+  CHECK(main->total.gpu_busy_ns == 100 + 100 + 200 + 100);
+  CHECK(r.find("main/step")->gpu_projected.count == 2);
+  CHECK(r.find("main/step")->gpu_projected.total_ns == 100 + 200);
+  // Recorded throughout, the same call spans the stretch between.
+  const Report whole = across_two_windows(false);
+  CHECK(whole.find("main")->gpu_projected.total_ns == 5'800 - 200);
+  CHECK(whole.find("main")->self.gpu_span_ns == 5'800 - 400);
+}
+
+// The GPU runs behind the host: a call made in a window whose kernels run after that window's end
+// (but before the next began) spans them as one hull, as without a window.
+TEST_CASE("projected span: work the GPU runs after its window's end joins that window's hull",
+          "[projected][window]") {
+  Fixture f;
+  f.agg.set_recording(true, 0);
+  auto step = f.begin("step");
+  f.kernel(f.launch(step.instance, 100), 900, 1'000);
+  f.kernel(f.launch(step.instance, 200), 1'200, 1'400);  // runs after the window's end at 1,100
+  f.end(step, 300);
+  f.agg.set_recording(false, 1'100);
+  f.agg.set_recording(true, 5'000);
+  const Report r = f.report();
+  CHECK(r.find("step")->gpu_projected.total_ns == 500);  // 900 .. 1,400
+  CHECK(r.find("step")->self.gpu_span_ns == 500);
+}
+
+namespace {
+
+// A call "serve" with two bursts of 10 back-to-back kernels 999,000 ns apart, the stretch between
+// unrecorded when `windows`; its findings.
+std::vector<std::string> serve_findings(bool windows, std::uint64_t* span_ns) {
+  Fixture f;
+  if (windows) f.agg.set_recording(true, 0);
+  auto serve = f.begin("serve");
+  const auto burst = [&](std::uint64_t from) {
+    for (std::uint64_t i = 0; i < 10; ++i)
+      f.kernel(f.launch(serve.instance, from), from + 100 * i, from + 100 * (i + 1));
+  };
+  burst(1'000);
+  if (windows) {
+    f.agg.set_recording(false, 3'000);
+    f.agg.set_recording(true, 1'000'000);
+  }
+  burst(1'000'000);
+  f.end(serve, 2'000'000);
+  Report r = f.report();
+  cuscope::model::apply_findings(r);
+  *span_ns = r.find("serve")->total.gpu_span_ns;
+  std::vector<std::string> ids;
+  for (const auto& finding : r.find("serve")->findings) ids.push_back(finding.id);
+  return ids;
+}
+
+bool has(const std::vector<std::string>& ids, const char* id) {
+  return std::find(ids.begin(), ids.end(), id) != ids.end();
+}
+
+}  // namespace
+
+// The finding that reads the busy share: a call busy throughout each window is not "idle between
+// its kernels" because a wait lies between two windows; recorded throughout, the stretch is idle.
+TEST_CASE("projected span: no GPU idle gaps are found in the stretch between two recording windows",
+          "[projected][window][findings]") {
+  std::uint64_t span = 0;
+  CHECK_FALSE(has(serve_findings(true, &span), "gpu-idle-gaps"));
+  CHECK(span == 2'000);  // 1,000 .. 2,000, then 1,000,000 .. 1,001,000
+  CHECK(has(serve_findings(false, &span), "gpu-idle-gaps"));
+  CHECK(span == 1'001'000 - 1'000);
 }

@@ -15,7 +15,7 @@ Attribution::Attribution(const Forest& forest, RangeActivities& activities)
 void Attribution::set_recording(bool recording, std::uint64_t now_ns) {
   if (!windowed_) {
     windowed_ = true;
-    if (recording_) windows_.emplace_back(0, UINT64_MAX);
+    if (recording_) windows_.push_back({0, UINT64_MAX});
   }
   if (recording == recording_) return;
   recording_ = recording;
@@ -23,19 +23,38 @@ void Attribution::set_recording(bool recording, std::uint64_t now_ns) {
     // Records come within seconds of their launch: the oldest half of many windows is long past.
     if (windows_.size() >= kMaxWindows)
       windows_.erase(windows_.begin(), windows_.begin() + static_cast<std::ptrdiff_t>(kMaxWindows / 2));
-    windows_.emplace_back(now_ns, UINT64_MAX);
+    windows_.push_back({now_ns, UINT64_MAX});
   } else if (!windows_.empty()) {
-    windows_.back().second = now_ns;
+    windows_.back().end = now_ns;
   }
 }
 
+namespace {
+
+// The last of `windows` that starts at or before `t`, or end() where none does.
+template <class W>
+auto window_at(const std::vector<W>& windows, std::uint64_t t) {
+  auto it = std::upper_bound(windows.begin(), windows.end(), t,
+                             [](std::uint64_t v, const W& w) { return v < w.start; });
+  return it == windows.begin() ? windows.end() : std::prev(it);
+}
+
+}  // namespace
+
 bool Attribution::in_window(std::uint64_t t) const {
   if (!windowed_) return true;
-  auto it = std::upper_bound(windows_.begin(), windows_.end(), t,
-                             [](std::uint64_t v, const auto& w) { return v < w.first; });
-  if (it == windows_.begin()) return false;
-  --it;
-  return t < it->second;
+  const auto it = window_at(windows_, t);
+  return it != windows_.end() && t < it->end;
+}
+
+bool Attribution::window_began_searched(std::uint64_t lo, std::uint64_t hi) const {
+  if (windows_.empty()) return false;
+  const std::uint64_t latest = windows_.back().start;
+  if (latest <= lo) return false;  // the common case: a record of the latest window after another
+  if (latest <= hi) return true;
+  const auto it = std::upper_bound(windows_.begin(), windows_.end(), lo,
+                                   [](std::uint64_t v, const Window& w) { return v < w.start; });
+  return it != windows_.end() && it->start <= hi;
 }
 
 Instance* Attribution::resolve(Instance& slot, std::uint64_t id) {
@@ -65,7 +84,7 @@ Instance* Attribution::resolve(Instance& slot, std::uint64_t id) {
 
 void Attribution::evict(const Instance& slot) {
   if (slot.id == 0 || slot.total_end == 0) return;  // no span yet: if it comes back, it starts afresh
-  add_call(slot.activity->evicted_call_spans, slot.total_end - slot.total_start);
+  add_call(slot.activity->evicted_call_spans, slot.span());
   if (evicted_seq_.empty()) evicted_seq_.resize(Forest::kMaxSlots, 0);
   const std::uint64_t thread = slot.id >> kInstanceSeqBits;
   if (thread < evicted_seq_.size())

@@ -32,6 +32,12 @@ struct Instance {
   std::uint64_t parent = 0;
   std::uint64_t self_start = 0, self_end = 0;
   std::uint64_t total_start = 0, total_end = 0;
+  // A call open across an unrecorded stretch of the step window has a total hull per recording window
+  // its work ran in (gpu_intervals.hpp): the lengths of those before the current one.
+  std::uint64_t closed_span = 0;
+
+  /// The call's projected span so far: its hulls' lengths, one per recording window.
+  [[nodiscard]] std::uint64_t span() const { return closed_span + (total_end - total_start); }
 };
 
 /// Where a record goes: a range's instance, "(unscoped)", nowhere counted (outside the step window,
@@ -97,6 +103,15 @@ class Attribution {
   /// kMaxWindows recording intervals: work launched before the oldest kept one counts as outside.
   void set_recording(bool recording, std::uint64_t now_ns);
   static constexpr std::size_t kMaxWindows = 4096;
+  /// Whether a recording window of the step window began in (lo, hi]: GPU work at `lo` and at `hi`
+  /// then lies on both sides of an unrecorded stretch, and a call's hull must not join them
+  /// (gpu_intervals.hpp). Work the GPU ran after its window's end but before the next began joins
+  /// its window's. False where no step window was ever set. O(1) while both lie in the latest window.
+  [[nodiscard]] bool window_began(std::uint64_t lo, std::uint64_t hi) const {
+    return windowed_ && hi > lo && window_began_searched(lo, hi);
+  }
+  /// Whether a step window was ever set (set_recording()): else window_began() is always false.
+  [[nodiscard]] bool windowed() const { return windowed_; }
   /// CUPTI attached again (a detach between step windows): its correlation ids start again at 1, so
   /// every API call and external correlation known so far is forgotten (a new call must not find an
   /// old one's scope). Scope instances and the step window stay: they are cuscope's own.
@@ -127,6 +142,7 @@ class Attribution {
   Instance* resolve(Instance& slot, std::uint64_t id);
   void evict(const Instance& slot);
   [[nodiscard]] bool in_window(std::uint64_t t) const;
+  [[nodiscard]] bool window_began_searched(std::uint64_t lo, std::uint64_t hi) const;
 
   const Forest& forest_;
   RangeActivities& activities_;
@@ -140,7 +156,10 @@ class Attribution {
   std::vector<std::uint64_t> evicted_seq_;
   const Node* last_node_ = nullptr;  // resolve()'s last node, and its activity
   RangeActivity* last_activity_ = nullptr;
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> windows_;  // recording intervals
+  struct Window {
+    std::uint64_t start = 0, end = 0;  // [start, end) recording
+  };
+  std::vector<Window> windows_;  // recording intervals
   bool windowed_ = false;
   bool recording_ = true;
 };

@@ -27,6 +27,18 @@ std::uint64_t extend_hull(std::uint64_t& start, std::uint64_t& end, std::uint64_
   return grown;
 }
 
+// A record of call `i` that starts at `s`, after a recording window began since its hulls' ends
+// (Attribution::window_began()): the hulls of the window before close, the total's length kept in
+// closed_span, and the record begins new ones. `self`: the record is the call's own work (its self
+// hull too). Only where a step window was ever set.
+[[gnu::noinline]] void close_hulls_before(const Attribution& a, Instance& i, std::uint64_t s, bool self) {
+  if (self && a.window_began(i.self_end, s)) i.self_start = i.self_end = 0;
+  if (a.window_began(i.total_end, s)) {
+    i.closed_span += i.total_end - i.total_start;
+    i.total_start = i.total_end = 0;
+  }
+}
+
 }  // namespace
 
 void GpuIntervals::spread(const Target& t, std::uint64_t start, std::uint64_t end) {
@@ -47,17 +59,20 @@ void GpuIntervals::spread_up(Instance* inst, std::uint64_t start, std::uint64_t 
     own.total_busy.add(start, end);
   }
   bool lost = attribution_.late(inst);
+  const bool windowed = attribution_.windowed();
   if (!lost) {
+    if (windowed) close_hulls_before(attribution_, *inst, start, true);
     own.self.gpu_span_ns += extend_hull(inst->self_start, inst->self_end, start, end);
     own.total_span_ns += extend_hull(inst->total_start, inst->total_end, start, end);
   }
-  if (inst->parent != kNoInstance) lost |= spread_to_ancestors<kBusy>(inst->parent, own, start, end);
+  if (inst->parent != kNoInstance)
+    lost |= spread_to_ancestors<kBusy>(inst->parent, own, windowed, start, end);
   if (lost) diag_.gpu_span_records_lost += 1;
 }
 
 template <bool kBusy>
-bool GpuIntervals::spread_to_ancestors(std::uint64_t parent, const RangeActivity& own, std::uint64_t start,
-                                       std::uint64_t end) {
+bool GpuIntervals::spread_to_ancestors(std::uint64_t parent, const RangeActivity& own, bool windowed,
+                                       std::uint64_t start, std::uint64_t end) {
   bool lost = false;
   for (std::uint64_t up = parent; up != kNoInstance;) {
     Instance* inst = attribution_.instance(up);
@@ -73,6 +88,7 @@ bool GpuIntervals::spread_to_ancestors(std::uint64_t parent, const RangeActivity
     if (attribution_.late(inst)) {
       lost = true;
     } else {
+      if (windowed) close_hulls_before(attribution_, *inst, start, false);
       a.total_span_ns += extend_hull(inst->total_start, inst->total_end, start, end);
     }
     up = inst->parent;

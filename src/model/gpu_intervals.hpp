@@ -3,7 +3,11 @@
 //
 // A range's busy time is the union of its kernels' intervals; a call's span is the hull of its
 // kernels, copies and sets (the projected span), summed over calls; a record that ends before it
-// starts counts as the instant it starts (0 ns, as its kernel or copy time). A call that left the
+// starts counts as the instant it starts (0 ns, as its kernel or copy time). Where a step window
+// records some stretches and not others, a call open across several windows has one hull per window
+// its work ran in, summed: never the unrecorded stretch between them (a record that starts after a
+// window began since the hull's end begins a new hull; work the GPU ran after its window's end, before
+// the next began, still joins its window's). A call that left the
 // attribution table and came back extends no span (counted as gpu_span_records_lost). It never
 // decides attribution (attribution.hpp) or counts records (range_activity.hpp). Not thread-safe:
 // the aggregator's one consumer at a time.
@@ -37,7 +41,7 @@ class GpuIntervals {
   template <bool kBusy>
   void spread_up(Instance* inst, std::uint64_t start, std::uint64_t end);
   template <bool kBusy>
-  [[gnu::noinline]] bool spread_to_ancestors(std::uint64_t parent, const RangeActivity& own,
+  [[gnu::noinline]] bool spread_to_ancestors(std::uint64_t parent, const RangeActivity& own, bool windowed,
                                              std::uint64_t start, std::uint64_t end);
 
   Attribution& attribution_;

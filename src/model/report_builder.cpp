@@ -117,7 +117,7 @@ class ReportBuilder {
     ranges_.emplace_back();  // the root
     sides_.assign(1, Side{});
     in_.attribution.for_each_spanned(
-        [&](const Instance& i) { add_call(resident_spans_[i.activity], i.total_end - i.total_start); });
+        [&](const Instance& i) { add_call(resident_spans_[i.activity], i.span()); });
     in_.forest.for_each_tree([&](const ThreadTree& tree) { add_tree(tree); });
     if (used(in_.activities.unscoped()))
       merge_activity(range_for(0, NameTable::kUnscopedId), in_.activities.unscoped());
