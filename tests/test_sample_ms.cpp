@@ -22,6 +22,7 @@
 #include "session/internal.hpp"
 #include "session/session.hpp"
 #include "session_fixture.hpp"
+#include "trace_kit.hpp"
 
 namespace {
 
@@ -206,6 +207,33 @@ TEST_CASE("the program's first step() stops the sample's clock steps without a n
   const cuscope::Report r = cuscope::snapshot();
   CHECK(r.steps - r.clock_steps == 3);  // a clock step may come first on a slow machine
   CHECK(r.notes.empty());
+}
+
+// Trace mode: a sampled session's trace replays to its exit report to the byte (the whole start's
+// steps recorded from the first mark on, the window's after it), with a scope open throughout.
+TEST_CASE("a sampled session's trace replays to its exit report", "[session][sample_ms][trace]") {
+  const std::string trace_path = cuscope_test::trace_kit::temp_path("sampled.cuscope");
+  const std::string json_path = cuscope_test::trace_kit::temp_path("sampled.json");
+  cuscope::Options o = cuscope_test::replayable_options(trace_path, json_path);
+  o.sample_ms = kWholeMs;
+  o.step_ms = kDay;
+  {
+    cuscope_test::Session session(o);
+    {
+      CUSCOPE_SCOPE("main");  // entered in the whole start, open across the windows
+      work_steps(3);
+      past(kWholeMs);
+      work_steps(3);  // the last whole step, then the wait's step again
+      past(kWholeMs);
+      work_steps(3);  // the wait ends, the warm-up step, the recorded step
+    }
+    cuscope::shutdown();
+  }
+  const cuscope::Report r = cuscope_test::trace_kit::replay_as_exit(trace_path, json_path);
+  CHECK(r.steps == 9);
+  CHECK(r.recorded_steps == 5);
+  CHECK(calls(r, "main/work") == 5);
+  CHECK(calls(r, "main") == 1);
 }
 
 namespace {
