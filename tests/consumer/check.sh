@@ -21,4 +21,7 @@ if [[ $mode == find_package ]]; then
   # Zero-code mode from the install: bin/cuscope finds lib*/libcuscope_inject.so next to it.
   "$work/prefix/bin/cuscope" run --output "$work/table.txt" -- "$work/build/nvtx_only"
   sed -En 's/^(nvtx_only_range) +([0-9]+) .*/installed cuscope run: \1 calls \2/p' "$work/table.txt"
+  # Left on (--sample-ms): a run shorter than the whole start is recorded whole.
+  "$work/prefix/bin/cuscope" run --sample-ms 100000 --output "$work/sampled.txt" -- "$work/build/nvtx_only"
+  sed -En 's/^(nvtx_only_range) +([0-9]+) .*/installed cuscope run --sample-ms: \1 calls \2/p' "$work/sampled.txt"
 fi
