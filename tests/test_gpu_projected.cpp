@@ -314,6 +314,27 @@ TEST_CASE("projected span: work the GPU runs after its window's end joins that w
   CHECK(r.find("step")->self.gpu_span_ns == 500);
 }
 
+// A record of the first window that comes after one of the second (its buffer delivered late) does
+// not stretch the second window's hull back across the stretch between: its span is left out, at
+// most its own length.
+TEST_CASE("projected span: a late record of an earlier window does not bridge the stretch between",
+          "[projected][window]") {
+  Fixture f;
+  f.agg.set_recording(true, 0);
+  auto main = f.begin("main");
+  const std::uint64_t early = f.launch(main.instance, 150);
+  f.kernel(f.launch(main.instance, 100), 200, 300);
+  f.agg.set_recording(false, 1'000);
+  f.agg.set_recording(true, 5'000);
+  f.kernel(f.launch(main.instance, 5'100), 5'200, 5'400);
+  f.kernel(early, 250, 450);  // the first window's, delivered last
+  f.end(main, 6'000);
+  const Report r = f.report();
+  CHECK(r.find("main")->gpu_projected.total_ns == 100 + 200);  // not 100 + (5,400 - 250)
+  CHECK(r.find("main")->self.gpu_span_ns == 100 + 200);
+  CHECK(r.find("main")->self.kernel_calls == 3);  // counted all the same
+}
+
 namespace {
 
 // A call "serve" with two bursts of 10 back-to-back kernels 999,000 ns apart, the stretch between

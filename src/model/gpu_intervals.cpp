@@ -27,16 +27,30 @@ std::uint64_t extend_hull(std::uint64_t& start, std::uint64_t& end, std::uint64_
   return grown;
 }
 
-// A record of call `i` that starts at `s`, after a recording window began since its hulls' ends
-// (Attribution::window_began()): the hulls of the window before close, the total's length kept in
-// closed_span, and the record begins new ones. `self`: the record is the call's own work (its self
-// hull too). Only where a step window was ever set.
-[[gnu::noinline]] void close_hulls_before(const Attribution& a, Instance& i, std::uint64_t s, bool self) {
-  if (self && a.window_began(i.self_end, s)) i.self_start = i.self_end = 0;
+// How much a record grew a call's self and total spans.
+struct Grown {
+  std::uint64_t self = 0, total = 0;
+};
+
+// Where a step window was ever set: the record [s, e) of call `i` extends its hulls, but never
+// across an unrecorded stretch. After a recording window began since a hull's end
+// (Attribution::window_began()), that hull, of the window before, closes (the total's length kept in
+// closed_span) and the record begins a new one; a record of an earlier window than the hull's, come
+// late, leaves the hull as it is (its span not counted: at most its own length short). `self`: the
+// record is the call's own work (its self hull too).
+[[gnu::noinline]] Grown extend_windowed(const Attribution& a, Instance& i, std::uint64_t s, std::uint64_t e,
+                                        bool self) {
+  Grown g;
+  if (self) {
+    if (a.window_began(i.self_end, s)) i.self_start = i.self_end = 0;
+    if (!a.window_began(s, i.self_start)) g.self = extend_hull(i.self_start, i.self_end, s, e);
+  }
   if (a.window_began(i.total_end, s)) {
     i.closed_span += i.total_end - i.total_start;
     i.total_start = i.total_end = 0;
   }
+  if (!a.window_began(s, i.total_start)) g.total = extend_hull(i.total_start, i.total_end, s, e);
+  return g;
 }
 
 }  // namespace
@@ -60,8 +74,11 @@ void GpuIntervals::spread_up(Instance* inst, std::uint64_t start, std::uint64_t 
   }
   bool lost = attribution_.late(inst);
   const bool windowed = attribution_.windowed();
-  if (!lost) {
-    if (windowed) close_hulls_before(attribution_, *inst, start, true);
+  if (!lost && windowed) {
+    const Grown g = extend_windowed(attribution_, *inst, start, end, true);
+    own.self.gpu_span_ns += g.self;
+    own.total_span_ns += g.total;
+  } else if (!lost) {
     own.self.gpu_span_ns += extend_hull(inst->self_start, inst->self_end, start, end);
     own.total_span_ns += extend_hull(inst->total_start, inst->total_end, start, end);
   }
@@ -88,8 +105,8 @@ bool GpuIntervals::spread_to_ancestors(std::uint64_t parent, const RangeActivity
     if (attribution_.late(inst)) {
       lost = true;
     } else {
-      if (windowed) close_hulls_before(attribution_, *inst, start, false);
-      a.total_span_ns += extend_hull(inst->total_start, inst->total_end, start, end);
+      a.total_span_ns += windowed ? extend_windowed(attribution_, *inst, start, end, false).total
+                                  : extend_hull(inst->total_start, inst->total_end, start, end);
     }
     up = inst->parent;
   }
