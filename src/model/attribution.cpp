@@ -29,22 +29,15 @@ void Attribution::set_recording(bool recording, std::uint64_t now_ns) {
   }
 }
 
-namespace {
-
-// The last of `windows` that starts at or before `t`, or end() where none does.
-template <class W>
-auto window_at(const std::vector<W>& windows, std::uint64_t t) {
-  auto it = std::upper_bound(windows.begin(), windows.end(), t,
-                             [](std::uint64_t v, const W& w) { return v < w.start; });
-  return it == windows.begin() ? windows.end() : std::prev(it);
+std::vector<Attribution::Window>::const_iterator Attribution::first_starting_after(std::uint64_t t) const {
+  return std::upper_bound(windows_.begin(), windows_.end(), t,
+                          [](std::uint64_t v, const Window& w) { return v < w.start; });
 }
-
-}  // namespace
 
 bool Attribution::in_window(std::uint64_t t) const {
   if (!windowed_) return true;
-  const auto it = window_at(windows_, t);
-  return it != windows_.end() && t < it->end;
+  const auto it = first_starting_after(t);  // the window before it is the last to start by `t`
+  return it != windows_.begin() && t < std::prev(it)->end;
 }
 
 bool Attribution::window_began_searched(std::uint64_t lo, std::uint64_t hi) const {
@@ -52,8 +45,7 @@ bool Attribution::window_began_searched(std::uint64_t lo, std::uint64_t hi) cons
   const std::uint64_t latest = windows_.back().start;
   if (latest <= lo) return false;  // the common case: a record of the latest window after another
   if (latest <= hi) return true;
-  const auto it = std::upper_bound(windows_.begin(), windows_.end(), lo,
-                                   [](std::uint64_t v, const Window& w) { return v < w.start; });
+  const auto it = first_starting_after(lo);
   return it != windows_.end() && it->start <= hi;
 }
 

@@ -141,8 +141,6 @@ class Attribution {
   [[nodiscard]] std::uint64_t key_of(std::uint64_t correlation) const { return correlation + attach_key_; }
   Instance* resolve(Instance& slot, std::uint64_t id);
   void evict(const Instance& slot);
-  [[nodiscard]] bool in_window(std::uint64_t t) const;
-  [[nodiscard]] bool window_began_searched(std::uint64_t lo, std::uint64_t hi) const;
 
   const Forest& forest_;
   RangeActivities& activities_;
@@ -160,6 +158,10 @@ class Attribution {
     std::uint64_t start = 0, end = 0;  // [start, end) recording
   };
   std::vector<Window> windows_;  // recording intervals
+  // The first of windows_ that starts after `t` (end() where none does).
+  [[nodiscard]] std::vector<Window>::const_iterator first_starting_after(std::uint64_t t) const;
+  [[nodiscard]] bool in_window(std::uint64_t t) const;
+  [[nodiscard]] bool window_began_searched(std::uint64_t lo, std::uint64_t hi) const;
   bool windowed_ = false;
   bool recording_ = true;
 };

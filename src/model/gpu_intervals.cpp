@@ -27,30 +27,20 @@ std::uint64_t extend_hull(std::uint64_t& start, std::uint64_t& end, std::uint64_
   return grown;
 }
 
-// How much a record grew a call's self and total spans.
-struct Grown {
-  std::uint64_t self = 0, total = 0;
-};
-
-// Where a step window was ever set: the record [s, e) of call `i` extends its hulls, but never
-// across an unrecorded stretch. After a recording window began since a hull's end
-// (Attribution::window_began()), that hull, of the window before, closes (the total's length kept in
-// closed_span) and the record begins a new one; a record of an earlier window than the hull's, come
-// late, leaves the hull as it is (its span not counted: at most its own length short). `self`: the
-// record is the call's own work (its self hull too).
-[[gnu::noinline]] Grown extend_windowed(const Attribution& a, Instance& i, std::uint64_t s, std::uint64_t e,
-                                        bool self) {
-  Grown g;
-  if (self) {
-    if (a.window_began(i.self_end, s)) i.self_start = i.self_end = 0;
-    if (!a.window_began(s, i.self_start)) g.self = extend_hull(i.self_start, i.self_end, s, e);
+// Where a step window was ever set: extends hull [start, end) of a call to cover [s, e), but never
+// across an unrecorded stretch, and returns by how much it grew. After a recording window began since
+// the hull's end (Attribution::window_began()), the hull, of the window before, closes (its length
+// added to `*closed`, where given) and the record begins a new one; a record of an earlier window
+// than the hull's, come late, leaves the hull as it is (its span not counted: at most its own length
+// short).
+[[gnu::noinline]] std::uint64_t extend_in_window(const Attribution& a, std::uint64_t& start,
+                                                 std::uint64_t& end, std::uint64_t s, std::uint64_t e,
+                                                 std::uint64_t* closed) {
+  if (a.window_began(end, s)) {
+    if (closed != nullptr) *closed += end - start;
+    start = end = 0;
   }
-  if (a.window_began(i.total_end, s)) {
-    i.closed_span += i.total_end - i.total_start;
-    i.total_start = i.total_end = 0;
-  }
-  if (!a.window_began(s, i.total_start)) g.total = extend_hull(i.total_start, i.total_end, s, e);
-  return g;
+  return a.window_began(s, start) ? 0 : extend_hull(start, end, s, e);
 }
 
 }  // namespace
@@ -75,9 +65,10 @@ void GpuIntervals::spread_up(Instance* inst, std::uint64_t start, std::uint64_t 
   bool lost = attribution_.late(inst);
   const bool windowed = attribution_.windowed();
   if (!lost && windowed) {
-    const Grown g = extend_windowed(attribution_, *inst, start, end, true);
-    own.self.gpu_span_ns += g.self;
-    own.total_span_ns += g.total;
+    own.self.gpu_span_ns +=
+        extend_in_window(attribution_, inst->self_start, inst->self_end, start, end, nullptr);
+    own.total_span_ns +=
+        extend_in_window(attribution_, inst->total_start, inst->total_end, start, end, &inst->closed_span);
   } else if (!lost) {
     own.self.gpu_span_ns += extend_hull(inst->self_start, inst->self_end, start, end);
     own.total_span_ns += extend_hull(inst->total_start, inst->total_end, start, end);
@@ -105,7 +96,8 @@ bool GpuIntervals::spread_to_ancestors(std::uint64_t parent, const RangeActivity
     if (attribution_.late(inst)) {
       lost = true;
     } else {
-      a.total_span_ns += windowed ? extend_windowed(attribution_, *inst, start, end, false).total
+      a.total_span_ns += windowed ? extend_in_window(attribution_, inst->total_start, inst->total_end, start,
+                                                     end, &inst->closed_span)
                                   : extend_hull(inst->total_start, inst->total_end, start, end);
     }
     up = inst->parent;

@@ -357,15 +357,16 @@ bool start_session(const Options& given, bool from_caller) {
         event_timing(options, probe.available, probe.reason, s.tracing.load(std::memory_order_relaxed));
     g_event_sample_every.store(options.events == EventTiming::sampled ? options.events_sample_every : 0,
                                std::memory_order_relaxed);
-    pause_for(s, first_phase(options));  // a session that begins with wait steps, or off, traces nothing yet
+    const Phase first = first_phase(options);
+    pause_for(s, first);  // a session that begins with wait steps, or off, traces nothing yet
     if (!options.metrics.empty()) s.counters_status = probe.available ? start_counters(s) : probe.reason;
     if (probe.available) s.peaks = device_peaks();
     if (std::string off = start_trace(s); !off.empty()) warn_once(off);
-    trace_step(s.start_ns, 0, first_phase(options) == Phase::Record);
+    trace_step(s.start_ns, 0, first == Phase::Record);
     if (!options.enabled) trace_recording(s.start_ns, false);
 
-    g_flags.store(flags_for(s, first_phase(options)), std::memory_order_relaxed);
-    if (!records(s, first_phase(options))) {
+    g_flags.store(flags_for(s, first), std::memory_order_relaxed);
+    if (!records(s, first)) {
       std::lock_guard agg(s.aggregator_mutex);
       s.aggregator.set_recording(false, s.start_ns);
     }
