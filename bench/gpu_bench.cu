@@ -38,10 +38,13 @@ int main(int argc, char** argv) {
                  "usage: %s [--launches=N] [--rounds=R] [--steps=S] [--json=PATH] [--git-commit=SHA]\n"
                  "          [--show-traced] [--minimal-last] [--trace-dir=DIR]\n"
                  "          [--step-per-batch] [--stall-limit=S] [--skip=KEY,...]\n"
+                 "          [--alternations=N] [--alternating-steps=K]\n"
                  "  runs cuscope's GPU benchmarks (bench/README.md); exits 77 without a CUDA device, and 3\n"
                  "  when one part (a configuration's loop, a session start) runs past S seconds (default\n"
                  "  60, 0: no limit), after printing every thread's stack; --skip leaves configurations out\n"
-                 "  by key (launch.events_cupti, transformer.records, ...): their figures read '-'\n",
+                 "  by key (launch.events_cupti, transformer.records, ...): their figures read '-';\n"
+                 "  each round ends with N alternations (default 8, 0: none) of blocks of K steps (default\n"
+                 "  20) without cuscope, with its defaults, under CUPTI set up as them, and without again\n",
                  argv[0]);
     return 2;
   }
@@ -167,17 +170,20 @@ int main(int argc, char** argv) {
 
     using cuscope::Attribution;
     using cuscope::EventTiming;
-    // One transformer configuration: its session, then its steps, then `after` (untimed), then the
-    // end of its session unless `keep` (the last one: its report is taken below); nothing at all
-    // when skipped.
-    auto transformer = [&](const char* key, std::vector<double>& into, auto&& start_session,
-                           void (*after)() = nullptr, bool keep = false) {
-      if (!part(key)) return;
+    // A session, then `steps` timed steps after 3 untimed ones, then `after` (untimed), then the end
+    // of the session unless `keep` (the last one: its report is taken below).
+    auto session_steps = [&](std::vector<double>& into, auto&& start_session, int steps,
+                             void (*after)() = nullptr, bool keep = false) {
       start_session();
-      const std::vector<double> t = step_ns(3, args.steps);
+      const std::vector<double> t = step_ns(3, steps);
       if (after != nullptr) after();
       if (!keep) end_session();
       into.insert(into.end(), t.begin(), t.end());
+    };
+    // One transformer configuration, its round's steps; nothing at all when skipped.
+    auto transformer = [&](const char* key, std::vector<double>& into, auto&& start_session,
+                           void (*after)() = nullptr, bool keep = false) {
+      if (part(key)) session_steps(into, start_session, args.steps, after, keep);
     };
     // The step with cuscope off under the minimal CUPTI client tracing `kinds`: a floor.
     auto minimal_floor = [&](const char* key, std::vector<double>& into, MinimalKinds kinds) {
@@ -190,17 +196,20 @@ int main(int argc, char** argv) {
           },
           &MinimalCupti::stop);
     };
-    // The step under CUPTI set up as cuscope's defaults, cuscope off (left out, with a note, once
-    // CUPTI refuses the subscriber).
-    auto callbacks_floor = [&] {
-      const char* key = "transformer.minimal_cupti_callbacks";
-      if (m.refused(key) || !part(key)) return;
+    // `steps` steps under CUPTI set up as cuscope's defaults, cuscope off, into `into`; none once
+    // CUPTI refused the subscriber for `key` (left out from then on, with a note).
+    auto callbacks_steps = [&](const char* key, std::vector<double>& into, int steps) {
+      if (m.refused(key)) return;
       restart_session(false, EventTiming::off, false, 3);
       if (!start_floor(key, true, round)) return end_session();
-      const std::vector<double> t = step_ns(3, args.steps);
+      const std::vector<double> t = step_ns(3, steps);
       MinimalCupti::stop();
       end_session();
-      m.step_minimal_callbacks.insert(m.step_minimal_callbacks.end(), t.begin(), t.end());
+      into.insert(into.end(), t.begin(), t.end());
+    };
+    auto callbacks_floor = [&] {
+      const char* key = "transformer.minimal_cupti_callbacks";
+      if (!m.refused(key) && part(key)) callbacks_steps(key, m.step_minimal_callbacks, args.steps);
     };
     // The defaults recording one step in kWindowCycle (CUSCOPE_REPEAT=0), CUPTI paused in the
     // others: one untimed cycle first, so that the timed steps are whole cycles from their first.
@@ -312,6 +321,24 @@ int main(int argc, char** argv) {
         recording_off};
     constexpr int kSessions = sizeof sessions / sizeof sessions[0];
     for (const int i : cuscope_bench::round_order(kSessions, round)) sessions[i]();
+    // The goal's contrast again, finely interleaved: short blocks of steps, one of each
+    // AlternatingBlock an alternation, in round_order over every alternation of the run. A block is
+    // a part's session as above (warm-up steps untimed, CUPTI detached at its end), so a pair of
+    // blocks is tens of milliseconds apart where a round puts the configurations up to seconds
+    // apart; the control block, the step without cuscope twice, says what the design makes of none.
+    if (args.alternations > 0 && part("transformer.alternating")) {
+      const int steps = args.alternating_steps;
+      const auto without = [] { restart_session(false, EventTiming::off, false, 3); };
+      const auto defaults = [] { restart_session(true, EventTiming::automatic, true, 3); };
+      for (int i = 0; i < args.alternations; ++i) {
+        for (const int b : round_order(kAlternatingBlocks, round * args.alternations + i)) {
+          if (b == kAltWithout) session_steps(m.alt_without, without, steps);
+          if (b == kAltWithoutAgain) session_steps(m.alt_without_again, without, steps);
+          if (b == kAltDefaults) session_steps(m.alt_defaults, defaults, steps);
+          if (b == kAltCallbacks) callbacks_steps("transformer.alternating", m.alt_callbacks, steps);
+        }
+      }
+    }
     // Last: its report is the notes' "last transformer run".
     transformer(
         "transformer.with", m.step_with, [] { restart_session(true, EventTiming::always, true, 3); }, nullptr,

@@ -30,6 +30,11 @@ struct Args {
   bool step_per_batch = false;  ///< --step-per-batch: cuscope::step() after each batch, untimed
   int stall_limit_s = 60;       ///< --stall-limit=S: a part running longer prints every stack, exits 3
   std::string skip;             ///< --skip=KEY,KEY: configurations left out (their figures "-")
+  /// --alternations=N: each round ends with N alternations (0: none) of short blocks of transformer
+  /// steps, each alternation one block of each of kAlternatingBlocks, the order changing from one to
+  /// the next; --alternating-steps=K: the timed steps of a block (gpu_bench.cu, "transformer.alternating").
+  int alternations = 8;
+  int alternating_steps = 20;
   bool skipped(const std::string& key) const {
     return ("," + skip + ",").find("," + key + ",") != std::string::npos;
   }
@@ -55,6 +60,10 @@ inline bool parse_args(int argc, char** argv, Args& a) {
       a.trace_dir = v;
     } else if ((v = value("stall-limit"))) {
       a.stall_limit_s = std::max(0, std::atoi(v));
+    } else if ((v = value("alternations"))) {
+      a.alternations = std::max(0, std::atoi(v));
+    } else if ((v = value("alternating-steps"))) {
+      a.alternating_steps = std::max(1, std::atoi(v));
     } else if ((v = value("skip"))) {
       a.skip = v;
     } else if ((v = value("git-commit"))) {
@@ -137,6 +146,11 @@ constexpr std::uint32_t kWindowCycle = kWindowWait + 2;
 /// (the 1 s the detach waits, about 5,300 steps of 0.19 ms on the H200, and the timed steps), the
 /// rest run as empty cuscope::step() calls.
 constexpr std::uint32_t kBetweenWait = 100000;
+/// The blocks of an alternation (Args::alternations), in round_order over the alternations: the step
+/// without cuscope, with its defaults, under CUPTI set up as the defaults with callbacks doing
+/// nothing, and without cuscope again (the control: its ratio to the first says what the design
+/// itself makes of two identical blocks).
+enum AlternatingBlock : int { kAltWithout, kAltDefaults, kAltCallbacks, kAltWithoutAgain, kAlternatingBlocks };
 /// Indices into kLaunchConfigs, for the ratios.
 enum : int {
   kBare,

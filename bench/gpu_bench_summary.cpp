@@ -18,7 +18,9 @@ Summary summarize(const Args& args, const BenchMachine& machine, const Measured&
   s.add_context("cuda", machine.cuda);
   s.add_context("runs", std::to_string(rounds_done) + " rounds; " + std::to_string(args.launches) +
                             " launches or event pairs and " + std::to_string(args.steps) +
-                            " transformer steps per configuration and round");
+                            " transformer steps per configuration and round; " +
+                            std::to_string(args.alternations) + " alternations of " +
+                            std::to_string(args.alternating_steps) + " steps a block each round");
 
   double per_launch[kLaunchConfigCount];
   for (int c = 0; c < kLaunchConfigCount; ++c) {
@@ -213,6 +215,32 @@ Summary summarize(const Args& args, const BenchMachine& machine, const Measured&
                    "paired: in a scope, events timed by CUPTI / timed by CUDA (full tracing)",
                    paired_launch(kEventsCupti, kFullTracing)));
 
+  // The alternations (Args::alternations): each alternation's ratio of two blocks' step medians,
+  // then their median, with their range and the median's 95% interval; the control is two blocks
+  // without cuscope.
+  const auto block_steps = static_cast<std::size_t>(args.alternating_steps);
+  const auto alternating = [&](const std::vector<double>& a, const std::vector<double>& b) {
+    return round_ratios(a, b, block_steps);
+  };
+  const std::vector<double> defaults_alternating = alternating(m.alt_defaults, m.alt_without);
+  const std::vector<double> control_alternating = alternating(m.alt_without_again, m.alt_without);
+  s.measurements.push_back(paired_ratio(
+      "alternating.transformer.without_again_over_without",
+      "alternating: transformer step, without cuscope / without (the control: two identical blocks)",
+      control_alternating));
+  s.measurements.push_back(paired_ratio("alternating.transformer.defaults_over_without",
+                                        "alternating: transformer step, cuscope's defaults / without",
+                                        defaults_alternating));
+  s.measurements.push_back(paired_ratio(
+      "alternating.transformer.minimal_cupti_callbacks_over_without",
+      "alternating: transformer step, CUPTI set up as cuscope's defaults, callbacks doing nothing / without",
+      alternating(m.alt_callbacks, m.alt_without)));
+  s.measurements.push_back(
+      paired_ratio("alternating.transformer.defaults_over_minimal_cupti_callbacks",
+                   "alternating: transformer step, cuscope's defaults / CUPTI set up as the defaults "
+                   "(cuscope's own work)",
+                   alternating(m.alt_defaults, m.alt_callbacks)));
+
   // Issue 24's goals, for the defaults (launch notes since 2026-11-26) and for the defaults with
   // external correlation, the other way (docs/cupti.md, "Attribution"): each the median of the
   // rounds' ratios (above), with their range.
@@ -222,9 +250,13 @@ Summary summarize(const Args& args, const BenchMachine& machine, const Measured&
     Target t{key, label, paired.value, "x", printf_string("<= %.2fx", goal), paired.value <= goal};
     t.low = paired.low;
     t.high = paired.high;
+    t.ci_low = paired.ci_low;
+    t.ci_high = paired.ci_high;
     s.targets.push_back(t);
   };
   target("goal.defaults_step", "transformer step, cuscope's defaults / without", defaults_step, 1.05);
+  target("goal.defaults_step_alternating", "transformer step, cuscope's defaults / without, alternating blocks",
+         defaults_alternating, 1.05);
   target("goal.defaults_launch", "in a scope, cuscope's defaults / minimal CUPTI, per launch",
          defaults_launch, 1.10);
   target("goal.external_step", "transformer step, defaults with external correlation / without",
@@ -240,6 +272,10 @@ Summary summarize(const Args& args, const BenchMachine& machine, const Measured&
       "ratio: the ratio of those medians. paired: each round's ratio (of the round's loop means, or of its",
       "step medians), then the median over the rounds, with the rounds' range; the targets read these.",
       "The configurations run in an order that changes each round (a Williams design, bench/README.md).",
+      "alternating: blocks of a few steps without cuscope, with its defaults, under CUPTI set up as them and",
+      "without again, in an order that changes each alternation, at the end of each round; each",
+      "alternation's ratio of the blocks' step medians, then the median over the alternations. The control",
+      "(without again / without) is what this design makes of no difference. (a-b): the median's 95% interval.",
       "Each starts with CUPTI detached: cuptiFinalize after every part that attached it (" +
           std::to_string(m.cupti_detaches.made) + " made, " + std::to_string(m.cupti_detaches.refused) +
           " refused).",

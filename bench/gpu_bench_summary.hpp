@@ -46,6 +46,10 @@ struct Measured {
   // And under CUPTI set up as the defaults set it up (their kinds, launch callbacks doing nothing):
   // the floor of launch notes, below which cuscope's own work is all that is left.
   std::vector<double> step_minimal_callbacks;
+  // Each alternation's blocks (Args::alternations, AlternatingBlock), each block's timed steps in
+  // turn: the same steps without cuscope, with its defaults, under CUPTI set up as the defaults with
+  // callbacks doing nothing (a prefix of the alternations, once CUPTI refused it) and without again.
+  std::vector<double> alt_without, alt_defaults, alt_callbacks, alt_without_again;
   /// Each configuration of that floor CUPTI refused: left out from that round on.
   struct Refusal {
     std::string key, why;

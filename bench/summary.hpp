@@ -18,6 +18,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -33,6 +34,9 @@ struct Measurement {
   /// Where `value` is the median of per-round values (a ratio of interleaved configurations): the
   /// smallest and largest of them (NaN: not such a value).
   double low = NAN, high = NAN;
+  /// And the interval that holds the median of what they sample with at least 95% probability
+  /// (median_interval(); NaN: fewer than 6 of them, or not such a value).
+  double ci_low = NAN, ci_high = NAN;
 };
 
 /// One goal and how this run did against it.
@@ -44,6 +48,7 @@ struct Target {
   std::string goal;  ///< in words, e.g. "<= 2.00x"
   bool pass = false;
   double low = NAN, high = NAN;  ///< as Measurement's: the range of the per-round values, if any
+  double ci_low = NAN, ci_high = NAN;  ///< as Measurement's: the median's 95% interval, if any
 };
 
 struct Summary {
@@ -106,12 +111,34 @@ inline std::vector<double> round_ratios(const std::vector<double>& a, const std:
   return out;
 }
 
-/// A measurement whose value is the median of `ratios` (round_ratios), with their range.
+/// The distribution-free 95% interval of the median of what `v` samples (independent samples, any
+/// distribution): the order statistics x(k) and x(n+1-k) of the n sorted samples, k the largest with
+/// P(Binomial(n, 1/2) < k) <= 0.025, so that both ends miss the median with at most 2.5% each. NaN
+/// for both below 6 samples, where even the whole range holds the median with less than 95%. With 6
+/// to 8 samples it is their whole range; with 48, the 17th to the 32nd.
+inline std::pair<double, double> median_interval(std::vector<double> v) {
+  const std::size_t n = v.size();
+  std::size_t k = 0;  // P(X < k) <= 0.025, X ~ Binomial(n, 1/2), for the largest such k
+  double below = 0;   // P(X < k + 1) as k grows: P(X <= k)
+  for (std::size_t j = 0; j < n; ++j) {
+    const double nd = static_cast<double>(n), jd = static_cast<double>(j);
+    below += std::exp(std::lgamma(nd + 1) - std::lgamma(jd + 1) - std::lgamma(nd - jd + 1) - nd * std::log(2.0));
+    if (below > 0.025) break;
+    k = j + 1;
+  }
+  if (k == 0) return {NAN, NAN};
+  std::sort(v.begin(), v.end());
+  return {v[k - 1], v[n - k]};
+}
+
+/// A measurement whose value is the median of `ratios` (round_ratios), with their range and the
+/// median's 95% interval.
 inline Measurement paired_ratio(std::string key, std::string label, const std::vector<double>& ratios) {
   Measurement m{std::move(key), std::move(label), median(ratios), "x"};
   if (!ratios.empty()) {
     m.low = *std::min_element(ratios.begin(), ratios.end());
     m.high = *std::max_element(ratios.begin(), ratios.end());
+    std::tie(m.ci_low, m.ci_high) = median_interval(ratios);
   }
   return m;
 }
@@ -183,10 +210,15 @@ inline std::string pad_left(const std::string& s, std::size_t width) {
   return s.size() >= width ? s : std::string(width - s.size(), ' ') + s;
 }
 
-/// "  1.02x-1.09x" for a range of per-round values; "" when there is none.
-inline std::string format_range(double low, double high, const std::string& unit) {
+/// "  1.02x-1.09x" for a range of per-round values, then " (1.03x-1.07x)" for the median's 95%
+/// interval where there is one; "" when there is no range.
+inline std::string format_range(double low, double high, const std::string& unit, double ci_low = NAN,
+                                double ci_high = NAN) {
   if (std::isnan(low) || std::isnan(high)) return "";
-  return "  " + format_value(low, unit) + "-" + format_value(high, unit);
+  const std::string ci = std::isnan(ci_low) || std::isnan(ci_high)
+                             ? std::string()
+                             : " (" + format_value(ci_low, unit) + "-" + format_value(ci_high, unit) + ")";
+  return "  " + format_value(low, unit) + "-" + format_value(high, unit) + ci;
 }
 
 inline std::string format_table(const Summary& s) {
@@ -196,17 +228,25 @@ inline std::string format_table(const Summary& s) {
   std::size_t w = 9;
   for (const Measurement& m : s.measurements) w = std::max(w, m.label.size());
   for (const Target& t : s.targets) w = std::max(w, t.label.size());
-  bool ranges = false;  // the "rounds' range" column, where some value has one
-  for (const Measurement& m : s.measurements) ranges = ranges || !std::isnan(m.low);
-  for (const Target& t : s.targets) ranges = ranges || !std::isnan(t.low);
-  const std::string range_header = ranges ? "  rounds' range" : "";
+  bool ranges = false;  // the "range" column, where some value has one
+  bool intervals = false;  // and in it the median's 95% interval, where some value has one
+  for (const Measurement& m : s.measurements) {
+    ranges = ranges || !std::isnan(m.low);
+    intervals = intervals || !std::isnan(m.ci_low);
+  }
+  for (const Target& t : s.targets) {
+    ranges = ranges || !std::isnan(t.low);
+    intervals = intervals || !std::isnan(t.ci_low);
+  }
+  const std::string range_header =
+      ranges ? std::string("  range") + (intervals ? " (the median's 95% interval)" : "") : "";
   out << "\n"
       << pad("benchmark", w) << "  " << pad_left("median", 20) << "  " << pad_left("cv", 6) << range_header
       << "\n";
   for (const Measurement& m : s.measurements) {
     const std::string cv = std::isnan(m.cv) ? "" : printf_string("%.1f%%", 100 * m.cv);
     out << pad(m.label, w) << "  " << pad_left(format_value(m.value, m.unit), 20) << "  " << pad_left(cv, 6)
-        << format_range(m.low, m.high, m.unit) << "\n";
+        << format_range(m.low, m.high, m.unit, m.ci_low, m.ci_high) << "\n";
   }
   out << "\n"
       << pad("target", w) << "  " << pad_left("measured", 20) << "  " << pad("goal", 16)
@@ -215,7 +255,7 @@ inline std::string format_table(const Summary& s) {
     const char* result = std::isnan(t.measured) ? "not measured" : (t.pass ? "PASS" : "MISS");
     out << pad(t.label, w) << "  " << pad_left(format_value(t.measured, t.unit), 20) << "  "
         << pad(t.goal, 16) << (ranges ? pad(result, 12) : std::string(result))
-        << format_range(t.low, t.high, t.unit) << "\n";
+        << format_range(t.low, t.high, t.unit, t.ci_low, t.ci_high) << "\n";
   }
   if (!s.notes.empty()) out << "\n";
   for (const std::string& n : s.notes) out << n << "\n";
@@ -241,11 +281,15 @@ inline std::string json_string(const std::string& s) {
 
 inline std::string json_number(double v) { return std::isnan(v) ? "null" : printf_string("%.6g", v); }
 
-/// `, "min": x, "max": y` for a range of per-round values; "" when there is none (older readers
-/// see the same keys as before).
-inline std::string json_range(double low, double high) {
+/// `, "min": x, "max": y` for a range of per-round values, then `, "median_ci95": [a, b]` for the
+/// median's 95% interval where there is one; "" when there is no range (older readers see the same
+/// keys as before).
+inline std::string json_range(double low, double high, double ci_low = NAN, double ci_high = NAN) {
   if (std::isnan(low) || std::isnan(high)) return "";
-  return ", \"min\": " + json_number(low) + ", \"max\": " + json_number(high);
+  const std::string ci = std::isnan(ci_low) || std::isnan(ci_high)
+                             ? std::string()
+                             : ", \"median_ci95\": [" + json_number(ci_low) + ", " + json_number(ci_high) + "]";
+  return ", \"min\": " + json_number(low) + ", \"max\": " + json_number(high) + ci;
 }
 
 inline std::string format_json(const Summary& s) {
@@ -262,7 +306,7 @@ inline std::string format_json(const Summary& s) {
     out << (i ? "," : "") << "\n    {\"key\": " << json_string(m.key)
         << ", \"label\": " << json_string(m.label) << ", \"value\": " << json_number(m.value)
         << ", \"unit\": " << json_string(m.unit) << ", \"cv\": " << json_number(m.cv)
-        << json_range(m.low, m.high) << "}";
+        << json_range(m.low, m.high, m.ci_low, m.ci_high) << "}";
   }
   out << "\n  ],\n  \"targets\": [";
   for (std::size_t i = 0; i < s.targets.size(); ++i) {
@@ -271,7 +315,7 @@ inline std::string format_json(const Summary& s) {
     out << (i ? "," : "") << "\n    {\"key\": " << json_string(t.key)
         << ", \"label\": " << json_string(t.label) << ", \"measured\": " << json_number(t.measured)
         << ", \"unit\": " << json_string(t.unit) << ", \"goal\": " << json_string(t.goal)
-        << ", \"result\": " << json_string(result) << json_range(t.low, t.high) << "}";
+        << ", \"result\": " << json_string(result) << json_range(t.low, t.high, t.ci_low, t.ci_high) << "}";
   }
   out << "\n  ],\n  \"notes\": [";
   for (std::size_t i = 0; i < s.notes.size(); ++i)

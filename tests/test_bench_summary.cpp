@@ -86,7 +86,7 @@ TEST_CASE("bench: the range column and the JSON's min and max appear only where 
   SECTION("without ranges: the table and JSON as before") {
     s.targets.push_back({"goal.plain", "goal plain", 1.0, "x", "<= 1.05x", true});
     const std::string table = cuscope_bench::format_table(s);
-    CHECK(table.find("rounds' range") == std::string::npos);
+    CHECK(table.find("  range") == std::string::npos);
     CHECK(table.find("<= 1.05x        PASS\n") != std::string::npos);
     const std::string json = cuscope_bench::format_json(s);
     CHECK(json.find("\"min\"") == std::string::npos);
@@ -99,7 +99,7 @@ TEST_CASE("bench: the range column and the JSON's min and max appear only where 
     t.high = 1.09;
     s.targets.push_back(t);
     const std::string table = cuscope_bench::format_table(s);
-    CHECK(table.find("rounds' range") != std::string::npos);
+    CHECK(table.find("  range\n") != std::string::npos);  // 3 ratios: no 95% interval of their median
     CHECK(table.find("1.05x          1.02x-1.09x\n") != std::string::npos);                 // the measurement
     CHECK(table.find("<= 1.05x        PASS          1.02x-1.09x\n") != std::string::npos);  // the target
     const std::string json = cuscope_bench::format_json(s);
@@ -111,6 +111,53 @@ TEST_CASE("bench: the range column and the JSON's min and max appear only where 
                   "null, \"min\": 1.02, \"max\": 1.09}") != std::string::npos);
     CHECK(json.find("\"result\": \"PASS\", \"min\": 1.02, \"max\": 1.09}") != std::string::npos);
   }
+}
+
+TEST_CASE("bench: the median's 95% interval is of order statistics, none below 6 samples", "[bench]") {
+  using cuscope_bench::median_interval;
+  // Below 6 samples even the whole range holds the median with less than 95% (5: 1 - 2/32).
+  CHECK(std::isnan(median_interval({1, 2, 3, 4, 5}).first));
+  CHECK(std::isnan(median_interval({}).second));
+  // 6 to 8: the whole range (P(all on one side) = 2/64 ... 2/256, each end at most 2.5%), unsorted in.
+  CHECK(median_interval({6, 1, 5, 2, 4, 3}) == std::pair<double, double>{1, 6});
+  CHECK(median_interval({8, 1, 7, 2, 6, 3, 5, 4}) == std::pair<double, double>{1, 8});
+  // 9: the 2nd to the 8th (P(Binomial(9, 1/2) <= 1) = 10/512 <= 0.025 < P(<= 2) = 46/512).
+  CHECK(median_interval({9, 1, 8, 2, 7, 3, 6, 4, 5}) == std::pair<double, double>{2, 8});
+  // 48: the 17th to the 32nd; 64: the 24th to the 41st.
+  std::vector<double> v48(48), v64(64);
+  for (std::size_t i = 0; i < v48.size(); ++i) v48[i] = static_cast<double>(48 - i);
+  for (std::size_t i = 0; i < v64.size(); ++i) v64[i] = static_cast<double>(i + 1);
+  CHECK(median_interval(v48) == std::pair<double, double>{17, 32});
+  CHECK(median_interval(v64) == std::pair<double, double>{24, 41});
+}
+
+TEST_CASE("bench: a paired value of 6 or more ratios shows its median's 95% interval, in the table and the JSON",
+          "[bench]") {
+  Summary s;
+  s.title = "t";
+  s.measurements.push_back(
+      cuscope_bench::paired_ratio("paired.x", "paired x", {1.01, 0.98, 1.03, 1.10, 1.02, 1.04, 1.05, 0.90, 1.06}));
+  const Measurement& m = s.measurements.back();
+  CHECK(m.value == Approx(1.03));
+  CHECK(m.low == Approx(0.90));
+  CHECK(m.high == Approx(1.10));
+  CHECK(m.ci_low == Approx(0.98));  // the 2nd and 8th of 9
+  CHECK(m.ci_high == Approx(1.06));
+  Target t{"goal.x", "goal x", m.value, "x", "<= 1.05x", true};
+  t.low = m.low;
+  t.high = m.high;
+  t.ci_low = m.ci_low;
+  t.ci_high = m.ci_high;
+  s.targets.push_back(t);
+  const std::string table = cuscope_bench::format_table(s);
+  CHECK(table.find("  range (the median's 95% interval)\n") != std::string::npos);
+  CHECK(table.find("1.03x          0.90x-1.10x (0.98x-1.06x)\n") != std::string::npos);
+  CHECK(table.find("<= 1.05x        PASS          0.90x-1.10x (0.98x-1.06x)\n") != std::string::npos);
+  const std::string json = cuscope_bench::format_json(s);
+  CHECK(json.find("\"cv\": null, \"min\": 0.9, \"max\": 1.1, \"median_ci95\": [0.98, 1.06]}") !=
+        std::string::npos);
+  CHECK(json.find("\"result\": \"PASS\", \"min\": 0.9, \"max\": 1.1, \"median_ci95\": [0.98, 1.06]}") !=
+        std::string::npos);
 }
 
 namespace {
@@ -209,6 +256,50 @@ TEST_CASE("bench: the GPU summary's goals read each round's ratio, and the floor
                  "PARTIAL: 1 of 2 rounds done when this was written, and the parts of the next before "
                  "'transformer.defaults'; the run went on.";
         }) == 1);
+}
+
+TEST_CASE("bench: the alternations pair each block with the same alternation's block without, the control too",
+          "[bench]") {
+  using namespace cuscope_bench;
+  auto [args, m] = TwoRounds();
+  args.alternating_steps = 2;
+  args.steps = 3;  // a round's steps a configuration: not the blocks'
+  // Six alternations of two steps a block; without cuscope the machine drifts 100, 200, 150, ...
+  m.alt_without = {100, 100, 200, 200, 150, 150, 120, 120, 180, 180, 100, 100};
+  m.alt_without_again = {101, 101, 198, 198, 150, 150, 121, 121, 180, 180, 99, 99};
+  m.alt_defaults = {103, 103, 208, 208, 153, 153, 126, 126, 189, 189, 103, 103};
+  m.alt_callbacks = {102, 102, 204, 204, 153, 153};  // CUPTI refused it from the fourth on
+  const Summary s = summarize(args, {"gpu", "cuda"}, m, 2);
+  const Target* goal = target(s, "goal.defaults_step_alternating");
+  REQUIRE(goal != nullptr);
+  // Ratios 1.03, 1.04, 1.02, 1.05, 1.05, 1.03: the median 1.035, the interval their range (6 of them).
+  CHECK(goal->measured == Approx(1.035));
+  CHECK(goal->pass);
+  CHECK(goal->low == Approx(1.02));
+  CHECK(goal->high == Approx(1.05));
+  CHECK(goal->ci_low == Approx(1.02));
+  CHECK(goal->ci_high == Approx(1.05));
+  const Measurement* control = measurement(s, "alternating.transformer.without_again_over_without");
+  REQUIRE(control != nullptr);
+  CHECK(control->value == Approx(1.0));  // 1.01, 0.99, 1.00, 1.00833, 1.00, 0.99
+  CHECK(control->low == Approx(0.99));
+  CHECK(control->high == Approx(1.01));
+  // The floor's three alternations, each paired with its own.
+  const Measurement* own = measurement(s, "alternating.transformer.defaults_over_minimal_cupti_callbacks");
+  REQUIRE(own != nullptr);
+  CHECK(own->value == Approx(103.0 / 102.0));  // the median of 103/102, 208/204 and 153/153
+  CHECK(std::isnan(own->ci_low));              // 3 ratios: no interval
+  const Measurement* floor_step = measurement(s, "alternating.transformer.minimal_cupti_callbacks_over_without");
+  REQUIRE(floor_step != nullptr);
+  CHECK(floor_step->value == Approx(1.02));
+  CHECK(std::find_if(s.context.begin(), s.context.end(), [](const auto& c) {
+          return c.first == "runs" && c.second.ends_with("; 8 alternations of 2 steps a block each round");
+        }) != s.context.end());
+  // No alternations: the goal not measured, not passed.
+  m.alt_without.clear();
+  const Target* none = target(summarize(args, {"gpu", "cuda"}, m, 2), "goal.defaults_step_alternating");
+  REQUIRE(none != nullptr);
+  CHECK(std::isnan(none->measured));
 }
 
 TEST_CASE(
