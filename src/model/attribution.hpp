@@ -68,7 +68,13 @@ class Attribution {
     if (a.correlation == 0) return;  // CUPTI's "no correlation": nothing can point at it
     Correlation& slot = correlation_slot(a.correlation);
     const std::uint64_t key = key_of(a.correlation);
-    if (slot.correlation == key) return;  // scoped: its external correlation came first
+    if (slot.correlation == key) {  // scoped: its external correlation came first (CUPTI's order)
+      // With external correlation a scope recorded in one window and still open in a later warm-up
+      // step stays pushed: the call's time says it was made outside the window (launch notes decide
+      // at the launch, and send no API call for a scoped one).
+      if (windowed_ && slot.instance > kCuscopeInternal && !in_window(a.start_ns)) slot.instance = kOutsideWindow;
+      return;
+    }
     slot = Correlation{key, kNoInstance, a.start_ns};
   }
   void on(const ExternalCorrelation& e) {
