@@ -1,6 +1,7 @@
 // bench/gpu_bench_summary.cpp — see gpu_bench_summary.hpp.
 #include "gpu_bench_summary.hpp"
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -241,6 +242,7 @@ Summary summarize(const Args& args, const BenchMachine& machine, const Measured&
                    "(cuscope's own work)",
                    alternating(m.alt_defaults, m.alt_callbacks)));
 
+  std::vector<std::string> settled;  // the targets' notes: whether this run settles each
   // Issue 24's goals, for the defaults (launch notes since 2026-11-26) and for the defaults with
   // external correlation, the other way (docs/cupti.md, "Attribution"): each the median of the
   // rounds' ratios (above), with their range.
@@ -253,6 +255,13 @@ Summary summarize(const Args& args, const BenchMachine& machine, const Measured&
     t.ci_low = paired.ci_low;
     t.ci_high = paired.ci_high;
     s.targets.push_back(t);
+    // Whether this run settles it: the median's interval wholly on one side of the goal.
+    if (std::isnan(t.ci_low) || std::isnan(t.ci_high)) return;
+    const std::string interval = printf_string("%.3fx", t.ci_low) + "-" + printf_string("%.3fx", t.ci_high);
+    settled.push_back(std::string(key) + ": the median's 95% interval " + interval +
+                      (t.ci_high <= goal  ? " lies within the goal: met, settled by this run"
+                       : t.ci_low > goal ? " lies past the goal: missed, settled by this run"
+                                         : " holds the goal (" + t.goal + "): not settled by this run"));
   };
   target("goal.defaults_step", "transformer step, cuscope's defaults / without", defaults_step, 1.05);
   target("goal.defaults_step_alternating", "transformer step, cuscope's defaults / without, alternating blocks",
@@ -308,6 +317,7 @@ Summary summarize(const Args& args, const BenchMachine& machine, const Measured&
                 std::to_string(m.event_timed[c]) + ");";
   }
   s.notes.push_back(per_loop);
+  s.notes.insert(s.notes.end(), settled.begin(), settled.end());
   // The parts that time steps after a detach, in rounds whose CUPTI had not detached `within` it.
   const auto not_detached = [&s](const char* key, const char* within, int rounds) {
     if (rounds != 0)

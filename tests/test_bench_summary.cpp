@@ -279,6 +279,10 @@ TEST_CASE("bench: the alternations pair each block with the same alternation's b
   CHECK(goal->high == Approx(1.05));
   CHECK(goal->ci_low == Approx(1.02));
   CHECK(goal->ci_high == Approx(1.05));
+  // Six ratios: the interval is their range, 1.020x-1.050x, within the goal.
+  CHECK(std::count(s.notes.begin(), s.notes.end(),
+                   "goal.defaults_step_alternating: the median's 95% interval 1.020x-1.050x lies within the "
+                   "goal: met, settled by this run") == 1);
   const Measurement* control = measurement(s, "alternating.transformer.without_again_over_without");
   REQUIRE(control != nullptr);
   CHECK(control->value == Approx(1.0));  // 1.01, 0.99, 1.00, 1.00833, 1.00, 0.99
@@ -295,6 +299,22 @@ TEST_CASE("bench: the alternations pair each block with the same alternation's b
   CHECK(std::find_if(s.context.begin(), s.context.end(), [](const auto& c) {
           return c.first == "runs" && c.second.ends_with("; 8 alternations of 2 steps a block each round");
         }) != s.context.end());
+  // Across the goal: ratios 1.07, 1.06, 1.06, 1.058, 1.05, 1.06 (1.05 is within "<= 1.05x").
+  m.alt_defaults = {107, 107, 212, 212, 159, 159, 127, 127, 189, 189, 106, 106};
+  const Summary past = summarize(args, {"gpu", "cuda"}, m, 2);
+  CHECK(std::count(past.notes.begin(), past.notes.end(),
+                   "goal.defaults_step_alternating: the median's 95% interval 1.050x-1.070x holds the goal "
+                   "(<= 1.05x): not settled by this run") == 1);
+  // Past it: 1.08, 1.07, 1.06, 1.067, 1.056, 1.06.
+  m.alt_defaults = {108, 108, 214, 214, 159, 159, 128, 128, 190, 190, 106, 106};
+  const Summary missed = summarize(args, {"gpu", "cuda"}, m, 2);
+  CHECK(std::count_if(missed.notes.begin(), missed.notes.end(), [](const std::string& n) {
+          return n.starts_with("goal.defaults_step_alternating: the median's 95% interval ") &&
+                 n.ends_with(" lies past the goal: missed, settled by this run");
+        }) == 1);
+  // Fewer than 6 ratios (the rounds' goals here): no interval, no such note.
+  CHECK(std::count_if(s.notes.begin(), s.notes.end(),
+                      [](const std::string& n) { return n.starts_with("goal.defaults_step:"); }) == 0);
   // No alternations: the goal not measured, not passed.
   m.alt_without.clear();
   const Target* none = target(summarize(args, {"gpu", "cuda"}, m, 2), "goal.defaults_step_alternating");
