@@ -150,7 +150,13 @@ constexpr std::uint32_t kBetweenWait = 100000;
 /// without cuscope, with its defaults, under CUPTI set up as the defaults with callbacks doing
 /// nothing, and without cuscope again (the control: its ratio to the first says what the design
 /// itself makes of two identical blocks).
-enum AlternatingBlock : int { kAltWithout, kAltDefaults, kAltCallbacks, kAltWithoutAgain, kAlternatingBlocks };
+enum AlternatingBlock : int {
+  kAltWithout,
+  kAltDefaults,
+  kAltCallbacks,
+  kAltWithoutAgain,
+  kAlternatingBlocks
+};
 /// Indices into kLaunchConfigs, for the ratios.
 enum : int {
   kBare,

@@ -259,13 +259,13 @@ Summary summarize(const Args& args, const BenchMachine& machine, const Measured&
     if (std::isnan(t.ci_low) || std::isnan(t.ci_high)) return;
     const std::string interval = printf_string("%.3fx", t.ci_low) + "-" + printf_string("%.3fx", t.ci_high);
     settled.push_back(std::string(key) + ": the median's 95% interval " + interval +
-                      (t.ci_high <= goal  ? " lies within the goal: met, settled by this run"
+                      (t.ci_high <= goal ? " lies within the goal: met, settled by this run"
                        : t.ci_low > goal ? " lies past the goal: missed, settled by this run"
                                          : " holds the goal (" + t.goal + "): not settled by this run"));
   };
   target("goal.defaults_step", "transformer step, cuscope's defaults / without", defaults_step, 1.05);
-  target("goal.defaults_step_alternating", "transformer step, cuscope's defaults / without, alternating blocks",
-         defaults_alternating, 1.05);
+  target("goal.defaults_step_alternating",
+         "transformer step, cuscope's defaults / without, alternating blocks", defaults_alternating, 1.05);
   target("goal.defaults_launch", "in a scope, cuscope's defaults / minimal CUPTI, per launch",
          defaults_launch, 1.10);
   target("goal.external_step", "transformer step, defaults with external correlation / without",
@@ -284,7 +284,8 @@ Summary summarize(const Args& args, const BenchMachine& machine, const Measured&
       "alternating: blocks of a few steps without cuscope, with its defaults, under CUPTI set up as them and",
       "without again, in an order that changes each alternation, at the end of each round; each",
       "alternation's ratio of the blocks' step medians, then the median over the alternations. The control",
-      "(without again / without) is what this design makes of no difference. (a-b): the median's 95% interval.",
+      "(without again / without) is what this design makes of no difference. (a-b): the median's 95% "
+      "interval.",
       "Each starts with CUPTI detached: cuptiFinalize after every part that attached it (" +
           std::to_string(m.cupti_detaches.made) + " made, " + std::to_string(m.cupti_detaches.refused) +
           " refused).",

@@ -47,7 +47,7 @@ struct Target {
   std::string unit;
   std::string goal;  ///< in words, e.g. "<= 2.00x"
   bool pass = false;
-  double low = NAN, high = NAN;  ///< as Measurement's: the range of the per-round values, if any
+  double low = NAN, high = NAN;        ///< as Measurement's: the range of the per-round values, if any
   double ci_low = NAN, ci_high = NAN;  ///< as Measurement's: the median's 95% interval, if any
 };
 
@@ -122,7 +122,8 @@ inline std::pair<double, double> median_interval(std::vector<double> v) {
   double below = 0;   // P(X < k + 1) as k grows: P(X <= k)
   for (std::size_t j = 0; j < n; ++j) {
     const double nd = static_cast<double>(n), jd = static_cast<double>(j);
-    below += std::exp(std::lgamma(nd + 1) - std::lgamma(jd + 1) - std::lgamma(nd - jd + 1) - nd * std::log(2.0));
+    below +=
+        std::exp(std::lgamma(nd + 1) - std::lgamma(jd + 1) - std::lgamma(nd - jd + 1) - nd * std::log(2.0));
     if (below > 0.025) break;
     k = j + 1;
   }
@@ -228,7 +229,7 @@ inline std::string format_table(const Summary& s) {
   std::size_t w = 9;
   for (const Measurement& m : s.measurements) w = std::max(w, m.label.size());
   for (const Target& t : s.targets) w = std::max(w, t.label.size());
-  bool ranges = false;  // the "range" column, where some value has one
+  bool ranges = false;     // the "range" column, where some value has one
   bool intervals = false;  // and in it the median's 95% interval, where some value has one
   for (const Measurement& m : s.measurements) {
     ranges = ranges || !std::isnan(m.low);
@@ -286,9 +287,10 @@ inline std::string json_number(double v) { return std::isnan(v) ? "null" : print
 /// keys as before).
 inline std::string json_range(double low, double high, double ci_low = NAN, double ci_high = NAN) {
   if (std::isnan(low) || std::isnan(high)) return "";
-  const std::string ci = std::isnan(ci_low) || std::isnan(ci_high)
-                             ? std::string()
-                             : ", \"median_ci95\": [" + json_number(ci_low) + ", " + json_number(ci_high) + "]";
+  const std::string ci =
+      std::isnan(ci_low) || std::isnan(ci_high)
+          ? std::string()
+          : ", \"median_ci95\": [" + json_number(ci_low) + ", " + json_number(ci_high) + "]";
   return ", \"min\": " + json_number(low) + ", \"max\": " + json_number(high) + ci;
 }
 

@@ -124,17 +124,18 @@ TEST_CASE("GPU work of scopes outside the step window is counted and left out", 
   CHECK(r.find("(unscoped)")->self.kernel_calls == 1);
 }
 
-TEST_CASE("a scope recorded in one window and open in a later warm-up: its launches there are outside, by the "
-          "API call's time",
-          "[aggregator]") {
+TEST_CASE(
+    "a scope recorded in one window and open in a later warm-up: its launches there are outside, by the "
+    "API call's time",
+    "[aggregator]") {
   // External correlation: the scope's instance stays pushed across the unrecorded stretch, so its
   // API calls name it there too; the call's time says where it was made.
   Fixture f;
   auto main_scope = f.begin("main");
   f.agg.set_recording(true, 0);  // the step window: recording until 1000, then from 3000
-  f.kernel(f.launch(main_scope.instance, 500), 510, 520);     // recorded: counted
-  f.agg.set_recording(false, 1000);                           // a warm-up step
-  const auto warm = f.launch(main_scope.instance, 2000);      // outside: left out, counted as such
+  f.kernel(f.launch(main_scope.instance, 500), 510, 520);  // recorded: counted
+  f.agg.set_recording(false, 1000);                        // a warm-up step
+  const auto warm = f.launch(main_scope.instance, 2000);   // outside: left out, counted as such
   f.agg.set_recording(true, 3000);
   f.kernel(warm, 3100, 3200);                                 // its kernel runs once recording again
   f.kernel(f.launch(main_scope.instance, 3500), 3600, 3700);  // recorded again: counted

@@ -131,12 +131,13 @@ TEST_CASE("bench: the median's 95% interval is of order statistics, none below 6
   CHECK(median_interval(v64) == std::pair<double, double>{24, 41});
 }
 
-TEST_CASE("bench: a paired value of 6 or more ratios shows its median's 95% interval, in the table and the JSON",
-          "[bench]") {
+TEST_CASE(
+    "bench: a paired value of 6 or more ratios shows its median's 95% interval, in the table and the JSON",
+    "[bench]") {
   Summary s;
   s.title = "t";
-  s.measurements.push_back(
-      cuscope_bench::paired_ratio("paired.x", "paired x", {1.01, 0.98, 1.03, 1.10, 1.02, 1.04, 1.05, 0.90, 1.06}));
+  s.measurements.push_back(cuscope_bench::paired_ratio(
+      "paired.x", "paired x", {1.01, 0.98, 1.03, 1.10, 1.02, 1.04, 1.05, 0.90, 1.06}));
   const Measurement& m = s.measurements.back();
   CHECK(m.value == Approx(1.03));
   CHECK(m.low == Approx(0.90));
@@ -258,8 +259,9 @@ TEST_CASE("bench: the GPU summary's goals read each round's ratio, and the floor
         }) == 1);
 }
 
-TEST_CASE("bench: the alternations pair each block with the same alternation's block without, the control too",
-          "[bench]") {
+TEST_CASE(
+    "bench: the alternations pair each block with the same alternation's block without, the control too",
+    "[bench]") {
   using namespace cuscope_bench;
   auto [args, m] = TwoRounds();
   args.alternating_steps = 2;
@@ -293,7 +295,8 @@ TEST_CASE("bench: the alternations pair each block with the same alternation's b
   REQUIRE(own != nullptr);
   CHECK(own->value == Approx(103.0 / 102.0));  // the median of 103/102, 208/204 and 153/153
   CHECK(std::isnan(own->ci_low));              // 3 ratios: no interval
-  const Measurement* floor_step = measurement(s, "alternating.transformer.minimal_cupti_callbacks_over_without");
+  const Measurement* floor_step =
+      measurement(s, "alternating.transformer.minimal_cupti_callbacks_over_without");
   REQUIRE(floor_step != nullptr);
   CHECK(floor_step->value == Approx(1.02));
   CHECK(std::find_if(s.context.begin(), s.context.end(), [](const auto& c) {

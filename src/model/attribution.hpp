@@ -72,7 +72,8 @@ class Attribution {
       // With external correlation a scope recorded in one window and still open in a later warm-up
       // step stays pushed: the call's time says it was made outside the window (launch notes decide
       // at the launch, and send no API call for a scoped one).
-      if (windowed_ && slot.instance > kCuscopeInternal && !in_window(a.start_ns)) slot.instance = kOutsideWindow;
+      if (windowed_ && slot.instance > kCuscopeInternal && !in_window(a.start_ns))
+        slot.instance = kOutsideWindow;
       return;
     }
     slot = Correlation{key, kNoInstance, a.start_ns};
