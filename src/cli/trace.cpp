@@ -23,7 +23,7 @@
 
 #include "cli/cli.hpp"
 #include "model/kernel_names.hpp"  // demangle
-#include "model/range_tree.hpp"  // instance id layout, kHardMaxDepth
+#include "model/range_tree.hpp"    // instance id layout, kHardMaxDepth
 #include "trace/reader.hpp"
 #include "views/json_text.hpp"
 
@@ -132,6 +132,7 @@ class Kineto final : public trace::Visitor {
       }
       case trace::ScopeKind::Overflow:
       case trace::ScopeKind::GraphNode:
+      case trace::ScopeKind::Shift:  // the timeline keeps the ranges' real times
         break;
     }
   }

@@ -204,6 +204,19 @@ class ThreadTree {
   void restart(std::uint32_t depth, std::uint64_t now_ns) {
     frames_[depth].start_ns.store(now_ns, std::memory_order_relaxed);
   }
+  /// When the frame at `depth` (1-based, up to open_depth()) began, as its host time counts it.
+  /// Owner thread.
+  [[nodiscard]] std::uint64_t open_start(std::uint32_t depth) const {
+    return frames_[depth].start_ns.load(std::memory_order_relaxed);
+  }
+  /// Moves the start of every open frame `ns` later: a stretch they were open across that must not
+  /// count in their host time (producers/suspended_frames.hpp: the time between two step windows).
+  /// Owner thread.
+  void shift_open(std::uint64_t ns) {
+    for (std::uint32_t d = depth_.load(std::memory_order_relaxed); d > 0; --d)
+      frames_[d].start_ns.store(frames_[d].start_ns.load(std::memory_order_relaxed) + ns,
+                                std::memory_order_relaxed);
+  }
   /// Closes the range opened by the begin() that returned `depth`. Ranges opened after it and
   /// still open are closed as unbalanced (counted, not timed).
   void end(std::uint32_t depth, std::uint64_t now_ns);

@@ -24,6 +24,7 @@
 #include "producers/outside_scopes.hpp"
 #include "producers/scope_state.hpp"
 #include "producers/sink.hpp"
+#include "producers/suspended_frames.hpp"
 #include "trace/writer.hpp"
 
 namespace cuscope {
@@ -130,6 +131,7 @@ ThreadState* this_thread() noexcept {
 // A recorded entry from its clock reading on: the token it returns.
 [[gnu::noinline]] std::uint32_t record_entry(ThreadState* ts, std::uint32_t id, std::uint64_t now,
                                              std::uint32_t flags, cudaStream_t stream) noexcept {
+  if (ts->suspended_at != 0) resume_frames(ts, flags, now);  // the first since a window closed over them
   if ((flags & kCounters) && ts->tree->open_depth() == 0) open_counted_root(ts, now, flags);
   if (waiting_to_open(ts->outside.get())) open_outside(ts, flags, now);  // the window opened inside them
   model::ThreadTree::Token b{};
@@ -255,6 +257,7 @@ template <Common kMode, class General>
   } else {
     ts->outside_window.add(1);  // left out: counted, so a window never reached is visible
     if (ts->outside && ts->outside->opened != 0) close_kept_at_window_end(ts);  // a window closed over them
+    if (ts->suspended_at == 0 && ts->tree->open_depth() != 0) suspend_open_frames(ts);  // and over these
     if (flags & kCorrelation) tok |= push_correlation(model::kOutsideWindow);
     tok |= ts->outside ? keep_outside(*ts->outside, *ts->tree, id) : keep_first_outside(ts, id);
   }
@@ -305,7 +308,7 @@ template <Common kMode>
 [[gnu::always_inline]] inline bool exit_common(ThreadState* ts, std::uint32_t token,
                                                std::uint64_t now) noexcept {
   model::ThreadTree& tree = *ts->tree;
-  if ((token & kTokenBits) != kCommonBits<kMode> || tree.remote_posted() || ts->counted_root ||
+  if ((token & kTokenBits) != kCommonBits<kMode> || tree.remote_posted() || ts->slow_exit ||
       (g_flags.load(std::memory_order_relaxed) & kCounters) != 0 || !nvtx_pop_off() ||
       !tree.end_common(token & kDepthMask, now))
     return false;
@@ -325,6 +328,17 @@ template <Common kMode>
     return;
   model::ThreadTree& tree = *ts->tree;
   if (tree.has_remote_ends()) settle_remote(ts);
+  // A frame a window closed over (suspended_frames.hpp): in the next window, the thread's frames
+  // count again first; outside it, it closes at that window's end.
+  const bool suspended = ts->suspended_at != 0 && (token & kRecorded);
+  if (suspended) {
+    const std::uint32_t flags = g_flags.load(std::memory_order_relaxed);
+    if (flags & kRecording) {
+      resume_frames(ts, flags, now);
+    } else {
+      now = std::min(now, ts->suspended_at);
+    }
+  }
   if (token & kRecorded) {
     const std::uint32_t depth = token & kDepthMask;
     const bool innermost = depth != kOverflow && tree.open_depth() == depth;
@@ -348,6 +362,7 @@ template <Common kMode>
   if (token & kPushed) pop_correlation();
   if (!g_nvtx_quiet.load(std::memory_order_relaxed)) nvtx_pop();
   if (tree.has_remote_ends()) settle_remote(ts);  // an entry below, ended elsewhere, is innermost now
+  if (suspended && ts->suspended_at != 0) after_suspended_exit(ts);
 }
 
 [[gnu::always_inline]] inline void exit_owned_inline(ThreadState* ts, std::uint32_t token,
@@ -392,7 +407,8 @@ template <class General>
   ThreadState* ts = t_state;
   if (ts == nullptr || ts->outside == nullptr || g_state.load(std::memory_order_relaxed) != kOn ||
       g_flags.load(std::memory_order_relaxed) != 0 || ts->outside->opened != 0 ||
-      ts->tree->has_remote_ends() || !nvtx_push_off())
+      (ts->suspended_at == 0 && ts->tree->open_depth() != 0) || ts->tree->has_remote_ends() ||
+      !nvtx_push_off())
     return general();
   ts->outside_window.add(1);
   token = keep_outside(*ts->outside, *ts->tree, id);

@@ -21,6 +21,7 @@
 #include "producers/event_timestamps.hpp"
 #include "producers/log.hpp"
 #include "producers/outside_scopes.hpp"
+#include "producers/suspended_frames.hpp"
 #include "session/handover.hpp"
 #include "session/internal.hpp"
 #include "trace/session_trace.hpp"
@@ -293,6 +294,8 @@ void end_step(Session& s, bool by_clock) {
   // Before the flags that close the window: a thread that finds them closed finds this time too.
   if (was == Phase::Record && next != Phase::Record)
     g_window_closed_ns.store(ended, std::memory_order_release);
+  if (next == Phase::Record && was != Phase::Record)
+    g_window_opened_ns.store(ended, std::memory_order_release);  // where suspended frames count again
   if (was == Phase::Record) s.recorded_steps.fetch_add(1, std::memory_order_relaxed);
   g_flags.store(flags_for(s, next), std::memory_order_relaxed);  // also ends the counters' steps
   mark_and_switch(s, records(s, was), records(s, next), ended,

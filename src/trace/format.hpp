@@ -102,6 +102,9 @@ enum class ScopeKind : std::uint8_t {
   /// innermost on the thread at that point of its events; slot 0: created on a thread with no
   /// scope state (no range: its kernels count in the breakdown's "(unscoped)" row, as live).
   GraphNode = 6,
+  /// The thread's open ranges resumed counting at a step window's start (value: the nanoseconds
+  /// they were open outside the windows, moved off their host time; producers/suspended_frames.hpp).
+  Shift = 7,
 };
 
 inline ScopeKind kind_of(const ScopeEvent& e) { return static_cast<ScopeKind>(e.word & 0xFF); }

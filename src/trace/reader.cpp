@@ -234,7 +234,7 @@ bool Reader::dispatch(RecordType type, Decoder& d, Visitor& v, std::string* erro
         d.skip(kScopeEventBytes);
         const auto k = static_cast<std::uint8_t>(kind_of(e));
         if (k < static_cast<std::uint8_t>(ScopeKind::Attach) ||
-            k > static_cast<std::uint8_t>(ScopeKind::GraphNode)) {
+            k > static_cast<std::uint8_t>(ScopeKind::Shift)) {
           *error = fmt::format("event {} has unknown kind {}", i, k);
           return false;
         }

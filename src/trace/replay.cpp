@@ -100,6 +100,9 @@ class Replay final : public Visitor {
       case ScopeKind::GraphNode:
         agg_.on(model::GraphNodeCreated{e.value, e.arg, tree->innermost()});
         break;
+      case ScopeKind::Shift:
+        tree->shift_open(e.value);
+        break;
     }
   }
 

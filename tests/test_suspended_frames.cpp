@@ -1,0 +1,154 @@
+// A recorded scope still open when the step window closes (producers/suspended_frames.hpp): from
+// the thread's first scope outside the window its frames are suspended, so that the stretch until
+// the next window is not in their host time; the thread's first recorded scope there resumes them;
+// one that exits outside a window closes at the window's end. Each stays one call. A thread that
+// enters no scope between two windows keeps the stretch (the limit the docs name); a trace replays
+// the same report to the byte. Without it `main` entered in CUSCOPE_WHOLE_MS's whole start counted
+// every wait of the run in its host and self time.
+// Never here: a GPU, or a check that a step took a given time: each case sleeps outside the windows
+// (a slow machine makes that longer, never shorter) and takes its quick steps well inside them.
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdint>
+#include <cuscope/cuscope.hpp>
+#include <string>
+#include <thread>
+
+#include "session_fixture.hpp"
+#include "trace_kit.hpp"
+
+namespace {
+
+using cuscope_test::calls;
+
+constexpr std::uint64_t kSleepNs = 80'000'000;
+
+void sleep_outside() { std::this_thread::sleep_for(std::chrono::nanoseconds(kSleepNs)); }
+
+// Wait 1, active 1, without end: steps 1, 3, 5, ... recorded.
+cuscope::Options every_other(cuscope::Options o = cuscope_test::quiet_options()) {
+  o.wait_steps = 1;
+  o.active_steps = 1;
+  o.repeat = 0;
+  return o;
+}
+
+std::uint64_t host_ns(const cuscope::Report& r, const char* path) {
+  const cuscope::RangeStats* s = r.find(path);
+  REQUIRE(s != nullptr);
+  return s->host.total_ns;
+}
+
+// `main` entered in a recorded step and open through two waits, each with a scope and a sleep in it,
+// and a window between them; it exits in the second wait. `scope_in_waits` false: the waits sleep
+// outside every scope.
+void main_across_waits(bool scope_in_waits) {
+  cuscope::step();  // step 0, a wait, ends: step 1 is recorded
+  CUSCOPE_SCOPE("main");
+  { CUSCOPE_SCOPE("work"); }
+  cuscope::step();  // step 1 ends: a wait
+  if (scope_in_waits) {
+    CUSCOPE_SCOPE("idle");
+    sleep_outside();
+  } else {
+    sleep_outside();
+  }
+  cuscope::step();  // step 2 ends: step 3 is recorded
+  { CUSCOPE_SCOPE("work"); }
+  cuscope::step();  // step 3 ends: a wait, in which main exits
+  if (scope_in_waits) {
+    CUSCOPE_SCOPE("idle");
+    sleep_outside();
+  } else {
+    sleep_outside();
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a recorded scope open across the waits counts none of them: one call, its recorded time",
+          "[session][window][suspended]") {
+  cuscope_test::Session session(every_other());
+  main_across_waits(true);
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(calls(r, "main") == 1);
+  CHECK(calls(r, "main/work") == 2);
+  CHECK(r.find("main/idle") == nullptr);  // outside the window
+  CHECK(host_ns(r, "main") < kSleepNs);   // two sleeps outside: neither in it
+  CHECK(host_ns(r, "main") >= host_ns(r, "main/work"));
+  CHECK(r.diagnostics.outside_window_scopes == 2);
+  CHECK(r.diagnostics.unbalanced_ends == 0);
+}
+
+TEST_CASE("a thread that enters no scope between two windows keeps that stretch in its open scopes",
+          "[session][window][suspended]") {
+  cuscope_test::Session session(every_other());
+  main_across_waits(false);
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(calls(r, "main") == 1);
+  CHECK(host_ns(r, "main") >= 2 * kSleepNs);  // both sleeps: nothing marked the waits on this thread
+}
+
+TEST_CASE("a suspended scope that exits in the next window counts from the window's start again",
+          "[session][window][suspended]") {
+  cuscope_test::Session session(every_other());
+  cuscope::step();  // into step 1, recorded
+  {
+    CUSCOPE_SCOPE("main");
+    {
+      CUSCOPE_SCOPE("phase");  // open across the wait too, nested
+      cuscope::step();         // a wait
+      {
+        CUSCOPE_SCOPE("idle");
+        sleep_outside();
+      }
+      cuscope::step();  // step 3, recorded: phase and main exit in it, with nothing entered first
+    }
+  }
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(calls(r, "main") == 1);
+  CHECK(calls(r, "main/phase") == 1);
+  CHECK(host_ns(r, "main/phase") < kSleepNs);
+  CHECK(host_ns(r, "main") < kSleepNs);
+  CHECK(host_ns(r, "main") >= host_ns(r, "main/phase"));
+  CHECK(r.diagnostics.unbalanced_ends == 0);
+}
+
+TEST_CASE(
+    "a scope recorded in CUSCOPE_WHOLE_MS's whole start and open for the run counts only its "
+    "recorded time",
+    "[session][window][suspended][whole_ms]") {
+  cuscope::Options o = every_other();
+  o.whole_ms = 50;
+  cuscope_test::Session session(o);
+  {
+    CUSCOPE_SCOPE("main");  // the whole start
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    for (int i = 0; i < 4; ++i) {
+      {
+        CUSCOPE_SCOPE("step");
+        if (i % 2 == 1) sleep_outside();  // steps 1 and 3 are the window's waits (0 ended the start)
+      }
+      cuscope::step();
+    }
+  }
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(r.recorded_steps == 2);  // the whole start's step 0, and step 2
+  CHECK(calls(r, "main") == 1);
+  CHECK(calls(r, "main/step") == 2);
+  CHECK(host_ns(r, "main") >= 100'000'000);            // the whole start
+  CHECK(host_ns(r, "main") < 100'000'000 + kSleepNs);  // not a wait
+}
+
+TEST_CASE("a trace replays suspended scopes to the same report", "[session][window][suspended][trace]") {
+  const std::string trace_path = cuscope_test::trace_kit::temp_path("suspended.cuscope");
+  const std::string json_path = cuscope_test::trace_kit::temp_path("suspended.json");
+  {
+    cuscope_test::Session session(every_other(cuscope_test::replayable_options(trace_path, json_path)));
+    main_across_waits(true);
+    cuscope::shutdown();
+  }
+  const cuscope::Report replayed = cuscope_test::trace_kit::replay_as_exit(trace_path, json_path);
+  CHECK(calls(replayed, "main") == 1);
+  CHECK(host_ns(replayed, "main") < kSleepNs);
+}
