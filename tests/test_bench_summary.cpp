@@ -320,7 +320,8 @@ TEST_CASE(
                       [](const std::string& n) { return n.starts_with("goal.defaults_step:"); }) == 0);
   // No alternations: the goal not measured, not passed.
   m.alt_without.clear();
-  const Target* none = target(summarize(args, {"gpu", "cuda"}, m, 2), "goal.defaults_step_alternating");
+  const Summary without_alternations = summarize(args, {"gpu", "cuda"}, m, 2);
+  const Target* none = target(without_alternations, "goal.defaults_step_alternating");
   REQUIRE(none != nullptr);
   CHECK(std::isnan(none->measured));
 }
