@@ -64,27 +64,25 @@ struct Measured {
 // outside every scope.
 Measured main_across_waits(bool scope_in_waits) {
   Measured m;
+  const auto wait_outside = [&] {
+    if (scope_in_waits) {
+      CUSCOPE_SCOPE("idle");
+      sleep_outside(&m.slept);
+    } else {
+      sleep_outside(&m.slept);
+    }
+  };
   cuscope::step();  // step 0, a wait, ends: step 1 is recorded
   const Clock::time_point t = Clock::now();
   {
     CUSCOPE_SCOPE("main");
     { CUSCOPE_SCOPE("work"); }
     cuscope::step();  // step 1 ends: a wait
-    if (scope_in_waits) {
-      CUSCOPE_SCOPE("idle");
-      sleep_outside(&m.slept);
-    } else {
-      sleep_outside(&m.slept);
-    }
+    wait_outside();
     cuscope::step();  // step 2 ends: step 3 is recorded
     { CUSCOPE_SCOPE("work"); }
     cuscope::step();  // step 3 ends: a wait, in which main exits
-    if (scope_in_waits) {
-      CUSCOPE_SCOPE("idle");
-      sleep_outside(&m.slept);
-    } else {
-      sleep_outside(&m.slept);
-    }
+    wait_outside();
   }
   m.elapsed = ns_since(t);
   return m;

@@ -23,7 +23,7 @@
 
 #include "cli/cli.hpp"
 #include "model/kernel_names.hpp"  // demangle
-#include "model/range_tree.hpp"    // instance id layout, kHardMaxDepth
+#include "model/range_tree.hpp"  // instance id layout, kHardMaxDepth
 #include "trace/reader.hpp"
 #include "views/json_text.hpp"
 

@@ -14,7 +14,7 @@ void open_counted_root(ThreadState* ts, std::uint64_t now, std::uint32_t flags) 
   const model::ThreadTree::Token b = ts->tree->begin(model::NameTable::kCountedStepsId, now);
   if (b.depth == 0) return;  // out of memory (counted): the scope goes at the top, not under it
   ts->counted_root = true;
-  ts->slow_exit = true;
+  settle_slow_exit(ts);
   ts->counted_root_traced = (flags & kTrace) != 0;
   if (ts->counted_root_traced)
     trace::record(trace::ScopeKind::Enter, ts->tree->slot(), model::NameTable::kCountedStepsId, now,
@@ -24,7 +24,7 @@ void open_counted_root(ThreadState* ts, std::uint64_t now, std::uint32_t flags) 
 // Closes the "(counted steps)" frame once the top-level scope under it has closed.
 void close_counted_root(ThreadState* ts, std::uint64_t now) noexcept {
   ts->counted_root = false;
-  ts->slow_exit = ts->suspended_at != 0;
+  settle_slow_exit(ts);
   const model::Node* top = ts->tree->open_depth() == 1 ? ts->tree->open_node(1) : nullptr;
   if (top == nullptr || top->name_id != model::NameTable::kCountedStepsId) return;
   ts->tree->end(1, now);

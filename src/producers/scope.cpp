@@ -257,7 +257,7 @@ template <Common kMode, class General>
   } else {
     ts->outside_window.add(1);  // left out: counted, so a window never reached is visible
     if (ts->outside && ts->outside->opened != 0) close_kept_at_window_end(ts);  // a window closed over them
-    if (ts->suspended_at == 0 && ts->tree->open_depth() != 0) suspend_open_frames(ts);  // and over these
+    if (may_suspend(ts)) suspend_open_frames(ts);                               // and over these
     if (flags & kCorrelation) tok |= push_correlation(model::kOutsideWindow);
     tok |= ts->outside ? keep_outside(*ts->outside, *ts->tree, id) : keep_first_outside(ts, id);
   }
@@ -406,9 +406,8 @@ template <class General>
                                                          General general) noexcept {
   ThreadState* ts = t_state;
   if (ts == nullptr || ts->outside == nullptr || g_state.load(std::memory_order_relaxed) != kOn ||
-      g_flags.load(std::memory_order_relaxed) != 0 || ts->outside->opened != 0 ||
-      (ts->suspended_at == 0 && ts->tree->open_depth() != 0) || ts->tree->has_remote_ends() ||
-      !nvtx_push_off())
+      g_flags.load(std::memory_order_relaxed) != 0 || ts->outside->opened != 0 || may_suspend(ts) ||
+      ts->tree->has_remote_ends() || !nvtx_push_off())
     return general();
   ts->outside_window.add(1);
   token = keep_outside(*ts->outside, *ts->tree, id);

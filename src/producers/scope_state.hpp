@@ -56,13 +56,20 @@ struct ThreadState {
   std::unique_ptr<OutsideScopes> outside;  // those still open, kept for the window (made on the first)
   bool counted_root = false;          // owner only: a "(counted steps)" frame is open at depth 1
   bool counted_root_traced = false;   // owner only: and trace mode recorded its entry
-  // Owner only: the common exits decline (counted_root, or frames suspended): what they check.
+  // Owner only: the common exits decline (counted_root, or frames suspended): what they check,
+  // kept by settle_slow_exit().
   bool slow_exit = false;
   // Owner only: the step window's end its open frames were suspended at (suspended_frames.hpp), 0:
   // none are.
   std::uint64_t suspended_at = 0;
   std::uint64_t suspended_last = 0;  // owner only: the window's end they were last suspended at
 };
+
+/// slow_exit from what it caches (one byte for the common exits to test): call after changing
+/// counted_root or suspended_at.
+inline void settle_slow_exit(ThreadState* ts) noexcept {
+  ts->slow_exit = ts->counted_root || ts->suspended_at != 0;
+}
 
 // What a scope needs from the session that runs it (the session implements these).
 

@@ -9,6 +9,14 @@
 #include "trace/writer.hpp"
 
 namespace cuscope::inline v0::detail {
+namespace {
+
+void end_suspension(ThreadState* ts) noexcept {
+  ts->suspended_at = 0;
+  settle_slow_exit(ts);
+}
+
+}  // namespace
 
 void suspend_open_frames(ThreadState* ts) noexcept {
   model::ThreadTree& tree = *ts->tree;
@@ -17,20 +25,19 @@ void suspend_open_frames(ThreadState* ts) noexcept {
   // Only frames a window closed over, once a window: an end they were suspended at already, or one
   // older than the innermost frame's start (recording switched off by set_enabled(), which moves no
   // window's end), suspends nothing.
-  if (ts->suspended_at != 0 || ts->counted_root || depth == 0 || closed == 0 ||
-      closed == ts->suspended_last || tree.open_start(depth) >= closed)
+  if (!may_suspend(ts) || ts->counted_root || closed == 0 || closed == ts->suspended_last ||
+      tree.open_start(depth) >= closed)
     return;
   ts->suspended_at = closed;
   ts->suspended_last = closed;
-  ts->slow_exit = true;
+  settle_slow_exit(ts);
   tree.decline_next_common();  // the next recorded entry resumes them (record_entry())
 }
 
 void resume_frames(ThreadState* ts, std::uint32_t flags, std::uint64_t now_ns) noexcept {
   const std::uint64_t opened = g_window_opened_ns.load(std::memory_order_acquire);
   const std::uint64_t from = ts->suspended_at;
-  ts->suspended_at = 0;
-  ts->slow_exit = ts->counted_root;
+  end_suspension(ts);
   if (opened <= from) return;  // no window opened since (recording switched on by set_enabled())
   const std::uint64_t shift = std::min(opened, now_ns) - from;
   model::ThreadTree& tree = *ts->tree;
@@ -41,8 +48,7 @@ void resume_frames(ThreadState* ts, std::uint32_t flags, std::uint64_t now_ns) n
 
 void after_suspended_exit(ThreadState* ts) noexcept {
   if (ts->tree->open_depth() == 0) {
-    ts->suspended_at = 0;
-    ts->slow_exit = ts->counted_root;
+    end_suspension(ts);
   } else {
     ts->tree->decline_next_common();
   }

@@ -21,6 +21,11 @@ namespace cuscope::inline v0::detail {
 /// suspended frames count again. Written before the scope flags that open it.
 inline std::atomic<std::uint64_t> g_window_opened_ns{0};
 
+/// Whether the thread has open frames not suspended: an entry outside the window must take the way
+/// that may suspend them (suspend_open_frames()).
+inline bool may_suspend(const ThreadState* ts) noexcept {
+  return ts->suspended_at == 0 && ts->tree->open_depth() != 0;
+}
 /// Outside the window, at the thread's scope entry: its open frames, where the innermost began
 /// before the window's last end (g_window_closed_ns), stop counting from that end. Not with a
 /// "(counted steps)" frame open (hardware counters' steps keep their own frames).
