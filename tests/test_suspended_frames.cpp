@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <barrier>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -23,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "fake_cuda.hpp"
 #include "session_fixture.hpp"
 #include "trace_kit.hpp"
 
@@ -335,4 +337,43 @@ TEST_CASE(
   CHECK(host_ns(r, "main") < m.recorded_bound());  // neither the sleep nor the child's run
   CHECK(r.diagnostics.unbalanced_ends == 0);
   CHECK(r.diagnostics.open_scopes == 0);
+}
+
+TEST_CASE(
+    "a stream scope open across a wait has no CUDA-event time, counted in a note; its children "
+    "in the windows keep theirs",
+    "[session][window][suspended][gpu_events]") {
+  cuscope_test::FakeCuda cuda;         // events complete when recorded, at the fake device clock
+  cuscope::Options o = every_other();  // CUSCOPE_EVENTS=always
+  o.activities = false;
+  cuscope_test::Session session(o);
+  cuscope::step();  // into step 1, recorded
+  {
+    CUSCOPE_SCOPE("main", cuscope_test::FakeCuda::stream(0));
+    cuda.advance_ns(1'000);
+    cuscope::step();  // step 1 ends: a wait
+    {
+      CUSCOPE_SCOPE("idle");       // suspends `main`
+      cuda.advance_ns(5'000'000);  // the wait's GPU work: a pair around `main` would count it
+    }
+    cuscope::step();  // step 2 ends: step 3 is recorded
+    {
+      CUSCOPE_SCOPE("work", cuscope_test::FakeCuda::stream(0));
+      cuda.advance_ns(2'000);
+    }
+  }
+  cuscope::flush();
+  const cuscope::Report r = cuscope::snapshot();
+  REQUIRE(r.find("main") != nullptr);
+  CHECK(r.find("main")->calls == 1);
+  CHECK(r.find("main")->gpu.count == 0);  // left out, not 5,003,000 ns
+  CHECK(r.find("main")->gpu.total_ns == 0);
+  REQUIRE(r.find("main/work") != nullptr);
+  CHECK(r.find("main/work")->gpu.count == 1);
+  CHECK(r.find("main/work")->gpu.total_ns == 2'000);
+  CHECK(r.diagnostics.gpu_event_failures == 0);  // a choice, not a failure
+  CHECK(std::count(r.notes.begin(), r.notes.end(),
+                   "CUDA-event time left out of 1 scope open across a wait between step windows: a pair "
+                   "of CUDA events would have counted the wait's GPU work in its GPU time "
+                   "(docs/options.md, the step window)") == 1);
 }

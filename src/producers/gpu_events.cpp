@@ -277,6 +277,14 @@ void GpuEvents::abandon(std::uint32_t depth) noexcept {
   if (p != nullptr) spare(p);
 }
 
+void GpuEvents::drop_open(std::uint32_t depth) noexcept {
+  for (std::uint32_t d = 1; d <= std::min(depth, model::kHardMaxDepth); ++d) {
+    if (open_[d - 1] == nullptr) continue;
+    abandon(d);
+    across_waits.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
 bool GpuEvents::resolve() noexcept {
   for (Pair* p = nullptr; pending_.pop(p);) waiting_.push_back(p);
   // Streams met unfinished in this pass: their later pairs cannot have finished either.
@@ -412,6 +420,14 @@ void EventFailureCauses::add(const GpuEvents& pool) noexcept {
 
 // What a CUPTI-timed pair's missing timestamps need to be told apart (docs/cupti-event-clock.md):
 // records that never came at all, records without a device timestamp, or records held back.
+std::string across_waits_note(std::uint64_t n) {
+  if (n == 0) return {};
+  return fmt::format(
+      "{}{} scope{} open across a wait between step windows: a pair of CUDA events would have counted the "
+      "wait's GPU work in {} GPU time (docs/options.md, the step window)",
+      kEventsAcrossWaitsNote, n, n == 1 ? "" : "s", n == 1 ? "its" : "their");
+}
+
 std::string EventFailureCauses::describe() const {
   if (failures == 0) return {};
   const std::uint64_t named = refused + unreadable + no_timestamps + reversed + pending_at_end;

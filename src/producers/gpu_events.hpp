@@ -106,6 +106,10 @@ class GpuEvents {
   void end(std::uint32_t depth, model::Node* node) noexcept;
   /// Forgets the frame at `depth` (its scope ended out of order).
   void abandon(std::uint32_t depth) noexcept;
+  /// Forgets the pairs of the frames at depths 1 to `depth`, each counted in `across_waits`: their
+  /// scopes stay open across a wait between step windows (producers/suspended_frames.hpp), which a
+  /// pair would count in their GPU time.
+  void drop_open(std::uint32_t depth) noexcept;
 
   /// Resolver side (one resolver at a time): folds every finished pair into its node. Pairs on
   /// one stream finish in order, so the first unfinished pair of a stream stops that stream's
@@ -120,6 +124,8 @@ class GpuEvents {
   std::atomic<std::uint64_t> failures{0};
   /// Scopes whose stream was capturing when they began or ended.
   std::atomic<std::uint64_t> in_capture{0};
+  /// Scopes whose pair drop_open() forgot: no event time, by design (the report's note on them).
+  std::atomic<std::uint64_t> across_waits{0};
   /// Scopes that found the pool dry at its bound (kMaxPairs): no event time. Also in `failures`.
   std::atomic<std::uint64_t> refused{0};
   /// `failures` by cause, besides `refused` (the rest were not recorded: no pair could be made, or
@@ -200,6 +206,11 @@ class GpuEvents {
 
 /// How the report's note on event failures begins (EventFailureCauses::describe()).
 inline constexpr std::string_view kEventFailuresNote = "CUDA event failures (";
+
+/// How the report's note on scopes left without event time across waits begins (across_waits_note()).
+inline constexpr std::string_view kEventsAcrossWaitsNote = "CUDA-event time left out of ";
+/// "" for none; else the report's note on `n` scopes whose pairs drop_open() forgot.
+std::string across_waits_note(std::uint64_t n);
 
 /// The causes of the scopes' event failures, summed over threads' pools: the report's note on them.
 struct EventFailureCauses {

@@ -30,6 +30,7 @@ void suspend_open_frames(ThreadState* ts) noexcept {
     return;
   ts->suspended_at = closed;
   ts->suspended_last = closed;
+  if (ts->gpu) ts->gpu->drop_open(depth);  // a pair would time the wait's GPU work too
   settle_slow_exit(ts);
   tree.decline_next_common();  // the next recorded entry resumes them (record_entry())
 }

@@ -4,8 +4,9 @@
 // the next window is not in their host time. The thread's first recorded scope (or such a scope's
 // exit) in the next window resumes them, their starts moved past the stretch between (a trace
 // records the move: ScopeKind::Shift); one that exits before it closes at the window's end. Each
-// stays one call, of its recorded time. A thread that enters no scope between two windows keeps
-// that stretch in them, as kept scopes do (producers/outside_scopes.hpp).
+// stays one call, of its recorded time; its pair of CUDA events, if any, is forgotten at the
+// suspension (GpuEvents::drop_open(): the pair would time the waits' GPU work too). A thread that enters no
+// scope between two windows keeps that stretch in them, as kept scopes do (producers/outside_scopes.hpp).
 //
 // Never here: a lock, an allocation, a look at another thread's frames.
 #pragma once

@@ -132,17 +132,20 @@ Report live_report(Session& s) noexcept {
     r.diagnostics.rejected_counts = s.rejected_counts.load(std::memory_order_relaxed);
     r.diagnostics.trace_records_dropped = trace_dropped();
     EventFailureCauses causes;
+    std::uint64_t across_waits = 0;
     {
       std::lock_guard threads(s.threads_mutex);
       for (const auto& ts : s.threads) {
         r.diagnostics.outside_window_scopes += ts->outside_window.get();
         if (!ts->gpu) continue;
         causes.add(*ts->gpu);
+        across_waits += ts->gpu->across_waits.load(std::memory_order_relaxed);
         r.diagnostics.scopes_in_capture += ts->gpu->in_capture.load(std::memory_order_relaxed);
       }
     }
     r.diagnostics.gpu_event_failures += causes.failures;
     if (std::string why = causes.describe(); !why.empty()) r.notes.push_back(std::move(why));
+    if (std::string why = across_waits_note(across_waits); !why.empty()) r.notes.push_back(std::move(why));
   } catch (const std::exception& e) {
     warn_once(fmt::format("snapshot failed: {}", e.what()));
   }
@@ -164,7 +167,8 @@ Report report_of(Session& s) noexcept {
     if (final_report) {
       std::vector<std::string> notes = notes_so_far();
       for (std::string& n : final_report->notes) {  // made when it was frozen, not a warning: kept
-        if (n.rfind(kEventFailuresNote, 0) == 0) notes.push_back(std::move(n));
+        if (n.rfind(kEventFailuresNote, 0) == 0 || n.rfind(kEventsAcrossWaitsNote, 0) == 0)
+          notes.push_back(std::move(n));
       }
       final_report->notes = std::move(notes);
       return *final_report;
