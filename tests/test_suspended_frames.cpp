@@ -99,6 +99,38 @@ Measured main_across_waits(bool scope_in_waits) {
   return m;
 }
 
+// `main` entered in a recorded step, across a wait (with a scope: it suspends `main`), a window in
+// which the thread enters no scope (`quiet` of it measured) and another wait (with a scope); it
+// exits in the next window (`exit_in_window`) or in that wait.
+struct QuietMeasured : Measured {
+  std::uint64_t quiet = 0;
+};
+QuietMeasured main_across_quiet_window(bool exit_in_window) {
+  QuietMeasured m;
+  cuscope::step();  // into step 1, recorded
+  const Clock::time_point t = Clock::now();
+  {
+    CUSCOPE_SCOPE("main");
+    cuscope::step();  // step 1 ends: a wait
+    {
+      CUSCOPE_SCOPE("idle");  // suspends `main`
+      sleep_outside(&m.slept);
+    }
+    cuscope::step();  // step 3, recorded: no scope entered in it
+    const Clock::time_point quiet = Clock::now();
+    std::this_thread::sleep_for(std::chrono::nanoseconds(kSleepNs / 2));
+    m.quiet = ns_since(quiet);
+    cuscope::step();  // step 3 ends: a wait
+    {
+      CUSCOPE_SCOPE("idle");
+      sleep_outside(&m.slept);
+    }
+    if (exit_in_window) cuscope::step();  // step 5, recorded: `main` resumes at its exit
+  }
+  m.elapsed = ns_since(t);
+  return m;
+}
+
 // Ends the thread's `tl_outer` (cuscope::push) at the thread's exit, a wait of the window. Made
 // before the thread's first scope, so destroyed after cuscope's own per-thread objects.
 struct PopAtThreadExit {
@@ -132,6 +164,20 @@ TEST_CASE("a thread that enters no scope between two windows keeps that stretch 
   const cuscope::Report r = cuscope::snapshot();
   CHECK(calls(r, "main") == 1);
   CHECK(host_ns(r, "main") >= m.slept);  // both sleeps: nothing marked the waits on this thread
+}
+
+TEST_CASE(
+    "a window in which the thread enters no scope counts in its suspended scopes; only the "
+    "stretches between windows are left out",
+    "[session][window][suspended]") {
+  const bool exit_in_window = GENERATE(true, false);  // else in the next wait
+  cuscope_test::Session session(every_other());
+  const QuietMeasured m = main_across_quiet_window(exit_in_window);
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(calls(r, "main") == 1);
+  CHECK(host_ns(r, "main") >= m.quiet);            // the quiet window counts
+  CHECK(host_ns(r, "main") < m.recorded_bound());  // neither wait's sleep
+  CHECK(r.diagnostics.unbalanced_ends == 0);
 }
 
 TEST_CASE("a suspended scope that exits in the next window counts from the window's start again",
@@ -202,6 +248,23 @@ TEST_CASE("a trace replays suspended scopes to the same report", "[session][wind
   }
   const cuscope::Report replayed = cuscope_test::trace_kit::replay_as_exit(trace_path, json_path);
   CHECK(calls(replayed, "main") == 1);
+  CHECK(host_ns(replayed, "main") < m.recorded_bound());
+}
+
+TEST_CASE("a trace replays a quiet window kept in suspended scopes to the same report",
+          "[session][window][suspended][trace]") {
+  const bool exit_in_window = GENERATE(true, false);
+  const std::string trace_path = cuscope_test::trace_kit::temp_path("suspended_quiet.cuscope");
+  const std::string json_path = cuscope_test::trace_kit::temp_path("suspended_quiet.json");
+  QuietMeasured m;
+  {
+    cuscope_test::Session session(every_other(cuscope_test::replayable_options(trace_path, json_path)));
+    m = main_across_quiet_window(exit_in_window);
+    cuscope::shutdown();
+  }
+  const cuscope::Report replayed = cuscope_test::trace_kit::replay_as_exit(trace_path, json_path);
+  CHECK(calls(replayed, "main") == 1);
+  CHECK(host_ns(replayed, "main") >= m.quiet);
   CHECK(host_ns(replayed, "main") < m.recorded_bound());
 }
 

@@ -336,7 +336,7 @@ template <Common kMode>
     if (flags & kRecording) {
       resume_frames(ts, flags, now);
     } else {
-      now = std::min(now, ts->suspended_at);
+      now = suspended_until(ts, (token & kTraced) ? kTrace : 0u, now);  // traced as its exit is
     }
   }
   if (token & kRecorded) {

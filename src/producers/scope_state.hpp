@@ -63,6 +63,8 @@ struct ThreadState {
   // none are.
   std::uint64_t suspended_at = 0;
   std::uint64_t suspended_last = 0;  // owner only: the window's end they were last suspended at
+  // Owner only: the windows' recorded time when they were suspended (WindowEdges::recorded_ns).
+  std::uint64_t suspended_recorded = 0;
 };
 
 /// slow_exit from what it caches (one byte for the common exits to test): call after changing

@@ -292,10 +292,8 @@ void end_step(Session& s, bool by_clock) {
   const Phase next = phase_now(s);
   if (next == Phase::Wait && was != Phase::Wait) s.wait_began_ns = ended;
   // Before the flags that close the window: a thread that finds them closed finds this time too.
-  if (was == Phase::Record && next != Phase::Record)
-    g_window_closed_ns.store(ended, std::memory_order_release);
-  if (next == Phase::Record && was != Phase::Record)
-    g_window_opened_ns.store(ended, std::memory_order_release);  // where suspended frames count again
+  note_window_edges(ended, was == Phase::Record && next != Phase::Record,
+                    next == Phase::Record && was != Phase::Record);  // where suspended frames count again
   if (was == Phase::Record) s.recorded_steps.fetch_add(1, std::memory_order_relaxed);
   g_flags.store(flags_for(s, next), std::memory_order_relaxed);  // also ends the counters' steps
   mark_and_switch(s, records(s, was), records(s, next), ended,
