@@ -238,28 +238,18 @@ TEST_CASE(
 }
 
 TEST_CASE("a trace replays suspended scopes to the same report", "[session][window][suspended][trace]") {
+  // Across two waits; across a quiet window, exiting in the next window or in a wait.
+  const int scenario = GENERATE(0, 1, 2);
   const std::string trace_path = cuscope_test::trace_kit::temp_path("suspended.cuscope");
   const std::string json_path = cuscope_test::trace_kit::temp_path("suspended.json");
-  Measured m;
-  {
-    cuscope_test::Session session(every_other(cuscope_test::replayable_options(trace_path, json_path)));
-    m = main_across_waits(true);
-    cuscope::shutdown();
-  }
-  const cuscope::Report replayed = cuscope_test::trace_kit::replay_as_exit(trace_path, json_path);
-  CHECK(calls(replayed, "main") == 1);
-  CHECK(host_ns(replayed, "main") < m.recorded_bound());
-}
-
-TEST_CASE("a trace replays a quiet window kept in suspended scopes to the same report",
-          "[session][window][suspended][trace]") {
-  const bool exit_in_window = GENERATE(true, false);
-  const std::string trace_path = cuscope_test::trace_kit::temp_path("suspended_quiet.cuscope");
-  const std::string json_path = cuscope_test::trace_kit::temp_path("suspended_quiet.json");
   QuietMeasured m;
   {
     cuscope_test::Session session(every_other(cuscope_test::replayable_options(trace_path, json_path)));
-    m = main_across_quiet_window(exit_in_window);
+    if (scenario == 0) {
+      static_cast<Measured&>(m) = main_across_waits(true);
+    } else {
+      m = main_across_quiet_window(scenario == 1);
+    }
     cuscope::shutdown();
   }
   const cuscope::Report replayed = cuscope_test::trace_kit::replay_as_exit(trace_path, json_path);
