@@ -62,6 +62,12 @@ std::uint64_t host_ns(const cuscope::Report& r, const char* path) {
   return s->host.total_ns;
 }
 
+// Every scope ended, in order.
+void check_all_closed(const cuscope::Report& r) {
+  CHECK(r.diagnostics.unbalanced_ends == 0);
+  CHECK(r.diagnostics.open_scopes == 0);
+}
+
 // What a case measured around its scope: from before its entry to after its exit, and the sleeps
 // outside the window in it. A scope suspended across them counts at most `elapsed - slept` (a slow
 // machine makes both longer, the bound no looser).
@@ -154,7 +160,7 @@ TEST_CASE("a recorded scope open across the waits counts none of them: one call,
   CHECK(host_ns(r, "main") < m.recorded_bound());  // neither sleep outside in it
   CHECK(host_ns(r, "main") >= host_ns(r, "main/work"));
   CHECK(r.diagnostics.outside_window_scopes == 2);
-  CHECK(r.diagnostics.unbalanced_ends == 0);
+  check_all_closed(r);
 }
 
 TEST_CASE("a thread that enters no scope between two windows keeps that stretch in its open scopes",
@@ -177,7 +183,7 @@ TEST_CASE(
   CHECK(calls(r, "main") == 1);
   CHECK(host_ns(r, "main") >= m.quiet);            // the quiet window counts
   CHECK(host_ns(r, "main") < m.recorded_bound());  // neither wait's sleep
-  CHECK(r.diagnostics.unbalanced_ends == 0);
+  check_all_closed(r);
 }
 
 TEST_CASE("a suspended scope that exits in the next window counts from the window's start again",
@@ -205,7 +211,7 @@ TEST_CASE("a suspended scope that exits in the next window counts from the windo
   CHECK(host_ns(r, "main/phase") < m.recorded_bound());
   CHECK(host_ns(r, "main") < m.recorded_bound());
   CHECK(host_ns(r, "main") >= host_ns(r, "main/phase"));
-  CHECK(r.diagnostics.unbalanced_ends == 0);
+  check_all_closed(r);
 }
 
 TEST_CASE(
@@ -305,8 +311,7 @@ TEST_CASE(
   CHECK(host_ns(r, "worker") < bound);  // no thread's sleep in it
   CHECK(host_ns(r, "worker") >= host_ns(r, "worker/work"));
   CHECK(r.diagnostics.outside_window_scopes == kThreads);
-  CHECK(r.diagnostics.unbalanced_ends == 0);
-  CHECK(r.diagnostics.open_scopes == 0);
+  check_all_closed(r);
 }
 
 TEST_CASE(
@@ -340,8 +345,7 @@ TEST_CASE(
   CHECK(calls(r, "tl_outer/work") == 1);
   CHECK(host_ns(r, "tl_outer") < m.recorded_bound());  // not its sleep
   CHECK(host_ns(r, "tl_outer") >= host_ns(r, "tl_outer/work"));
-  CHECK(r.diagnostics.unbalanced_ends == 0);
-  CHECK(r.diagnostics.open_scopes == 0);
+  check_all_closed(r);
 }
 
 TEST_CASE(
@@ -388,8 +392,7 @@ TEST_CASE(
   CHECK(calls(r, "main/work") == 2);
   CHECK(r.find("child_work") == nullptr);
   CHECK(host_ns(r, "main") < m.recorded_bound());  // neither the sleep nor the child's run
-  CHECK(r.diagnostics.unbalanced_ends == 0);
-  CHECK(r.diagnostics.open_scopes == 0);
+  check_all_closed(r);
 }
 
 TEST_CASE(
