@@ -2,7 +2,7 @@
 // the thread's first scope outside the window its frames are suspended, so that the stretch until
 // the next window is not in their host time; the thread's first recorded scope there resumes them;
 // one that exits outside a window closes at the window's end. Each stays one call. A thread that
-// enters no scope between two windows keeps the stretch (the limit the docs name); a trace replays
+// enters no scope between two windows is caught up at its next exit; a trace replays
 // the same report to the byte. Without it `main` entered in CUSCOPE_WHOLE_MS's whole start counted
 // every wait of the run in its host and self time.
 // With the lifetimes real programs have: many threads whose frames one thread's step() suspends, a
@@ -163,17 +163,21 @@ TEST_CASE("a recorded scope open across the waits counts none of them: one call,
   check_all_closed(r);
 }
 
-TEST_CASE("a thread that enters no scope between two windows keeps that stretch in its open scopes",
+TEST_CASE("a thread that enters no scope between two windows counts none of that stretch either",
           "[session][window][suspended]") {
   cuscope_test::Session session(every_other());
-  const Measured m = main_across_waits(false);
+  const Measured m = main_across_waits(false);  // caught up at `work`'s exit, suspended at main's
   const cuscope::Report r = cuscope::snapshot();
   CHECK(calls(r, "main") == 1);
-  CHECK(host_ns(r, "main") >= m.slept);  // both sleeps: nothing marked the waits on this thread
+  CHECK(calls(r, "main/work") == 2);
+  CHECK(host_ns(r, "main") < m.recorded_bound());  // neither sleep
+  CHECK(host_ns(r, "main") >= host_ns(r, "main/work"));
+  CHECK(r.diagnostics.outside_window_scopes == 0);
+  check_all_closed(r);
 }
 
 TEST_CASE(
-    "a window in which the thread enters no scope counts in its suspended scopes; only the "
+    "a window in which the thread enters no scope counts in its suspended scopes, only the "
     "stretches between windows are left out",
     "[session][window][suspended]") {
   const bool exit_in_window = GENERATE(true, false);  // else in the next wait
@@ -314,6 +318,83 @@ TEST_CASE(
   check_all_closed(r);
 }
 
+TEST_CASE("nested scopes caught up together each lose only the stretches since their own start",
+          "[session][window][suspended]") {
+  cuscope_test::Session session(every_other());
+  cuscope::step();  // into step 1, recorded
+  Measured outer, inner;
+  std::uint64_t in_windows = 0;  // inner's time in windows 3 and 5, at least
+  const auto quiet_in_window = [&in_windows] {
+    const Clock::time_point w = Clock::now();
+    std::this_thread::sleep_for(std::chrono::nanoseconds(kSleepNs / 4));
+    in_windows += ns_since(w);
+  };
+  const Clock::time_point t = Clock::now();
+  {
+    CUSCOPE_SCOPE("outer");
+    cuscope::step();  // a wait, with no scope on this thread
+    sleep_outside(&outer.slept);
+    cuscope::step();  // step 3, recorded
+    const Clock::time_point u = Clock::now();
+    {
+      CUSCOPE_SCOPE("inner");  // after the first wait: only the second is its
+      quiet_in_window();
+      cuscope::step();  // a wait, with no scope on this thread
+      sleep_outside(&inner.slept);
+      cuscope::step();  // step 5, recorded
+      quiet_in_window();
+    }  // the first exit since two windows closed: both frames caught up
+    inner.elapsed = ns_since(u);
+  }
+  outer.elapsed = ns_since(t);
+  outer.slept += inner.slept;
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(host_ns(r, "outer/inner") >= in_windows);
+  CHECK(host_ns(r, "outer/inner") < inner.recorded_bound());
+  CHECK(host_ns(r, "outer") >= host_ns(r, "outer/inner"));
+  CHECK(host_ns(r, "outer") < outer.recorded_bound());
+  check_all_closed(r);
+}
+
+TEST_CASE(
+    "a scope open on a thread that does nothing while another thread's steps pass two windows "
+    "counts only its time in windows",
+    "[session][window][suspended][threads]") {
+  const bool exit_in_window = GENERATE(true, false);  // else in the wait after
+  cuscope_test::Session session(every_other());
+  cuscope::step();  // into step 1, recorded
+  std::latch entered(1), release(1);
+  Measured m;
+  Clock::time_point t;
+  std::thread quiet([&] {
+    t = Clock::now();
+    {
+      CUSCOPE_SCOPE("outer");
+      entered.count_down();
+      release.wait();  // nothing on this thread meanwhile
+    }
+    m.elapsed = ns_since(t);
+  });
+  entered.wait();
+  cuscope::step();  // step 1 ends: a wait
+  sleep_outside(&m.slept);
+  cuscope::step();  // step 3 is recorded
+  const Clock::time_point w = Clock::now();
+  std::this_thread::sleep_for(std::chrono::nanoseconds(kSleepNs / 2));
+  const std::uint64_t quiet_window = ns_since(w);
+  if (!exit_in_window) {
+    cuscope::step();  // step 3 ends: a wait
+    sleep_outside(&m.slept);
+  }
+  release.count_down();
+  quiet.join();
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(calls(r, "outer") == 1);
+  CHECK(host_ns(r, "outer") >= quiet_window);       // the second window counts
+  CHECK(host_ns(r, "outer") < m.recorded_bound());  // not the waits' sleeps
+  check_all_closed(r);
+}
+
 TEST_CASE(
     "a suspended scope ended by a thread_local destructor at the thread's exit closes at the "
     "window's end",
@@ -349,7 +430,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "a child forked while scopes are suspended ends them with cuscope off; the parent's count "
+    "a child forked while scopes are suspended ends them with cuscope off, and the parent's count "
     "only their recorded time",
     "[session][window][suspended][threads]") {
   cuscope_test::Session session(every_other());
@@ -396,7 +477,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "a stream scope open across a wait has no CUDA-event time, counted in a note; its children "
+    "a stream scope open across a wait has no CUDA-event time, counted in a note, and its children "
     "in the windows keep theirs",
     "[session][window][suspended][gpu_events]") {
   cuscope_test::FakeCuda cuda;         // events complete when recorded, at the fake device clock

@@ -217,6 +217,13 @@ class ThreadTree {
       frames_[d].start_ns.store(frames_[d].start_ns.load(std::memory_order_relaxed) + ns,
                                 std::memory_order_relaxed);
   }
+  /// Moves the start of the open frame at `depth` `ns` later (nothing where no frame is open at
+  /// `depth`): a stretch it was open across that must not count in its host time. Owner thread.
+  void shift_frame(std::uint32_t depth, std::uint64_t ns) {
+    if (depth == 0 || depth > depth_.load(std::memory_order_relaxed)) return;
+    frames_[depth].start_ns.store(frames_[depth].start_ns.load(std::memory_order_relaxed) + ns,
+                                  std::memory_order_relaxed);
+  }
   /// Closes the range opened by the begin() that returned `depth`. Ranges opened after it and
   /// still open are closed as unbalanced (counted, not timed).
   void end(std::uint32_t depth, std::uint64_t now_ns);

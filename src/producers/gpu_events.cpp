@@ -277,12 +277,10 @@ void GpuEvents::abandon(std::uint32_t depth) noexcept {
   if (p != nullptr) spare(p);
 }
 
-void GpuEvents::drop_open(std::uint32_t depth) noexcept {
-  for (std::uint32_t d = 1; d <= std::min(depth, model::kHardMaxDepth); ++d) {
-    if (open_[d - 1] == nullptr) continue;
-    abandon(d);
-    across_waits.fetch_add(1, std::memory_order_relaxed);
-  }
+void GpuEvents::drop(std::uint32_t depth) noexcept {
+  if (depth == 0 || depth > model::kHardMaxDepth || open_[depth - 1] == nullptr) return;
+  abandon(depth);
+  across_waits.fetch_add(1, std::memory_order_relaxed);
 }
 
 bool GpuEvents::resolve() noexcept {

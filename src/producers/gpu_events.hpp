@@ -106,10 +106,14 @@ class GpuEvents {
   void end(std::uint32_t depth, model::Node* node) noexcept;
   /// Forgets the frame at `depth` (its scope ended out of order).
   void abandon(std::uint32_t depth) noexcept;
-  /// Forgets the pairs of the frames at depths 1 to `depth`, each counted in `across_waits`: their
-  /// scopes stay open across a wait between step windows (producers/suspended_frames.hpp), which a
-  /// pair would count in their GPU time.
-  void drop_open(std::uint32_t depth) noexcept;
+  /// Forgets the pair of the frame at `depth`, counted in `across_waits`: its scope stays open
+  /// across a wait between step windows (producers/suspended_frames.hpp), which a pair would count
+  /// in its GPU time.
+  void drop(std::uint32_t depth) noexcept;
+  /// drop() of the frames at depths 1 to `depth`.
+  void drop_open(std::uint32_t depth) noexcept {
+    for (std::uint32_t d = 1; d <= depth; ++d) drop(d);
+  }
 
   /// Resolver side (one resolver at a time): folds every finished pair into its node. Pairs on
   /// one stream finish in order, so the first unfinished pair of a stream stops that stream's

@@ -131,7 +131,7 @@ ThreadState* this_thread() noexcept {
 // A recorded entry from its clock reading on: the token it returns.
 [[gnu::noinline]] std::uint32_t record_entry(ThreadState* ts, std::uint32_t id, std::uint64_t now,
                                              std::uint32_t flags, cudaStream_t stream) noexcept {
-  if (ts->suspended_at != 0) resume_frames(ts, flags, now);  // the first since a window closed over them
+  if (ts->suspended_at != 0) resume_frames(ts, now);  // the first since a window closed over them
   if ((flags & kCounters) && ts->tree->open_depth() == 0) open_counted_root(ts, now, flags);
   if (waiting_to_open(ts->outside.get())) open_outside(ts, flags, now);  // the window opened inside them
   model::ThreadTree::Token b{};
@@ -308,7 +308,7 @@ template <Common kMode>
 [[gnu::always_inline]] inline bool exit_common(ThreadState* ts, std::uint32_t token,
                                                std::uint64_t now) noexcept {
   model::ThreadTree& tree = *ts->tree;
-  if ((token & kTokenBits) != kCommonBits<kMode> || tree.remote_posted() || ts->slow_exit ||
+  if ((token & kTokenBits) != kCommonBits<kMode> || tree.remote_posted() || exits_slowly(ts) ||
       (g_flags.load(std::memory_order_relaxed) & kCounters) != 0 || !nvtx_pop_off() ||
       !tree.end_common(token & kDepthMask, now))
     return false;
@@ -328,15 +328,18 @@ template <Common kMode>
     return;
   model::ThreadTree& tree = *ts->tree;
   if (tree.has_remote_ends()) settle_remote(ts);
-  // A frame a window closed over (suspended_frames.hpp): in the next window, the thread's frames
-  // count again first; outside it, it closes at that window's end.
+  // A frame a window closed over (suspended_frames.hpp): the thread's first exit since catches its
+  // frames up; in a later window they count again first; outside one, it closes at the last
+  // window's end.
+  const bool recording = (g_flags.load(std::memory_order_relaxed) & kRecording) != 0;
+  if ((token & kRecorded) && (ts->slow_exit.load(std::memory_order_relaxed) & kSlowWindowClosed))
+    after_window_closed(ts, recording, now);
   const bool suspended = ts->suspended_at != 0 && (token & kRecorded);
   if (suspended) {
-    const std::uint32_t flags = g_flags.load(std::memory_order_relaxed);
-    if (flags & kRecording) {
-      resume_frames(ts, flags, now);
+    if (recording) {
+      resume_frames(ts, now);
     } else {
-      now = suspended_until(ts, (token & kTraced) ? kTrace : 0u, now);  // traced as its exit is
+      now = suspended_until(ts, now);
     }
   }
   if (token & kRecorded) {

@@ -56,21 +56,35 @@ struct ThreadState {
   std::unique_ptr<OutsideScopes> outside;  // those still open, kept for the window (made on the first)
   bool counted_root = false;          // owner only: a "(counted steps)" frame is open at depth 1
   bool counted_root_traced = false;   // owner only: and trace mode recorded its entry
-  // Owner only: the common exits decline (counted_root, or frames suspended): what they check,
-  // kept by settle_slow_exit().
-  bool slow_exit = false;
+  // The common exits decline while any bit is set: kSlowCountedRoot and kSlowSuspended, the
+  // owner's (settle_slow_exit()), and kSlowWindowClosed, set by the step's end that closes a window
+  // (any thread) and taken by the owner's next recorded exit or suspension (suspended_frames.hpp).
+  // One byte for the common exits to test.
+  std::atomic<std::uint8_t> slow_exit{0};
   // Owner only: the step window's end its open frames were suspended at (suspended_frames.hpp), 0:
   // none are.
   std::uint64_t suspended_at = 0;
   std::uint64_t suspended_last = 0;  // owner only: the window's end they were last suspended at
-  // Owner only: the windows' recorded time when they were suspended (WindowEdges::recorded_ns).
-  std::uint64_t suspended_recorded = 0;
+  // Owner only: up to when the stretches between windows are out of its open frames' times (0: none
+  // taken out yet): a frame that began before counts from there.
+  std::uint64_t accounted_ns = 0;
 };
 
-/// slow_exit from what it caches (one byte for the common exits to test): call after changing
-/// counted_root or suspended_at.
+inline constexpr std::uint8_t kSlowCountedRoot = 1, kSlowSuspended = 2, kSlowWindowClosed = 4;
+
+/// The owner's bits of slow_exit from what they cache: call after changing counted_root or
+/// suspended_at.
 inline void settle_slow_exit(ThreadState* ts) noexcept {
-  ts->slow_exit = ts->counted_root || ts->suspended_at != 0;
+  const std::uint8_t owner =
+      (ts->counted_root ? kSlowCountedRoot : 0) | (ts->suspended_at != 0 ? kSlowSuspended : 0);
+  std::uint8_t bits = ts->slow_exit.load(std::memory_order_relaxed);
+  while (!ts->slow_exit.compare_exchange_weak(
+      bits, static_cast<std::uint8_t>((bits & kSlowWindowClosed) | owner), std::memory_order_relaxed)) {
+  }
+}
+/// Whether the common exits must decline.
+inline bool exits_slowly(const ThreadState* ts) noexcept {
+  return ts->slow_exit.load(std::memory_order_relaxed) != 0;
 }
 
 // What a scope needs from the session that runs it (the session implements these).

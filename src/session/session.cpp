@@ -31,6 +31,7 @@
 #include "producers/launch_notes.hpp"
 #include "producers/log.hpp"
 #include "producers/nvtx_domain.hpp"
+#include "producers/window_edges.hpp"
 #include "session/handover.hpp"
 #include "session/hardware.hpp"
 #include "session/internal.hpp"
@@ -369,6 +370,7 @@ bool start_session(const Options& given, bool from_caller) {
     trace_step(s.start_ns, 0, first == Phase::Record);
     if (!options.enabled) trace_recording(s.start_ns, false);
 
+    start_window_edges(s.start_ns, first == Phase::Record);
     g_flags.store(flags_for(s, first), std::memory_order_relaxed);
     if (!records(s, first)) {
       std::lock_guard agg(s.aggregator_mutex);

@@ -22,6 +22,7 @@
 #include "producers/log.hpp"
 #include "producers/outside_scopes.hpp"
 #include "producers/suspended_frames.hpp"
+#include "producers/window_edges.hpp"
 #include "session/handover.hpp"
 #include "session/internal.hpp"
 #include "trace/session_trace.hpp"
@@ -292,8 +293,12 @@ void end_step(Session& s, bool by_clock) {
   const Phase next = phase_now(s);
   if (next == Phase::Wait && was != Phase::Wait) s.wait_began_ns = ended;
   // Before the flags that close the window: a thread that finds them closed finds this time too.
-  note_window_edges(ended, was == Phase::Record && next != Phase::Record,
-                    next == Phase::Record && was != Phase::Record);  // where suspended frames count again
+  const bool closes = was == Phase::Record && next != Phase::Record;
+  note_window_edges(ended, closes, next == Phase::Record && was != Phase::Record);
+  if (closes) {  // each thread's frames still open catch up at its next exit (suspended_frames.hpp)
+    std::lock_guard threads(s.threads_mutex);
+    mark_window_closed(s.threads);
+  }
   if (was == Phase::Record) s.recorded_steps.fetch_add(1, std::memory_order_relaxed);
   g_flags.store(flags_for(s, next), std::memory_order_relaxed);  // also ends the counters' steps
   mark_and_switch(s, records(s, was), records(s, next), ended,

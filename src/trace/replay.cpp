@@ -100,8 +100,12 @@ class Replay final : public Visitor {
       case ScopeKind::GraphNode:
         agg_.on(model::GraphNodeCreated{e.value, e.arg, tree->innermost()});
         break;
-      case ScopeKind::Shift:
-        tree->shift_open(e.value);
+      case ScopeKind::Shift:  // arg: the frame's depth, or 0 for every open frame (files before 2026-11-28)
+        if (e.arg == 0) {
+          tree->shift_open(e.value);
+        } else {
+          tree->shift_frame(e.arg, e.value);
+        }
         break;
     }
   }
