@@ -58,7 +58,7 @@ namespace {
   if (domain != 0 && o.open_in[domain] == 2) return false;  // its frame is left: pop_range() closes both
   model::ThreadTree& tree = *ts->tree;
   const ClockSegment* clock = g_clock_segment.load(std::memory_order_acquire);
-  if (clock == nullptr || tree.remote_posted() || exits_slowly(ts) ||
+  if (clock == nullptr || tree.exits_decline() ||
       (g_flags.load(std::memory_order_relaxed) & kCounters) != 0 ||
       !tree.end_common(top.token, clock->to_ns(cycle_counter())))
     return false;

@@ -77,7 +77,7 @@ inline OpenRanges* open_ranges() {
 [[gnu::always_inline]] inline void exit_common(ThreadState* ts, std::uint32_t depth) {
   model::ThreadTree& tree = *ts->tree;
   const ClockSegment* clock = g_clock_segment.load(std::memory_order_acquire);
-  if (clock != nullptr && !tree.remote_posted() && !exits_slowly(ts) &&
+  if (clock != nullptr && !tree.exits_decline() &&
       (g_flags.load(std::memory_order_relaxed) & kCounters) == 0 &&
       tree.end_common(depth, clock->to_ns(cycle_counter()))) {
     if (tree.remote_posted()) settle_remote_ends(ts);  // an entry below, ended elsewhere, is innermost now

@@ -218,7 +218,7 @@ void ThreadTree::abandon_open() {
   }
   for (auto& f : frames_) f.remote.store(0, std::memory_order_relaxed);
   for (auto& n : remote_unframed_) n.store(0, std::memory_order_relaxed);
-  remote_posted_.store(false, std::memory_order_relaxed);
+  take_attention(kRemotePostedBit);
   remote_waiting_ = 0;
   unbalanced_ends.add(open);
   overflow_open_ = 0;
@@ -236,14 +236,14 @@ bool ThreadTree::post_remote_end(std::uint32_t depth, std::uint32_t tag, std::ui
   const std::uint64_t ended =
       tag | kRemoteEnded | (std::uint64_t{bits & 3} << kRemoteBitsShift) | (elapsed << kElapsedShift);
   if (!word.compare_exchange_strong(expected, ended, std::memory_order_acq_rel)) return false;
-  remote_posted_.store(true, std::memory_order_release);
+  set_attention(kRemotePostedBit);
   return true;
 }
 
 void ThreadTree::post_remote_unframed(bool overflow, std::uint32_t bits) {
   remote_unframed_[(overflow ? 2 : 0) + ((bits & kRemotePushed) ? 1 : 0)].fetch_add(
       1, std::memory_order_relaxed);
-  remote_posted_.store(true, std::memory_order_release);
+  set_attention(kRemotePostedBit);
 }
 
 void ThreadTree::take_remote_posts() {
@@ -253,7 +253,7 @@ void ThreadTree::take_remote_posts() {
     const std::uint64_t w = f.remote.load(std::memory_order_acquire);
     if (!(w & kRemoteEnded) || (w & kTagMask) != f.tag) continue;
     if (f.remote_pending) {  // a second end of this frame (a re-entry's): taken after the first
-      remote_posted_.store(true, std::memory_order_relaxed);
+      set_attention(kRemotePostedBit);
       continue;
     }
     f.remote_pending = true;
@@ -265,9 +265,7 @@ void ThreadTree::take_remote_posts() {
 }
 
 bool ThreadTree::close_remote(RemoteEnd* out) {
-  if (remote_posted_.load(std::memory_order_relaxed) &&
-      remote_posted_.exchange(false, std::memory_order_acquire))
-    take_remote_posts();
+  if (remote_posted() && take_attention(kRemotePostedBit) != 0) take_remote_posts();
   // Entries with no frame: overflow ones sit above every frame.
   for (int k = 3; k >= 0; --k) {
     std::atomic<std::uint64_t>& n = remote_unframed_[k];

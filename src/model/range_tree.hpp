@@ -256,11 +256,26 @@ class ThreadTree {
   /// Same for an entry past the maximum depth, or one made while not recording (no frame).
   void post_remote_unframed(bool overflow, std::uint32_t bits);
   /// Owner: whether close_remote() may have work (one relaxed load).
-  [[nodiscard]] bool has_remote_ends() const {
-    return remote_waiting_ != 0 || remote_posted_.load(std::memory_order_relaxed);
-  }
+  [[nodiscard]] bool has_remote_ends() const { return remote_waiting_ != 0 || remote_posted(); }
   /// Owner: whether another thread posted an end not taken yet (one relaxed load).
-  [[nodiscard]] bool remote_posted() const { return remote_posted_.load(std::memory_order_relaxed); }
+  [[nodiscard]] bool remote_posted() const {
+    return (attention_.load(std::memory_order_relaxed) & kRemotePostedBit) != 0;
+  }
+
+  /// The attention byte: bit kRemotePostedBit, an end posted from elsewhere (this tree's), and the
+  /// producers' bits above it (producers/scope_state.hpp), which this tree only keeps. Any thread
+  /// sets and clears bits with atomic operations, so that none is lost to another's. The common
+  /// exits decline while any bit is set: one load for all.
+  static constexpr std::uint8_t kRemotePostedBit = 1;
+  void set_attention(std::uint8_t bits) { attention_.fetch_or(bits, std::memory_order_release); }
+  /// Clears `bits`: those of them that were set.
+  std::uint8_t take_attention(std::uint8_t bits) {
+    return static_cast<std::uint8_t>(
+        attention_.fetch_and(static_cast<std::uint8_t>(~bits), std::memory_order_acquire) & bits);
+  }
+  [[nodiscard]] std::uint8_t attention() const { return attention_.load(std::memory_order_relaxed); }
+  /// Owner: whether the common exit must decline (an end posted, or a producer's bit).
+  [[nodiscard]] bool exits_decline() const { return attention_.load(std::memory_order_relaxed) != 0; }
   /// Owner: closes the innermost open entry if another thread ended it (timed at that end) and
   /// says what to undo; false when the innermost entry is not one. Call until false.
   bool close_remote(RemoteEnd* out);
@@ -352,7 +367,7 @@ class ThreadTree {
   // frames_[d] is the range open at depth d (1-based); frames_[0] is the root's, never closed,
   // so that every frame has a parent frame and the root a frame of its own.
   Frame frames_[kHardMaxDepth + 1];
-  std::atomic<bool> remote_posted_{false};
+  std::atomic<std::uint8_t> attention_{0};
   std::atomic<std::uint64_t> remote_unframed_[4] = {};  // [overflow * 2 + pushed]: posted ends
   std::uint32_t remote_waiting_ = 0;                    // owner only: frames with remote_pending
   std::atomic<std::uint32_t> depth_{0};

@@ -308,7 +308,7 @@ template <Common kMode>
 [[gnu::always_inline]] inline bool exit_common(ThreadState* ts, std::uint32_t token,
                                                std::uint64_t now) noexcept {
   model::ThreadTree& tree = *ts->tree;
-  if ((token & kTokenBits) != kCommonBits<kMode> || tree.remote_posted() || exits_slowly(ts) ||
+  if ((token & kTokenBits) != kCommonBits<kMode> || tree.exits_decline() ||
       (g_flags.load(std::memory_order_relaxed) & kCounters) != 0 || !nvtx_pop_off() ||
       !tree.end_common(token & kDepthMask, now))
     return false;
@@ -318,22 +318,16 @@ template <Common kMode>
   return true;
 }
 
-// exit_owned() past its common path.
-[[gnu::noinline]] void exit_owned_general(ThreadState* ts, std::uint32_t token, std::uint64_t now) noexcept {
-  if ((token & kTraced) && exit_common<Common::Traced>(ts, token, now)) return;
-  if ((token & kPushed) && exit_common<Common::Correlated>(ts, token, now)) return;
-  // A scope kept outside the window (enter_outside()), its common exit.
-  if ((token & kTokenBits) == kOutside && !ts->tree->has_remote_ends() && nvtx_pop_off() && ts->outside &&
-      pop_outside(*ts->outside, token))
-    return;
+// exit_owned_general() past the common exits of trace mode, correlation and kept scopes: apart, so
+// that those do not pay for its registers.
+[[gnu::noinline]] void exit_owned_slow(ThreadState* ts, std::uint32_t token, std::uint64_t now) noexcept {
   model::ThreadTree& tree = *ts->tree;
   if (tree.has_remote_ends()) settle_remote(ts);
   // A frame a window closed over (suspended_frames.hpp): the thread's first exit since catches its
   // frames up; in a later window they count again first; outside one, it closes at the last
   // window's end.
   const bool recording = (g_flags.load(std::memory_order_relaxed) & kRecording) != 0;
-  if ((token & kRecorded) && (ts->slow_exit.load(std::memory_order_relaxed) & kSlowWindowClosed))
-    after_window_closed(ts, recording, now);
+  if ((token & kRecorded) && window_closed_since(ts)) after_window_closed(ts, recording, now);
   const bool suspended = ts->suspended_at != 0 && (token & kRecorded);
   if (suspended) {
     if (recording) {
@@ -366,6 +360,17 @@ template <Common kMode>
   if (!g_nvtx_quiet.load(std::memory_order_relaxed)) nvtx_pop();
   if (tree.has_remote_ends()) settle_remote(ts);  // an entry below, ended elsewhere, is innermost now
   if (suspended && ts->suspended_at != 0) after_suspended_exit(ts);
+}
+
+// exit_owned() past its common path.
+[[gnu::noinline]] void exit_owned_general(ThreadState* ts, std::uint32_t token, std::uint64_t now) noexcept {
+  if ((token & kTraced) && exit_common<Common::Traced>(ts, token, now)) return;
+  if ((token & kPushed) && exit_common<Common::Correlated>(ts, token, now)) return;
+  // A scope kept outside the window (enter_outside()), its common exit.
+  if ((token & kTokenBits) == kOutside && !ts->tree->has_remote_ends() && nvtx_pop_off() && ts->outside &&
+      pop_outside(*ts->outside, token))
+    return;
+  exit_owned_slow(ts, token, now);
 }
 
 [[gnu::always_inline]] inline void exit_owned_inline(ThreadState* ts, std::uint32_t token,

@@ -56,11 +56,6 @@ struct ThreadState {
   std::unique_ptr<OutsideScopes> outside;  // those still open, kept for the window (made on the first)
   bool counted_root = false;          // owner only: a "(counted steps)" frame is open at depth 1
   bool counted_root_traced = false;   // owner only: and trace mode recorded its entry
-  // The common exits decline while any bit is set: kSlowCountedRoot and kSlowSuspended, the
-  // owner's (settle_slow_exit()), and kSlowWindowClosed, set by the step's end that closes a window
-  // (any thread) and taken by the owner's next recorded exit or suspension (suspended_frames.hpp).
-  // One byte for the common exits to test.
-  std::atomic<std::uint8_t> slow_exit{0};
   // Owner only: the step window's end its open frames were suspended at (suspended_frames.hpp), 0:
   // none are.
   std::uint64_t suspended_at = 0;
@@ -70,21 +65,22 @@ struct ThreadState {
   std::uint64_t accounted_ns = 0;
 };
 
-inline constexpr std::uint8_t kSlowCountedRoot = 1, kSlowSuspended = 2, kSlowWindowClosed = 4;
+/// The producers' bits of the tree's attention byte (ThreadTree::set_attention()), with which the
+/// common exits decline: kSlowExit, the owner's while a "(counted steps)" frame is open or frames
+/// are suspended (settle_slow_exit()); kWindowClosed, set by the step's end that closes a window (any
+/// thread) and taken by the owner's next recorded entry, exit or suspension (suspended_frames.hpp).
+inline constexpr std::uint8_t kSlowExitBit = 2, kWindowClosedBit = 4;
+static_assert(((kSlowExitBit | kWindowClosedBit) & model::ThreadTree::kRemotePostedBit) == 0);
 
-/// The owner's bits of slow_exit from what they cache: call after changing counted_root or
-/// suspended_at.
+/// kSlowExitBit from what it stands for: call after changing counted_root or suspended_at.
 inline void settle_slow_exit(ThreadState* ts) noexcept {
-  const std::uint8_t owner =
-      (ts->counted_root ? kSlowCountedRoot : 0) | (ts->suspended_at != 0 ? kSlowSuspended : 0);
-  std::uint8_t bits = ts->slow_exit.load(std::memory_order_relaxed);
-  while (!ts->slow_exit.compare_exchange_weak(
-      bits, static_cast<std::uint8_t>((bits & kSlowWindowClosed) | owner), std::memory_order_relaxed)) {
+  const bool slow = ts->counted_root || ts->suspended_at != 0;
+  if (slow == ((ts->tree->attention() & kSlowExitBit) != 0)) return;
+  if (slow) {
+    ts->tree->set_attention(kSlowExitBit);
+  } else {
+    ts->tree->take_attention(kSlowExitBit);
   }
-}
-/// Whether the common exits must decline.
-inline bool exits_slowly(const ThreadState* ts) noexcept {
-  return ts->slow_exit.load(std::memory_order_relaxed) != 0;
 }
 
 // What a scope needs from the session that runs it (the session implements these).

@@ -17,10 +17,8 @@ void end_suspension(ThreadState* ts) noexcept {
   settle_slow_exit(ts);
 }
 
-// Takes kSlowWindowClosed: the edges read after it include the window's end that set it.
-void take_window_closed(ThreadState* ts) noexcept {
-  ts->slow_exit.fetch_and(static_cast<std::uint8_t>(~kSlowWindowClosed), std::memory_order_acquire);
-}
+// Takes kWindowClosedBit: the edges read after it include the window's end that set it.
+void take_window_closed(ThreadState* ts) noexcept { ts->tree->take_attention(kWindowClosedBit); }
 
 // Takes the stretches between windows up to `to_ns` out of the thread's open frames: each from the
 // accounting point or its start, the later (trace mode records each move, at `now_ns`).

@@ -7,7 +7,7 @@
 //   window resumes them, their starts moved past the stretches between (a trace records each move:
 //   ScopeKind::Shift); one that exits outside a window closes at the last window's end.
 // - A thread that does nothing between windows is caught up at its first recorded exit after the
-//   window closed: the step's end that closes a window marks every thread (kSlowWindowClosed), so
+//   window closed: the step's end that closes a window marks every thread (kWindowClosedBit), so
 //   that exit declines the common path. Windows it does nothing in count in its frames.
 // - Each frame stays one call, of its time in windows; its pair of CUDA events, if any, is forgotten
 //   at the suspension (GpuEvents::drop_open(): the pair would time the waits' GPU work too).
@@ -45,14 +45,18 @@ std::uint64_t suspended_until(ThreadState* ts, std::uint64_t now_ns) noexcept;
 /// After an exit while suspended: none left open ends the suspension; else the next entry must take
 /// the way that resumes them (the new innermost frame's common entry declines).
 void after_suspended_exit(ThreadState* ts) noexcept;
-/// At a recorded exit with kSlowWindowClosed set (a window closed since the thread's last catch-up),
+/// At a recorded exit with kWindowClosedBit set (a window closed since the thread's last catch-up),
 /// not suspended: in a window (`recording`) its open frames are caught up to `now_ns`; outside one
 /// they are suspended (suspend_open_frames()).
 void after_window_closed(ThreadState* ts, bool recording, std::uint64_t now_ns) noexcept;
 /// Every thread of `threads` marked: a window closed (the step's end, after note_window_edges()).
 template <class Threads>
 void mark_window_closed(const Threads& threads) noexcept {
-  for (const auto& ts : threads) ts->slow_exit.fetch_or(kSlowWindowClosed, std::memory_order_release);
+  for (const auto& ts : threads) ts->tree->set_attention(kWindowClosedBit);
+}
+/// Whether a window closed since the thread's frames were last caught up.
+inline bool window_closed_since(const ThreadState* ts) noexcept {
+  return (ts->tree->attention() & kWindowClosedBit) != 0;
 }
 
 }  // namespace cuscope::inline v0::detail
