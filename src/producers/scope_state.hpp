@@ -66,9 +66,10 @@ struct ThreadState {
 };
 
 /// The producers' bits of the tree's attention byte (ThreadTree::set_attention()), with which the
-/// common exits decline: kSlowExit, the owner's while a "(counted steps)" frame is open or frames
-/// are suspended (settle_slow_exit()); kWindowClosed, set by the step's end that closes a window (any
-/// thread) and taken by the owner's next recorded entry, exit or suspension (suspended_frames.hpp).
+/// common exits decline: kSlowExitBit, the owner's while a "(counted steps)" frame is open or frames
+/// are suspended (settle_slow_exit()); kWindowClosedBit, set by the step's end that closes a window
+/// (any thread) and taken by the owner's next recorded exit, resume or suspension
+/// (suspended_frames.hpp).
 inline constexpr std::uint8_t kSlowExitBit = 2, kWindowClosedBit = 4;
 static_assert(((kSlowExitBit | kWindowClosedBit) & model::ThreadTree::kRemotePostedBit) == 0);
 
