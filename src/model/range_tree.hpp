@@ -213,9 +213,7 @@ class ThreadTree {
   /// count in their host time (producers/suspended_frames.hpp: the time between two step windows).
   /// Owner thread.
   void shift_open(std::uint64_t ns) {
-    for (std::uint32_t d = depth_.load(std::memory_order_relaxed); d > 0; --d)
-      frames_[d].start_ns.store(frames_[d].start_ns.load(std::memory_order_relaxed) + ns,
-                                std::memory_order_relaxed);
+    for (std::uint32_t d = depth_.load(std::memory_order_relaxed); d > 0; --d) shift_frame(d, ns);
   }
   /// Moves the start of the open frame at `depth` `ns` later (nothing where no frame is open at
   /// `depth`): a stretch it was open across that must not count in its host time. Owner thread.

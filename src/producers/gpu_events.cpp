@@ -416,8 +416,6 @@ void EventFailureCauses::add(const GpuEvents& pool) noexcept {
   if (first_error == 0) first_error = pool.first_error.load(std::memory_order_relaxed);
 }
 
-// What a CUPTI-timed pair's missing timestamps need to be told apart (docs/cupti-event-clock.md):
-// records that never came at all, records without a device timestamp, or records held back.
 std::string across_waits_note(std::uint64_t n) {
   if (n == 0) return {};
   return fmt::format(
@@ -426,6 +424,8 @@ std::string across_waits_note(std::uint64_t n) {
       kEventsAcrossWaitsNote, n, n == 1 ? "" : "s", n == 1 ? "its" : "their");
 }
 
+// What a CUPTI-timed pair's missing timestamps need to be told apart (docs/cupti-event-clock.md):
+// records that never came at all, records without a device timestamp, or records held back.
 std::string EventFailureCauses::describe() const {
   if (failures == 0) return {};
   const std::uint64_t named = refused + unreadable + no_timestamps + reversed + pending_at_end;

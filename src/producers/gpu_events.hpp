@@ -128,7 +128,7 @@ class GpuEvents {
   std::atomic<std::uint64_t> failures{0};
   /// Scopes whose stream was capturing when they began or ended.
   std::atomic<std::uint64_t> in_capture{0};
-  /// Scopes whose pair drop_open() forgot: no event time, by design (the report's note on them).
+  /// Scopes whose pair drop() forgot: no event time, by design (the report's note on them).
   std::atomic<std::uint64_t> across_waits{0};
   /// Scopes that found the pool dry at its bound (kMaxPairs): no event time. Also in `failures`.
   std::atomic<std::uint64_t> refused{0};
@@ -213,7 +213,7 @@ inline constexpr std::string_view kEventFailuresNote = "CUDA event failures (";
 
 /// How the report's note on scopes left without event time across waits begins (across_waits_note()).
 inline constexpr std::string_view kEventsAcrossWaitsNote = "CUDA-event time left out of ";
-/// "" for none; else the report's note on `n` scopes whose pairs drop_open() forgot.
+/// "" for none; else the report's note on `n` scopes whose pairs drop() forgot.
 std::string across_waits_note(std::uint64_t n);
 
 /// The causes of the scopes' event failures, summed over threads' pools: the report's note on them.

@@ -59,7 +59,6 @@ struct ThreadState {
   // Owner only: the step window's end its open frames were suspended at (suspended_frames.hpp), 0:
   // none are.
   std::uint64_t suspended_at = 0;
-  std::uint64_t suspended_last = 0;  // owner only: the window's end they were last suspended at
   // Owner only: up to when the stretches between windows are out of its open frames' times (0: none
   // taken out yet): a frame that began before counts from there.
   std::uint64_t accounted_ns = 0;

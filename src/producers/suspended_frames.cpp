@@ -17,12 +17,12 @@ void end_suspension(ThreadState* ts) noexcept {
   settle_slow_exit(ts);
 }
 
-// Takes kWindowClosedBit: the edges read after it include the window's end that set it.
+// Takes kWindowClosedBit: g_window_closed_ns read after it is the window's end that set it, or later.
 void take_window_closed(ThreadState* ts) noexcept { ts->tree->take_attention(kWindowClosedBit); }
 
 // Takes the stretches between windows up to `to_ns` out of the thread's open frames: each from the
-// accounting point or its start, the later (trace mode records each move, at `now_ns`).
-void catch_up(ThreadState* ts, std::uint64_t to_ns, std::uint64_t now_ns) noexcept {
+// accounting point or its start, the later (trace mode records each move, at `to_ns`).
+void catch_up(ThreadState* ts, std::uint64_t to_ns) noexcept {
   const std::uint64_t accounted = ts->accounted_ns;
   if (to_ns <= accounted) return;
   model::ThreadTree& tree = *ts->tree;
@@ -42,7 +42,7 @@ void catch_up(ThreadState* ts, std::uint64_t to_ns, std::uint64_t now_ns) noexce
     if (shift == 0) continue;
     tree.shift_frame(d, shift);
     if (ts->gpu) ts->gpu->drop(d);  // its pair would time the stretch's GPU work too
-    trace::record(trace::ScopeKind::Shift, tree.slot(), d, now_ns, shift);
+    trace::record(trace::ScopeKind::Shift, tree.slot(), d, to_ns, shift);
   }
   ts->accounted_ns = to_ns;
 }
@@ -53,16 +53,14 @@ void suspend_open_frames(ThreadState* ts) noexcept {
   take_window_closed(ts);
   model::ThreadTree& tree = *ts->tree;
   const std::uint32_t depth = tree.open_depth();
-  const std::uint64_t closed = window_edges().closed_ns;
-  // Only frames a window closed over, once a window: an end they were suspended at already, or one
-  // older than the innermost frame's start (recording switched off by set_enabled(), which moves no
-  // window's end), suspends nothing.
-  if (!may_suspend(ts) || ts->counted_root || closed == 0 || closed == ts->suspended_last ||
-      tree.open_start(depth) >= closed)
+  const std::uint64_t closed = g_window_closed_ns.load(std::memory_order_acquire);
+  // Only frames a window closed over, once a window: an end they are accounted past already
+  // (suspended there, or caught up in a later window), or one older than the innermost frame's start
+  // (recording switched off by set_enabled(), which moves no window's end), suspends nothing.
+  if (!may_suspend(ts) || ts->counted_root || closed <= ts->accounted_ns || tree.open_start(depth) >= closed)
     return;
-  catch_up(ts, closed, closed);
+  catch_up(ts, closed);
   ts->suspended_at = closed;
-  ts->suspended_last = closed;
   settle_slow_exit(ts);
   if (ts->gpu) ts->gpu->drop_open(depth);  // a pair would time the wait's GPU work too
   tree.decline_next_common();              // the next recorded entry resumes them (record_entry())
@@ -70,17 +68,16 @@ void suspend_open_frames(ThreadState* ts) noexcept {
 
 void resume_frames(ThreadState* ts, std::uint64_t now_ns) noexcept {
   take_window_closed(ts);
-  catch_up(ts, now_ns, now_ns);
+  catch_up(ts, now_ns);
   end_suspension(ts);
 }
 
 std::uint64_t suspended_until(ThreadState* ts, std::uint64_t now_ns) noexcept {
   take_window_closed(ts);
-  const std::uint64_t closed = window_edges().closed_ns;
+  const std::uint64_t closed = g_window_closed_ns.load(std::memory_order_acquire);
   if (closed > ts->suspended_at) {  // windows since, with no scope of this thread's in them
-    catch_up(ts, closed, closed);
+    catch_up(ts, closed);
     ts->suspended_at = closed;
-    ts->suspended_last = closed;
   }
   return std::min(now_ns, ts->suspended_at);
 }
@@ -100,7 +97,7 @@ void after_window_closed(ThreadState* ts, bool recording, std::uint64_t now_ns) 
   }
   if (recording) {
     take_window_closed(ts);
-    catch_up(ts, now_ns, now_ns);
+    catch_up(ts, now_ns);
   } else {
     suspend_open_frames(ts);
   }

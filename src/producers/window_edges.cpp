@@ -18,7 +18,6 @@ struct Window {
 };
 Window g_windows[kWindowHistory];
 std::atomic<std::uint64_t> g_opened_windows{0};  // windows opened in the session
-std::atomic<std::uint64_t> g_last_opened_ns{0};
 std::atomic<std::uint64_t> g_sequence{0};  // odd while a writer writes
 
 // The one writer's section: readers that overlap it read again.
@@ -58,7 +57,6 @@ void open_window(std::uint64_t at_ns) noexcept {
   store(w.closed, 0);
   store(w.before, before);
   store(g_opened_windows, n + 1);
-  store(g_last_opened_ns, at_ns);
 }
 
 }  // namespace
@@ -66,7 +64,6 @@ void open_window(std::uint64_t at_ns) noexcept {
 void start_window_edges(std::uint64_t start_ns, bool recording) noexcept {
   write([&] {
     store(g_opened_windows, 0);
-    store(g_last_opened_ns, 0);
     if (recording) open_window(start_ns);
   });
 }
@@ -78,12 +75,6 @@ void note_window_edges(std::uint64_t at_ns, bool closed, bool opened) noexcept {
     if (closed && n != 0) store(g_windows[(n - 1) % kWindowHistory].closed, at_ns);
     if (closed) g_window_closed_ns.store(at_ns, std::memory_order_release);
     if (opened) open_window(at_ns);
-  });
-}
-
-WindowEdges window_edges() noexcept {
-  return read([] {
-    return WindowEdges{g_window_closed_ns.load(std::memory_order_relaxed), load(g_last_opened_ns)};
   });
 }
 

@@ -1,7 +1,8 @@
-// producers/window_edges.hpp — the step window's edges as the scopes' slow paths read them: when it
-// last closed and opened, and the recorded time before any moment of the session (the windows'
-// lengths, summed, from a history of the last kHistory windows), so that a thread's frames open
-// across windows take out exactly the stretches between them (producers/suspended_frames.hpp).
+// producers/window_edges.hpp — the step window's edges as the scopes' slow paths read them: the
+// recorded time before any moment of the session (the windows' lengths, summed, from a history of
+// the last kWindowHistory windows), so that a thread's frames open across windows take out exactly
+// the stretches between them (producers/suspended_frames.hpp); and when the window last closed
+// (g_window_closed_ns, producers/outside_scopes.hpp).
 // Written by the step's end (session/window.cpp, one at a time under the session's lifecycle lock)
 // and the session's start; read under a sequence count, so a reader never mixes two steps' ends.
 //
@@ -16,19 +17,12 @@ namespace cuscope::inline v0::detail {
 /// Windows a reader can look back over: a moment older than the oldest kept counts as its start.
 inline constexpr std::size_t kWindowHistory = 4096;
 
-/// When the step window last closed and last opened (0: not in this session).
-struct WindowEdges {
-  std::uint64_t closed_ns = 0, opened_ns = 0;
-};
-
 /// The session's start: the last session's windows forgotten; the first window opens at `start_ns`
 /// where the session starts recording (a whole start, or no wait step first).
 void start_window_edges(std::uint64_t start_ns, bool recording) noexcept;
 /// The step's end: the window closed and/or opened `at_ns`, before the flags that close or open it.
 /// Publishes g_window_closed_ns too (producers/outside_scopes.hpp).
 void note_window_edges(std::uint64_t at_ns, bool closed, bool opened) noexcept;
-/// The edges as the last step's end left them.
-WindowEdges window_edges() noexcept;
 /// The time in windows before `t_ns`: the lengths of the windows closed before it, and the part of
 /// the one open at it.
 std::uint64_t recorded_before(std::uint64_t t_ns) noexcept;

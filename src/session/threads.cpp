@@ -59,7 +59,7 @@ ThreadState* take_thread_state() noexcept {
       for (std::uint32_t d = ts->tree->open_depth(); d > 0 && ts->gpu; --d) ts->gpu->abandon(d);
       ts->tree->abandon_open();  // the exited thread left them open
       forget_outside(ts);
-      ts->suspended_at = ts->suspended_last = ts->accounted_ns = 0;  // the exited thread's windows
+      ts->suspended_at = ts->accounted_ns = 0;  // the exited thread's windows
       settle_slow_exit(ts);
       ts->tree->new_owner();
     } else {
