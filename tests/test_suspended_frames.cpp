@@ -5,76 +5,27 @@
 // enters no scope between two windows is caught up at its next exit; a trace replays
 // the same report to the byte. Without it `main` entered in CUSCOPE_WHOLE_MS's whole start counted
 // every wait of the run in its host and self time.
-// With the lifetimes real programs have: many threads whose frames one thread's step() suspends, a
-// frame ended by a thread_local destructor at the thread's exit, a child forked while frames are
-// suspended (cuscope is off there; the parent's count as before).
+// The lifetimes real programs have (many threads, another thread's steps, thread_local destructors,
+// fork) are test_suspended_threads.cpp's.
 // Never here: a GPU, or a check that a step took a given time: each case sleeps outside the windows
 // (a slow machine makes that longer, never shorter) and takes its quick steps well inside them.
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <barrier>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdint>
 #include <cuscope/cuscope.hpp>
-#include <latch>
 #include <string>
 #include <thread>
-#include <vector>
 
 #include "fake_cuda.hpp"
 #include "session_fixture.hpp"
+#include "suspended_kit.hpp"
 #include "trace_kit.hpp"
 
 namespace {
 
 using cuscope_test::calls;
-using Clock = std::chrono::steady_clock;
-
-constexpr std::uint64_t kSleepNs = 80'000'000;
-constexpr std::uint64_t kClockSlackNs = 1'000'000;  // cuscope's clock against steady_clock's
-
-std::uint64_t ns_since(Clock::time_point t) {
-  return static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t).count());
-}
-
-// Sleeps kSleepNs outside the window: the nanoseconds it took, added to `*slept`.
-void sleep_outside(std::uint64_t* slept) {
-  const Clock::time_point t = Clock::now();
-  std::this_thread::sleep_for(std::chrono::nanoseconds(kSleepNs));
-  *slept += ns_since(t);
-}
-
-// Wait 1, active 1, without end: steps 1, 3, 5, ... recorded.
-cuscope::Options every_other(cuscope::Options o = cuscope_test::quiet_options()) {
-  o.wait_steps = 1;
-  o.active_steps = 1;
-  o.repeat = 0;
-  return o;
-}
-
-std::uint64_t host_ns(const cuscope::Report& r, const char* path) {
-  const cuscope::RangeStats* s = r.find(path);
-  REQUIRE(s != nullptr);
-  return s->host.total_ns;
-}
-
-// Every scope ended, in order.
-void check_all_closed(const cuscope::Report& r) {
-  CHECK(r.diagnostics.unbalanced_ends == 0);
-  CHECK(r.diagnostics.open_scopes == 0);
-}
-
-// What a case measured around its scope: from before its entry to after its exit, and the sleeps
-// outside the window in it. A scope suspended across them counts at most `elapsed - slept` (a slow
-// machine makes both longer, the bound no looser).
-struct Measured {
-  std::uint64_t elapsed = 0, slept = 0;
-  [[nodiscard]] std::uint64_t recorded_bound() const { return elapsed - slept + kClockSlackNs; }
-};
+using namespace suspended_kit;
 
 // `main` entered in a recorded step and open through two waits, each with a scope and a sleep in it,
 // and a window between them; it exits in the second wait. `scope_in_waits` false: the waits sleep
@@ -136,16 +87,6 @@ QuietMeasured main_across_quiet_window(bool exit_in_window) {
   m.elapsed = ns_since(t);
   return m;
 }
-
-// Ends the thread's `tl_outer` (cuscope::push) at the thread's exit, a wait of the window. Made
-// before the thread's first scope, so destroyed after cuscope's own per-thread objects.
-struct PopAtThreadExit {
-  Clock::time_point* popped = nullptr;
-  ~PopAtThreadExit() {
-    cuscope::pop();
-    *popped = Clock::now();
-  }
-};
 
 }  // namespace
 
@@ -268,56 +209,6 @@ TEST_CASE("a trace replays suspended scopes to the same report", "[session][wind
   CHECK(host_ns(replayed, "main") < m.recorded_bound());
 }
 
-TEST_CASE(
-    "200 threads' scopes open across a wait that another thread's step() began each count "
-    "only their recorded time",
-    "[session][window][suspended][threads]") {
-  constexpr int kThreads = 200;
-  cuscope_test::Session session(every_other());
-  cuscope::step();  // into step 1, recorded
-  std::barrier phase(kThreads + 1);
-  std::vector<Measured> measured(kThreads);
-  std::vector<std::thread> threads;
-  threads.reserve(kThreads);
-  for (int i = 0; i < kThreads; ++i) {
-    threads.emplace_back([&phase, &m = measured[static_cast<std::size_t>(i)]] {
-      const Clock::time_point t = Clock::now();
-      {
-        CUSCOPE_SCOPE("worker");
-        { CUSCOPE_SCOPE("work"); }
-        phase.arrive_and_wait();  // every worker entered in step 1
-        phase.arrive_and_wait();  // step 1 ended: a wait
-        {
-          CUSCOPE_SCOPE("idle");  // suspends `worker`
-          sleep_outside(&m.slept);
-        }
-        phase.arrive_and_wait();    // every worker slept
-        phase.arrive_and_wait();    // step 2 ended: step 3 is recorded
-        { CUSCOPE_SCOPE("work"); }  // resumes `worker`
-      }
-      m.elapsed = ns_since(t);
-    });
-  }
-  phase.arrive_and_wait();
-  cuscope::step();
-  phase.arrive_and_wait();
-  phase.arrive_and_wait();
-  cuscope::step();
-  phase.arrive_and_wait();
-  for (std::thread& t : threads) t.join();
-  std::uint64_t bound = 0;
-  for (const Measured& m : measured) bound += m.recorded_bound();
-  const cuscope::Report r = cuscope::snapshot();
-  CHECK(calls(r, "worker") == kThreads);
-  CHECK(calls(r, "worker/work") == 2 * kThreads);
-  CHECK(r.find("worker")->threads == kThreads);
-  CHECK(r.find("worker/idle") == nullptr);
-  CHECK(host_ns(r, "worker") < bound);  // no thread's sleep in it
-  CHECK(host_ns(r, "worker") >= host_ns(r, "worker/work"));
-  CHECK(r.diagnostics.outside_window_scopes == kThreads);
-  check_all_closed(r);
-}
-
 TEST_CASE("nested scopes caught up together each lose only the stretches since their own start",
           "[session][window][suspended]") {
   cuscope_test::Session session(every_other());
@@ -353,126 +244,6 @@ TEST_CASE("nested scopes caught up together each lose only the stretches since t
   CHECK(host_ns(r, "outer/inner") < inner.recorded_bound());
   CHECK(host_ns(r, "outer") >= host_ns(r, "outer/inner"));
   CHECK(host_ns(r, "outer") < outer.recorded_bound());
-  check_all_closed(r);
-}
-
-TEST_CASE(
-    "a scope open on a thread that does nothing while another thread's steps pass two windows "
-    "counts only its time in windows",
-    "[session][window][suspended][threads]") {
-  const bool exit_in_window = GENERATE(true, false);  // else in the wait after
-  cuscope_test::Session session(every_other());
-  cuscope::step();  // into step 1, recorded
-  std::latch entered(1), release(1);
-  Measured m;
-  Clock::time_point t;
-  std::thread quiet([&] {
-    t = Clock::now();
-    {
-      CUSCOPE_SCOPE("outer");
-      entered.count_down();
-      release.wait();  // nothing on this thread meanwhile
-    }
-    m.elapsed = ns_since(t);
-  });
-  entered.wait();
-  cuscope::step();  // step 1 ends: a wait
-  sleep_outside(&m.slept);
-  cuscope::step();  // step 3 is recorded
-  const Clock::time_point w = Clock::now();
-  std::this_thread::sleep_for(std::chrono::nanoseconds(kSleepNs / 2));
-  const std::uint64_t quiet_window = ns_since(w);
-  if (!exit_in_window) {
-    cuscope::step();  // step 3 ends: a wait
-    sleep_outside(&m.slept);
-  }
-  release.count_down();
-  quiet.join();
-  const cuscope::Report r = cuscope::snapshot();
-  CHECK(calls(r, "outer") == 1);
-  CHECK(host_ns(r, "outer") >= quiet_window);       // the second window counts
-  CHECK(host_ns(r, "outer") < m.recorded_bound());  // not the waits' sleeps
-  check_all_closed(r);
-}
-
-TEST_CASE(
-    "a suspended scope ended by a thread_local destructor at the thread's exit closes at the "
-    "window's end",
-    "[session][window][suspended][threads][lifetime]") {
-  cuscope_test::Session session(every_other());
-  cuscope::step();  // into step 1, recorded
-  std::latch entered(1), stepped(1);
-  Measured m;
-  Clock::time_point popped{};
-  const Clock::time_point t = Clock::now();
-  std::thread thread([&] {
-    thread_local PopAtThreadExit pop_at_exit;
-    pop_at_exit.popped = &popped;
-    cuscope::push("tl_outer");
-    { CUSCOPE_SCOPE("work"); }
-    entered.count_down();
-    stepped.wait();
-    CUSCOPE_SCOPE("idle");  // suspends `tl_outer`
-    sleep_outside(&m.slept);
-  });  // the thread exits in the wait: `tl_outer` ends there
-  entered.wait();
-  cuscope::step();  // step 1 ends: a wait
-  stepped.count_down();
-  thread.join();
-  m.elapsed =
-      static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(popped - t).count());
-  const cuscope::Report r = cuscope::snapshot();
-  CHECK(calls(r, "tl_outer") == 1);
-  CHECK(calls(r, "tl_outer/work") == 1);
-  CHECK(host_ns(r, "tl_outer") < m.recorded_bound());  // not its sleep
-  CHECK(host_ns(r, "tl_outer") >= host_ns(r, "tl_outer/work"));
-  check_all_closed(r);
-}
-
-TEST_CASE(
-    "a child forked while scopes are suspended ends them with cuscope off, and the parent's count "
-    "only their recorded time",
-    "[session][window][suspended][threads]") {
-  cuscope_test::Session session(every_other());
-  cuscope::step();  // into step 1, recorded
-  Measured m;
-  const Clock::time_point t = Clock::now();
-  cuscope::push("main");
-  { CUSCOPE_SCOPE("work"); }
-  cuscope::step();        // step 1 ends: a wait
-  cuscope::push("idle");  // suspends `main`
-  sleep_outside(&m.slept);
-  const Clock::time_point forked = Clock::now();
-  const pid_t child = ::fork();
-  REQUIRE(child >= 0);
-  if (child == 0) {
-    // No Catch2 here: the child reports by its exit status, one bit per failed check. It goes on
-    // as the parent does: out of the suspended scopes, into the next window, a scope there.
-    int failed = 0;
-    cuscope::pop();  // idle
-    cuscope::step();
-    { CUSCOPE_SCOPE("child_work"); }
-    cuscope::pop();  // main
-    const cuscope::Report r = cuscope::snapshot();
-    if (cuscope::enabled()) failed |= 1;
-    if (r.find("main") != nullptr || r.find("child_work") != nullptr) failed |= 2;
-    ::_exit(failed);
-  }
-  int status = 0;
-  REQUIRE(::waitpid(child, &status, 0) == child);
-  m.slept += ns_since(forked);  // the child's run, in the wait too
-  REQUIRE(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);
-  cuscope::pop();   // idle
-  cuscope::step();  // step 2 ends: step 3 is recorded
-  { CUSCOPE_SCOPE("work"); }
-  cuscope::pop();  // main
-  m.elapsed = ns_since(t);
-  const cuscope::Report r = cuscope::snapshot();
-  CHECK(calls(r, "main") == 1);
-  CHECK(calls(r, "main/work") == 2);
-  CHECK(r.find("child_work") == nullptr);
-  CHECK(host_ns(r, "main") < m.recorded_bound());  // neither the sleep nor the child's run
   check_all_closed(r);
 }
 
