@@ -13,11 +13,13 @@
 #include <cstdint>
 #include <cuscope/cuscope.hpp>
 #include <latch>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "session_fixture.hpp"
 #include "suspended_kit.hpp"
+#include "trace_kit.hpp"
 
 namespace {
 
@@ -123,6 +125,80 @@ TEST_CASE(
   CHECK(host_ns(r, "outer") >= quiet_window);       // the second window counts
   CHECK(host_ns(r, "outer") < m.recorded_bound());  // not the waits' sleeps
   check_all_closed(r);
+}
+
+namespace {
+
+// A scope entered in a wait step on a thread that then does nothing: the window's first scope
+// there opens it, and another thread's steps pass a wait and a second window (and, unless
+// `exit_in_window`, a wait after it) before it exits. Its checks, on the live report and, in trace
+// mode, on the replay.
+void kept_on_quiet_thread(const cuscope::Options& o, bool exit_in_window,
+                          const std::string& replay_trace = {}, const std::string& replay_json = {}) {
+  std::latch kept(1), recorded(1), opened(1), release(1);
+  Measured m;
+  std::uint64_t quiet_window = 0;
+  const auto check = [&](const cuscope::Report& r) {
+    CHECK(calls(r, "kept") == 1);
+    CHECK(calls(r, "kept/child") == 1);
+    CHECK(host_ns(r, "kept") >= quiet_window);       // the second window counts
+    CHECK(host_ns(r, "kept") < m.recorded_bound());  // not the waits' sleeps
+  };
+  {
+    cuscope_test::Session session(o);  // step 0 is a wait
+    std::thread quiet([&] {
+      const Clock::time_point t = Clock::now();
+      {
+        CUSCOPE_SCOPE("kept");  // outside the window: kept for it
+        kept.count_down();
+        recorded.wait();
+        { CUSCOPE_SCOPE("child"); }  // the window's first scope here: opens `kept`
+        opened.count_down();
+        release.wait();  // nothing on this thread meanwhile
+      }
+      m.elapsed = ns_since(t);
+    });
+    kept.wait();
+    cuscope::step();  // into step 1, recorded
+    recorded.count_down();
+    opened.wait();
+    cuscope::step();  // step 1 ends: a wait
+    sleep_outside(&m.slept);
+    cuscope::step();  // step 3 is recorded
+    const Clock::time_point w = Clock::now();
+    std::this_thread::sleep_for(std::chrono::nanoseconds(kSleepNs / 2));
+    quiet_window = ns_since(w);
+    if (!exit_in_window) {
+      cuscope::step();  // step 3 ends: a wait
+      sleep_outside(&m.slept);
+    }
+    release.count_down();
+    quiet.join();
+    const cuscope::Report r = cuscope::snapshot();
+    check(r);
+    check_all_closed(r);
+    cuscope::shutdown();
+  }
+  if (!replay_trace.empty()) check(cuscope_test::trace_kit::replay_as_exit(replay_trace, replay_json));
+}
+
+}  // namespace
+
+TEST_CASE(
+    "a scope entered before a window on a thread that does nothing while another thread's steps "
+    "pass two windows counts only its time in windows",
+    "[session][window][suspended][outside][threads]") {
+  const bool exit_in_window = GENERATE(true, false);  // else in the wait after
+  kept_on_quiet_thread(every_other(), exit_in_window);
+}
+
+TEST_CASE("a trace replays a scope entered before a window on a quiet thread to the same report",
+          "[session][window][suspended][outside][trace]") {
+  const bool exit_in_window = GENERATE(true, false);
+  const std::string trace_path = cuscope_test::trace_kit::temp_path("kept_quiet.cuscope");
+  const std::string json_path = cuscope_test::trace_kit::temp_path("kept_quiet.json");
+  kept_on_quiet_thread(every_other(cuscope_test::replayable_options(trace_path, json_path)), exit_in_window,
+                       trace_path, json_path);
 }
 
 TEST_CASE(

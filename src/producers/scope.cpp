@@ -324,10 +324,10 @@ template <Common kMode>
   model::ThreadTree& tree = *ts->tree;
   if (tree.has_remote_ends()) settle_remote(ts);
   // A frame a window closed over (suspended_frames.hpp): the thread's first exit since catches its
-  // frames up; in a later window they count again first; outside one, it closes at the last
-  // window's end.
+  // frames up, a kept scope's too (a window opened its frame); in a later window they count again
+  // first; outside one, it closes at the last window's end.
   const bool recording = (g_flags.load(std::memory_order_relaxed) & kRecording) != 0;
-  if ((token & kRecorded) && window_closed_since(ts)) after_window_closed(ts, recording, now);
+  if ((token & (kRecorded | kOutside)) && window_closed_since(ts)) after_window_closed(ts, recording, now);
   const bool suspended = ts->suspended_at != 0 && (token & kRecorded);
   if (suspended) {
     if (recording) {
@@ -359,7 +359,7 @@ template <Common kMode>
   if (token & kPushed) pop_correlation();
   if (!g_nvtx_quiet.load(std::memory_order_relaxed)) nvtx_pop();
   if (tree.has_remote_ends()) settle_remote(ts);  // an entry below, ended elsewhere, is innermost now
-  if (suspended && ts->suspended_at != 0) after_suspended_exit(ts);
+  if ((suspended || (token & kOutside)) && ts->suspended_at != 0) after_suspended_exit(ts);
 }
 
 // exit_owned() past its common path.

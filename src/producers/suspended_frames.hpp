@@ -6,9 +6,10 @@
 //   suspended at that end; the thread's first recorded scope (or such a scope's exit) in a later
 //   window resumes them, their starts moved past the stretches between (a trace records each move:
 //   ScopeKind::Shift); one that exits outside a window closes at the last window's end.
-// - A thread that does nothing between windows is caught up at its first recorded exit after the
-//   window closed: the step's end that closes a window marks every thread (kWindowClosedBit), so
-//   that exit declines the common path. Windows it does nothing in count in its frames.
+// - A thread that does nothing between windows is caught up at its first recorded exit (or exit of
+//   a kept scope a window opened, producers/outside_scopes.hpp) after the window closed: the
+//   step's end that closes a window marks every thread (kWindowClosedBit), so that exit declines
+//   the common path. Windows it does nothing in count in its frames.
 // - Each frame stays one call, of its time in windows; its pair of CUDA events, if any, is forgotten
 //   at the suspension (GpuEvents::drop_open(): the pair would time the waits' GPU work too).
 //
