@@ -3,7 +3,9 @@
 // the scope clock settled: on the TSC once it is calibrated (about 100 ms after start, where there
 // is one), waited for up to `max_wait_ms` (longer under valgrind, which runs everything slower).
 // With `trace_path`, in trace mode (CUSCOPE_TRACE) as well; with `wait_steps`, the session waits
-// that many steps (CUSCOPE_WAIT) before recording, so that its scopes are outside the window.
+// that many steps (CUSCOPE_WAIT) before recording, so that its scopes are outside the window; with
+// `repeating` as well, the window repeats (CUSCOPE_ACTIVE=1, CUSCOPE_REPEAT=0): `wait_steps` steps
+// outside it, then one recorded, over and over.
 #pragma once
 
 #include <unistd.h>
@@ -14,10 +16,14 @@
 namespace cuscope_bench {
 
 inline void start_host_only_session(int max_wait_ms, const char* trace_path = "",
-                                    std::uint32_t wait_steps = 0) {
+                                    std::uint32_t wait_steps = 0, bool repeating = false) {
   cuscope::Options options;
   options.trace_path = trace_path;
   options.wait_steps = wait_steps;
+  if (repeating) {
+    options.active_steps = 1;
+    options.repeat = 0;
+  }
   options.gpu_events = false;
   options.activities = false;
   options.print_at_exit = false;

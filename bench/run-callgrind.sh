@@ -7,6 +7,9 @@
 # with the committed bench/results/instructions.json and exits 1 when a count grew by more than 2%
 # (a regression to explain), 0 otherwise.
 #   --update   write the new count to bench/results/instructions.json (with the commit)
+#   --update-windows   write the counts of a window that repeats (two step() calls, with and without
+#              a scope in the window, and with 255 more threads the closing step() marks) to
+#              bench/results/instructions-windows.json (with the commit)
 #   --update-tracing   write the counts of a scope while CUPTI traces (`cupti`, `launch` modes), of
 #              one launch noted by the launch callback (`note_launch`) and of one synchronize noted
 #              by the call callbacks (`call_note`) to bench/results/instructions-tracing.json (with
@@ -15,6 +18,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 baseline=bench/results/instructions.json
 tracing_baseline=bench/results/instructions-tracing.json  # the scope while CUPTI traces (fake hooks)
+windows_baseline=bench/results/instructions-windows.json  # a window that repeats
 if ! command -v valgrind >/dev/null; then
   echo "run-callgrind.sh: valgrind not found (apt-get install valgrind)" >&2
   exit 2
@@ -49,6 +53,11 @@ per_launch=$(per_call run_scopes launch)
 per_outside=$(per_call run_scopes outside)
 per_note=$(per_call run_note_launch note_launch)
 per_call_note=$(per_call run_call_notes call_note)
+per_window=$(per_call run_windows windows 4000)
+per_window_scope=$(per_call run_windows window_scopes 4000)
+per_window_threads=$(per_call run_windows windows_threads 4000)
+per_marked_thread=$(awk -v a="$per_window" -v b="$per_window_threads" 'BEGIN { printf "%.1f", (b - a) / 255 }')
+per_scope_in_window=$(awk -v a="$per_window" -v b="$per_window_scope" 'BEGIN { printf "%.1f", b - a }')
 clock=$(sed -n 's/.*clock: //p' "$tmp/log.run_scopes.20000")
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
@@ -63,12 +72,21 @@ echo "instructions per enabled scope while CUPTI traces with launch notes (CUSCO
 echo "instructions per scope outside the step window (a wait step: counted as left out, kept for a window opening inside it): $per_outside"
 echo "instructions per launch noted by the launch callback (CUSCOPE_ATTRIBUTION=launch; cuscope's part, not CUPTI's dispatch): $per_note"
 echo "instructions per synchronize noted by the call callbacks, entry and exit (no synchronization records; cuscope's part, not CUPTI's dispatch): $per_call_note"
+echo "instructions per window cycle (step() opening a window that repeats, step() closing it; no scope): $per_window"
+echo "instructions per scope in such a window (its exit the thread's first since the last window closed): $per_scope_in_window ($(ratio "$per_scope_in_window" "$per_scope")x the scope)"
+echo "instructions per thread the closing step() marks (255 threads, each with a scope open): $per_marked_thread"
 echo "clock: $clock"
 
 if [[ ${1:-} == --update-tracing ]]; then
   printf '{\n  "instructions_per_scope": %s,\n  "instructions_per_scope_cupti_fake_hooks": %s,\n  "instructions_per_scope_launch_notes": %s,\n  "instructions_per_launch_note": %s,\n  "instructions_per_call_note": %s,\n  "clock": "%s",\n  "commit": "%s",\n  "date": "%s"\n}\n' \
     "$per_scope" "$per_cupti" "$per_launch" "$per_note" "$per_call_note" "$clock" "$commit" "$(date -u +%F)" >"$tracing_baseline"
   echo "wrote $tracing_baseline"
+  exit 0
+fi
+if [[ ${1:-} == --update-windows ]]; then
+  printf '{\n  "instructions_per_scope": %s,\n  "instructions_per_window_cycle": %s,\n  "instructions_per_scope_in_window": %s,\n  "instructions_per_marked_thread": %s,\n  "clock": "%s",\n  "commit": "%s",\n  "date": "%s"\n}\n' \
+    "$per_scope" "$per_window" "$per_scope_in_window" "$per_marked_thread" "$clock" "$commit" "$(date -u +%F)" >"$windows_baseline"
+  echo "wrote $windows_baseline"
   exit 0
 fi
 if [[ ${1:-} == --update ]]; then
@@ -104,4 +122,7 @@ check instructions_per_scope_cupti_fake_hooks "$per_cupti" "scope while CUPTI tr
 check instructions_per_scope_launch_notes "$per_launch" "scope while CUPTI traces with launch notes" "$tracing_baseline"
 check instructions_per_launch_note "$per_note" "launch noted by the launch callback" "$tracing_baseline"
 check instructions_per_call_note "$per_call_note" "synchronize noted by the call callbacks" "$tracing_baseline"
+check instructions_per_window_cycle "$per_window" "window cycle" "$windows_baseline"
+check instructions_per_scope_in_window "$per_scope_in_window" "scope in a window that repeats" "$windows_baseline"
+check instructions_per_marked_thread "$per_marked_thread" "thread marked by the window's close" "$windows_baseline"
 exit $status

@@ -30,13 +30,22 @@
 // outside the count. CUPTI's dispatch is not in it either. `outside` counts run_scopes() in a wait
 // step (outside the step window): each scope counted as left out and kept on the thread's stack of
 // scopes open outside the window (producers/outside_scopes.hpp), for a window that would open
-// inside it.
+// inside it. `windows` counts run_windows(): a step window that repeats (one step outside it, one
+// recorded) opened and closed by two step() calls, no scope; `window_scopes` the same with a scope in
+// each window, whose exit is the thread's first since the window before it closed (the general exit:
+// its open frames caught up, producers/suspended_frames.hpp), so that window_scopes - windows is what a
+// scope costs there; `windows_threads` counts `windows` with 255 more threads each holding a scope
+// open, every one of which the closing step() marks, so that (windows_threads - windows) / 255 is the
+// step's cost per thread.
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <cuscope/cuscope.hpp>
 #include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "host_session.hpp"
 #include "injected.hpp"
@@ -50,6 +59,50 @@ extern "C" __attribute__((noinline)) void run_scopes(long n) {
     __asm__ volatile("" ::: "memory");
   }
 }
+
+// Window cycles: step() opens the window, step() closes it; with `scope`, one recorded scope between.
+extern "C" __attribute__((noinline)) void run_windows(long n, bool scope) {
+  for (long i = 0; i < n; ++i) {
+    cuscope::step();
+    if (scope) {
+      CUSCOPE_SCOPE("counted");
+      __asm__ volatile("" ::: "memory");
+    }
+    cuscope::step();
+  }
+}
+
+// Threads each holding a scope open until released (the quiet threads the closing step() marks).
+class ParkedThreads {
+ public:
+  explicit ParkedThreads(int count) {
+    for (int i = 0; i < count; ++i)
+      threads_.emplace_back([this] {
+        CUSCOPE_SCOPE("parked");
+        std::unique_lock lock(mutex_);
+        ++parked_;
+        changed_.notify_all();
+        changed_.wait(lock, [this] { return released_; });
+      });
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return parked_ == count; });
+  }
+  ~ParkedThreads() {
+    {
+      std::lock_guard lock(mutex_);
+      released_ = true;
+    }
+    changed_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  int parked_ = 0;
+  bool released_ = false;
+  std::vector<std::thread> threads_;
+};
 
 // Launch notes as the launch callback makes them, `n` at most LaunchRing::kNotes (the ring is not
 // drained here).
@@ -138,6 +191,8 @@ extern "C" __attribute__((noinline)) void run_nvtx_call(const cuscope_bench::Inj
   }
 }
 
+constexpr int kParkedThreads = 255;
+
 int main(int argc, char** argv) {
   const long n = argc > 1 ? std::atol(argv[1]) : 100'000;
   const bool traced = argc > 2 && std::strcmp(argv[2], "traced") == 0;
@@ -146,6 +201,21 @@ int main(int argc, char** argv) {
   const bool notes = argc > 2 && std::strcmp(argv[2], "note_launch") == 0;
   const bool calls = argc > 2 && std::strcmp(argv[2], "call_note") == 0;
   const bool outside = argc > 2 && std::strcmp(argv[2], "outside") == 0;
+  const bool windows = argc > 2 && std::strcmp(argv[2], "windows") == 0;
+  const bool window_scopes = argc > 2 && std::strcmp(argv[2], "window_scopes") == 0;
+  const bool windows_threads = argc > 2 && std::strcmp(argv[2], "windows_threads") == 0;
+  if (windows || window_scopes || windows_threads) {
+    cuscope_bench::start_host_only_session(5000, "", 1, true);
+    ParkedThreads parked(windows_threads ? kParkedThreads : 0);
+    run_windows(2, window_scopes);  // the steady state: the call site interned, each thread marked
+    run_windows(n, window_scopes);
+    const cuscope::Report r = cuscope::snapshot();
+    const cuscope::RangeStats* counted = r.find("counted");
+    const std::uint64_t recorded = counted != nullptr ? counted->calls : 0;
+    std::printf("window cycles %ld (%s), scopes recorded %llu, clock: %s\n", n, argv[2],
+                static_cast<unsigned long long>(recorded), r.clock.c_str());
+    return window_scopes && recorded != static_cast<std::uint64_t>(n + 2) ? 1 : 0;
+  }
   if (argc > 2 && !traced && !cupti && !launch && !notes && !calls && !outside) {
     const std::string mode = argv[2];
     cuscope_bench::Injected& in = cuscope_bench::injected(5000);

@@ -39,7 +39,8 @@ void catch_up(ThreadState* ts, std::uint64_t to_ns) noexcept {
     } else {
       shift = between_windows(start, to_ns);
     }
-    if (shift == 0) continue;
+    // A frame's stretches begin no earlier than its parent's: none in this one, none in those within.
+    if (shift == 0) break;
     tree.shift_frame(d, shift);
     if (ts->gpu) ts->gpu->drop(d);  // its pair would time the stretch's GPU work too
     trace::record(trace::ScopeKind::Shift, tree.slot(), d, to_ns, shift);

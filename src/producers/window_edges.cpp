@@ -82,8 +82,10 @@ std::uint64_t recorded_before(std::uint64_t t_ns) noexcept {
   return read([t_ns] {
     const std::uint64_t n = load(g_opened_windows);
     const std::uint64_t oldest = n > kWindowHistory ? n - kWindowHistory : 0;
-    // The last window kept that opened at or before t, by bisection over [oldest, n).
+    // The last window kept that opened at or before t: the latest one (t in or after it, as for a
+    // frame that began in the window open now), else by bisection over [oldest, n).
     std::uint64_t lo = oldest, hi = n;
+    if (n != 0 && load(g_windows[(n - 1) % kWindowHistory].opened) <= t_ns) lo = n;
     while (lo < hi) {
       const std::uint64_t mid = lo + (hi - lo) / 2;
       if (load(g_windows[mid % kWindowHistory].opened) <= t_ns) {
