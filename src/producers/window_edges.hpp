@@ -1,8 +1,9 @@
 // producers/window_edges.hpp — the step window's edges as the scopes' slow paths read them: the
-// recorded time before any moment of the session (the windows' lengths, summed, from a history of
-// the last kWindowHistory windows), so that a thread's frames open across windows take out exactly
-// the stretches between them (producers/suspended_frames.hpp); and when the window last closed
-// (g_window_closed_ns, producers/outside_scopes.hpp).
+// recorded time before any moment of the session (the windows' lengths, summed: exact over the
+// last kWindowHistory windows, and further back within the windows between two that a coarser
+// history keeps, one in 64 for 262,144 windows, one in 4,096 for 16.8 million), so that a thread's
+// frames open across windows take out the stretches between them (producers/suspended_frames.hpp);
+// and when the window last closed (g_window_closed_ns, producers/outside_scopes.hpp).
 // Written by the step's end (session/window.cpp, one at a time under the session's lifecycle lock)
 // and the session's start; read under a sequence count, so a reader never mixes two steps' ends.
 //
@@ -14,7 +15,9 @@
 
 namespace cuscope::inline v0::detail {
 
-/// Windows a reader can look back over: a moment older than the oldest kept counts as its start.
+/// Windows a reader looks back over exactly, and each coarser history keeps: a moment in a window
+/// none keeps counts a share of the windows between two kept ones, in proportion to the time; one
+/// older than every history counts as the oldest kept window's start.
 inline constexpr std::size_t kWindowHistory = 4096;
 
 /// The session's start: the last session's windows forgotten; the first window opens at `start_ns`
