@@ -326,7 +326,7 @@ template <Common kMode>
   // A frame a window closed over (suspended_frames.hpp): the thread's first exit since catches its
   // frames up, a kept scope's too (a window opened its frame); in a later window they count again
   // first; outside one, it closes at the last window's end.
-  const bool recording = (g_flags.load(std::memory_order_relaxed) & kRecording) != 0;
+  const bool recording = records_now();
   if ((token & (kRecorded | kOutside)) && window_closed_since(ts)) after_window_closed(ts, recording, now);
   const bool suspended = ts->suspended_at != 0 && (token & kRecorded);
   if (suspended) {

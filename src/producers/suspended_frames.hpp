@@ -1,6 +1,7 @@
 // producers/suspended_frames.hpp — a thread's recorded scopes still open when the step window
 // closes (`main` entered in CUSCOPE_WHOLE_MS's whole start, a `train` scope around every window)
-// count only their time in windows: the stretches between windows are taken out of them.
+// count only their time in windows: the stretches between windows are taken out of them. Recording
+// switched off counts as a window's end, and on again as its start (producers/window_edges.hpp).
 //
 // - From the thread's first scope after the window's end (or its first exit there) they are
 //   suspended at that end; the thread's first recorded scope (or such a scope's exit) in a later

@@ -4,8 +4,10 @@
 // history keeps, one in 64 for 262,144 windows, one in 4,096 for 16.8 million), so that a thread's
 // frames open across windows take out the stretches between them (producers/suspended_frames.hpp);
 // and when the window last closed (g_window_closed_ns, producers/outside_scopes.hpp).
-// Written by the step's end (session/window.cpp, one at a time under the session's lifecycle lock)
-// and the session's start; read under a sequence count, so a reader never mixes two steps' ends.
+// A window here is a stretch that records: a step window's recorded steps with recording switched
+// on (cuscope::set_enabled()). Written by the step's end and the program's switch
+// (session/window.cpp, one at a time under the session's lifecycle lock) and the session's start;
+// read under a sequence count, so a reader never mixes two steps' ends.
 //
 // Never here: a lock, an allocation, a read on a scope's common path.
 #pragma once
@@ -23,7 +25,8 @@ inline constexpr std::size_t kWindowHistory = 4096;
 /// The session's start: the last session's windows forgotten; the first window opens at `start_ns`
 /// where the session starts recording (a whole start, or no wait step first).
 void start_window_edges(std::uint64_t start_ns, bool recording) noexcept;
-/// The step's end: the window closed and/or opened `at_ns`, before the flags that close or open it.
+/// The step's end or the program's switch: the window closed and/or opened `at_ns`, before the
+/// flags (or the switch's state) that close or open it.
 /// Publishes g_window_closed_ns too (producers/outside_scopes.hpp).
 void note_window_edges(std::uint64_t at_ns, bool closed, bool opened) noexcept;
 /// The time in windows before `t_ns`: the lengths of the windows closed before it, and the part of

@@ -370,7 +370,7 @@ bool start_session(const Options& given, bool from_caller) {
     trace_step(s.start_ns, 0, first == Phase::Record);
     if (!options.enabled) trace_recording(s.start_ns, false);
 
-    start_window_edges(s.start_ns, first == Phase::Record);
+    start_window_edges(s.start_ns, records(s, first));  // not while recording is off
     g_flags.store(flags_for(s, first), std::memory_order_relaxed);
     if (!records(s, first)) {
       std::lock_guard agg(s.aggregator_mutex);

@@ -260,6 +260,18 @@ bool wait_goes_on(const Session& s, std::uint64_t now) {
   return now - s.wait_began_ns < std::uint64_t{o.wait_ms} * 1'000'000;
 }
 
+// Where recording starts or stops at `at_ns` (`was` to `now`: a step's end, the program's switch),
+// the recorded stretches' edges (producers/window_edges.hpp); where it stops, every thread marked,
+// so that its frames still open take the stretch that follows out at its next exit
+// (producers/suspended_frames.hpp). The caller holds the lifecycle lock.
+void note_recorded_edges(Session& s, bool was, bool now, std::uint64_t at_ns) {
+  note_window_edges(at_ns, was && !now, now && !was);
+  if (was && !now) {
+    std::lock_guard threads(s.threads_mutex);
+    mark_window_closed(s.threads);
+  }
+}
+
 // A step's end, by the program (step()) or by CUSCOPE_STEP_MS's clock (clock_step()): the window's
 // phase moves on, with the flags, the model's and the trace's marks and CUPTI's switches it needs.
 // The program's first step() stops the clock's steps for good, with a note.
@@ -293,12 +305,7 @@ void end_step(Session& s, bool by_clock) {
   const Phase next = phase_now(s);
   if (next == Phase::Wait && was != Phase::Wait) s.wait_began_ns = ended;
   // Before the flags that close the window: a thread that finds them closed finds this time too.
-  const bool closes = was == Phase::Record && next != Phase::Record;
-  note_window_edges(ended, closes, next == Phase::Record && was != Phase::Record);
-  if (closes) {  // each thread's frames still open catch up at its next exit (suspended_frames.hpp)
-    std::lock_guard threads(s.threads_mutex);
-    mark_window_closed(s.threads);
-  }
+  note_recorded_edges(s, records(s, was), records(s, next), ended);
   if (was == Phase::Record) s.recorded_steps.fetch_add(1, std::memory_order_relaxed);
   g_flags.store(flags_for(s, next), std::memory_order_relaxed);  // also ends the counters' steps
   mark_and_switch(s, records(s, was), records(s, next), ended,
@@ -346,6 +353,7 @@ void set_enabled(bool on) {
   // The switch's time, in the model as in the trace: what is called outside every scope while
   // recording is off (host-timed synchronizes, allocations) counts outside the window.
   const std::uint64_t now = now_ns();
+  note_recorded_edges(s, was, records(s, p), now);  // a scope open across the switch counts as across a wait
   mark_and_switch(s, was, records(s, p), now, [&] { trace_recording(now, on); });
   if (pause_for(s, p)) g_flags.store(flags_for(s, p), std::memory_order_relaxed);
   if (!on && !paused_in(p)) {
