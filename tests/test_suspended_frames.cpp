@@ -251,20 +251,29 @@ TEST_CASE(
     "a stream scope open across a wait has no CUDA-event time, counted in a note, and its children "
     "in the windows keep theirs",
     "[session][window][suspended][gpu_events]") {
-  cuscope_test::FakeCuda cuda;         // events complete when recorded, at the fake device clock
-  cuscope::Options o = every_other();  // CUSCOPE_EVENTS=always
+  const bool by_switch = GENERATE(false, true);  // the wait: recording switched off, else a wait step
+  cuscope_test::FakeCuda cuda;                   // events complete when recorded, at the fake device clock
+  cuscope::Options o = every_other();            // CUSCOPE_EVENTS=always
   o.activities = false;
   cuscope_test::Session session(o);
   cuscope::step();  // into step 1, recorded
   {
     CUSCOPE_SCOPE("main", cuscope_test::FakeCuda::stream(0));
     cuda.advance_ns(1'000);
-    cuscope::step();  // step 1 ends: a wait
+    if (by_switch) {
+      cuscope::set_enabled(false);
+    } else {
+      cuscope::step();  // step 1 ends: a wait
+    }
     {
-      CUSCOPE_SCOPE("idle");       // suspends `main`
+      CUSCOPE_SCOPE("idle");       // suspends `main` (in a wait step)
       cuda.advance_ns(5'000'000);  // the wait's GPU work: a pair around `main` would count it
     }
-    cuscope::step();  // step 2 ends: step 3 is recorded
+    if (by_switch) {
+      cuscope::set_enabled(true);
+    } else {
+      cuscope::step();  // step 2 ends: step 3 is recorded
+    }
     {
       CUSCOPE_SCOPE("work", cuscope_test::FakeCuda::stream(0));
       cuda.advance_ns(2'000);
@@ -281,7 +290,7 @@ TEST_CASE(
   CHECK(r.find("main/work")->gpu.total_ns == 2'000);
   CHECK(r.diagnostics.gpu_event_failures == 0);  // a choice, not a failure
   CHECK(std::count(r.notes.begin(), r.notes.end(),
-                   "CUDA-event time left out of 1 scope open across a wait between step windows: a pair "
-                   "of CUDA events would have counted the wait's GPU work in its GPU time "
-                   "(docs/options.md, the step window)") == 1);
+                   "CUDA-event time left out of 1 scope open across a wait between step windows (or "
+                   "recording switched off): a pair of CUDA events would have counted the GPU work in "
+                   "between in its GPU time (docs/options.md, the step window)") == 1);
 }

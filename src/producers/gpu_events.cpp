@@ -419,8 +419,8 @@ void EventFailureCauses::add(const GpuEvents& pool) noexcept {
 std::string across_waits_note(std::uint64_t n) {
   if (n == 0) return {};
   return fmt::format(
-      "{}{} scope{} open across a wait between step windows: a pair of CUDA events would have counted the "
-      "wait's GPU work in {} GPU time (docs/options.md, the step window)",
+      "{}{} scope{} open across a wait between step windows (or recording switched off): a pair of CUDA "
+      "events would have counted the GPU work in between in {} GPU time (docs/options.md, the step window)",
       kEventsAcrossWaitsNote, n, n == 1 ? "" : "s", n == 1 ? "its" : "their");
 }
 
