@@ -36,6 +36,23 @@ struct PopAtThreadExit {
   }
 };
 
+// In step 1 (recorded), with another thread quiet: step 1 ends, a wait sleeps, step 3 is recorded
+// for a while, and unless `exit_in_window` a wait after it sleeps too (the sleeps added to
+// `m->slept`). The time slept in step 3.
+std::uint64_t pass_wait_and_window(bool exit_in_window, Measured* m) {
+  cuscope::step();  // step 1 ends: a wait
+  sleep_outside(&m->slept);
+  cuscope::step();  // step 3 is recorded
+  const Clock::time_point w = Clock::now();
+  std::this_thread::sleep_for(std::chrono::nanoseconds(kSleepNs / 2));
+  const std::uint64_t in_window = ns_since(w);
+  if (!exit_in_window) {
+    cuscope::step();  // step 3 ends: a wait
+    sleep_outside(&m->slept);
+  }
+  return in_window;
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -108,16 +125,7 @@ TEST_CASE(
     m.elapsed = ns_since(t);
   });
   entered.wait();
-  cuscope::step();  // step 1 ends: a wait
-  sleep_outside(&m.slept);
-  cuscope::step();  // step 3 is recorded
-  const Clock::time_point w = Clock::now();
-  std::this_thread::sleep_for(std::chrono::nanoseconds(kSleepNs / 2));
-  const std::uint64_t quiet_window = ns_since(w);
-  if (!exit_in_window) {
-    cuscope::step();  // step 3 ends: a wait
-    sleep_outside(&m.slept);
-  }
+  const std::uint64_t quiet_window = pass_wait_and_window(exit_in_window, &m);
   release.count_down();
   quiet.join();
   const cuscope::Report r = cuscope::snapshot();
@@ -162,16 +170,7 @@ void kept_on_quiet_thread(const cuscope::Options& o, bool exit_in_window,
     cuscope::step();  // into step 1, recorded
     recorded.count_down();
     opened.wait();
-    cuscope::step();  // step 1 ends: a wait
-    sleep_outside(&m.slept);
-    cuscope::step();  // step 3 is recorded
-    const Clock::time_point w = Clock::now();
-    std::this_thread::sleep_for(std::chrono::nanoseconds(kSleepNs / 2));
-    quiet_window = ns_since(w);
-    if (!exit_in_window) {
-      cuscope::step();  // step 3 ends: a wait
-      sleep_outside(&m.slept);
-    }
+    quiet_window = pass_wait_and_window(exit_in_window, &m);
     release.count_down();
     quiet.join();
     const cuscope::Report r = cuscope::snapshot();
