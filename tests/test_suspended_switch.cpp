@@ -5,6 +5,7 @@
 // off; one that exits while recording is off closes at the switch. Without it such a scope counted
 // all the time recording was off.
 // Never here: a GPU, or a check that a call took a given time (suspended_kit.hpp).
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include <latch>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "session_fixture.hpp"
 #include "suspended_kit.hpp"
@@ -139,4 +141,43 @@ TEST_CASE("a trace replays a scope open across recording switched off to the sam
     cuscope::shutdown();
   }
   c.check(cuscope_test::trace_kit::replay_as_exit(trace_path, json_path), false);
+}
+
+TEST_CASE("scopes on 8 threads count only the time on while another thread switches recording 200 times",
+          "[session][enabled][suspended][threads]") {
+  constexpr int kThreads = 8, kSwitches = 200;
+  cuscope_test::Session session;
+  std::atomic<bool> done{false};
+  std::latch entered(kThreads);
+  std::vector<std::thread> threads;
+  threads.reserve(kThreads);
+  for (int i = 0; i < kThreads; ++i)
+    threads.emplace_back([&] {
+      CUSCOPE_SCOPE("outer");  // open across every switch
+      entered.count_down();
+      while (!done.load(std::memory_order_relaxed)) {
+        CUSCOPE_SCOPE("inner");  // entered on or off, exited on or off
+        std::this_thread::yield();
+      }
+    });
+  entered.wait();
+  // Recording on, at most: from each switch on's call to the end of the next switch off's.
+  std::uint64_t on_at_most = 0;
+  Clock::time_point on_since = Clock::now();
+  for (int i = 0; i < kSwitches; ++i) {
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    cuscope::set_enabled(false);
+    on_at_most += ns_since(on_since);
+    std::this_thread::sleep_for(std::chrono::microseconds(800));
+    on_since = Clock::now();
+    cuscope::set_enabled(true);
+  }
+  std::this_thread::sleep_for(std::chrono::microseconds(200));
+  done.store(true, std::memory_order_relaxed);
+  for (std::thread& t : threads) t.join();
+  on_at_most += ns_since(on_since);
+  const cuscope::Report r = cuscope::snapshot();
+  CHECK(calls(r, "outer") == kThreads);
+  CHECK(r.find("outer")->host.max_ns < on_at_most + kClockSlackNs);  // none of the 160 ms off
+  check_all_closed(r);
 }
