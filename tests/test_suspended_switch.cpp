@@ -44,7 +44,7 @@ void switch_off_and_on(bool exit_while_off, Measured* m, std::uint64_t* on) {
 struct Case {
   Measured m;
   std::uint64_t on = 0;  // slept with recording on, inside the scope: a floor of its host time
-  void check(const cuscope::Report& r, bool exit_while_off) const {
+  void check(const cuscope::Report& r) const {
     CHECK(calls(r, "train") == 1);
     CHECK(host_ns(r, "train") >= on);
     CHECK(host_ns(r, "train") < m.recorded_bound());  // not the time off
@@ -92,7 +92,7 @@ TEST_CASE("a scope open while recording is switched off and on again counts only
   const bool exit_while_off = GENERATE(false, true);
   cuscope_test::Session session;
   const Case c = across_switch(quiet, exit_while_off);
-  c.check(cuscope::snapshot(), exit_while_off);
+  c.check(cuscope::snapshot());
 }
 
 TEST_CASE("a scope open across a switch off in a step window that repeats counts only its time on",
@@ -115,7 +115,7 @@ TEST_CASE("a scope open across a switch off in a step window that repeats counts
     sleep_on(kSleepNs / 4, &c.on);
   }
   c.m.elapsed = ns_since(t);
-  c.check(cuscope::snapshot(), false);
+  c.check(cuscope::snapshot());
 }
 
 TEST_CASE("a session started with recording off counts a scope across its later switches by their time on",
@@ -125,7 +125,7 @@ TEST_CASE("a session started with recording off counts a scope across its later 
   cuscope_test::Session session(o);
   cuscope::set_enabled(true);
   const Case c = across_switch(false, false);
-  c.check(cuscope::snapshot(), false);
+  c.check(cuscope::snapshot());
 }
 
 TEST_CASE("a trace replays a scope open across recording switched off to the same report",
@@ -137,10 +137,10 @@ TEST_CASE("a trace replays a scope open across recording switched off to the sam
   {
     cuscope_test::Session session(cuscope_test::replayable_options(trace_path, json_path));
     c = across_switch(quiet, false);
-    c.check(cuscope::snapshot(), false);
+    c.check(cuscope::snapshot());
     cuscope::shutdown();
   }
-  c.check(cuscope_test::trace_kit::replay_as_exit(trace_path, json_path), false);
+  c.check(cuscope_test::trace_kit::replay_as_exit(trace_path, json_path));
 }
 
 TEST_CASE("scopes on 8 threads count only the time on while another thread switches recording 200 times",
@@ -149,6 +149,10 @@ TEST_CASE("scopes on 8 threads count only the time on while another thread switc
   cuscope_test::Session session;
   std::atomic<bool> done{false};
   std::latch entered(kThreads);
+  // Recording on, at most: from each switch on's call (the first: before any `outer` entered) to the
+  // end of the next switch off's.
+  std::uint64_t on_at_most = 0;
+  Clock::time_point on_since = Clock::now();
   std::vector<std::thread> threads;
   threads.reserve(kThreads);
   for (int i = 0; i < kThreads; ++i)
@@ -161,9 +165,6 @@ TEST_CASE("scopes on 8 threads count only the time on while another thread switc
       }
     });
   entered.wait();
-  // Recording on, at most: from each switch on's call to the end of the next switch off's.
-  std::uint64_t on_at_most = 0;
-  Clock::time_point on_since = Clock::now();
   for (int i = 0; i < kSwitches; ++i) {
     std::this_thread::sleep_for(std::chrono::microseconds(200));
     cuscope::set_enabled(false);
