@@ -264,7 +264,7 @@ bool wait_goes_on(const Session& s, std::uint64_t now) {
 // the recorded stretches' edges (producers/window_edges.hpp); where it stops, every thread marked,
 // so that its frames still open take the stretch that follows out at its next exit
 // (producers/suspended_frames.hpp). The caller holds the lifecycle lock.
-void note_recorded_edges(Session& s, bool was, bool now, std::uint64_t at_ns) {
+inline void note_recorded_edges(Session& s, bool was, bool now, std::uint64_t at_ns) {
   note_window_edges(at_ns, was && !now, now && !was);
   if (was && !now) {
     std::lock_guard threads(s.threads_mutex);
@@ -305,10 +305,11 @@ void end_step(Session& s, bool by_clock) {
   const Phase next = phase_now(s);
   if (next == Phase::Wait && was != Phase::Wait) s.wait_began_ns = ended;
   // Before the flags that close the window: a thread that finds them closed finds this time too.
-  note_recorded_edges(s, records(s, was), records(s, next), ended);
+  const bool records_was = records(s, was), records_next = records(s, next);
+  note_recorded_edges(s, records_was, records_next, ended);
   if (was == Phase::Record) s.recorded_steps.fetch_add(1, std::memory_order_relaxed);
   g_flags.store(flags_for(s, next), std::memory_order_relaxed);  // also ends the counters' steps
-  mark_and_switch(s, records(s, was), records(s, next), ended,
+  mark_and_switch(s, records_was, records_next, ended,
                   [&] { trace_step(ended, finished + 1, next == Phase::Record); });
   // A phase that pauses or traces again, or, after a detach between windows that was still under
   // way when this window began, each of the window's steps until CUPTI is attached again.
