@@ -108,3 +108,26 @@ TEST_CASE(
   }
   CHECK(inexact != 0);  // the case reaches the shared-out moments it is about
 }
+
+TEST_CASE("the recorded time before a moment never goes backwards where a coarser history takes over",
+          "[window][edges]") {
+  const Windows w(64 * kWindowHistory + 20'000);
+  w.feed(false);
+  const std::uint64_t n = w.opened.size();
+  const std::uint64_t first_every = n - kWindowHistory, first_64th = ((n + 63) / 64 - kWindowHistory) * 64;
+  for (const std::uint64_t first : {first_every, first_64th}) {
+    // Every window's start and end from one coarse stride before the finer history's first to it.
+    const std::uint64_t from = first - (first == first_every ? 64 : 4'096);
+    std::uint64_t previous = recorded_before(w.opened[from]);
+    for (std::uint64_t i = from; i <= first; ++i) {
+      for (const std::uint64_t t : {w.opened[i], w.closed[i], w.closed[i] + 200}) {
+        const std::uint64_t got = recorded_before(t);
+        INFO("window " << i << " (the finer history from " << first << "), t " << t);
+        CHECK(got >= previous);
+        CHECK(got <= w.exact(t, false) + w.bound(t, first == first_every ? 64 : 4'096));
+        previous = got;
+      }
+    }
+    CHECK(recorded_before(w.opened[first]) == w.exact(w.opened[first], false));  // kept there: exact
+  }
+}

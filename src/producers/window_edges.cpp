@@ -86,12 +86,19 @@ void close_window(std::uint64_t at_ns) noexcept {
     store(entry(l, (n - 1) >> shift(l)).closed, at_ns);
 }
 
+// The finer level's oldest kept window, where t is before it: when it opened, and the windows' time
+// before it. A coarser level's share stops there.
+struct Finer {
+  std::uint64_t opened = ~std::uint64_t{0}, before = 0;
+};
+
 // The windows' time before t from level `level`, whose entries [oldest, count) are kept and the
 // oldest opened at or before t: exact where t falls in a kept window or between two consecutive
-// windows (level 0); between two kept windows of a coarser level, what their gap holds, shared out
-// in proportion to the time (off by at most the recorded time of the windows between them).
-std::uint64_t recorded_at_level(unsigned level, std::uint64_t oldest, std::uint64_t count,
-                                std::uint64_t t_ns) noexcept {
+// windows (level 0); between two kept windows of a coarser level (or that one and the finer level's
+// oldest, where it comes first), what their gap holds, shared out in proportion to the time: off by
+// at most the recorded time of the windows between them, and never more than a later moment's.
+std::uint64_t recorded_at_level(unsigned level, std::uint64_t oldest, std::uint64_t count, std::uint64_t t_ns,
+                                Finer finer) noexcept {
   // The last kept window that opened at or before t, by bisection over [oldest, count).
   std::uint64_t lo = oldest + 1, hi = count;
   while (lo < hi) {
@@ -108,7 +115,11 @@ std::uint64_t recorded_at_level(unsigned level, std::uint64_t oldest, std::uint6
   const std::uint64_t after = before + (closed - opened);
   if (level == 0 || lo == count) return after;  // no window between it and t
   const Window& next = entry(level, lo);
-  const std::uint64_t next_opened = load(next.opened), next_before = load(next.before);
+  std::uint64_t next_opened = load(next.opened), next_before = load(next.before);
+  if (finer.opened < next_opened) {
+    next_opened = finer.opened;
+    next_before = finer.before;
+  }
   if (next_before <= after || next_opened <= closed) return after;
   const double share = static_cast<double>(t_ns - closed) / static_cast<double>(next_opened - closed);
   return after + static_cast<std::uint64_t>(share * static_cast<double>(next_before - after));
@@ -143,11 +154,14 @@ std::uint64_t recorded_before(std::uint64_t t_ns) noexcept {
       return load(latest.before) + ((closed == 0 || t_ns <= closed ? t_ns : closed) - opened);
     }
     // Else the finest level that keeps a window opened at or before t.
+    Finer finer;
     for (unsigned l = 0; l < kLevels; ++l) {
       const std::uint64_t count = entries(l, n);
       const std::uint64_t oldest = count > kWindowHistory ? count - kWindowHistory : 0;
-      if (load(entry(l, oldest).opened) <= t_ns) return recorded_at_level(l, oldest, count, t_ns);
+      const Window& first = entry(l, oldest);
+      if (load(first.opened) <= t_ns) return recorded_at_level(l, oldest, count, t_ns, finer);
       if (oldest == 0) return std::uint64_t{0};  // before the session's first window
+      finer = {load(first.opened), load(first.before)};
     }
     // Older than every level keeps: counted as the oldest kept window's start.
     return load(entry(kLevels - 1, entries(kLevels - 1, n) - kWindowHistory).before);
