@@ -10,6 +10,7 @@
 
 #include "producers/counted_root.hpp"
 #include "producers/scope_state.hpp"
+#include "producers/window_edges.hpp"
 #include "trace/writer.hpp"
 
 namespace cuscope::inline v0::detail {
@@ -102,9 +103,9 @@ void open_outside(ThreadState* ts, std::uint32_t flags, std::uint64_t now_ns) no
 void exit_outside(ThreadState* ts, std::uint32_t token, std::uint64_t now_ns) noexcept {
   OutsideScopes* o = ts->outside.get();
   if (o == nullptr) return;
-  // Outside the window (or with recording switched off), a call the last window opened ends at its
-  // end, this exit's included.
-  if (o->opened != 0 && !records_now()) close_kept_at_window_end(ts);
+  // Outside the window (or with recording switched off: no window open, as its edges have it), a
+  // call the last window opened ends at its end, this exit's included.
+  if (o->opened != 0 && !window_open()) close_kept_at_window_end(ts);
   if (pop_outside(*o, token)) return;
   mark_ended(*o, token);
   // A frame the window opened for it, the last under "(counted steps)": that frame closes too.

@@ -25,6 +25,7 @@
 #include "producers/scope_state.hpp"
 #include "producers/sink.hpp"
 #include "producers/suspended_frames.hpp"
+#include "producers/window_edges.hpp"
 #include "trace/writer.hpp"
 
 namespace cuscope {
@@ -325,8 +326,9 @@ template <Common kMode>
   if (tree.has_remote_ends()) settle_remote(ts);
   // A frame a window closed over (suspended_frames.hpp): the thread's first exit since catches its
   // frames up, a kept scope's too (a window opened its frame); in a later window they count again
-  // first; outside one, it closes at the last window's end.
-  const bool recording = records_now();
+  // first; outside one, it closes at the last window's end. In or outside as the windows' edges
+  // have it, which the catch-up reads too (not the flags, which follow them).
+  const bool recording = window_open();
   if ((token & (kRecorded | kOutside)) && window_closed_since(ts)) after_window_closed(ts, recording, now);
   const bool suspended = ts->suspended_at != 0 && (token & kRecorded);
   if (suspended) {

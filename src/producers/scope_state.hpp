@@ -30,12 +30,6 @@ enum Flags : std::uint32_t {
   kInstances = 1u << 5,    ///< CUPTI traces: recorded entries publish their instance ids
 };
 extern std::atomic<std::uint32_t> g_flags;
-/// Whether scopes record now, for the paths that close frames (not the entries': while recording
-/// is switched off they record nothing at all): inside the step window, and recording switched on.
-inline bool records_now() noexcept {
-  return (g_flags.load(std::memory_order_relaxed) & kRecording) != 0 &&
-         g_state.load(std::memory_order_relaxed) == kOn;
-}
 /// CUSCOPE_EVENTS=sampled:N: N (a recorded call of a range is timed by CUDA events when it is one
 /// of its first kFirstTimedCalls on its thread, or every N-th after); 0: every call kGpuEvents
 /// covers. Set by the session at start.

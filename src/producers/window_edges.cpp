@@ -143,6 +143,13 @@ void note_window_edges(std::uint64_t at_ns, bool closed, bool opened) noexcept {
   });
 }
 
+bool window_open() noexcept {
+  return read([] {
+    const std::uint64_t n = load(g_opened_windows);
+    return n != 0 && load(entry(0, n - 1).closed) == 0;
+  });
+}
+
 std::uint64_t recorded_before(std::uint64_t t_ns) noexcept {
   return read([t_ns] {
     const std::uint64_t n = load(g_opened_windows);

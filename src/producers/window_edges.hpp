@@ -29,6 +29,11 @@ void start_window_edges(std::uint64_t start_ns, bool recording) noexcept;
 /// flags (or the switch's state) that close or open it.
 /// Publishes g_window_closed_ns too (producers/outside_scopes.hpp).
 void note_window_edges(std::uint64_t at_ns, bool closed, bool opened) noexcept;
+/// Whether a window is open now, as its edges have it: what the paths that close frames go by (a
+/// scope's slow exit, producers/suspended_frames.hpp), so that a thread between a step's end (or the
+/// program's switch) and the flags (or switch state) that follow it reads one answer with the
+/// windows' edges its catch-up reads.
+bool window_open() noexcept;
 /// The time in windows before `t_ns`: the lengths of the windows closed before it, and the part of
 /// the one open at it.
 std::uint64_t recorded_before(std::uint64_t t_ns) noexcept;
