@@ -328,8 +328,9 @@ template <Common kMode>
   // frames up, a kept scope's too (a window opened its frame); in a later window they count again
   // first; outside one, it closes at the last window's end. In or outside as the windows' edges
   // have it, which the catch-up reads too (not the flags, which follow them).
-  const bool recording = window_open();
-  if ((token & (kRecorded | kOutside)) && window_closed_since(ts)) after_window_closed(ts, recording, now);
+  const bool closed_since = (token & (kRecorded | kOutside)) && window_closed_since(ts);
+  const bool recording = (closed_since || ts->suspended_at != 0) && window_open();  // read where it counts
+  if (closed_since) after_window_closed(ts, recording, now);
   const bool suspended = ts->suspended_at != 0 && (token & kRecorded);
   if (suspended) {
     if (recording) {
