@@ -1,6 +1,7 @@
 // The step window's edges (producers/window_edges.hpp), driven with made-up times and no session:
-// the recorded time before any moment, exact over the last 4,096 windows, and within the recorded
-// time of the windows between two kept ones further back (one in 64, then one in 4,096).
+// whether a window is open, and the recorded time before any moment, exact over the last 4,096
+// windows and within the recorded time of the windows between two kept ones further back (one in
+// 64, then one in 4,096), never going backwards.
 // Never here: a session or a scope (the history is the process's; a session's start resets it).
 #include <catch2/catch.hpp>
 #include <cstdint>
@@ -130,4 +131,25 @@ TEST_CASE("the recorded time before a moment never goes backwards where a coarse
     }
     CHECK(recorded_before(w.opened[first]) == w.exact(w.opened[first], false));  // kept there: exact
   }
+}
+
+TEST_CASE("a window is open as the edges last noted it", "[window][edges]") {
+  using cuscope::detail::window_open;
+  start_window_edges(1'000, false);  // a session that starts outside the window (a wait, or off)
+  CHECK_FALSE(window_open());
+  CHECK(recorded_before(5'000) == 0);
+  note_window_edges(2'000, false, true);
+  CHECK(window_open());
+  CHECK(recorded_before(2'500) == 500);
+  note_window_edges(3'000, true, false);
+  CHECK_FALSE(window_open());
+  CHECK(recorded_before(9'000) == 1'000);
+  note_window_edges(4'000, false, true);  // the next window (or recording switched on again)
+  CHECK(window_open());
+  CHECK(recorded_before(3'500) == 1'000);  // between the two: the first window's time
+  CHECK(recorded_before(5'000) == 2'000);
+  start_window_edges(10'000, true);  // a new session recording from its start: the last one forgotten
+  CHECK(window_open());
+  CHECK(recorded_before(10'400) == 400);
+  CHECK(recorded_before(9'000) == 0);
 }
