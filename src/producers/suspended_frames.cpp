@@ -57,7 +57,7 @@ void suspend_open_frames(ThreadState* ts) noexcept {
   const std::uint64_t closed = g_window_closed_ns.load(std::memory_order_acquire);
   // Only frames a window closed over, once a window: an end they are accounted past already
   // (suspended there, or caught up in a later window), or one older than the innermost frame's start
-  // (recording switched off by set_enabled(), which moves no window's end), suspends nothing.
+  // (a frame entered after the window's end, before the flags that followed it), suspends nothing.
   if (!may_suspend(ts) || ts->counted_root || closed <= ts->accounted_ns || tree.open_start(depth) >= closed)
     return;
   catch_up(ts, closed);

@@ -51,7 +51,8 @@ void after_suspended_exit(ThreadState* ts) noexcept;
 /// not suspended: in a window (`recording`) its open frames are caught up to `now_ns`; outside one
 /// they are suspended (suspend_open_frames()).
 void after_window_closed(ThreadState* ts, bool recording, std::uint64_t now_ns) noexcept;
-/// Every thread of `threads` marked: a window closed (the step's end, after note_window_edges()).
+/// Every thread of `threads` marked: a window closed (the step's end or recording switched off,
+/// after note_window_edges()).
 template <class Threads>
 void mark_window_closed(const Threads& threads) noexcept {
   for (const auto& ts : threads) ts->tree->set_attention(kWindowClosedBit);

@@ -86,6 +86,13 @@ void close_window(std::uint64_t at_ns) noexcept {
     store(entry(l, (n - 1) >> shift(l)).closed, at_ns);
 }
 
+// Window `w`'s part up to t (all of it once it closed before t), on top of the windows' time before
+// it: the windows' time before t where w is the last window opened at or before t.
+std::uint64_t through(const Window& w, std::uint64_t t_ns) noexcept {
+  const std::uint64_t opened = load(w.opened), closed = load(w.closed);
+  return load(w.before) + ((closed == 0 || t_ns <= closed ? t_ns : closed) - opened);
+}
+
 // The finer level's oldest kept window, where t is before it: when it opened, and the windows' time
 // before it. A coarser level's share stops there.
 struct Finer {
@@ -110,10 +117,9 @@ std::uint64_t recorded_at_level(unsigned level, std::uint64_t oldest, std::uint6
     }
   }
   const Window& w = entry(level, lo - 1);
-  const std::uint64_t opened = load(w.opened), closed = load(w.closed), before = load(w.before);
-  if (closed == 0 || t_ns <= closed) return before + (t_ns - opened);  // in it
-  const std::uint64_t after = before + (closed - opened);
-  if (level == 0 || lo == count) return after;  // no window between it and t
+  const std::uint64_t after = through(w, t_ns), closed = load(w.closed);
+  // In it; or after it, with no window between (every window kept, or none opened since).
+  if (closed == 0 || t_ns <= closed || level == 0 || lo == count) return after;
   const Window& next = entry(level, lo);
   std::uint64_t next_opened = load(next.opened), next_before = load(next.before);
   if (finer.opened < next_opened) {
@@ -137,8 +143,10 @@ void start_window_edges(std::uint64_t start_ns, bool recording) noexcept {
 void note_window_edges(std::uint64_t at_ns, bool closed, bool opened) noexcept {
   if (!closed && !opened) return;
   write([&] {
-    if (closed) close_window(at_ns);
-    if (closed) g_window_closed_ns.store(at_ns, std::memory_order_release);
+    if (closed) {
+      close_window(at_ns);
+      g_window_closed_ns.store(at_ns, std::memory_order_release);
+    }
     if (opened) open_window(at_ns);
   });
 }
@@ -155,11 +163,7 @@ std::uint64_t recorded_before(std::uint64_t t_ns) noexcept {
     const std::uint64_t n = load(g_opened_windows);
     if (n == 0) return std::uint64_t{0};
     // t in or after the latest window (as for a frame that began in the window open now): no search.
-    const Window& latest = entry(0, n - 1);
-    if (const std::uint64_t opened = load(latest.opened); opened <= t_ns) {
-      const std::uint64_t closed = load(latest.closed);
-      return load(latest.before) + ((closed == 0 || t_ns <= closed ? t_ns : closed) - opened);
-    }
+    if (const Window& latest = entry(0, n - 1); load(latest.opened) <= t_ns) return through(latest, t_ns);
     // Else the finest level that keeps a window opened at or before t.
     Finer finer;
     for (unsigned l = 0; l < kLevels; ++l) {

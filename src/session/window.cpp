@@ -354,8 +354,9 @@ void set_enabled(bool on) {
   // The switch's time, in the model as in the trace: what is called outside every scope while
   // recording is off (host-timed synchronizes, allocations) counts outside the window.
   const std::uint64_t now = now_ns();
-  note_recorded_edges(s, was, records(s, p), now);  // a scope open across the switch counts as across a wait
-  mark_and_switch(s, was, records(s, p), now, [&] { trace_recording(now, on); });
+  const bool records_now = records(s, p);
+  note_recorded_edges(s, was, records_now, now);  // a scope open across the switch counts as across a wait
+  mark_and_switch(s, was, records_now, now, [&] { trace_recording(now, on); });
   if (pause_for(s, p)) g_flags.store(flags_for(s, p), std::memory_order_relaxed);
   if (!on && !paused_in(p)) {
     detach_until_traced(s, DetachFor::recording_off);
