@@ -56,7 +56,8 @@ per_call_note=$(per_call run_call_notes call_note)
 per_window=$(per_call run_windows windows 4000)
 per_window_scope=$(per_call run_windows window_scopes 4000)
 per_window_threads=$(per_call run_windows windows_threads 4000)
-per_marked_thread=$(awk -v a="$per_window" -v b="$per_window_threads" 'BEGIN { printf "%.1f", (b - a) / 255 }')
+parked=$(sed -n 's/.*parked threads \([0-9]*\).*/\1/p' "$tmp/log.run_windows.8000")  # the last run: windows_threads
+per_marked_thread=$(awk -v a="$per_window" -v b="$per_window_threads" -v k="$parked" 'BEGIN { printf "%.1f", (b - a) / k }')
 per_scope_in_window=$(awk -v a="$per_window" -v b="$per_window_scope" 'BEGIN { printf "%.1f", b - a }')
 clock=$(sed -n 's/.*clock: //p' "$tmp/log.run_scopes.20000")
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -74,7 +75,7 @@ echo "instructions per launch noted by the launch callback (CUSCOPE_ATTRIBUTION=
 echo "instructions per synchronize noted by the call callbacks, entry and exit (no synchronization records; cuscope's part, not CUPTI's dispatch): $per_call_note"
 echo "instructions per window cycle (step() opening a window that repeats, step() closing it; no scope): $per_window"
 echo "instructions per scope in such a window (its exit the thread's first since the last window closed): $per_scope_in_window ($(ratio "$per_scope_in_window" "$per_scope")x the scope)"
-echo "instructions per thread the closing step() marks (255 threads, each with a scope open): $per_marked_thread"
+echo "instructions per thread the closing step() marks ($parked threads, each with a scope open): $per_marked_thread"
 echo "clock: $clock"
 
 if [[ ${1:-} == --update-tracing ]]; then

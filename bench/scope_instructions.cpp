@@ -212,8 +212,9 @@ int main(int argc, char** argv) {
     const cuscope::Report r = cuscope::snapshot();
     const cuscope::RangeStats* counted = r.find("counted");
     const std::uint64_t recorded = counted != nullptr ? counted->calls : 0;
-    std::printf("window cycles %ld (%s), scopes recorded %llu, clock: %s\n", n, argv[2],
-                static_cast<unsigned long long>(recorded), r.clock.c_str());
+    std::printf("window cycles %ld (%s), scopes recorded %llu, parked threads %d, clock: %s\n", n, argv[2],
+                static_cast<unsigned long long>(recorded), windows_threads ? kParkedThreads : 0,
+                r.clock.c_str());
     return window_scopes && recorded != static_cast<std::uint64_t>(n + 2) ? 1 : 0;
   }
   if (argc > 2 && !traced && !cupti && !launch && !notes && !calls && !outside) {
