@@ -15,6 +15,7 @@
 
 #include "cupti_buffer.hpp"
 #include "cuscope/cuscope.hpp"
+#include "kind_names.hpp"
 #include "producers/clock.hpp"
 #include "producers/cupti/adapter.hpp"
 #include "producers/cupti/detach.hpp"
@@ -89,10 +90,7 @@ inline CUptiResult observe(const char* call) {
 }
 
 inline CUptiResult switch_kind(CUpti_ActivityKind kind, bool on) {
-  const char* name = kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ? "KERNEL"
-                     : kind == CUPTI_ACTIVITY_KIND_MEMCPY          ? "MEMCPY"
-                     : kind == CUPTI_ACTIVITY_KIND_CUDA_EVENT      ? "CUDA_EVENT"
-                                                                   : "other";
+  const char* name = cuscope_test::kind_name(kind);
   log_call(std::string(name) + (on ? " on" : " off"));
   return CUPTI_SUCCESS;
 }

@@ -169,8 +169,8 @@ gpu_detach_test() {
 }
 
 # hung_exit CODE: whether a section's exit code says it hung: run_with_stacks ended it (124), the
-# section's timeout killed it (137), or the GPU tests' watchdog did (3; Catch's own codes count
-# failed cases, 1 or 2 for the detach cases).
+# section's timeout killed it (137), or the GPU tests' watchdog did (3; a run with failed cases exits
+# 1, tests/gpu/gpu_main.cpp).
 hung_exit() { [[ $1 == 124 || $1 == 137 || $1 == 3 ]]; }
 
 # crashed_exit CODE: whether a section's exit code is a crash's signal: SIGABRT (134), SIGBUS (135),

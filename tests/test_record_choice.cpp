@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "cuscope/cuscope.hpp"
+#include "kind_names.hpp"
+#include "producers/cupti/activity_kinds.hpp"
 #include "producers/cupti/adapter.hpp"
 #include "producers/cupti/subscriber.hpp"
 #include "producers/cupti/traced_calls.hpp"
@@ -92,6 +94,58 @@ TEST_CASE("the activity kinds: synchronization and memory records as asked, corr
   CHECK(cuscope::detail::activity_kinds({false, true}, true) ==
         K{CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMCPY2,
           CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_MEMORY2, CUPTI_ACTIVITY_KIND_OVERHEAD});
+}
+
+namespace {
+
+std::vector<std::string>* g_switched = nullptr;
+
+CUptiResult log_switch(CUpti_ActivityKind kind, bool on) {
+  g_switched->push_back(std::string(cuscope_test::kind_name(kind)) + (on ? " on" : " off"));
+  return CUPTI_SUCCESS;
+}
+
+}  // namespace
+
+// An attach between step windows runs while other threads launch: every kernel record that a
+// launch gets must have the API record and external correlation that tie it to its scope, so the
+// start switches those on first and the kernels last, as a resume does (before, the kernels went on
+// first: a launch in between had a kernel record whose call never came, counted as unresolved).
+TEST_CASE(
+    "a start switches the calls' records on first and the kernels' last, and a pause the kernels off first",
+    "[cupti][tracing]") {
+  std::vector<std::string> switched;
+  g_switched = &switched;
+  {
+    cuscope::detail::ActivityKinds kinds;
+    kinds.fake_for_testing({}, &log_switch);
+    CHECK(kinds.start({false, false}, false).empty());
+    CHECK(switched == std::vector<std::string>{"RUNTIME on", "DRIVER on", "INTERNAL_LAUNCH_API on",
+                                               "OVERHEAD on", "EXTERNAL on", "MEMSET on", "MEMCPY2 on",
+                                               "MEMCPY on", "KERNEL on"});
+    switched.clear();
+    CHECK(kinds.pause().empty());  // no launch callbacks: the kinds alone, in their first order
+    CHECK(switched == std::vector<std::string>{"KERNEL off", "MEMCPY off", "MEMCPY2 off", "MEMSET off",
+                                               "EXTERNAL off", "OVERHEAD off", "INTERNAL_LAUNCH_API off",
+                                               "RUNTIME off", "DRIVER off"});
+    switched.clear();
+    CHECK(kinds.resume().empty());
+    CHECK(switched == std::vector<std::string>{"RUNTIME on", "DRIVER on", "INTERNAL_LAUNCH_API on",
+                                               "OVERHEAD on", "EXTERNAL on", "MEMSET on", "MEMCPY2 on",
+                                               "MEMCPY on", "KERNEL on"});
+    kinds.off();
+  }
+  switched.clear();
+  {
+    // With launch notes (the callbacks on before any kind, subscribe()): no API kinds, kernels last.
+    cuscope::detail::ActivityKinds kinds;
+    kinds.fake_for_testing({}, &log_switch);
+    CHECK(kinds.start({true, true}, true).empty());
+    CHECK(switched == std::vector<std::string>{"OVERHEAD on", "SYNCHRONIZATION on", "MEMORY2 on", "MEMSET on",
+                                               "MEMCPY2 on", "MEMCPY on", "KERNEL on"});
+    kinds.off();
+  }
+  g_switched = nullptr;
 }
 
 TEST_CASE(

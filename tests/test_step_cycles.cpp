@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cupti_buffer.hpp"
+#include "kind_names.hpp"
 #include "producers/clock.hpp"
 #include "producers/cupti/adapter.hpp"
 #include "producers/cupti/decode.hpp"
@@ -232,14 +233,7 @@ namespace {
 std::vector<std::string>* g_switches = nullptr;
 
 CUptiResult record_switch(CUpti_ActivityKind kind, bool on) {
-  const char* name = kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL      ? "KERNEL"
-                     : kind == CUPTI_ACTIVITY_KIND_MEMCPY               ? "MEMCPY"
-                     : kind == CUPTI_ACTIVITY_KIND_OVERHEAD             ? "OVERHEAD"
-                     : kind == CUPTI_ACTIVITY_KIND_CUDA_EVENT           ? "CUDA_EVENT"
-                     : kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION ? "EXTERNAL"
-                     : kind == CUPTI_ACTIVITY_KIND_RUNTIME              ? "RUNTIME"
-                     : kind == CUPTI_ACTIVITY_KIND_DRIVER               ? "DRIVER"
-                                                                        : "other";
+  const char* name = cuscope_test::kind_name(kind);
   g_switches->push_back(std::string(name) + (on ? " on" : " off"));
   return CUPTI_SUCCESS;
 }

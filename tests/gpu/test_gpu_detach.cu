@@ -168,7 +168,9 @@ TEST_CASE("steps ended by the clock detach CUPTI between windows and attach it a
   bool done = false;
   {
     CUSCOPE_SCOPE("main");
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    // About 10 s expected (six 1.5 s steps, then the last window's detach); 20 s at most, so that a
+    // failure ends here, within gpu-check's 40 s watchdog a case and 45 s for the five.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     while (!done && std::chrono::steady_clock::now() < deadline) {
       {
         CUSCOPE_SCOPE("work");
@@ -286,7 +288,9 @@ TEST_CASE(
   // Steps until the second re-attach (made at the step into that sample's warm-up step), then the
   // warm-up step and the recorded one.
   int after = -1;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  // About 6 s expected (the whole start and two waits of 1.5 s); 12 s at most, so that a failure ends
+  // here, within gpu-check's 45 s for the five detach cases.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(12);
   while (after != 0 && std::chrono::steady_clock::now() < deadline) {
     {
       CUSCOPE_SCOPE("sample_step");

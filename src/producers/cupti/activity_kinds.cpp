@@ -106,17 +106,24 @@ std::string ActivityKinds::start(RecordChoice want, bool launch_notes) {
   want_ = want;
   launch_notes_ = launch_notes;
   paused_.clear();
-  for (CUpti_ActivityKind kind : activity_kinds(want, launch_notes)) {
-    if (CUptiResult r = switch_kind(kind, true); r != CUPTI_SUCCESS) return cupti_refusal(kind_name(kind), r);
-    enabled_.push_back(kind);
-  }
-  // Queries of events and streams whose work has not finished yet say nothing about waiting;
-  // without this every poll of a running event would be a record.
-  cuptiActivityEnableAllSyncRecords(0);
+  // The calls' records first and the GPU work's last, in resume()'s order: a launch that another
+  // thread makes while they are switched on (an attach between step windows, on the stepper's or
+  // the program's thread) has its API record and external correlation wherever it has a kernel
+  // record, never a record that waits for a call that never comes (unresolved). enabled_ ends in
+  // the same order as ever (the kernels first, the API kinds last), which pause() follows.
   if (!launch_notes) {
     if (CUptiResult r = trace_calls(); r != CUPTI_SUCCESS)
       return cupti_refusal("cuptiActivityEnable(RUNTIME/DRIVER)", r);
   }
+  const std::vector<CUpti_ActivityKind> kinds = activity_kinds(want, launch_notes);
+  for (auto kind = kinds.rbegin(); kind != kinds.rend(); ++kind) {
+    if (CUptiResult r = switch_kind(*kind, true); r != CUPTI_SUCCESS)
+      return cupti_refusal(kind_name(*kind), r);
+    enabled_.insert(enabled_.begin(), *kind);
+  }
+  // Queries of events and streams whose work has not finished yet say nothing about waiting;
+  // without this every poll of a running event would be a record.
+  cuptiActivityEnableAllSyncRecords(0);
   return {};
 }
 

@@ -26,9 +26,10 @@ std::vector<CUpti_ActivityKind> activity_kinds(RecordChoice want, bool launch_no
 /// session serializes).
 class ActivityKinds {
  public:
-  /// Enables activity_kinds(want, launch_notes) in order, then (without launch notes) the API
-  /// records of the calls that launch work, and only those: "" or why not (what went on stays
-  /// listed for off()). With launch notes, pause() and resume() switch the launch callbacks too.
+  /// Enables (without launch notes) the API records of the calls that launch work, and only those,
+  /// then activity_kinds(want, launch_notes) in reverse, the kernels last, as resume() does: "" or
+  /// why not (what went on stays listed for off()). With launch notes, pause() and resume() switch
+  /// the launch callbacks too.
   std::string start(RecordChoice want, bool launch_notes);
   /// CUDA_EVENT records (cuscope's own events' device timestamps): on, and kept on in pauses.
   CUptiResult enable_event_records();
@@ -51,7 +52,7 @@ class ActivityKinds {
   CUptiResult trace_calls();
   CUptiResult switch_kind(CUpti_ActivityKind kind, bool on) const;
 
-  std::vector<CUpti_ActivityKind> enabled_;  // on, in the order they went on
+  std::vector<CUpti_ActivityKind> enabled_;  // on: the kernels first, the API kinds last
   std::vector<CUpti_ActivityKind> paused_;   // off for a pause, in the order they went off
   RecordChoice want_{};
   bool launch_notes_ = false;
