@@ -38,13 +38,14 @@ int main(int argc, char** argv) {
                  "usage: %s [--launches=N] [--rounds=R] [--steps=S] [--json=PATH] [--git-commit=SHA]\n"
                  "          [--show-traced] [--minimal-last] [--trace-dir=DIR]\n"
                  "          [--step-per-batch] [--stall-limit=S] [--skip=KEY,...]\n"
-                 "          [--alternations=N] [--alternating-steps=K]\n"
+                 "          [--alternations=N] [--alternating-steps=K] [--keep-attached]\n"
                  "  runs cuscope's GPU benchmarks (bench/README.md); exits 77 without a CUDA device, and 3\n"
                  "  when one part (a configuration's loop, a session start) runs past S seconds (default\n"
                  "  60, 0: no limit), after printing every thread's stack; --skip leaves configurations out\n"
                  "  by key (launch.events_cupti, transformer.records, ...): their figures read '-';\n"
                  "  each round ends with N alternations (default 8, 0: none) of blocks of K steps (default\n"
-                 "  20) without cuscope, with its defaults, under CUPTI set up as them, and without again\n",
+                 "  20) without cuscope, with its defaults, under CUPTI set up as them, and without again;\n"
+                 "  --keep-attached: no cuptiFinalize between parts (each part starts detached otherwise)\n",
                  argv[0]);
     return 2;
   }
@@ -55,6 +56,7 @@ int main(int argc, char** argv) {
                 probe != cudaSuccess ? cudaGetErrorString(probe) : "0 devices");
     return 77;
   }
+  if (args.keep_attached) keep_cupti_attached();
   cudaDeviceProp prop{};
   BENCH_CUDA(cudaGetDeviceProperties(&prop, 0));
   int driver = 0, runtime = 0;

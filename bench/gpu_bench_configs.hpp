@@ -35,6 +35,7 @@ struct Args {
   /// the next; --alternating-steps=K: the timed steps of a block (gpu_bench.cu, "transformer.alternating").
   int alternations = 8;
   int alternating_steps = 20;
+  bool keep_attached = false;  ///< --keep-attached: no cuptiFinalize between parts (keep_cupti_attached())
   bool skipped(const std::string& key) const {
     return ("," + skip + ",").find("," + key + ",") != std::string::npos;
   }
@@ -74,6 +75,8 @@ inline bool parse_args(int argc, char** argv, Args& a) {
       a.step_per_batch = true;
     } else if (arg == "--minimal-last") {
       a.minimal_last = true;
+    } else if (arg == "--keep-attached") {
+      a.keep_attached = true;
     } else {
       return false;
     }

@@ -286,9 +286,13 @@ Summary summarize(const Args& args, const BenchMachine& machine, const Measured&
       "alternation's ratio of the blocks' step medians, then the median over the alternations. The control",
       "(without again / without) is what this design makes of no difference. (a-b): the median's 95% "
       "interval.",
-      "Each starts with CUPTI detached: cuptiFinalize after every part that attached it (" +
-          std::to_string(m.cupti_detaches.made) + " made, " + std::to_string(m.cupti_detaches.refused) +
-          " refused).",
+      m.cupti_detaches.kept
+          ? std::string("NOT MEASURED AS MEANT: CUPTI was not detached between parts (--keep-attached): "
+                        "each part after one that attached it ran with CUPTI attached and idle, which "
+                        "loads the parts without cuscope")
+          : "Each starts with CUPTI detached: cuptiFinalize after every part that attached it (" +
+                std::to_string(m.cupti_detaches.made) + " made, " + std::to_string(m.cupti_detaches.refused) +
+                " refused).",
       "Full tracing = CUDA events on every call (CUSCOPE_EVENTS=always) and CUPTI tracing, one scope per "
       "launch.",
       "Last full-tracing loop: activity " + m.traced.activity_status + "; " +

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "gpu_loops.hpp"
+#include "producers/cupti/detach.hpp"
 #include "session/session.hpp"
 #include "transformer_step.hpp"
 
@@ -50,11 +51,17 @@ bool g_cupti_attached = false;
 CuptiDetaches g_detaches;
 
 // CUPTI detached, as cuscope's detach does it (the GPU work done and every record handed over first),
-// here on the bench's thread between two parts, where no other thread calls CUDA or CUPTI.
+// here on the bench's thread between two parts, where no other thread calls CUDA or CUPTI. cuscope's
+// buffer callback stays registered with CUPTI after its session: the stage says a finalize is under
+// way, so that a buffer CUPTI might hand back from inside cuptiFinalize calls no CUPTI from there
+// (buffer_completed() asks cupti_callable(), as in cuscope's own detach), and none after it.
 void detach_cupti() {
+  using cuscope::detail::DetachStage;
   BENCH_CUDA(cudaDeviceSynchronize());
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  cuscope::detail::set_detach_stage(DetachStage::finalizing);
   const CUptiResult r = cuptiFinalize();
+  cuscope::detail::set_detach_stage(DetachStage::none);  // as the next session's start sets it
   if (r == CUPTI_SUCCESS) {
     ++g_detaches.made;
     return;
@@ -78,8 +85,10 @@ void restart_with(cuscope::Options o) {
 void end_session() {
   cuscope::detail::reset_for_testing();
   g_ended = true;
-  if (std::exchange(g_cupti_attached, false)) detach_cupti();
+  if (std::exchange(g_cupti_attached, false) && !g_detaches.kept) detach_cupti();
 }
+
+void keep_cupti_attached() { g_detaches.kept = true; }
 
 void cupti_attached() { g_cupti_attached = true; }
 

@@ -78,9 +78,14 @@ void cupti_attached();
 struct CuptiDetaches {
   int made = 0;
   int refused = 0;
-  std::string why;  ///< the first refusal's
+  std::string why;    ///< the first refusal's
+  bool kept = false;  ///< --keep-attached: none tried (keep_cupti_attached())
 };
 const CuptiDetaches& cupti_detaches();
+/// --keep-attached: end_session() detaches CUPTI no more, so that a lease whose detach hung or
+/// crashed (tests/gpu-check.sh) still gets the figures of the parts that need none; each part after
+/// one that attached CUPTI then runs with it attached and idle (the summary says so).
+void keep_cupti_attached();
 
 enum class Wrap { None, ScopePerLaunch, ScopePerBatch };
 

@@ -263,7 +263,8 @@ check() {
   # limit) or crashed (a signal) would do so again in the
   # external run (a hang: 30 s, the stacks and their gdb up to 60 s more) and in every round of the
   # bench's transformer.after_window and transformer.between_windows (a hang: the bench's 45 s stall
-  # limit, then its rerun): all left out, so that the sections after them keep their budget.
+  # limit, then its rerun): all left out, and the bench's own detach between parts with them
+  # (--keep-attached), so that the sections after them keep their budget.
   detach_exit=$(section_exit "$detach_section")
   if hung_exit "$detach_exit" || crashed_exit "$detach_exit"; then bench_skip=transformer.after_window,transformer.between_windows; fi
   # The same exact expectations with CUSCOPE_ATTRIBUTION=external (docs/cupti.md, "Attribution"):
@@ -287,8 +288,8 @@ check() {
   local usual_timeout=$section_timeout
   section_timeout=${GPU_BENCH_TIMEOUT:-180}
   if [[ -n $bench_skip ]]; then
-    echo "gpu bench: $bench_skip left out: '$detach_section' exited $detach_exit above" | tee -a "$log"
-    bench_args+=(--skip="$bench_skip")
+    echo "gpu bench: $bench_skip left out, CUPTI kept attached between parts: '$detach_section' exited $detach_exit above" | tee -a "$log"
+    bench_args+=(--skip="$bench_skip" --keep-attached)
   fi
   run_if_built "gpu bench" "$BUILD_DIR/bench/cuscope_gpu_bench" --json="$results/gpu-bench.json" --show-traced \
     --git-commit="$commit" "${bench_args[@]}"
@@ -313,13 +314,17 @@ check() {
         cat "$results/gpu-bench.json"
       } >>"$log"
     fi
-    local twins="$stalled,launch.${stalled#*.},transformer.${stalled#*.}"
-    # A crash is blamed on the last part named, but CUPTI attached again after after_window's
-    # finalize (the next part's start) would crash in the part named after it: left out too.
-    [[ $how == crashed* ]] && twins+=",transformer.after_window,transformer.between_windows"
+    local twins="$stalled,launch.${stalled#*.},transformer.${stalled#*.}" keep=()
+    # The alternating blocks set up the defaults and CUPTI as them again: they go with either (a stall
+    # in them leaves those parts in, whose figures the goals read first).
+    [[ $stalled =~ ^transformer\.(defaults|minimal_cupti_callbacks)$ ]] && twins+=",transformer.alternating"
+    # A crash is blamed on the last part named, but CUPTI attached again after a finalize (the next
+    # part's start) would crash in the part named after it: the detaching parts left out, and the
+    # bench's own finalize between parts.
+    [[ $how == crashed* ]] && twins+=",transformer.after_window,transformer.between_windows" && keep=(--keep-attached)
     run_if_built "gpu bench, without $twins ($how above)" \
       "$BUILD_DIR/bench/cuscope_gpu_bench" --json="$results/gpu-bench.json" --git-commit="$commit" \
-      "${bench_args[@]}" --skip="$twins${bench_skip:+,$bench_skip}"
+      "${bench_args[@]}" "${keep[@]}" --skip="$twins${bench_skip:+,$bench_skip}"
   fi
   section_timeout=$usual_timeout
   local torch=0 python_api=() minimal_cupti=()
