@@ -185,6 +185,29 @@ inline void detach_made() {
   REQUIRE(cuscope::detail::detach_stage() == DetachStage::detached);
 }
 
+// Wait 1, warm-up 1, active 1, without end, detached between windows: step 0 waits, 1 warms up, 2 is
+// recorded, 3 waits (the detach), 4 warms up (the re-attach), 5 is recorded, 6 waits, ...
+inline cuscope::Options between_windows() {
+  cuscope::Options o = one_window();
+  o.wait_steps = 1;
+  o.warmup_steps = 1;
+  o.repeat = 0;
+  o.detach_between = true;
+  return o;
+}
+
+inline void steps(int n) {
+  for (int i = 0; i < n; ++i) cuscope::step();
+}
+
+// The window's first detach between windows, made: step 2 recorded ends, step 3 waits, CUPTI
+// detached (its records in after 50 ms).
+inline void first_detach() {
+  cuscope::detail::set_detach_wait_for_testing(50'000'000);
+  steps(3);
+  detach_made();
+}
+
 inline const std::vector<std::string> kPause = {"KERNEL off", "MEMCPY off"};  // CUDA_EVENT stays on
 inline const std::vector<std::string> kDetach = {
     "cuptiActivityFlushAll(0)",       // the window's records, the collector's polls for 1 s

@@ -160,3 +160,23 @@ TEST_CASE("buffer pool: a buffer of another size is another client's, left as it
   CHECK(pool.bytes_made() == 0);
   CHECK(foreign[0] == 7);  // not zeroed: not this pool's to touch
 }
+
+// What a re-attach reads to tell buffers CUPTI kept across a detach (kept_buffers_note()): the bytes
+// of the buffers out, spares and buffers given back not among them.
+TEST_CASE("buffer pool: the bytes out are the buffers taken and not given back", "[cupti][buffers]") {
+  BufferPool pool(kLimits);
+  pool.keep_spares(1);
+  CHECK(pool.bytes_made() == 64);
+  CHECK(pool.bytes_out() == 0);
+  std::size_t first_size = 0, second_size = 0;
+  std::uint8_t* first = pool.take(&first_size);
+  std::uint8_t* second = pool.take(&second_size);
+  REQUIRE(first != nullptr);
+  REQUIRE(second != nullptr);
+  CHECK(pool.bytes_out() == 128);
+  pool.give_back(first, first_size, 0);
+  CHECK(pool.bytes_out() == 64);
+  pool.give_back(second, second_size, 0);
+  CHECK(pool.bytes_out() == 0);
+  CHECK(pool.bytes_made() == 128);
+}

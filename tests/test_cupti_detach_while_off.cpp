@@ -2,9 +2,11 @@
 // starts with recording off (CUSCOPE_ENABLE=0) attaches no CUPTI until recording is switched on;
 // with CUSCOPE_DETACH_BETWEEN a switch off detaches CUPTI once the last records are in, and the switch
 // on attaches it again; a switch on within that second calls the detach off; a refused finalize is
-// said once; a switch on in a wait step leaves the attach to the next window; and the status at each
-// stage. Fakes stand for CUPTI (detach_fixture.hpp); the collector thread runs for real.
-// Never here: a GPU, or CUPTI itself (tests/gpu/test_gpu_detach.cu checks the real attach and detach).
+// said once; a switch on in a wait step leaves the attach to the next window; the status at each
+// stage; and recording off across the windows of a window that detaches CUPTI between them. Fakes stand for
+// CUPTI (detach_fixture.hpp); the collector thread runs for real. Never here: a GPU, or CUPTI itself
+// (tests/gpu/test_gpu_detach.cu checks the real attach and detach).
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <mutex>
@@ -256,4 +258,52 @@ TEST_CASE("a session that ends in its first wait, detached between windows, repo
   cuscope::shutdown();
   CHECK(cuscope::snapshot().activity_status == "not attached: no step traced before the session ended");
   CHECK(logged().empty());
+}
+
+// Recording off in a window that repeats and detaches CUPTI between its windows
+// (CUSCOPE_DETACH_BETWEEN, test_cupti_detach_between.cpp): the detach between windows stands.
+TEST_CASE("recording off when the next window begins keeps CUPTI detached until recording is on",
+          "[session][window][tracing][detach]") {
+  FakeCuptiSession traced(between_windows());
+  first_detach();
+  cuscope::set_enabled(false);
+  cuscope::step();  // the warm-up step, recording off: nothing to trace
+  CHECK(cuscope::detail::detach_stage() == DetachStage::detached);
+  const std::vector<std::string> before = logged();
+  CHECK(std::count(before.begin(), before.end(), "attach") == 0);
+  cuscope::set_enabled(true);  // attached again, at the switch
+  CHECK(cuscope::detail::detach_stage() == DetachStage::none);
+  const std::vector<std::string> log = without_normal_flushes(logged());
+  CHECK(log == with(with(kPause, without_normal_flushes(kDetach)), {"attach"}));
+}
+
+// Recording off from a wait step through the whole next window: nothing attaches CUPTI, and the
+// window's end asks for no second detach; the first window with recording on attaches it again.
+TEST_CASE("recording off through a whole window keeps the detach, and the next window attaches CUPTI again",
+          "[session][window][tracing][detach]") {
+  FakeCuptiSession traced(between_windows());
+  first_detach();
+  cuscope::set_enabled(false);
+  steps(4);  // warm-up 4, active 5, its end into wait 6, then warm-up 7 with recording off
+  CHECK(cuscope::detail::detach_stage() == DetachStage::detached);
+  CHECK(cuscope::snapshot().activity_status.ends_with(", detached between step windows until the next one"));
+  cuscope::set_enabled(true);  // in warm-up step 7: attached again
+  CHECK(cuscope::detail::detach_stage() == DetachStage::none);
+  CHECK(without_normal_flushes(logged()) == with(with(kPause, without_normal_flushes(kDetach)), {"attach"}));
+}
+
+// The same through the last window: the detach between windows is the last window's, and says so;
+// recording on again after it attaches nothing.
+TEST_CASE("recording off through the last window keeps the detach between windows as the last one's",
+          "[session][window][tracing][detach]") {
+  cuscope::Options o = between_windows();
+  o.repeat = 2;  // steps 0-2 and 3-5, then done
+  FakeCuptiSession traced(o);
+  first_detach();
+  cuscope::set_enabled(false);
+  steps(3);  // warm-up 4, active 5, then done
+  cuscope::set_enabled(true);
+  CHECK(cuscope::detail::detach_stage() == DetachStage::detached);
+  CHECK(cuscope::snapshot().activity_status.ends_with(", detached after the last step window"));
+  CHECK(without_normal_flushes(logged()) == with(kPause, without_normal_flushes(kDetach)));
 }

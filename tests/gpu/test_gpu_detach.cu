@@ -140,7 +140,10 @@ TEST_CASE("between step windows CUPTI detaches and attaches again, every window'
   CHECK(r.diagnostics.launch_notes_lost == 0);
   CHECK(r.find("between") == nullptr);
   CHECK(r.find("(unscoped)") == nullptr);
-  for (const std::string& note : r.notes) CHECK(note.find("not detached") == std::string::npos);
+  for (const std::string& note : r.notes) {
+    CHECK(note.find("not detached") == std::string::npos);
+    CHECK(note.find("CUPTI kept") == std::string::npos);  // every buffer back before each re-attach
+  }
 }
 
 // CUSCOPE_STEP_MS with CUSCOPE_DETACH_BETWEEN, in a program that never calls step(): the stepper
@@ -197,7 +200,10 @@ TEST_CASE("steps ended by the clock detach CUPTI between windows and attach it a
   CHECK(r.diagnostics.zero_timestamp_records == 0);
   CHECK(r.diagnostics.dropped_records == 0);
   CHECK(r.diagnostics.launch_notes_lost == 0);
-  for (const std::string& note : r.notes) CHECK(note.find("not detached") == std::string::npos);
+  for (const std::string& note : r.notes) {
+    CHECK(note.find("not detached") == std::string::npos);
+    CHECK(note.find("CUPTI kept") == std::string::npos);  // every buffer back before each re-attach
+  }
 }
 
 // CUSCOPE_ENABLE=0 at the start: CUPTI is not attached until recording is switched on; with
@@ -259,7 +265,10 @@ TEST_CASE("recording off attaches no CUPTI until switched on, and each switch of
   CHECK(r.diagnostics.incomplete_at_exit == 0);
   CHECK(r.diagnostics.dropped_records == 0);
   CHECK(r.diagnostics.launch_notes_lost == 0);
-  for (const std::string& note : r.notes) CHECK(note.find("not detached") == std::string::npos);
+  for (const std::string& note : r.notes) {
+    CHECK(note.find("not detached") == std::string::npos);
+    CHECK(note.find("CUPTI kept") == std::string::npos);  // every buffer back before each re-attach
+  }
 }
 
 // CUSCOPE_SAMPLE_MS (leave it on): the program whole from the start (CUPTI attached there), then,
@@ -323,5 +332,8 @@ TEST_CASE(
   CHECK(r.diagnostics.dropped_records == 0);
   CHECK(r.diagnostics.launch_notes_lost == 0);
   CHECK(r.find("(unscoped)") == nullptr);
-  for (const std::string& note : r.notes) CHECK(note.find("not detached") == std::string::npos);
+  for (const std::string& note : r.notes) {
+    CHECK(note.find("not detached") == std::string::npos);
+    CHECK(note.find("CUPTI kept") == std::string::npos);  // every buffer back before each re-attach
+  }
 }

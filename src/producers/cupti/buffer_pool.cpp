@@ -101,4 +101,11 @@ std::size_t BufferPool::free_count() const {
   return free_.size();
 }
 
+std::size_t BufferPool::bytes_out() const {
+  std::lock_guard lock(mutex_);
+  std::size_t free_bytes = 0;
+  for (const Buffer& b : free_) free_bytes += b.size;
+  return bytes_made_ - free_bytes;
+}
+
 }  // namespace cuscope::inline v0::detail

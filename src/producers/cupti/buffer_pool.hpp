@@ -52,6 +52,8 @@ class BufferPool {
   std::size_t bytes_made() const;
   /// Buffers free now.
   std::size_t free_count() const;
+  /// Bytes of the buffers out now (made, not free): with CUPTI, or with a thread delivering them.
+  std::size_t bytes_out() const;
 
  private:
   struct Buffer {

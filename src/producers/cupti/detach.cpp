@@ -77,6 +77,16 @@ std::string with_detach_stage(std::string status, bool ended) {
   return status + stage;
 }
 
+std::string kept_buffers_note(std::size_t bytes_out, std::size_t budget) {
+  if (bytes_out == 0) return {};
+  constexpr double kMiB = 1024.0 * 1024.0;
+  return fmt::format(
+      "CUPTI kept {:.2f} MiB of cuscope's activity buffers across its detach (never handed back); if "
+      "each detach keeps as much, CUPTI runs out of buffers once the {:.0f} MiB budget is spent, and "
+      "drops records (counted)",
+      static_cast<double>(bytes_out) / kMiB, static_cast<double>(budget) / kMiB);
+}
+
 bool cupti_callable() noexcept { return !off_limits(detach_stage()); }
 
 CUptiResult finalize_result() noexcept { return g_finalize_result.load(std::memory_order_relaxed); }

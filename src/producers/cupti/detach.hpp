@@ -65,6 +65,10 @@ DetachFor detach_for() noexcept;
 /// records", and the detached one ", detached while recording is off"; as it is when kept or not
 /// asked for.
 std::string with_detach_stage(std::string status, bool ended = false);
+/// The one note of buffers CUPTI kept across a detach (never handed back: `bytes_out` of the pool's
+/// when CUPTI is attached again, of a `budget`); "" when it kept none. Each detach between windows
+/// might keep as many, until the budget is spent and records are dropped (counted).
+std::string kept_buffers_note(std::size_t bytes_out, std::size_t budget);
 /// Whether cuscope may call CUPTI: false while armed, finalizing or detached.
 bool cupti_callable() noexcept;
 /// What cuptiFinalize returned (CUPTI_SUCCESS before it ran).

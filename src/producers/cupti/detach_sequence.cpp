@@ -201,6 +201,15 @@ Reattached reattach_activity_tracing(Sink& sink, bool wait, bool forget) noexcep
   // trace's mark at the same place, then everything start_activity_tracing() sets up.
   out.detach_refused = stage != DetachStage::detached;
   State& s = state();
+  // Every buffer should be back by now: the detach's forced flushes hand back all of them, incomplete
+  // ones too (cupti_activity.h). Said once, the first time CUPTI kept any.
+  static std::atomic<bool> kept_said{false};
+  if (!out.detach_refused && !kept_said.load(std::memory_order_relaxed)) {
+    if (std::string note = kept_buffers_note(s.buffers.bytes_out(), kBufferLimits.budget); !note.empty()) {
+      kept_said.store(true, std::memory_order_relaxed);
+      warn_once(note);
+    }
+  }
   s.kinds.off();  // empty since the detach
   unsubscribe();
   s.target.store(nullptr, std::memory_order_release);
