@@ -101,7 +101,7 @@ struct LaunchConfig {
 /// CUPTI as cuscope's defaults set it up, for the minimal client to run doing nothing with it: the
 /// defaults' activity kinds, and a subscriber on exactly the callbacks their session enables
 /// (session_callbacks(): launch notes and the graph breakdown's). Not cuscope's timestamp callback,
-/// which every run of this bench has from its warm-up on (bench/README.md).
+/// which CUPTI may or may not keep across the bench's finalizes between parts (bench/README.md).
 inline MinimalSetup cuscope_defaults_setup() {
   const cuscope::Options defaults;
   const bool launch_notes = defaults.attribution == cuscope::Attribution::launch;

@@ -8,17 +8,17 @@
 # is used when present.
 #
 # Time (the H200 of 2026-11-27, a1456a7's sections; docs/validation/README.md has the plan): outside
-# the sections ~9; configure 10, the cost targets' build 43, GPU tests 8 + 7 (and their detach case
-# alone after each: 3 + 3 on the H200 of 2026-11-28, and since then the case between windows, about
-# 5 s more each, the one whose steps the clock ends, about 11 s more each, and the sample's, about
-# 5 s more each, none yet run there), bench 31 (38 for 10 rounds, now 8), PyTorch step 162 (174 for 14 fresh processes, now
-# 13), zero-code 52 + 6 with the full build (35) and the probes' build (9) beside them, say 68; ctest 16 (the GPU tests alone) + 45
-# (the rest, the 65 s consumer build started first with 8 jobs); demos 9: about 415 s counted, and
-# up to 20 s more where the bench's after_window waits for its detaches (and since 2026-11-28 about
-# 9 s more where its between_windows waits for one detach a round, 1 s each). Then informational: the CPU
+# the sections ~9; configure 10, the cost targets' build 43, GPU tests 8 + 7, and their five detach
+# cases alone after each (3 + 3 on the H200 of 2026-11-28 for the first; the five about 25 s each
+# run, 45 s at most, never yet run there); bench 31 (8 rounds) and, never yet run there, about 10 s
+# of its detaches between windows, 6 of its alternating blocks and 1-3 of its finalizes between
+# parts (about 50-60 s in all); PyTorch step 162 (13 fresh processes); zero-code 52 + 6 with the
+# full build (35) and the probes' build (9) beside them, say 68; ctest 16 (the GPU tests alone) + 45
+# (the rest, the 65 s consumer build started first with 8 jobs); demos 9: about 480 s counted, and up
+# to 20 s more where the bench's after_window waits for its detaches. Then informational: the CPU
 # bench ~15, probes 40, ncu 2, the CUPTI-timed trial 8 and its two-stream case twice apart, 2 (15 s
 # each, and the stacks, where it hangs again): 65-115 s; whatever the budget cuts of them counts for
-# nothing. About 500-545 s in all, inside GPU_CHECK_BUDGET=545.
+# nothing. About 545 s in all, inside GPU_CHECK_BUDGET=545, the informational sections cut first.
 set -uo pipefail
 
 readonly DEPS=(libabsl-dev libabsl20220623 libspdlog-dev libspdlog1.10 libfmt-dev libfmt9 catch2
