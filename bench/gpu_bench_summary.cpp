@@ -246,8 +246,10 @@ Summary summarize(const Args& args, const BenchMachine& machine, const Measured&
   // Issue 24's goals, for the defaults (launch notes since 2026-11-26) and for the defaults with
   // external correlation, the other way (docs/cupti.md, "Attribution"): each the median of the
   // rounds' ratios (above), with their range.
-  const auto target = [&](const char* key, const char* label, const std::vector<double>& ratios,
-                          double goal) {
+  // `control`: the ratios of a design's control (two identical blocks), for a goal measured by it. Its
+  // interval must hold 1.00x, or the design finds a difference where there is none, and settles nothing.
+  const auto target = [&](const char* key, const char* label, const std::vector<double>& ratios, double goal,
+                          const std::vector<double>* control = nullptr) {
     const Measurement paired = paired_ratio(key, label, ratios);
     Target t{key, label, paired.value, "x", printf_string("<= %.2fx", goal), paired.value <= goal};
     t.low = paired.low;
@@ -258,6 +260,18 @@ Summary summarize(const Args& args, const BenchMachine& machine, const Measured&
     // Whether this run settles it: the median's interval wholly on one side of the goal.
     if (std::isnan(t.ci_low) || std::isnan(t.ci_high)) return;
     const std::string interval = printf_string("%.3fx", t.ci_low) + "-" + printf_string("%.3fx", t.ci_high);
+    if (control != nullptr) {
+      const Measurement c = paired_ratio("control", "control", *control);
+      if (!(c.ci_low <= 1.0 && 1.0 <= c.ci_high)) {  // NaN too: no interval, nothing shown
+        settled.push_back(std::string(key) + ": the median's 95% interval " + interval +
+                          ", not settled by this run: the control's " +
+                          (std::isnan(c.ci_low)
+                               ? std::string("has no interval")
+                               : "interval " + printf_string("%.3fx", c.ci_low) + "-" +
+                                     printf_string("%.3fx", c.ci_high) + " does not hold 1.00x"));
+        return;
+      }
+    }
     settled.push_back(std::string(key) + ": the median's 95% interval " + interval +
                       (t.ci_high <= goal ? " lies within the goal: met, settled by this run"
                        : t.ci_low > goal ? " lies past the goal: missed, settled by this run"
@@ -265,7 +279,8 @@ Summary summarize(const Args& args, const BenchMachine& machine, const Measured&
   };
   target("goal.defaults_step", "transformer step, cuscope's defaults / without", defaults_step, 1.05);
   target("goal.defaults_step_alternating",
-         "transformer step, cuscope's defaults / without, alternating blocks", defaults_alternating, 1.05);
+         "transformer step, cuscope's defaults / without, alternating blocks", defaults_alternating, 1.05,
+         &control_alternating);
   target("goal.defaults_launch", "in a scope, cuscope's defaults / minimal CUPTI, per launch",
          defaults_launch, 1.10);
   target("goal.external_step", "transformer step, defaults with external correlation / without",

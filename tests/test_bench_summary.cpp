@@ -315,6 +315,15 @@ TEST_CASE(
           return n.starts_with("goal.defaults_step_alternating: the median's 95% interval ") &&
                  n.ends_with(" lies past the goal: missed, settled by this run");
         }) == 1);
+  // A control whose interval does not hold 1.00x (the second blocks without cuscope 2% slower each
+  // time): the design finds a difference where there is none, so the goal's interval settles nothing.
+  m.alt_defaults = {103, 103, 208, 208, 153, 153, 126, 126, 189, 189, 103, 103};
+  m.alt_without_again = {102, 102, 204, 204, 153, 153, 122.4, 122.4, 183.6, 183.6, 102, 102};
+  const Summary drifting = summarize(args, {"gpu", "cuda"}, m, 2);
+  CHECK(std::count(drifting.notes.begin(), drifting.notes.end(),
+                   "goal.defaults_step_alternating: the median's 95% interval 1.020x-1.050x, not settled by "
+                   "this run: the control's interval 1.020x-1.020x does not hold 1.00x") == 1);
+  m.alt_without_again = {101, 101, 198, 198, 150, 150, 121, 121, 180, 180, 99, 99};
   // Fewer than 6 ratios (the rounds' goals here): no interval, no such note.
   CHECK(std::count_if(s.notes.begin(), s.notes.end(),
                       [](const std::string& n) { return n.starts_with("goal.defaults_step:"); }) == 0);
