@@ -205,9 +205,12 @@ Reattached reattach_activity_tracing(Sink& sink, bool wait, bool forget) noexcep
   // ones too (cupti_activity.h). Said once, the first time CUPTI kept any.
   static std::atomic<bool> kept_said{false};
   if (!out.detach_refused && !kept_said.load(std::memory_order_relaxed)) {
-    if (std::string note = kept_buffers_note(s.buffers.bytes_out(), kBufferLimits.budget); !note.empty()) {
-      kept_said.store(true, std::memory_order_relaxed);
-      warn_once(note);
+    try {
+      if (std::string note = kept_buffers_note(s.buffers.bytes_out(), kBufferLimits.budget); !note.empty()) {
+        kept_said.store(true, std::memory_order_relaxed);
+        warn_once(note);
+      }
+    } catch (...) {  // out of memory for the note: the attach goes on
     }
   }
   s.kinds.off();  // empty since the detach
