@@ -302,12 +302,15 @@ TEST_CASE(
   CHECK(std::find_if(s.context.begin(), s.context.end(), [](const auto& c) {
           return c.first == "runs" && c.second.ends_with("; 8 alternations of 2 steps a block each round");
         }) != s.context.end());
+  // How many times the summary of `m` as it is now holds `note`.
+  const auto says = [&](const std::string& note) {
+    const Summary now = summarize(args, {"gpu", "cuda"}, m, 2);
+    return std::count(now.notes.begin(), now.notes.end(), note);
+  };
   // Across the goal: ratios 1.07, 1.06, 1.06, 1.058, 1.05, 1.06 (1.05 is within "<= 1.05x").
   m.alt_defaults = {107, 107, 212, 212, 159, 159, 127, 127, 189, 189, 106, 106};
-  const Summary past = summarize(args, {"gpu", "cuda"}, m, 2);
-  CHECK(std::count(past.notes.begin(), past.notes.end(),
-                   "goal.defaults_step_alternating: the median's 95% interval 1.050x-1.070x holds the goal "
-                   "(<= 1.05x): not settled by this run") == 1);
+  CHECK(says("goal.defaults_step_alternating: the median's 95% interval 1.050x-1.070x holds the goal "
+             "(<= 1.05x): not settled by this run") == 1);
   // Past it: 1.08, 1.07, 1.06, 1.067, 1.056, 1.06.
   m.alt_defaults = {108, 108, 214, 214, 159, 159, 128, 128, 190, 190, 106, 106};
   const Summary missed = summarize(args, {"gpu", "cuda"}, m, 2);
@@ -319,10 +322,8 @@ TEST_CASE(
   // time): the design finds a difference where there is none, so the goal's interval settles nothing.
   m.alt_defaults = {103, 103, 208, 208, 153, 153, 126, 126, 189, 189, 103, 103};
   m.alt_without_again = {102, 102, 204, 204, 153, 153, 122.4, 122.4, 183.6, 183.6, 102, 102};
-  const Summary drifting = summarize(args, {"gpu", "cuda"}, m, 2);
-  CHECK(std::count(drifting.notes.begin(), drifting.notes.end(),
-                   "goal.defaults_step_alternating: the median's 95% interval 1.020x-1.050x, not settled by "
-                   "this run: the control's interval 1.020x-1.020x does not hold 1.00x") == 1);
+  CHECK(says("goal.defaults_step_alternating: the median's 95% interval 1.020x-1.050x, not settled by "
+             "this run: the control's interval 1.020x-1.020x does not hold 1.00x") == 1);
   m.alt_without_again = {101, 101, 198, 198, 150, 150, 121, 121, 180, 180, 99, 99};
   // Fewer than 6 ratios (the rounds' goals here): no interval, no such note.
   CHECK(std::count_if(s.notes.begin(), s.notes.end(),
