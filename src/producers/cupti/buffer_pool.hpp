@@ -27,7 +27,9 @@ class BufferPool {
     std::size_t large_budget;  ///< large buffers are made while every buffer made stays within this
     std::size_t budget;        ///< and small ones within this; then none
   };
-  explicit BufferPool(Limits limits) : limits_(limits) {}
+  /// Room for every buffer the budget allows to be out at once is made here, so that take() and
+  /// give_back() never allocate to keep track of them.
+  explicit BufferPool(Limits limits) : limits_(limits) { out_.reserve(limits.budget / limits.small + 1); }
   /// Frees the buffers free now (one out with CUPTI is its taker's to give back first; cuscope's
   /// own pool lives as long as the process, since CUPTI may call back until it ends).
   ~BufferPool();
@@ -39,8 +41,12 @@ class BufferPool {
   std::uint8_t* take(std::size_t* size) noexcept;
   /// `buffer` (of `size` bytes) back, its first `valid` bytes written: zeroed there, and free again.
   /// A non-zero byte in the page past them (CUPTI wrote past what it said) has the whole buffer
-  /// zeroed, counted (written_past_valid()). A buffer of neither size is another client's: left be.
+  /// zeroed, counted (written_past_valid()). A buffer this pool did not hand out (of neither size:
+  /// another client's; or one taken back by reclaim_out()) is left be.
   void give_back(std::uint8_t* buffer, std::size_t size, std::size_t valid) noexcept;
+  /// Every buffer out, zeroed whole and free again; their bytes. Only where none can come back: CUPTI
+  /// finalized (a buffer it never handed back is lost to it), no flush under way.
+  std::size_t reclaim_out() noexcept;
   /// Buffers given back with bytes written past their valid ones (none expected).
   std::uint64_t written_past_valid() const { return written_past_valid_.load(std::memory_order_relaxed); }
   /// Makes zeroed buffers until `spares` are free, within the budget (for the collector's thread,
@@ -52,7 +58,8 @@ class BufferPool {
   std::size_t bytes_made() const;
   /// Buffers free now.
   std::size_t free_count() const;
-  /// Bytes of the buffers out now (made, not free): with CUPTI, or with a thread delivering them.
+  /// Bytes of the buffers out now (handed out, not given back): with CUPTI, or with a thread
+  /// delivering them.
   std::size_t bytes_out() const;
 
  private:
@@ -71,6 +78,7 @@ class BufferPool {
   const Limits limits_;
   mutable std::mutex mutex_;
   std::vector<Buffer> free_;    // guarded by mutex_
+  std::vector<Buffer> out_;     // guarded by mutex_; its room made by the constructor
   std::size_t bytes_made_ = 0;  // guarded by mutex_
   std::atomic<std::uint64_t> refused_{0};
   std::atomic<std::uint64_t> written_past_valid_{0};

@@ -21,11 +21,15 @@ bool off_limits(DetachStage s) {
 }
 
 // The one cuptiFinalize: the thread that moves armed to finalizing makes it.
+// Set by a finalize that succeeded; taken (took_finalize()) by the next attach.
+std::atomic<bool> g_finalized{false};
+
 void finalize_once() noexcept {
   if (!move_detach_stage(DetachStage::armed, DetachStage::finalizing)) return;
   const CuptiObserver observer = g_observer.load(std::memory_order_acquire);
   const CUptiResult r = observer != nullptr ? observer("cuptiFinalize") : cuptiFinalize();
   g_finalize_result.store(r, std::memory_order_relaxed);
+  if (r == CUPTI_SUCCESS) g_finalized.store(true, std::memory_order_release);
   // From finalizing only: a stop that gave up waiting for it, and a next session that set none since,
   // must not be marked detached (every flush of that session would then be gated).
   move_detach_stage(DetachStage::finalizing,
@@ -77,19 +81,19 @@ std::string with_detach_stage(std::string status, bool ended) {
   return status + stage;
 }
 
-std::string kept_buffers_note(std::size_t bytes_out, std::size_t budget) {
-  if (bytes_out == 0) return {};
-  constexpr double kMiB = 1024.0 * 1024.0;
+std::string kept_buffers_note(std::size_t bytes) {
+  if (bytes == 0) return {};
   return fmt::format(
-      "CUPTI kept {:.2f} MiB of cuscope's activity buffers across its detach (never handed back); if "
-      "each detach keeps as much, CUPTI runs out of buffers once the {:.0f} MiB budget is spent, and "
-      "drops records (counted)",
-      static_cast<double>(bytes_out) / kMiB, static_cast<double>(budget) / kMiB);
+      "CUPTI kept {:.2f} MiB of cuscope's activity buffers across its detach (never handed back before "
+      "its finalize); cuscope took them back when CUPTI attached again",
+      static_cast<double>(bytes) / (1024.0 * 1024.0));
 }
 
 bool cupti_callable() noexcept { return !off_limits(detach_stage()); }
 
 CUptiResult finalize_result() noexcept { return g_finalize_result.load(std::memory_order_relaxed); }
+
+bool took_finalize() noexcept { return g_finalized.exchange(false, std::memory_order_acq_rel); }
 
 bool finalize_at_api_exit(CUpti_CallbackDomain domain, const void* data) noexcept {
   // The hot path's cost while no detach is armed: this load.

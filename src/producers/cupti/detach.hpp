@@ -65,14 +65,16 @@ DetachFor detach_for() noexcept;
 /// records", and the detached one ", detached while recording is off"; as it is when kept or not
 /// asked for.
 std::string with_detach_stage(std::string status, bool ended = false);
-/// The one note of buffers CUPTI kept across a detach (never handed back: `bytes_out` of the pool's
-/// when CUPTI is attached again, of a `budget`); "" when it kept none. Each detach between windows
-/// might keep as many, until the budget is spent and records are dropped (counted).
-std::string kept_buffers_note(std::size_t bytes_out, std::size_t budget);
+/// The one note of buffers CUPTI kept across a detach (never handed back before its finalize, `bytes`
+/// of them), which cuscope took back when CUPTI attached again; "" when it kept none.
+std::string kept_buffers_note(std::size_t bytes);
 /// Whether cuscope may call CUPTI: false while armed, finalizing or detached.
 bool cupti_callable() noexcept;
 /// What cuptiFinalize returned (CUPTI_SUCCESS before it ran).
 CUptiResult finalize_result() noexcept;
+/// Whether cuscope's cuptiFinalize succeeded since the last call (which clears it): CUPTI has
+/// forgotten every buffer it held then (a deferred attach, with none made, says false).
+bool took_finalize() noexcept;
 
 /// For the subscriber's callback, first thing: true when a detach is armed or done, and the callback
 /// must do nothing else (nothing of cuscope's may call CUPTI). While armed, at the exit site of a

@@ -93,6 +93,19 @@ void detach_now(State& s) {
 
 }  // namespace
 
+void reclaim_kept_buffers(State& s) noexcept {
+  // Every buffer should be back by the finalize: the detach's forced flushes hand back all of them,
+  // incomplete ones too (cupti_activity.h). One that is not is lost to CUPTI: taken back, said once.
+  static std::atomic<bool> said{false};
+  if (!took_finalize()) return;  // no finalize since the last attach: CUPTI may still hand them back
+  const std::size_t bytes = s.buffers.reclaim_out();
+  if (bytes == 0 || said.exchange(true, std::memory_order_relaxed)) return;
+  try {
+    warn_once(kept_buffers_note(bytes));
+  } catch (...) {  // out of memory for the note: the buffers are back all the same
+  }
+}
+
 // Waits, a bounded time (1 s), for a thread inside cuptiFinalize. True when none is (any longer).
 bool wait_out_finalize() {
   for (int i = 0; i < 1000 && detach_stage() == DetachStage::finalizing; ++i)
@@ -201,18 +214,6 @@ Reattached reattach_activity_tracing(Sink& sink, bool wait, bool forget) noexcep
   // trace's mark at the same place, then everything start_activity_tracing() sets up.
   out.detach_refused = stage != DetachStage::detached;
   State& s = state();
-  // Every buffer should be back by now: the detach's forced flushes hand back all of them, incomplete
-  // ones too (cupti_activity.h). Said once, the first time CUPTI kept any.
-  static std::atomic<bool> kept_said{false};
-  if (!out.detach_refused && !kept_said.load(std::memory_order_relaxed)) {
-    try {
-      if (std::string note = kept_buffers_note(s.buffers.bytes_out(), kBufferLimits.budget); !note.empty()) {
-        kept_said.store(true, std::memory_order_relaxed);
-        warn_once(note);
-      }
-    } catch (...) {  // out of memory for the note: the attach goes on
-    }
-  }
   s.kinds.off();  // empty since the detach
   unsubscribe();
   s.target.store(nullptr, std::memory_order_release);
@@ -220,6 +221,7 @@ Reattached reattach_activity_tracing(Sink& sink, bool wait, bool forget) noexcep
   // is none again, must not race the attach's first calls inside libcupti (two first calls at once
   // did, flush_mutex()). The attach flushes nothing; the aggregator's lock comes after this one.
   std::lock_guard flushes(flush_mutex());
+  reclaim_kept_buffers(s);  // before the attach: after the finalize, what CUPTI never handed back
   if (forget) {
     trace::Writer* writer = trace::g_writer.load(std::memory_order_acquire);
     {
