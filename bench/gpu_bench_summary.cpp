@@ -345,6 +345,12 @@ Summary summarize(const Args& args, const BenchMachine& machine, const Measured&
                         " after the window in " + std::to_string(rounds) +
                         " round(s); their steps ran with CUPTI paused, not detached");
   };
+  if (m.cupti_detaches.kept_buffer_bytes != 0)
+    s.notes.push_back(
+        "CUPTI kept " +
+        printf_string("%.2f", static_cast<double>(m.cupti_detaches.kept_buffer_bytes) / (1024.0 * 1024.0)) +
+        " MiB of cuscope's activity buffers across the bench's finalizes between parts (never handed back), "
+        "taken back after each");
   if (m.cupti_detaches.refused != 0)
     s.notes.push_back("NOT MEASURED AS MEANT: CUPTI's detach between parts was refused " +
                       std::to_string(m.cupti_detaches.refused) + " time(s) (" + m.cupti_detaches.why +

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "gpu_loops.hpp"
+#include "producers/cupti/adapter_state.hpp"
 #include "producers/cupti/detach.hpp"
 #include "session/session.hpp"
 #include "transformer_step.hpp"
@@ -64,6 +65,9 @@ void detach_cupti() {
   cuscope::detail::set_detach_stage(DetachStage::none);  // as the next session's start sets it
   if (r == CUPTI_SUCCESS) {
     ++g_detaches.made;
+    // What CUPTI never handed back is lost to it: back into cuscope's pool, as cuscope's own attach
+    // after its finalize does, so that the later parts do not run on a shrinking budget.
+    g_detaches.kept_buffer_bytes += cuscope::detail::state().buffers.reclaim_out();
     return;
   }
   const char* text = nullptr;

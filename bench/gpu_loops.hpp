@@ -80,6 +80,9 @@ struct CuptiDetaches {
   int refused = 0;
   std::string why;    ///< the first refusal's
   bool kept = false;  ///< --keep-attached: none tried (keep_cupti_attached())
+  /// Bytes of cuscope's activity buffers CUPTI had not handed back by a finalize that succeeded,
+  /// taken back into cuscope's pool each time (BufferPool::reclaim_out()), in all.
+  std::uint64_t kept_buffer_bytes = 0;
 };
 const CuptiDetaches& cupti_detaches();
 /// --keep-attached: end_session() detaches CUPTI no more, so that a lease whose detach hung or

@@ -455,6 +455,12 @@ TEST_CASE(
             "Each starts with CUPTI detached: cuptiFinalize after every part that attached it (29 made, 2 "
             "refused).") == 1);
   CHECK(has(s, refused) == 1);
+  // Buffers CUPTI kept across the finalizes: said, with how much.
+  m.cupti_detaches = {29, 0, "", false, 12u << 20};
+  s = summarize(args, {"gpu", "cuda"}, m, 2);
+  CHECK(has(s,
+            "CUPTI kept 12.00 MiB of cuscope's activity buffers across the bench's finalizes between parts "
+            "(never handed back), taken back after each") == 1);
   // --keep-attached (a lease whose detach hung): none tried, and the figures say what that means.
   m.cupti_detaches = {0, 0, "", true};
   s = summarize(args, {"gpu", "cuda"}, m, 2);
