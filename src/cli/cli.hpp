@@ -17,6 +17,15 @@ using Args = std::vector<std::string_view>;
 /// The exit status for a command line that cannot be run (after printing the usage).
 inline constexpr int kUsageError = 2;
 inline constexpr int kInputError = 1;
+/// `cuscope diff`'s for bad input: 1 is "regressed" there.
+inline constexpr int kDiffBadInput = 2;
+/// `cuscope run`'s own failures: apart from any status its command may exit with.
+inline constexpr int kRunError = 125;
+/// The status of a command that failed on its own (an error no command caught): never one that
+/// means something else for that command.
+inline int failure_status(std::string_view command) {
+  return command == "run" ? kRunError : command == "diff" ? kDiffBadInput : kInputError;
+}
 
 int show(const Args& args);
 int json(const Args& args);

@@ -22,7 +22,7 @@ namespace cuscope::cli {
 namespace {
 
 constexpr int kRegressed = 1;
-constexpr int kBadInput = 2;
+constexpr int kBadInput = kDiffBadInput;
 
 const std::string kHelp =
     "usage: cuscope diff [--threshold R] [--min-time T] [--metric M[,M...]] [--json] [--partial]\n"
@@ -254,7 +254,7 @@ int diff(const Args& args) {
     }
     j["added"] = added;
     j["removed"] = removed;
-    out = j.dump(2) + "\n";
+    out = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";  // bad UTF-8: U+FFFD
   } else {
     std::string gates;
     for (std::size_t k = 0; k < kMetricCount; ++k)

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <cuscope/version.hpp>
 #include <exception>
+#include <string_view>
 
 #include "cli/cli.hpp"
 
@@ -29,6 +30,7 @@ constexpr const char* kUsage =
 }  // namespace
 
 int main(int argc, char** argv) {
+  const std::string_view command = argc < 2 ? "" : argv[1];
   try {
     if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ||
         std::strcmp(argv[1], "help") == 0) {
@@ -40,7 +42,6 @@ int main(int argc, char** argv) {
       return 0;
     }
     const cuscope::cli::Args args(argv + 2, argv + argc);
-    const std::string_view command = argv[1];
     if (command == "show") return cuscope::cli::show(args);
     if (command == "json") return cuscope::cli::json(args);
     if (command == "trace") return cuscope::cli::trace(args);
@@ -52,6 +53,6 @@ int main(int argc, char** argv) {
     return cuscope::cli::kUsageError;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "cuscope: %s\n", e.what());
-    return cuscope::cli::kInputError;
+    return cuscope::cli::failure_status(command);
   }
 }

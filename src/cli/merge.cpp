@@ -301,7 +301,7 @@ int merge(const Args& args) {
                               {"host_total_ns", s.host_ns},
                               {"median_ns", s.median_ns},
                               {"ratio", s.host_ns / s.median_ns}});
-  const std::string json_text = j.dump(2) + "\n";
+  const std::string json_text = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   std::FILE* f = std::fopen(out.c_str(), "w");
   if (f == nullptr) return fail("merge", "cannot write '" + out + "'");
   const bool ok = std::fwrite(json_text.data(), 1, json_text.size(), f) == json_text.size();

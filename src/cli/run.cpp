@@ -49,8 +49,6 @@ constexpr const char* kHelp =
     "injection library), 126 (COMMAND cannot be run) or 127 (COMMAND not found).\n"
     "The injection library is found next to this program (CUSCOPE_INJECT_LIBRARY overrides it).\n";
 
-constexpr int kRunError = 125;
-
 bool is_file(const std::string& path) { return !path.empty() && access(path.c_str(), R_OK) == 0; }
 
 // Where libcuscope_inject.so is: the override, then the installed layout next to this program,

@@ -113,6 +113,21 @@ if r.returncode != 1 or fwd_gpu["relative"] is not None or not fwd_gpu["regresse
 else:
     print("ok: a metric that appears from 0 regresses, its relative change null")
 
+# A path that is not UTF-8 (a file name is any bytes): --json still writes UTF-8, the bad byte as
+# U+FFFD, and the verdict stands (it once threw from the JSON writer, and the escaped error exited 1,
+# "regressed").
+shutil.copy("base.json", os.fsdecode(b"base-\xff.json"))
+r = subprocess.run([cli, "diff", "--json", b"base-\xff.json", "base.json"], capture_output=True)
+try:
+    base_name = json.loads(r.stdout.decode("utf-8"))["base"]
+except (ValueError, KeyError) as e:
+    base_name = f"unreadable: {e}"
+if r.returncode != 0 or base_name != "base-\ufffd.json":
+    failures += 1
+    print(f"FAIL: a path that is not UTF-8 under --json: exit {r.returncode}, base {base_name!r}, {r.stderr!r}")
+else:
+    print("ok: a path that is not UTF-8 under --json: exit 0, the byte as U+FFFD")
+
 # Bad input: exit 2 and one line on stderr, whichever side is bad.
 with open("not-json.json", "w") as f:
     f.write("step: 10 ms\n")
