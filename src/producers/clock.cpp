@@ -132,16 +132,12 @@ bool invariant_counter(std::string* why_not) noexcept {
 #endif
 }
 
-void start_clock(bool use_counter) noexcept {
+void start_clock() noexcept {
   try {
     ClockState& s = clock_state();
     std::lock_guard lock(s.mutex);
     if (s.started) return;
     s.started = true;
-    if (!use_counter) {
-      s.why_not = "chosen by CUSCOPE_CLOCK=monotonic";
-      return;
-    }
     if (!invariant_counter(&s.why_not)) return;
     std::uint64_t ticks = 0, ref = 0;
     take_sample(&ticks, &ref);

@@ -100,9 +100,9 @@ class ClockCalibrator {
 /// clocksource. ARM: the generic timer.
 bool invariant_counter(std::string* why_not) noexcept;
 
-/// Starts calibrating (the first call takes the first sample) unless CUSCOPE_CLOCK=monotonic was
-/// set through `use_counter` false. Safe to call again.
-void start_clock(bool use_counter) noexcept;
+/// Starts calibrating (the first call takes the first sample), where the machine has a counter
+/// cuscope trusts (else the clock stays CLOCK_MONOTONIC, and says why). Safe to call again.
+void start_clock() noexcept;
 /// Takes a sample and publishes a new segment when one is due (the collector thread, ~1/s).
 void recalibrate_clock() noexcept;
 /// What now_ns() reads, for the report: "tsc" (or "cntvct") with how it is kept on the

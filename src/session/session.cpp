@@ -326,7 +326,7 @@ bool start_session(const Options& given, bool from_caller) {
     s.pid = id.pid;
     s.host = id.host;
     s.options = options;
-    start_clock(true);
+    start_clock();
     s.start_ns = now_ns();
     s.wait_began_ns = s.start_ns;  // the first wait, if the window begins with one
     s.whole = options.whole_ms != 0;
