@@ -115,7 +115,7 @@ struct Options {
   /// (cuptiFinalize, at the exit of the program's next CUDA call) instead of only pausing it: a
   /// paused CUPTI still cost a launch 1.05x on an H200, a detached one nothing measurable
   /// (docs/cupti-windows.md). Not where hardware counters run (CUSCOPE_METRICS) or another tool
-  /// holds CUPTI's subscriber. false: paused only, as between windows. Not yet run on a GPU.
+  /// holds CUPTI's subscriber. false: paused only, as between windows. Passed its H200 test (2026-11-28).
   bool detach = true;
   /// CUSCOPE_DETACH_BETWEEN: also detach CUPTI between the windows of a window that repeats
   /// (repeat != 1, wait_steps > 0): in each cycle's wait steps, once the window's records are in
@@ -184,7 +184,7 @@ struct Options {
 struct OptionError {
   std::string variable;
   std::string value;
-  std::string message;  ///< full sentence, e.g. "CUSCOPE_ROWS='ten' is not a number; keeping 50"
+  std::string message;  ///< full sentence, e.g. "CUSCOPE_ROWS='ten' is not a whole number; keeping 50"
 };
 
 /// `base` with every CUSCOPE_* variable that is set applied on top. A bad value keeps the
