@@ -1,6 +1,7 @@
 // bench/gpu_bench_summary.cpp — see gpu_bench_summary.hpp.
 #include "gpu_bench_summary.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -242,6 +243,31 @@ Summary summarize(const Args& args, const BenchMachine& machine, const Measured&
                    "(cuscope's own work)",
                    alternating(m.alt_defaults, m.alt_callbacks)));
 
+  // Whether the untimed warm-up steps suffice: each session's first timed steps over its later ones
+  // (round_drift), the parts' first tenth and the alternating blocks' first quarter. The blocks time
+  // only such early steps, so a start that slows the defaults longer than the steps without would
+  // weigh in goal.defaults_step_alternating.
+  const std::size_t part_first = std::max<std::size_t>(1, steps_per_round / 10);
+  const std::size_t block_first = std::max<std::size_t>(1, block_steps / 4);
+  const auto drift = [&](const char* key, const std::string& what, const std::vector<double>& v,
+                         std::size_t per, std::size_t first) {
+    s.measurements.push_back(paired_ratio(key,
+                                          "drift: " + what + ", its first " + std::to_string(first) +
+                                              " timed steps / its other " + std::to_string(per - first),
+                                          round_drift(v, per, first)));
+  };
+  drift("drift.transformer.without", "transformer step without cuscope, each round's part", m.step_without,
+        steps_per_round, part_first);
+  drift("drift.transformer.defaults", "transformer step, cuscope's defaults, each round's part",
+        m.step_defaults, steps_per_round, part_first);
+  drift("drift.transformer.minimal_cupti_callbacks",
+        "transformer step, CUPTI set up as cuscope's defaults, each round's part", m.step_minimal_callbacks,
+        steps_per_round, part_first);
+  drift("drift.alternating.without", "transformer step without cuscope, each alternating block",
+        m.alt_without, block_steps, block_first);
+  drift("drift.alternating.defaults", "transformer step, cuscope's defaults, each alternating block",
+        m.alt_defaults, block_steps, block_first);
+
   std::vector<std::string> settled;  // the targets' notes: whether this run settles each
   // Issue 24's goals, for the defaults (launch notes since 2026-11-26) and for the defaults with
   // external correlation, the other way (docs/cupti.md, "Attribution"): each the median of the
@@ -301,6 +327,9 @@ Summary summarize(const Args& args, const BenchMachine& machine, const Measured&
       "alternation's ratio of the blocks' step medians, then the median over the alternations. The control",
       "(without again / without) is what this design makes of no difference. (a-b): the median's 95% "
       "interval.",
+      "drift: each session's first timed steps (after its 3 untimed ones) over its later ones, per round or",
+      "block; 1.00x where the warm-up sufficed. The alternating blocks time only early steps: where the",
+      "defaults drift more than the steps without, their start weighs in the alternating goal.",
       m.cupti_detaches.kept
           ? std::string("NOT MEASURED AS MEANT: CUPTI was not detached between parts (--keep-attached): "
                         "each part after one that attached it ran with CUPTI attached and idle, which "

@@ -111,6 +111,25 @@ inline std::vector<double> round_ratios(const std::vector<double>& a, const std:
   return out;
 }
 
+/// How far the first timed samples of each round's part stand from the rest: for each round of
+/// `per_round` samples, the median of its first `first` over the median of the others (rounds cut
+/// short, or with nothing after the first, are left out). 1.00 where the untimed warm-up before the
+/// part sufficed; above it, the part's start (a session just made, CUPTI just attached) still slows
+/// the steps timed first, which a short block of steps (the alternations) times alone.
+inline std::vector<double> round_drift(const std::vector<double>& v, std::size_t per_round,
+                                       std::size_t first) {
+  std::vector<double> out;
+  if (first == 0 || per_round <= first) return out;
+  for (std::size_t r = 0; (r + 1) * per_round <= v.size(); ++r) {
+    const auto begin = v.begin() + static_cast<std::ptrdiff_t>(r * per_round);
+    const double later = median(std::vector<double>(begin + static_cast<std::ptrdiff_t>(first),
+                                                    begin + static_cast<std::ptrdiff_t>(per_round)));
+    if (later > 0)
+      out.push_back(median(std::vector<double>(begin, begin + static_cast<std::ptrdiff_t>(first))) / later);
+  }
+  return out;
+}
+
 /// The distribution-free 95% interval of the median of what `v` samples (independent samples, any
 /// distribution): the order statistics x(k) and x(n+1-k) of the n sorted samples, k the largest with
 /// P(Binomial(n, 1/2) < k) <= 0.025, so that both ends miss the median with at most 2.5% each. NaN
