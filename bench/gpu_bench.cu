@@ -38,13 +38,14 @@ int main(int argc, char** argv) {
                  "usage: %s [--launches=N] [--rounds=R] [--steps=S] [--json=PATH] [--git-commit=SHA]\n"
                  "          [--show-traced] [--minimal-last] [--trace-dir=DIR]\n"
                  "          [--step-per-batch] [--stall-limit=S] [--skip=KEY,...]\n"
-                 "          [--alternations=N] [--alternating-steps=K] [--keep-attached]\n"
+                 "          [--alternations=N] [--alternating-steps=K] [--warmup=W] [--keep-attached]\n"
                  "  runs cuscope's GPU benchmarks (bench/README.md); exits 77 without a CUDA device, and 3\n"
                  "  when one part (a configuration's loop, a session start) runs past S seconds (default\n"
                  "  60, 0: no limit), after printing every thread's stack; --skip leaves configurations out\n"
                  "  by key (launch.events_cupti, transformer.records, ...): their figures read '-';\n"
                  "  each round ends with N alternations (default 8, 0: none) of blocks of K steps (default\n"
                  "  20) without cuscope, with its defaults, under CUPTI set up as them, and without again;\n"
+                 "  --warmup: the untimed steps after each session's start before its timed ones (default 3);\n"
                  "  --keep-attached: no cuptiFinalize between parts (each part starts detached otherwise)\n",
                  argv[0]);
     return 2;
@@ -172,12 +173,12 @@ int main(int argc, char** argv) {
 
     using cuscope::Attribution;
     using cuscope::EventTiming;
-    // A session, then `steps` timed steps after 3 untimed ones, then `after` (untimed), then the end
+    // A session, then `steps` timed steps after args.warmup_steps untimed ones, then `after` (untimed), then the end
     // of the session unless `keep` (the last one: its report is taken below).
     auto session_steps = [&](std::vector<double>& into, auto&& start_session, int steps,
                              void (*after)() = nullptr, bool keep = false) {
       start_session();
-      const std::vector<double> t = step_ns(3, steps);
+      const std::vector<double> t = step_ns(args.warmup_steps, steps);
       if (after != nullptr) after();
       if (!keep) end_session();
       into.insert(into.end(), t.begin(), t.end());
@@ -204,7 +205,7 @@ int main(int argc, char** argv) {
       if (m.refused(key)) return;
       restart_session(false, EventTiming::off, false, 3);
       if (!start_floor(key, true, round)) return end_session();
-      const std::vector<double> t = step_ns(3, steps);
+      const std::vector<double> t = step_ns(args.warmup_steps, steps);
       MinimalCupti::stop();
       end_session();
       into.insert(into.end(), t.begin(), t.end());
@@ -236,7 +237,7 @@ int main(int argc, char** argv) {
       const char* key = "transformer.after_window";
       if (!part(key)) return;
       if (!restart_after_window_session()) ++m.after_window_not_detached;
-      const std::vector<double> t = step_ns(3, args.steps);
+      const std::vector<double> t = step_ns(args.warmup_steps, args.steps);
       end_session();
       m.step_after_window.insert(m.step_after_window.end(), t.begin(), t.end());
     };
@@ -263,7 +264,7 @@ int main(int argc, char** argv) {
       const char* key = "transformer.recording_off";
       if (!part(key)) return;
       if (!restart_recording_off_session()) ++m.recording_off_attached;
-      const std::vector<double> t = step_ns(3, args.steps);
+      const std::vector<double> t = step_ns(args.warmup_steps, args.steps);
       end_session();
       m.step_recording_off.insert(m.step_recording_off.end(), t.begin(), t.end());
     };

@@ -35,6 +35,9 @@ struct Args {
   /// the next; --alternating-steps=K: the timed steps of a block (gpu_bench.cu, "transformer.alternating").
   int alternations = 8;
   int alternating_steps = 20;
+  /// --warmup=N: the untimed steps after each part's (and block's) session starts, before its timed
+  /// ones (the drift.* figures say whether they suffice).
+  int warmup_steps = 3;
   bool keep_attached = false;  ///< --keep-attached: no cuptiFinalize between parts (keep_cupti_attached())
   bool skipped(const std::string& key) const {
     return ("," + skip + ",").find("," + key + ",") != std::string::npos;
@@ -65,6 +68,8 @@ inline bool parse_args(int argc, char** argv, Args& a) {
       a.alternations = std::max(0, std::atoi(v));
     } else if ((v = value("alternating-steps"))) {
       a.alternating_steps = std::max(1, std::atoi(v));
+    } else if ((v = value("warmup"))) {
+      a.warmup_steps = std::clamp(std::atoi(v), 0, 100'000);
     } else if ((v = value("skip"))) {
       a.skip = v;
     } else if ((v = value("git-commit"))) {

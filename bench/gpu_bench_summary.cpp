@@ -22,7 +22,8 @@ Summary summarize(const Args& args, const BenchMachine& machine, const Measured&
                             " launches or event pairs and " + std::to_string(args.steps) +
                             " transformer steps per configuration and round; " +
                             std::to_string(args.alternations) + " alternations of " +
-                            std::to_string(args.alternating_steps) + " steps a block each round");
+                            std::to_string(args.alternating_steps) + " steps a block each round; " +
+                            std::to_string(args.warmup_steps) + " untimed steps after each session's start");
 
   double per_launch[kLaunchConfigCount];
   for (int c = 0; c < kLaunchConfigCount; ++c) {
@@ -327,7 +328,8 @@ Summary summarize(const Args& args, const BenchMachine& machine, const Measured&
       "alternation's ratio of the blocks' step medians, then the median over the alternations. The control",
       "(without again / without) is what this design makes of no difference. (a-b): the median's 95% "
       "interval.",
-      "drift: each session's first timed steps (after its 3 untimed ones) over its later ones, per round or",
+      "drift: each session's first timed steps (after its " + std::to_string(args.warmup_steps) +
+          " untimed ones, --warmup) over its later ones, per round or",
       "block; 1.00x where the warm-up sufficed. The alternating blocks time only early steps: where the",
       "defaults drift more than the steps without, their start weighs in the alternating goal.",
       m.cupti_detaches.kept

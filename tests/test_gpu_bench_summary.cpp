@@ -154,7 +154,8 @@ TEST_CASE(
   REQUIRE(floor_step != nullptr);
   CHECK(floor_step->value == Approx(1.02));
   CHECK(std::find_if(s.context.begin(), s.context.end(), [](const auto& c) {
-          return c.first == "runs" && c.second.ends_with("; 8 alternations of 2 steps a block each round");
+          return c.first == "runs" && c.second.ends_with(
+                     "; 8 alternations of 2 steps a block each round; 3 untimed steps after each session's start");
         }) != s.context.end());
   // How many times the summary of `m` as it is now holds `note`.
   const auto says = [&](const std::string& note) {
@@ -344,6 +345,12 @@ TEST_CASE("bench: the drift of each part's and each alternating block's first st
         "drift: transformer step without cuscope, each alternating block, its first 1 timed steps / its "
         "other 3");
   CHECK(drift("drift.alternating.defaults").value == Approx(1.20));
+  // The note names the warm-up the run had (--warmup).
+  args.warmup_steps = 12;
+  const Summary longer = summarize(args, {"gpu", "cuda"}, m, 2);
+  CHECK(std::count(longer.notes.begin(), longer.notes.end(),
+                   "drift: each session's first timed steps (after its 12 untimed ones, --warmup) over its "
+                   "later ones, per round or") == 1);
   // Nothing measured: no ratio, and no range to show.
   CHECK(std::isnan(drift("drift.transformer.minimal_cupti_callbacks").value));
   CHECK(std::isnan(drift("drift.transformer.minimal_cupti_callbacks").low));
