@@ -3,7 +3,8 @@
 // A thin layer over the public C++ API (include/cuscope/): no statistic is computed here, and the
 // report reaches Python as the library's own JSON and table. The module links its own copy of the
 // library, which hands everything over to the injected one under `cuscope run` (session/handover):
-// one session per process. Calls that may wait (snapshot, flush, shutdown) release the GIL.
+// one session per process. Calls that may wait or take long (snapshot, flush, shutdown, the report's
+// JSON) release the GIL, safely at the interpreter's exit (gil.hpp).
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
@@ -15,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "gil.hpp"
 #include "scope.hpp"
 
 namespace nb = nanobind;
@@ -52,7 +54,7 @@ Options apply(const Settings& settings, const Options& base, Problems* problems)
 // is said once, not by this copy and again by the engine.
 std::pair<bool, Problems> start_with(const Settings& settings) {
   if (settings.empty()) {
-    nb::gil_scoped_release release;
+    ReleaseGil release;
     return {cuscope::start(), {}};
   }
   Problems problems;
@@ -64,7 +66,7 @@ std::pair<bool, Problems> start_with(const Settings& settings) {
     if (settings.count(e.variable) != 0) problems.emplace_back(e.variable, e.message);
   }
   if (!problems.empty()) return {false, problems};
-  nb::gil_scoped_release release;
+  ReleaseGil release;
   return {cuscope::start(o), problems};
 }
 
@@ -82,7 +84,8 @@ std::pair<std::string, Problems> table_of(const Report& report, const Settings& 
 // process's session, whichever copy of cuscope runs it (another one, when this module's scopes
 // never ran); shutdown() starts none, so a session that never started prints no table.
 void shutdown_at_exit() {
-  nb::gil_scoped_release release;
+  park_other_threads_from_now();  // a daemon thread in snapshot() now must not abort the exit (gil.hpp)
+  ReleaseGil release;
   cuscope::shutdown();
 }
 
@@ -107,7 +110,12 @@ NB_MODULE(_cuscope, m) {
 
   nb::class_<Report>(m, "NativeReport", "A snapshot as the library holds it (cuscope.Report wraps it).")
       .def(
-          "json", [](const Report& r) { return format_json(r); }, "The report as the library's JSON.")
+          "json",
+          [](const Report& r) {
+            ReleaseGil release;  // 100,000 ranges take seconds: other threads run meanwhile
+            return format_json(r);
+          },
+          "The report as the library's JSON.")
       .def("table", &table_of, nb::arg("settings"),
            "The table with CUSCOPE_SORT/ROWS/TOP_KERNELS/FINDINGS settings on top of the session's; "
            "(text, problems).");
@@ -163,8 +171,13 @@ Example::
     cuscope.set_enabled(False)   # evaluation: not recorded
     evaluate(model)
     cuscope.set_enabled(True))doc");
-  m.def("flush", &cuscope::flush, nb::call_guard<nb::gil_scoped_release>(),
-        R"doc(Makes every finished piece of GPU work visible to the next snapshot; never
+  m.def(
+      "flush",
+      [] {
+        ReleaseGil release;
+        cuscope::flush();
+      },
+      R"doc(Makes every finished piece of GPU work visible to the next snapshot; never
 synchronizes the device (work still running stays pending).
 
 Example::
@@ -172,8 +185,13 @@ Example::
     torch.cuda.synchronize()
     cuscope.flush()
     report = cuscope.snapshot())doc");
-  m.def("shutdown", &cuscope::shutdown, nb::call_guard<nb::gil_scoped_release>(),
-        R"doc(Flushes, prints the exit table if configured, and stops collection; idempotent.
+  m.def(
+      "shutdown",
+      [] {
+        ReleaseGil release;
+        cuscope::shutdown();
+      },
+      R"doc(Flushes, prints the exit table if configured, and stops collection; idempotent.
 It runs by itself when the interpreter exits; scopes after it record nothing.
 
 Example::
@@ -184,7 +202,7 @@ Example::
   m.def("snapshot", [] {
     Report r;
     {
-      nb::gil_scoped_release release;
+      ReleaseGil release;
       r = cuscope::snapshot();
     }
     return r;

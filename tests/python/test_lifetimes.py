@@ -4,6 +4,8 @@ import signal
 import subprocess
 import sys
 
+import pytest
+
 from conftest import CLEAN_ENV, count_tables, run_python, table_lines
 
 
@@ -110,6 +112,27 @@ def test_a_scope_held_by_a_daemon_thread_at_exit_prints_no_leak_report():
     """, env={"CUSCOPE_PRINT": "0"}, timeout=30)
     assert p.returncode == 0, p.stderr
     assert p.stderr == "", p.stderr
+
+
+@pytest.mark.parametrize("call", ["snapshot", "flush"])
+def test_a_daemon_thread_in_a_call_that_releases_the_gil_at_exit(call):
+    # The docs' live report from any thread: a daemon thread that polls it while the program ends.
+    # Python ends a daemon thread that takes the GIL back once it finalizes; ended inside the C++
+    # frame that took it back, the process aborted (std::terminate, status 134) in 10 runs of 10.
+    # Now such a thread parks from the interpreter's exit on, and the exit is the program's.
+    for run in range(3):
+        p = run_python(f"""
+            import threading, time, cuscope
+            def poll():
+                while True:
+                    cuscope.{call}()
+            threading.Thread(target=poll, daemon=True).start()
+            with cuscope.scope("lt_polled"):
+                time.sleep(0.05)
+        """, timeout=60)
+        assert p.returncode == 0, (run, p.stderr)
+        assert "terminate" not in p.stderr, p.stderr
+        expect_one_table(p, "lt_polled", 1)
 
 
 def test_multiprocessing_fork_child_records_nothing_and_prints_nothing():
