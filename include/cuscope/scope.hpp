@@ -46,6 +46,11 @@ extern std::atomic<int> g_state;
 ThreadState* enter(Site& site, cudaStream_t stream, std::uint32_t& depth) noexcept;
 ThreadState* enter_named(std::string_view name, cudaStream_t stream, std::uint32_t& depth) noexcept;
 void exit(ThreadState* ts, std::uint32_t depth) noexcept;
+/// exit() of an entry the caller knows was made on another thread, even one that has exited and
+/// whose state passed to the caller's thread: its end is posted, as exit() posts an end made on
+/// another thread, never taken for the caller's own innermost scope (a Python generator's scope
+/// resumed on a new thread).
+void exit_elsewhere(ThreadState* ts, std::uint32_t depth) noexcept;
 /// An end that matches no entry (a Python scope exited more often than it was entered): closes
 /// nothing and is counted in Diagnostics::unbalanced_ends, as a pop() with no push() is.
 void unmatched_end() noexcept;

@@ -14,6 +14,17 @@ namespace {
 // As many distinct names as the library's name table holds; past it a scope looks its name up on
 // each entry (and the library counts what does not fit).
 constexpr Py_ssize_t kMaxSites = 131'072;
+// The longest name given a site: the library keeps a name's first 200 bytes (model/names.hpp), so a
+// longer one gains nothing by a site of its own, whose key and copy would each hold it whole.
+constexpr std::size_t kLongestSiteName = 256;
+
+// The calling thread's serial number, from 1: unlike a thread id, never that of an earlier thread.
+std::uint64_t this_thread_serial() {
+  static std::uint64_t next = 0;  // under the GIL
+  thread_local std::uint64_t serial = 0;
+  if (serial == 0) serial = ++next;
+  return serial;
+}
 
 nb::dict& sites() {
   static nb::dict* table = new nb::dict();  // leaked: sites live as long as the process
@@ -31,8 +42,8 @@ nb::object& decorator() {
 }
 
 // The call site of `name`, made on the name's first scope: its text is copied once and kept. None
-// (nullptr) when the site table is full, or for a name with a NUL, which a site's C string would cut
-// short: such a scope looks its name up on each entry.
+// (nullptr) when the site table is full, for a name with a NUL, which a site's C string would cut
+// short, or for one past kLongestSiteName: such a scope looks its name up on each entry.
 detail::Site* site_of(nb::str name) {
   nb::dict& table = sites();
   PyObject* found = PyDict_GetItemWithError(table.ptr(), name.ptr());
@@ -40,7 +51,7 @@ detail::Site* site_of(nb::str name) {
   if (PyErr_Occurred()) throw nb::python_error();
   if (PyDict_Size(table.ptr()) >= kMaxSites) return nullptr;
   const std::string bytes = name_bytes(name);
-  if (bytes.find('\0') != std::string::npos) return nullptr;
+  if (bytes.size() > kLongestSiteName || bytes.find('\0') != std::string::npos) return nullptr;
   char* text = new char[bytes.size() + 1];
   std::memcpy(text, bytes.c_str(), bytes.size() + 1);
   auto* site = new detail::Site(text, "<python>", 0);
@@ -112,7 +123,7 @@ Scope::Scope(nb::str name, nb::handle stream) : name_(std::move(name)), site_(si
 
 void Scope::enter() {
   const cudaStream_t s = stream();
-  Entry e{nullptr, 0, PyThread_get_thread_ident()};
+  Entry e{nullptr, 0, this_thread_serial()};
   if (detail::g_state.load(std::memory_order_relaxed) != detail::kOff) {
     e.state = site_ != nullptr ? detail::enter(*site_, s, e.token) : detail::enter_named(bytes_, s, e.token);
   }
@@ -125,7 +136,7 @@ void Scope::enter() {
 }
 
 void Scope::exit() noexcept {
-  const unsigned long me = PyThread_get_thread_ident();
+  const std::uint64_t me = this_thread_serial();
   Entry e{};
   bool found = false;
   for (auto it = more_.rbegin(); it != more_.rend() && !found; ++it) {
@@ -155,7 +166,14 @@ void Scope::exit() noexcept {
     detail::unmatched_end();  // no entry on any thread: counted, as a pop() with no push() is
     return;
   }
-  if (e.state != nullptr) detail::exit(e.state, e.token);
+  if (e.state == nullptr) return;
+  // An entry of another thread: posted to its state, even where that thread exited and its state
+  // passed to this one (a generator's scope finished on a new thread), never this thread's own end.
+  if (e.thread != me) {
+    detail::exit_elsewhere(e.state, e.token);
+  } else {
+    detail::exit(e.state, e.token);
+  }
 }
 
 void bind_scope(nb::module_& m) {
@@ -188,6 +206,8 @@ closes the scope and propagates.)doc")
       .def(
           "__enter__",
           [](nb::handle self) {
+            if (!nb::inst_ready(self))  // a subclass whose __init__ did not call scope.__init__
+              throw nb::type_error("cuscope.scope.__init__() was not called on this object");
             nb::inst_ptr<Scope>(self)->enter();
             return nb::borrow(self);
           },

@@ -1,8 +1,9 @@
 // python/src/scope.hpp — cuscope.scope: a C++ scope as a Python context manager and decorator.
 //
 // One object may be entered many times: nested (`with s: with s:`), from several threads, or as a
-// decorator's scope on every call. Each entry keeps its own token, tagged with its thread, and an
-// exit closes the calling thread's latest entry. The name is interned once per distinct name (a
+// decorator's scope on every call. Each entry keeps its own token, tagged with its thread (a serial
+// number no later thread takes, where a thread id may be reused), and an exit closes the calling
+// thread's latest entry. The name is interned once per distinct name (a
 // call site of its own, as CUSCOPE_SCOPE makes one), so the steady state hashes nothing in C++.
 // Hot path (__enter__/__exit__): no Python allocation; never here: locks, device synchronization.
 #pragma once
@@ -46,7 +47,7 @@ class Scope {
   struct Entry {
     detail::ThreadState* state;
     std::uint32_t token;
-    unsigned long thread;
+    std::uint64_t thread;  ///< this_thread_serial() of the entering thread
   };
   cudaStream_t stream() const { return has_stream_ ? stream_ : torch_stream(); }
 

@@ -39,6 +39,7 @@ struct Engine {
   /// As the process's first copy: which copy runs the session. `candidate` does, unless one did
   /// before it (or this copy is the injected engine); returns the one that does.
   const Engine* (*claim)(const Engine* candidate) noexcept;
+  void (*exit_elsewhere)(ThreadState*, std::uint32_t) noexcept;
 };
 
 /// The value of g_state while this copy forwards everything to another copy's engine.

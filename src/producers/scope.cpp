@@ -23,6 +23,7 @@
 #include "producers/nvtx_domain.hpp"
 #include "producers/outside_scopes.hpp"
 #include "producers/scope_state.hpp"
+#include "producers/scope_token.hpp"
 #include "producers/sink.hpp"
 #include "producers/suspended_frames.hpp"
 #include "producers/window_edges.hpp"
@@ -46,23 +47,6 @@ model::NameTable& process_names() {
 }
 
 namespace {
-
-// A scope's token (Scope::depth_): the tree depth it opened at, what it did, and the tag of its
-// frame (so that an end on another thread finds that very frame); or, for a scope entered outside
-// the window and kept (kOutside), its entry's index + 1 and tag (producers/outside_scopes.hpp).
-constexpr std::uint32_t kDepthMask = 0x3FF;
-constexpr std::uint32_t kOverflow = 0x3FF;
-static_assert(model::kHardMaxDepth < kOverflow);
-constexpr std::uint32_t kRecorded = 1u << 10;
-constexpr std::uint32_t kPushed = 1u << 11;
-constexpr std::uint32_t kTimedGpu = 1u << 12;
-constexpr std::uint32_t kTraced = 1u << 13;
-constexpr unsigned kTagShift = 14;
-static_assert(model::ThreadTree::kMaxTag <= (UINT32_MAX >> kTagShift));
-static_assert((model::ThreadTree::kMaxTag << kTagShift) < kOutside);
-static_assert(kOutsideIndexMask == kDepthMask && kOutsideTagShift == kTagShift,
-              "outside_scopes.hpp's layout");
-constexpr std::uint32_t kTokenBits = kRecorded | kPushed | kTimedGpu | kTraced | kOutside;
 
 nvtxStringHandle_t nvtx_handle(std::uint32_t id) {
   return static_cast<nvtxStringHandle_t>(current_sink().forest.names.tag(id).load(std::memory_order_acquire));
@@ -480,6 +464,11 @@ void exit(ThreadState* ts, std::uint32_t token) noexcept {
     return;
   }
   exit_general(ts, token);
+}
+
+void exit_elsewhere(ThreadState* ts, std::uint32_t token) noexcept {
+  if (const Engine* e = forwarding()) return e->exit_elsewhere(ts, token);  // the state is the engine's
+  end_elsewhere(ts, token, now_ns());
 }
 
 void exit_owned(ThreadState* ts, std::uint32_t token, std::uint64_t now) noexcept {

@@ -27,7 +27,7 @@ namespace {
 
 // Bumped whenever a type that crosses between copies (Engine, Options, Report, Site, the token)
 // changes shape; the sizes catch most of what a forgotten bump would miss.
-constexpr std::uint32_t kEngineLayout = 4u ^ (static_cast<std::uint32_t>(sizeof(Options)) << 8) ^
+constexpr std::uint32_t kEngineLayout = 5u ^ (static_cast<std::uint32_t>(sizeof(Options)) << 8) ^
                                         (static_cast<std::uint32_t>(sizeof(Report)) << 16) ^
                                         (static_cast<std::uint32_t>(sizeof(Site)) << 24);
 
@@ -171,7 +171,8 @@ const Engine& this_engine() noexcept {
                              &cuscope::snapshot,
                              &cuscope::shutdown,
                              &cuscope::current_options,
-                             &claim};
+                             &claim,
+                             &detail::exit_elsewhere};
   return engine;
 }
 

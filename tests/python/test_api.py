@@ -1,4 +1,5 @@
 """cuscope's Python API in one process: scopes, decorator, push/pop, count, step, streams, threads."""
+import os
 import sys
 import threading
 
@@ -379,6 +380,72 @@ def test_a_scope_closed_on_another_thread_is_counted_and_closed_on_its_own():
     s.__exit__(None, None, None)  # no entry left: closes nothing, counted as an unbalanced end
     assert cuscope.snapshot().diagnostics["unbalanced_ends"] == unbalanced + 1
     assert find("api_cross_thread").calls == 1
+
+
+def test_a_scope_entered_on_a_thread_that_exited_and_ended_on_a_later_one():
+    # A response stream started on one request's thread and finished on the next one's: the first
+    # thread's state passes to the second when it exits, and the stream's end once closed the
+    # second thread's own scopes (request2/db with 0 calls, query and render at the top).
+    def stream():
+        with cuscope.scope("api_stream"):
+            yield 1
+            yield 2
+
+    g = stream()
+    t = threading.Thread(target=lambda: next(g))
+    t.start()
+    t.join()
+    before = cuscope.snapshot().diagnostics["cross_thread_ends"]
+
+    def request():
+        with cuscope.scope("api_request"):
+            with cuscope.scope("db"):
+                assert list(g) == [2]
+                with cuscope.scope("query"):
+                    pass
+            with cuscope.scope("render"):
+                pass
+
+    t = threading.Thread(target=request)
+    t.start()
+    t.join()
+    for path in ("api_request", "api_request/db", "api_request/db/query", "api_request/render"):
+        r = find(path)
+        assert (r.calls, r.open) == (1, 0), path
+    assert find("query") is None and find("render") is None
+    assert cuscope.snapshot().diagnostics["cross_thread_ends"] == before + 1
+    assert find("api_stream").calls == 0  # its thread exited with it open: counted there, not here
+
+
+def test_a_subclass_that_skips_scope_init_is_refused_at_entry():
+    class Timed(cuscope.scope):
+        def __init__(self, name):  # forgets super().__init__(name)
+            self.label = name
+
+    open_before = cuscope.snapshot().diagnostics["open_scopes"]
+    with pytest.raises(TypeError, match=r"cuscope\.scope\.__init__\(\) was not called"):
+        Timed("api_uninit").__enter__()
+    with cuscope.scope("api_after_uninit"):
+        pass
+    assert find("api_after_uninit").calls == 1  # at the top: nothing was left open
+    assert cuscope.snapshot().diagnostics["open_scopes"] == open_before
+
+
+def test_long_names_share_no_site_and_hold_no_memory():
+    # The library keeps a name's first 200 bytes; each distinct long name once kept a site with
+    # two whole copies of it (300 names of 1 MiB: 600 MB resident).
+    def resident_mb():
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+    before = resident_mb()
+    for i in range(200):
+        with cuscope.scope(f"api_long_{i:03d}" + "x" * (1 << 20)):
+            pass
+    grown = resident_mb() - before
+    assert grown < 64, f"{grown:.0f} MB resident for 200 scopes of 1 MiB names"
+    r = [x for x in cuscope.snapshot().ranges if x.name.startswith("api_long_")]
+    assert len(r) == 200 and all(x.calls == 1 for x in r)
 
 
 def unbalanced_ends():
