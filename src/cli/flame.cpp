@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli/cli.hpp"
+#include "cli/output.hpp"
 #include "model/utf8.hpp"
 #include "views/format.hpp"
 
@@ -245,10 +246,10 @@ int flame(const Args& args) {
                        footer);
   svg += "</svg>\n";
 
-  std::FILE* f = std::fopen(out.c_str(), "w");
-  if (f == nullptr) return fail("flame", "cannot write '" + out + "'");
-  const bool ok = std::fwrite(svg.data(), 1, svg.size(), f) == svg.size();
-  if (std::fclose(f) != 0 || !ok) return fail("flame", "cannot write '" + out + "'");
+  OutputFile file;
+  if (!file.open(out, &error)) return fail("flame", error);
+  file.write(svg);
+  if (!file.commit(&error)) return fail("flame", error);
   return 0;
 }
 

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "cli/cli.hpp"
+#include "cli/output.hpp"
 #include "trace/replay.hpp"
 
 namespace cuscope::cli {
@@ -34,11 +35,15 @@ int json(const Args& args) {
   if (!trace::replay_file(path, &r, &error, partial, &cut)) return fail("json", path + ": " + error);
   say_cut("json", path, cut);
   const std::string text = format_json(r);
-  std::FILE* f = out.empty() ? stdout : std::fopen(out.c_str(), "w");
-  if (f == nullptr) return fail("json", "cannot write '" + out + "'");
-  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  if (f != stdout && std::fclose(f) != 0) return fail("json", "cannot write '" + out + "'");
-  return ok ? 0 : fail("json", "cannot write the report");
+  if (out.empty()) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return 0;  // main() checks that standard output took it all
+  }
+  OutputFile file;
+  if (!file.open(out, &error)) return fail("json", error);
+  file.write(text);
+  if (!file.commit(&error)) return fail("json", error);
+  return 0;
 }
 
 }  // namespace cuscope::cli

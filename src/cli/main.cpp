@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "cli/cli.hpp"
+#include "cli/output.hpp"
 
 namespace {
 
@@ -42,17 +43,28 @@ int main(int argc, char** argv) {
       return 0;
     }
     const cuscope::cli::Args args(argv + 2, argv + argc);
-    if (command == "show") return cuscope::cli::show(args);
-    if (command == "json") return cuscope::cli::json(args);
-    if (command == "trace") return cuscope::cli::trace(args);
-    if (command == "run") return cuscope::cli::run(args);
-    if (command == "diff") return cuscope::cli::diff(args);
-    if (command == "flame") return cuscope::cli::flame(args);
-    if (command == "merge") return cuscope::cli::merge(args);
-    std::fprintf(stderr, "cuscope: unknown command '%s'\n\n%s", argv[1], kUsage);
-    return cuscope::cli::kUsageError;
+    int (*run)(const cuscope::cli::Args&) = command == "show"    ? &cuscope::cli::show
+                                            : command == "json"  ? &cuscope::cli::json
+                                            : command == "trace" ? &cuscope::cli::trace
+                                            : command == "run"   ? &cuscope::cli::run
+                                            : command == "diff"  ? &cuscope::cli::diff
+                                            : command == "flame" ? &cuscope::cli::flame
+                                            : command == "merge" ? &cuscope::cli::merge
+                                                                 : nullptr;
+    if (run == nullptr) {
+      std::fprintf(stderr, "cuscope: unknown command '%s'\n\n%s", argv[1], kUsage);
+      return cuscope::cli::kUsageError;
+    }
+    const int status = run(args);
+    // What a command printed that did not reach standard output (a full disk, a closed pipe) is a
+    // failure of the command, never its success: a report lost, or a diff's verdict unread.
+    if (command != "run" && status != cuscope::cli::failure_status(command) &&
+        !cuscope::cli::stdout_written(argv[1]))
+      return cuscope::cli::failure_status(command);
+    return status;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "cuscope: %s\n", e.what());
+    std::fprintf(stderr, "cuscope%s%.*s: %s\n", command.empty() ? "" : " ", static_cast<int>(command.size()),
+                 command.data(), e.what());
     return cuscope::cli::failure_status(command);
   }
 }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cli/cli.hpp"
+#include "cli/output.hpp"
 #include "cuscope/version.hpp"
 #include "model/diagnostic_fields.hpp"
 #include "views/format.hpp"
@@ -302,10 +303,11 @@ int merge(const Args& args) {
                               {"median_ns", s.median_ns},
                               {"ratio", s.host_ns / s.median_ns}});
   const std::string json_text = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-  std::FILE* f = std::fopen(out.c_str(), "w");
-  if (f == nullptr) return fail("merge", "cannot write '" + out + "'");
-  const bool ok = std::fwrite(json_text.data(), 1, json_text.size(), f) == json_text.size();
-  if (std::fclose(f) != 0 || !ok) return fail("merge", "cannot write '" + out + "'");
+  OutputFile file;
+  std::string error;
+  if (!file.open(out, &error)) return fail("merge", error);
+  file.write(json_text);
+  if (!file.commit(&error)) return fail("merge", error);
   return 0;
 }
 

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "cli/cli.hpp"
+#include "cli/output.hpp"
 #include "model/kernel_names.hpp"  // demangle
 #include "model/range_tree.hpp"  // instance id layout, kHardMaxDepth
 #include "trace/reader.hpp"
@@ -462,18 +463,15 @@ int trace(const Args& args) {
   reader.accept_cut(partial);
   std::string error;
   if (!reader.open(path, &error)) return fail("trace", path + ": " + error);
-  std::FILE* f = std::fopen(out.c_str(), "w");
-  if (f == nullptr) return fail("trace", "cannot write '" + out + "'");
-  Kineto k(f);
+  OutputFile file;  // OUT as it was until the new one is whole (never half a JSON file)
+  if (!file.open(out, &error)) return fail("trace", error);
+  Kineto k(file.file());
   k.begin();
-  const bool read = reader.read(k, &error);
+  if (!reader.read(k, &error)) return fail("trace", path + ": " + error);
   std::uint64_t dropped = 0;
-  const bool written = read && k.finish(&dropped);
-  const bool closed = std::fclose(f) == 0;
-  if (!read || !written || !closed) {
-    std::remove(out.c_str());  // never leave half a JSON file behind
-    return fail("trace", read ? "cannot write '" + out + "'" : path + ": " + error);
-  }
+  const bool written = k.finish(&dropped);
+  const bool committed = file.commit(&error);  // a write that failed fails it too, with why
+  if (!committed || !written) return fail("trace", committed ? "cannot write '" + out + "'" : error);
   say_cut("trace", path, reader.cut());
   if (dropped > 0)
     std::fprintf(stderr, "cuscope trace: %s is truncated: %llu records did not fit (CUSCOPE_TRACE_LIMIT)\n",

@@ -85,6 +85,38 @@ bad_input "neither trace nor JSON report (show)" "$cli" show launched.json
 bad_input "a truncated trace (flame)" "$cli" flame cut.cuscope -o bad.svg
 [[ ! -e bad.svg ]] || fail "flame of a truncated trace left bad.svg behind"
 bad_input "a truncated trace (merge)" "$cli" merge cut.cuscope
+# OUT as it was until the new one is whole: a failed read leaves a file, a link and the file it names
+# as they were (trace once removed OUT, whatever it was), and a conversion over its own input works.
+echo precious >kept.json && ln -sf kept.json link.json
+bad_input "a truncated trace over an existing file (trace)" "$cli" trace cut.cuscope -o kept.json
+[[ $(cat kept.json) == precious ]] || fail "a failed trace -o emptied or removed the file it named"
+bad_input "a truncated trace over a link (trace)" "$cli" trace cut.cuscope -o link.json
+[[ -L link.json && $(cat kept.json) == precious ]] || fail "a failed trace -o removed the link or emptied its file"
+"$cli" trace run.cuscope -o link.json || fail "trace -o over a link failed"
+[[ -L link.json ]] && python3 -c 'import json,sys; json.load(open("kept.json"))' ||
+  fail "trace -o over a link replaced the link, or wrote no JSON into the file it names"
+ls ./*cuscope-tmp* >/dev/null 2>&1 && fail "a temporary output file was left behind: $(ls ./*cuscope-tmp*)"
+cp run.cuscope self.cuscope && "$cli" trace self.cuscope -o self.cuscope && python3 -c 'import json; json.load(open("self.cuscope"))' ||
+  fail "trace -o over its own input"
+# What standard output did not take is a failure, never a success: a full disk, here /dev/full.
+if [[ -w /dev/full ]]; then
+  "$cli" show run.cuscope >/dev/full 2>err.txt
+  rc=$?
+  [[ $rc -eq 1 ]] && grep -q "^cuscope show: cannot write to standard output: " err.txt ||
+    fail "show to a full disk: exit status $rc, stderr $(cat err.txt)"
+  "$cli" diff run.cuscope run.cuscope >/dev/full 2>err.txt
+  rc=$?
+  [[ $rc -eq 2 && $(wc -l <err.txt) -eq 1 ]] || fail "diff to a full disk: exit status $rc (expected 2), stderr $(cat err.txt)"
+  bad_input "json -o to a full disk" "$cli" json run.cuscope -o /dev/full
+  grep -q "^cuscope json: cannot write '/dev/full': " err.txt || fail "json -o /dev/full: $(cat err.txt)"
+  [[ -c /dev/full ]] || fail "json -o /dev/full removed the device"
+  echo "ok: what standard output or a device did not take fails the command"
+fi
+# Not a report at all, of any length: refused at its first bytes, not read whole (/dev/zero).
+timeout 20 "$cli" show /dev/zero >out.txt 2>err.txt
+rc=$?
+[[ $rc -eq 1 ]] && grep -q "^cuscope show: /dev/zero: not a cuscope trace or JSON report$" err.txt ||
+  fail "show /dev/zero: exit status $rc, stderr $(cat err.txt)"
 "$cli" diff run.cuscope cut.cuscope >out.txt 2>err.txt
 rc=$?
 [[ $rc -eq 2 && $(wc -l <err.txt) -eq 1 ]] && grep -q "^cuscope diff: cut.cuscope: truncated: " err.txt ||
