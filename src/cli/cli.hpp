@@ -35,6 +35,8 @@ int diff(const Args& args);
 int flame(const Args& args);
 int merge(const Args& args);
 
+/// The largest JSON report read (a report of 100,000 ranges is about 380 MB).
+inline constexpr std::size_t kMaxReportBytes = std::size_t{4} << 30;
 /// A report from a trace file or from a JSON report (cuscope.report/1), told apart by content.
 /// `partial`: a trace cut short is read up to its last whole record (--partial), and `cut`, when
 /// given, says where it was cut ("" when whole).

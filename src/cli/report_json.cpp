@@ -1,6 +1,13 @@
 // cli/report_json.cpp — a JSON report (cuscope.report/1, as format_json writes it) read back into a
 // Report, so `cuscope show` prints the table of a report written by CUSCOPE_JSON.
+#include <array>
+#include <cstdint>
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
 
 #include "cli/cli.hpp"
 #include "model/diagnostic_fields.hpp"
@@ -12,8 +19,72 @@ namespace {
 using Json = nlohmann::json;
 
 template <class T>
+struct IsVector : std::false_type {};
+template <class T>
+struct IsVector<std::vector<T>> : std::true_type {};
+template <class T, std::size_t N>
+struct IsVector<std::array<T, N>> : std::true_type {};  // a fixed count: get<> refuses another
+
+[[noreturn]] void malformed(const char* key, const char* what) {
+  throw std::runtime_error(std::string("\"") + key + "\" is " + what);
+}
+
+// That `v`, the value of `key`, holds a T exactly: a count is a whole number >= 0 that fits, a text a
+// string. A value of another type once read as 0 (a "host" of 5 made a diff say -100%, and pass).
+template <class T>
+void check(const Json& v, const char* key) {
+  if constexpr (std::is_same_v<T, bool>) {
+    if (!v.is_boolean()) malformed(key, "not true or false");
+  } else if constexpr (std::is_integral_v<T>) {
+    if (!v.is_number_integer()) malformed(key, "not a whole number");
+    if constexpr (std::is_unsigned_v<T>) {
+      if (!v.is_number_unsigned()) malformed(key, "below 0");
+      if (v.get<std::uint64_t>() > std::numeric_limits<T>::max()) malformed(key, "out of range");
+    } else {
+      const bool fits = v.is_number_unsigned() ? v.get<std::uint64_t>() <=
+                                                     static_cast<std::uint64_t>(std::numeric_limits<T>::max())
+                                               : v.get<std::int64_t>() >= std::numeric_limits<T>::min() &&
+                                                     v.get<std::int64_t>() <= std::numeric_limits<T>::max();
+      if (!fits) malformed(key, "out of range");
+    }
+  } else if constexpr (std::is_floating_point_v<T>) {
+    if (!v.is_number()) malformed(key, "not a number");
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    if (!v.is_string()) malformed(key, "not a string");
+  } else if constexpr (IsVector<T>::value) {
+    if (!v.is_array()) malformed(key, "not an array");
+    for (const Json& e : v) check<typename T::value_type>(e, key);
+  } else {
+    static_assert(IsVector<T>::value, "a type report_json.cpp does not check");
+  }
+}
+
+// `out` from `key` of `j`, where present and not null; a value of another type is malformed.
+template <class T>
 void get(const Json& j, const char* key, T& out) {
-  if (auto it = j.find(key); it != j.end() && !it->is_null()) out = it->get<T>();
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return;
+  check<T>(*it, key);
+  out = it->get<T>();
+}
+
+// The object at `key`, nullptr where absent or null; anything else there is malformed.
+const Json* object_at(const Json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return nullptr;
+  if (!it->is_object()) malformed(key, "not an object");
+  return &*it;
+}
+
+// The array of objects at `key` (empty where absent or null); anything else there is malformed.
+const Json& array_at(const Json& j, const char* key) {
+  static const Json kEmpty = Json::array();
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return kEmpty;
+  if (!it->is_array()) malformed(key, "not an array");
+  for (const Json& e : *it)
+    if (!e.is_object()) malformed(key, "not an array of objects");
+  return *it;
 }
 
 DurationStats duration(const Json& j) {
@@ -32,10 +103,11 @@ ActivityStats activity(const Json& j) {
   get(j, "kernel_ns", a.kernel_ns);
   get(j, "gpu_busy_ns", a.gpu_busy_ns);
   get(j, "gpu_span_ns", a.gpu_span_ns);
-  if (auto m = j.find("memcpy"); m != j.end()) {
+  if (const Json* m = object_at(j, "memcpy")) {
     for (std::size_t i = 0; i < kCopyKinds; ++i) {
-      auto c = m->find(std::string(to_string(static_cast<CopyKind>(i))));
-      if (c == m->end()) continue;
+      const std::string kind(to_string(static_cast<CopyKind>(i)));
+      const Json* c = object_at(*m, kind.c_str());
+      if (c == nullptr) continue;
       get(*c, "count", a.memcpy[i].count);
       get(*c, "bytes", a.memcpy[i].bytes);
       get(*c, "total_ns", a.memcpy[i].total_ns);
@@ -69,7 +141,7 @@ Bound bound(const std::string& s) {
 KernelStats kernel(const Json& k) {
   KernelStats s;
   get(k, "name", s.name);
-  if (auto d = k.find("duration"); d != k.end()) s.duration = duration(*d);
+  if (const Json* d = object_at(k, "duration")) s.duration = duration(*d);
   get(k, "grid", s.grid);
   get(k, "block", s.block);
   get(k, "registers_per_thread", s.registers_per_thread);
@@ -93,14 +165,14 @@ RangeStats range(const Json& j, std::size_t count) {
   get(j, "open", r.open);
   get(j, "recursive_calls", r.recursive_calls);
   get(j, "threads", r.threads);
-  if (auto h = j.find("host"); h != j.end()) r.host = duration(*h);
+  if (const Json* h = object_at(j, "host")) r.host = duration(*h);
   get(j, "host_self_ns", r.host_self_ns);
-  if (auto g = j.find("gpu"); g != j.end()) r.gpu = duration(*g);
-  if (auto g = j.find("gpu_projected"); g != j.end()) r.gpu_projected = duration(*g);
-  if (auto s = j.find("self"); s != j.end()) r.self = activity(*s);
-  if (auto t = j.find("total"); t != j.end()) r.total = activity(*t);
-  for (const Json& k : j.value("kernels", Json::array())) r.kernels.push_back(kernel(k));
-  if (auto v = j.find("verdict"); v != j.end()) {
+  if (const Json* g = object_at(j, "gpu")) r.gpu = duration(*g);
+  if (const Json* g = object_at(j, "gpu_projected")) r.gpu_projected = duration(*g);
+  if (const Json* s = object_at(j, "self")) r.self = activity(*s);
+  if (const Json* t = object_at(j, "total")) r.total = activity(*t);
+  for (const Json& k : array_at(j, "kernels")) r.kernels.push_back(kernel(k));
+  if (const Json* v = object_at(j, "verdict")) {
     std::string b;
     get(*v, "bound", b);
     r.verdict.bound = bound(b);
@@ -110,7 +182,7 @@ RangeStats range(const Json& j, std::size_t count) {
     get(*v, "roofline_pct", r.verdict.roofline_pct);
     get(*v, "reason", r.verdict.reason);
   }
-  for (const Json& f : j.value("findings", Json::array())) {
+  for (const Json& f : array_at(j, "findings")) {
     Finding x;
     get(f, "id", x.id);
     std::string severity;
@@ -122,7 +194,7 @@ RangeStats range(const Json& j, std::size_t count) {
     r.findings.push_back(std::move(x));
   }
   get(j, "profiled_kernels", r.profiled_kernels);
-  for (const Json& m : j.value("metrics", Json::array())) {
+  for (const Json& m : array_at(j, "metrics")) {
     MetricValue v;
     get(m, "name", v.name);
     get(m, "label", v.label);
@@ -130,7 +202,7 @@ RangeStats range(const Json& j, std::size_t count) {
     get(m, "value", v.value);
     r.metrics.push_back(std::move(v));
   }
-  for (const Json& c : j.value("counts", Json::array())) {
+  for (const Json& c : array_at(j, "counts")) {
     CountStats s;
     get(c, "name", s.name);
     get(c, "self", s.self);
@@ -139,13 +211,13 @@ RangeStats range(const Json& j, std::size_t count) {
     get(c, "per_gpu_second", s.per_gpu_second);
     r.counts.push_back(std::move(s));
   }
-  for (const Json& g : j.value("graph", Json::array())) {  // absent in reports before graphs
+  for (const Json& g : array_at(j, "graph")) {  // absent in reports before graphs
     GraphPathStats p;
     get(g, "path", p.path);
     get(g, "kernel_calls", p.kernel_calls);
     get(g, "kernel_ns", p.kernel_ns);
     get(g, "gpu_busy_ns", p.gpu_busy_ns);
-    for (const Json& k : g.value("kernels", Json::array())) p.kernels.push_back(kernel(k));
+    for (const Json& k : array_at(g, "kernels")) p.kernels.push_back(kernel(k));
     r.graph.push_back(std::move(p));
   }
   return r;
@@ -155,7 +227,7 @@ SpanStats span(const Json& j) {
   SpanStats s;
   get(j, "domain", s.domain);
   get(j, "name", s.name);
-  if (auto h = j.find("host"); h != j.end()) s.host = duration(*h);
+  if (const Json* h = object_at(j, "host")) s.host = duration(*h);
   get(j, "open", s.open);
   get(j, "cross_thread", s.cross_thread);
   return s;
@@ -169,7 +241,8 @@ bool report_from_json(const std::string& text, Report* out, std::string* error) 
     *error = "not a cuscope trace or JSON report";
     return false;
   }
-  if (j.value("schema", std::string()) != "cuscope.report/1") {
+  const auto schema = j.find("schema");
+  if (schema == j.end() || !schema->is_string() || *schema != "cuscope.report/1") {
     *error = "not a cuscope JSON report (its \"schema\" is not \"cuscope.report/1\")";
     return false;
   }
@@ -180,7 +253,7 @@ bool report_from_json(const std::string& text, Report* out, std::string* error) 
     get(j, "activity_status", r.activity_status);
     get(j, "counters_status", r.counters_status);
     get(j, "clock", r.clock);
-    if (auto p = j.find("peaks"); p != j.end()) {
+    if (const Json* p = object_at(j, "peaks")) {
       get(*p, "dram_bytes_per_s", r.peaks.dram_bytes_per_s);
       get(*p, "fp64_flop_per_s", r.peaks.fp64_flop_per_s);
       get(*p, "fp32_flop_per_s", r.peaks.fp32_flop_per_s);
@@ -199,16 +272,18 @@ bool report_from_json(const std::string& text, Report* out, std::string* error) 
     get(j, "world_size", r.world_size);
     get(j, "pid", r.pid);  // null or absent (a report from before): 0
     get(j, "host", r.host);
-    if (auto d = j.find("diagnostics"); d != j.end()) {
+    if (const Json* d = object_at(j, "diagnostics")) {
       // The names are string literals: their data() is null-terminated.
       for (const model::DiagnosticField& f : model::kDiagnosticFields)
         get(*d, f.json.data(), r.diagnostics.*f.field);
     }
-    const Json& ranges = j.at("ranges");
-    if (!ranges.is_array() || ranges.empty()) throw std::runtime_error("\"ranges\" holds no root");
+    if (j.find("ranges") == j.end()) malformed("ranges", "missing");
+    const Json& ranges = array_at(j, "ranges");
+    if (ranges.empty()) throw std::runtime_error("\"ranges\" holds no root");
     r.ranges.clear();
     for (const Json& x : ranges) r.ranges.push_back(range(x, ranges.size()));
-    // The table walks children from the root: each range may be listed once, by its own parent.
+    // The table walks children from the root: each range may be listed once, by its own parent, and
+    // every one must be reached from the root (one not reached, or a cycle apart, would be left out).
     std::vector<bool> listed(r.ranges.size(), false);
     for (std::size_t i = 0; i < r.ranges.size(); ++i) {
       for (std::size_t c : r.ranges[i].children) {
@@ -216,10 +291,13 @@ bool report_from_json(const std::string& text, Report* out, std::string* error) 
         listed[c] = true;
       }
     }
-    if (auto s = j.find("spans"); s != j.end()) {  // absent in reports written before spans
-      if (!s->is_array()) throw std::runtime_error("\"spans\" is not an array");
-      for (const Json& x : *s) r.spans.push_back(span(x));
-    }
+    std::vector<std::size_t> walk{0};
+    for (std::size_t at = 0; at < walk.size(); ++at)
+      for (std::size_t c : r.ranges[walk[at]].children) walk.push_back(c);
+    if (walk.size() != r.ranges.size())
+      throw std::runtime_error("the ranges do not form a tree (" +
+                               std::to_string(r.ranges.size() - walk.size()) + " not reached from the root)");
+    for (const Json& x : array_at(j, "spans")) r.spans.push_back(span(x));  // absent before spans
     *out = std::move(r);
     return true;
   } catch (const std::exception& e) {

@@ -66,11 +66,24 @@ bool load_report(const std::string& path, Report* out, std::string* error, bool 
   in.read(head, sizeof(head));
   if (in.gcount() == sizeof(head) && std::memcmp(head, trace::kMagic, sizeof(head)) == 0)
     return trace::replay_file(path, out, error, partial, cut);
-  in.clear();
-  in.seekg(0);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return report_from_json(text.str(), out, error);
+  // Not a trace: a JSON report, which opens with '{' (after white space), read whole up to a bound,
+  // the bytes already read first (no seek: a pipe reads too).
+  std::string text(head, static_cast<std::size_t>(in.gcount()));
+  const std::size_t first = text.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && text[first] != '{') {
+    *error = "not a cuscope trace or JSON report";
+    return false;
+  }
+  char chunk[1 << 16];
+  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
+    text.append(chunk, static_cast<std::size_t>(in.gcount()));
+    if (text.size() > kMaxReportBytes) {
+      *error =
+          "larger than " + std::to_string(kMaxReportBytes >> 30) + " GiB: not a JSON report cuscope wrote";
+      return false;
+    }
+  }
+  return report_from_json(text, out, error);
 }
 
 int show(const Args& args) {

@@ -139,6 +139,23 @@ json.dump(merged, open("merged.json", "w"))
 broken = reports.report(tree())
 broken["ranges"][1]["children"] = [7]
 json.dump(broken, open("broken.json", "w"))
+# Values of the wrong type or sign, and ranges the root does not reach: refused, where they once read
+# as 0 (a "host" of 5 made the diff say -100% and pass) or were dropped (then listed as removed).
+negative = reports.report(tree())
+negative["ranges"][1]["calls"] = -5
+json.dump(negative, open("negative.json", "w"))
+host_number = reports.report(tree())
+host_number["ranges"][1]["host"] = 5
+json.dump(host_number, open("host-number.json", "w"))
+fraction = reports.report(tree())
+fraction["ranges"][1]["calls"] = 1.5
+json.dump(fraction, open("fraction.json", "w"))
+orphan = reports.report(tree())
+orphan["ranges"][0]["children"] = [c for c in orphan["ranges"][0]["children"] if c != 1]
+json.dump(orphan, open("orphan.json", "w"))
+schema_number = reports.report(tree())
+schema_number["schema"] = 5
+json.dump(schema_number, open("schema-number.json", "w"))
 not_schema = "not a cuscope JSON report (its \"schema\" is not \"cuscope.report/1\")"
 for what, args, err in [
     ("a missing file", ["base.json", "missing.json"], "missing.json: cannot open 'missing.json': No such file or directory"),
@@ -147,6 +164,14 @@ for what, args, err in [
     ("a merged report against a report", ["merged.json", "base.json"], f"merged.json: {not_schema}"),
     ("ranges that are not a tree", ["base.json", "broken.json"],
      "broken.json: malformed JSON report: a range's child index is out of range"),
+    ("a count below 0", ["base.json", "negative.json"], "negative.json: malformed JSON report: \"calls\" is below 0"),
+    ("a duration that is a number", ["base.json", "host-number.json"],
+     "host-number.json: malformed JSON report: \"host\" is not an object"),
+    ("a count that is not whole", ["base.json", "fraction.json"],
+     "fraction.json: malformed JSON report: \"calls\" is not a whole number"),
+    ("a range the root does not reach", ["base.json", "orphan.json"],
+     "orphan.json: malformed JSON report: the ranges do not form a tree (3 not reached from the root)"),
+    ("a schema that is not a string", ["schema-number.json", "base.json"], f"schema-number.json: {not_schema}"),
 ]:
     expect(f"bad input, {what}: exit 2", args, 2, stderr=f"cuscope diff: {err}\n")
 for what, args in [("one report", ["base.json"]), ("a bad threshold", ["--threshold", "ten", "base.json", "base.json"]),
