@@ -49,7 +49,23 @@ constexpr const char* kHelp =
     "injection library), 126 (COMMAND cannot be run) or 127 (COMMAND not found).\n"
     "The injection library is found next to this program (CUSCOPE_INJECT_LIBRARY overrides it).\n";
 
-bool is_file(const std::string& path) { return !path.empty() && access(path.c_str(), R_OK) == 0; }
+// A readable regular file that is a shared library (ELF): CUSCOPE_INJECT_LIBRARY=/tmp or a text file
+// would otherwise run the program with nothing injected, and nothing said.
+bool is_file(const std::string& path) {
+  struct stat st {};
+  if (path.empty() || ::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
+      access(path.c_str(), R_OK) != 0)
+    return false;
+  char magic[4] = {};
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return false;
+  const bool elf = std::fread(magic, 1, 4, f) == 4 && std::memcmp(magic,
+                                                                  "\x7f"
+                                                                  "ELF",
+                                                                  4) == 0;
+  std::fclose(f);
+  return elf;
+}
 
 // Where libcuscope_inject.so is: the override, then the installed layout next to this program,
 // then the build tree this program was built in.
