@@ -183,6 +183,15 @@ rc, _, err = run([CUSCOPE, "run"])
 expect("no command exits 125", rc, 125)
 rc, _, err = run([CUSCOPE, "run", "--", NVTX], {"CUSCOPE_INJECT_LIBRARY": os.path.join(WORK, "missing.so")})
 expect("a missing injection library exits 125", rc, 125)
+# A folder or a file that is not a shared library: refused, never run with nothing injected.
+not_library = os.path.join(WORK, "not-a-library.so")
+with open(not_library, "w") as f:
+    f.write("not ELF\n")
+for what, path in [("a folder", WORK), ("a text file", not_library)]:
+    rc, _, err = run([CUSCOPE, "run", "--", NVTX], {"CUSCOPE_INJECT_LIBRARY": path})
+    expect(f"{what} as the injection library exits 125", rc, 125)
+    expect(f"{what} as the injection library: the line says where it looked",
+           f"looked at: CUSCOPE_INJECT_LIBRARY={path})" in err, True)
 
 # A program that links cuscope: alone, NVTX ranges are not seen; injected, one session has both.
 out = os.path.join(WORK, "linked-alone.json")
