@@ -139,6 +139,9 @@ def run(args: List[str]) -> int:
 
 
 def main(argv: List[str]) -> int:
+    if argv and argv[0] in ("-h", "--help", "help"):
+        print(USAGE, end="")
+        return 0
     if not argv or argv[0] != "run":
         return fail(f"the only command is run\n{USAGE}")
     return run(argv[1:])

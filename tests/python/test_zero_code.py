@@ -301,6 +301,14 @@ def test_python_m_cuscope_run_refuses_a_bad_command_line(args, message, tmp_path
     assert message in p.stderr
 
 
+@pytest.mark.parametrize("args", [["--help"], ["-h"], ["help"], ["run", "--help"]])
+def test_python_m_cuscope_help_prints_the_usage_and_exits_0(args, tmp_path):
+    p = run_script([sys.executable, "-m", "cuscope", *args], tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("usage: python -m cuscope run"), p.stdout
+    assert p.stderr == ""
+
+
 def test_python_m_cuscope_run_without_the_injection_library(mixed, tmp_path):
     p = run_script([sys.executable, "-m", "cuscope", "run", mixed], tmp_path,
                    {"CUSCOPE_INJECT_LIBRARY": str(tmp_path / "missing.so")})
