@@ -113,7 +113,7 @@ TEST_CASE("a bad value names the variable and the value and keeps the default", 
   // In the order the variables are read.
   CHECK(errors[0].variable == "CUSCOPE_WARMUP");
   CHECK(errors[0].value == "-2");
-  CHECK(errors[0].message == "CUSCOPE_WARMUP='-2' is not a whole number; keeping 0");
+  CHECK(errors[0].message == "CUSCOPE_WARMUP='-2' is out of range [0, 1000000000]; keeping 0");
   CHECK(errors[1].message ==
         "CUSCOPE_ACTIVE='99999999999999999999999' is out of range [0, 1000000000]; keeping 0");
   CHECK(errors[2].message ==

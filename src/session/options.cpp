@@ -67,7 +67,13 @@ struct Reader {
     const std::string v = trimmed_lower(raw);
     std::uint64_t parsed = 0;
     const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), parsed);
-    if (v.empty() || ec == std::errc::invalid_argument || end != v.data() + v.size()) {
+    // A whole number below 0 ("-1") is out of range, not "not a whole number".
+    const bool negative =
+        v.size() > 1 && v[0] == '-' && v.find_first_not_of("0123456789", 1) == std::string::npos;
+    if (negative) {
+      error(name, raw,
+            fmt::format("{}='{}' is out of range [{}, {}]; keeping {}", name, shown(raw), min, max, field));
+    } else if (v.empty() || ec == std::errc::invalid_argument || end != v.data() + v.size()) {
       error(name, raw, fmt::format("{}='{}' is not a whole number; keeping {}", name, shown(raw), field));
     } else if (ec == std::errc::result_out_of_range || parsed < min || parsed > max) {
       error(name, raw,

@@ -79,7 +79,10 @@ class Replay final : public Visitor {
       return;
     }
     model::ThreadTree* tree = tree_for(slot_of(e));
-    if (tree == nullptr) return;
+    if (tree == nullptr) {  // past the forest's threads: only a crafted trace has more than a session could
+      ++no_tree_;
+      return;
+    }
     switch (kind_of(e)) {
       case ScopeKind::Attach:  // another thread: what was open is abandoned, and it counts anew
         tree->abandon_open();
@@ -220,7 +223,7 @@ class Replay final : public Visitor {
     // The live session's own processing: a replay does none of its own that a report should show.
     d.activity_buffers = s.activity_buffers;
     d.activity_processing_ns = s.activity_processing_ns;
-    d.trace_records_dropped = dropped_ + s.spans_cut;
+    d.trace_records_dropped = dropped_ + s.spans_cut + no_tree_;
     r.spans = s.spans;
     d.unmatched_span_ends = s.unmatched_span_ends;
     d.spans_dropped = s.spans_dropped;
@@ -267,6 +270,7 @@ class Replay final : public Visitor {
   bool has_summary_ = false;
   std::string device_;  // from the trace's metadata, for a trace cut before its summary
   std::uint64_t dropped_ = 0;
+  std::uint64_t no_tree_ = 0;                          // scope records of threads past the forest's, dropped
   std::int64_t rank_ = -1, world_size_ = 0, pid_ = 0;  // from the trace's metadata; unknown in older files
   std::string host_;
 };
