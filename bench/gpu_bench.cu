@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
                  "  by key (launch.events_cupti, transformer.records, ...): their figures read '-';\n"
                  "  each round ends with N alternations (default 8, 0: none) of blocks of K steps (default\n"
                  "  20) without cuscope, with its defaults, under CUPTI set up as them, and without again;\n"
-                 "  --warmup: the untimed steps after each session's start before its timed ones (default 3);\n"
+                 "  --warmup: the untimed steps after each session's start (default 3);\n"
                  "  --keep-attached: no cuptiFinalize between parts (each part starts detached otherwise)\n",
                  argv[0]);
     return 2;
@@ -173,8 +173,8 @@ int main(int argc, char** argv) {
 
     using cuscope::Attribution;
     using cuscope::EventTiming;
-    // A session, then `steps` timed steps after args.warmup_steps untimed ones, then `after` (untimed), then the end
-    // of the session unless `keep` (the last one: its report is taken below).
+    // A session, then `steps` timed steps after args.warmup_steps untimed ones, then `after` (untimed), then
+    // the end of the session unless `keep` (the last one: its report is taken below).
     auto session_steps = [&](std::vector<double>& into, auto&& start_session, int steps,
                              void (*after)() = nullptr, bool keep = false) {
       start_session();

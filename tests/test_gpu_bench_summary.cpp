@@ -155,7 +155,8 @@ TEST_CASE(
   CHECK(floor_step->value == Approx(1.02));
   CHECK(std::find_if(s.context.begin(), s.context.end(), [](const auto& c) {
           return c.first == "runs" && c.second.ends_with(
-                     "; 8 alternations of 2 steps a block each round; 3 untimed steps after each session's start");
+                                          "; 8 alternations of 2 steps a block each round; 3 untimed steps "
+                                          "after each session's start");
         }) != s.context.end());
   // How many times the summary of `m` as it is now holds `note`.
   const auto says = [&](const std::string& note) {
