@@ -50,14 +50,12 @@ bool OutputFile::commit(std::string* error) {
   file_ = nullptr;
   if (!written || !closed) {
     *error = "cannot write '" + path_ + "': " + std::strerror(written ? errno : write_errno);
-    if (!temp_.empty()) std::remove(temp_.c_str());
-    temp_.clear();
+    abandon();  // the file beside OUT, if any
     return false;
   }
   if (!temp_.empty() && std::rename(temp_.c_str(), dest_.c_str()) != 0) {
     *error = "cannot write '" + path_ + "': " + std::strerror(errno);
-    std::remove(temp_.c_str());
-    temp_.clear();
+    abandon();
     return false;
   }
   temp_.clear();

@@ -19,11 +19,11 @@ namespace {
 using Json = nlohmann::json;
 
 template <class T>
-struct IsVector : std::false_type {};
+struct IsList : std::false_type {};
 template <class T>
-struct IsVector<std::vector<T>> : std::true_type {};
+struct IsList<std::vector<T>> : std::true_type {};
 template <class T, std::size_t N>
-struct IsVector<std::array<T, N>> : std::true_type {};  // a fixed count: get<> refuses another
+struct IsList<std::array<T, N>> : std::true_type {};  // a fixed count: get<> refuses another
 
 [[noreturn]] void malformed(const char* key, const char* what) {
   throw std::runtime_error(std::string("\"") + key + "\" is " + what);
@@ -51,11 +51,11 @@ void check(const Json& v, const char* key) {
     if (!v.is_number()) malformed(key, "not a number");
   } else if constexpr (std::is_same_v<T, std::string>) {
     if (!v.is_string()) malformed(key, "not a string");
-  } else if constexpr (IsVector<T>::value) {
+  } else if constexpr (IsList<T>::value) {
     if (!v.is_array()) malformed(key, "not an array");
     for (const Json& e : v) check<typename T::value_type>(e, key);
   } else {
-    static_assert(IsVector<T>::value, "a type report_json.cpp does not check");
+    static_assert(IsList<T>::value, "a type report_json.cpp does not check");
   }
 }
 

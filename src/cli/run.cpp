@@ -51,18 +51,15 @@ constexpr const char* kHelp =
 
 // A readable regular file that is a shared library (ELF): CUSCOPE_INJECT_LIBRARY=/tmp or a text file
 // would otherwise run the program with nothing injected, and nothing said.
-bool is_file(const std::string& path) {
+bool is_library(const std::string& path) {
+  constexpr char kElf[4] = {0x7f, 'E', 'L', 'F'};
   struct stat st {};
-  if (path.empty() || ::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
-      access(path.c_str(), R_OK) != 0)
-    return false;
-  char magic[4] = {};
-  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (path.empty() || ::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  std::FILE* f = std::fopen(path.c_str(), "rb");  // unreadable: none
   if (f == nullptr) return false;
-  const bool elf = std::fread(magic, 1, 4, f) == 4 && std::memcmp(magic,
-                                                                  "\x7f"
-                                                                  "ELF",
-                                                                  4) == 0;
+  char magic[4] = {};
+  const bool elf =
+      std::fread(magic, 1, sizeof magic, f) == sizeof magic && std::memcmp(magic, kElf, sizeof kElf) == 0;
   std::fclose(f);
   return elf;
 }
@@ -72,7 +69,7 @@ bool is_file(const std::string& path) {
 std::string injection_library(std::string* looked) {
   if (const char* env = std::getenv("CUSCOPE_INJECT_LIBRARY"); env != nullptr && *env != '\0') {
     *looked = std::string("CUSCOPE_INJECT_LIBRARY=") + env;
-    return is_file(env) ? env : std::string{};
+    return is_library(env) ? env : std::string{};
   }
   std::vector<std::string> candidates;
   char self[PATH_MAX] = {};
@@ -83,7 +80,7 @@ std::string injection_library(std::string* looked) {
   }
   candidates.emplace_back(CUSCOPE_INJECT_BUILD_PATH);
   for (const std::string& c : candidates) {
-    if (is_file(c)) return c;
+    if (is_library(c)) return c;
     *looked += (looked->empty() ? "" : ", ") + c;
   }
   return {};

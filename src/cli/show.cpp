@@ -8,7 +8,6 @@
 #include <cstring>
 #include <cuscope/session.hpp>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 #include "cli/cli.hpp"
