@@ -19,6 +19,24 @@ CLEAN_ENV = {k: v for k, v in os.environ.items()
              if not k.startswith("CUSCOPE_") and k not in ("NVTX_INJECTION64_PATH", "CUDA_INJECTION64_PATH")}
 
 
+def find(path):
+    """The range at `path` in this process's report now; None while there is none."""
+    import cuscope  # here, not at the top: CUSCOPE_PRINT is set above before any session starts
+    return cuscope.snapshot().find(path)
+
+
+def calls(path):
+    """The calls of the range at `path` in this process's report now; 0 while there is none."""
+    r = find(path)
+    return 0 if r is None else r.calls
+
+
+def unbalanced_ends():
+    """This process's unbalanced ends so far (diagnostics["unbalanced_ends"])."""
+    import cuscope
+    return cuscope.snapshot().diagnostics["unbalanced_ends"]
+
+
 def load_script(path, name):
     """The Python file at `path` (a script of bench/ or tests/gpu/, not a package) as module `name`."""
     spec = importlib.util.spec_from_file_location(name, path)

@@ -6,15 +6,7 @@ import threading
 import pytest
 
 import cuscope
-
-
-def find(path):
-    return cuscope.snapshot().find(path)
-
-
-def calls(path):
-    r = find(path)
-    return 0 if r is None else r.calls
+from conftest import calls, find, unbalanced_ends
 
 
 def test_import_needs_no_torch():
@@ -361,10 +353,6 @@ def test_long_names_share_no_site_and_hold_no_memory():
     assert grown < 64, f"{grown:.0f} MB resident for 200 scopes of 1 MiB names"
     r = [x for x in cuscope.snapshot().ranges if x.name.startswith("api_long_")]
     assert len(r) == 200 and all(x.calls == 1 for x in r)
-
-
-def unbalanced_ends():
-    return cuscope.snapshot().diagnostics["unbalanced_ends"]
 
 
 def test_an_exit_with_no_entry_is_counted_as_an_unbalanced_end():

@@ -12,19 +12,12 @@ import types
 import pytest
 
 import cuscope
+from conftest import find, unbalanced_ends
 
 BODY_S = 0.01       # the body's sleep in each resumption
 CONSUMER_S = 0.2    # the consumer's sleep between items: more than all the body's sleeps together
 BODY_NS = int(BODY_S * 1e9)
 CONSUMER_NS = int(CONSUMER_S * 1e9)
-
-
-def find(path):
-    return cuscope.snapshot().find(path)
-
-
-def unbalanced():
-    return cuscope.snapshot().diagnostics["unbalanced_ends"]
 
 
 def test_a_decorated_generator_function_stays_one_and_keeps_its_name():
@@ -58,7 +51,7 @@ def test_each_resumption_is_a_call_and_the_consumer_between_items_is_outside_the
             yield i
         time.sleep(BODY_S)
 
-    before = unbalanced()
+    before = unbalanced_ends()
     items = []
     for item in produce():
         items.append(item)
@@ -73,7 +66,7 @@ def test_each_resumption_is_a_call_and_the_consumer_between_items_is_outside_the
     assert find("gen_timed/gen_timed_body").calls == 3
     assert find("gen_timed_consumer").calls == 3  # at the top level: the scope was not open
     assert find("gen_timed/gen_timed_consumer") is None
-    assert unbalanced() == before
+    assert unbalanced_ends() == before
 
 
 def test_making_a_decorated_generator_is_not_a_call_and_runs_none_of_its_body():
@@ -258,7 +251,7 @@ def test_each_resumption_of_an_async_generator_is_a_call_and_the_consumer_is_out
                 await asyncio.sleep(CONSUMER_S)
         return items
 
-    before = unbalanced()
+    before = unbalanced_ends()
     assert asyncio.run(consume()) == [0, 1, 2]
     r = find("agen_timed")
     assert (r.calls, r.open, r.recursive_calls) == (4, 0, 0)
@@ -266,7 +259,7 @@ def test_each_resumption_of_an_async_generator_is_a_call_and_the_consumer_is_out
     assert r.host.total_ns < CONSUMER_NS, r.host.to_dict()
     assert find("agen_timed_consumer").calls == 3
     assert find("agen_timed/agen_timed_consumer") is None
-    assert unbalanced() == before
+    assert unbalanced_ends() == before
 
 
 def test_an_async_generator_passes_asend_athrow_and_aclose_through():

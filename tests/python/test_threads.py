@@ -3,15 +3,7 @@ another thread, and a scope ended on another thread than its own, alive or exite
 import threading
 
 import cuscope
-
-
-def find(path):
-    return cuscope.snapshot().find(path)
-
-
-def calls(path):
-    r = find(path)
-    return 0 if r is None else r.calls
+from conftest import calls, find
 
 
 def test_threads_each_count_and_one_shared_object():
